@@ -1,0 +1,38 @@
+# hipgo: `make test` is the test command (README, .ci/run).
+GO ?= go
+export HIPGO_REQUIRE_HOST_TOOLS := 1
+
+.PHONY: test deps vet build kernels kernels-check test-nocgo test-race gpu-bundle
+
+test: deps vet kernels-check test-nocgo test-race build
+
+deps:
+	scripts/deps.sh
+
+vet:
+	$(GO) vet ./...
+	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) vet ./...
+
+# Users build without cgo, where purego uses its own loader: test that path.
+test-nocgo:
+	CGO_ENABLED=0 $(GO) test -count=1 ./...
+
+# The race detector needs cgo, so this pass exercises purego's cgo path.
+test-race:
+	$(GO) test -count=1 -race ./...
+
+build:
+	CGO_ENABLED=0 $(GO) build ./...
+	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) build ./...
+
+# Rebuild the committed kernel artifacts (needs clang-19, lld-19).
+kernels:
+	$(GO) run ./tools/kernelc
+
+# Rebuild into a scratch folder and fail on any byte of difference.
+kernels-check:
+	$(GO) run ./tools/kernelc -check
+
+# Build every GPU test binary and the runner into .gpu/ (see scripts/gpu-suite.sh).
+gpu-bundle:
+	scripts/gpu-bundle.sh

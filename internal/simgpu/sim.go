@@ -1,0 +1,390 @@
+package simgpu
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/hipgo/hipgo/runtime/driver"
+)
+
+// Kind is the simulated backend's kind.
+const Kind driver.Kind = "sim"
+
+// Code is a simulated driver status.
+type Code int
+
+const (
+	CodeInvalidValue  Code = 1
+	CodeOutOfMemory   Code = 2
+	CodeNotFound      Code = 500
+	CodeIllegalAddr   Code = 700
+	CodeLaunchFailure Code = 719
+)
+
+var names = map[Code]string{
+	CodeInvalidValue: "simErrorInvalidValue", CodeOutOfMemory: "simErrorOutOfMemory",
+	CodeNotFound: "simErrorNotFound", CodeIllegalAddr: "simErrorIllegalAddress",
+	CodeLaunchFailure: "simErrorLaunchFailure",
+}
+
+func (c Code) Error() string { return fmt.Sprintf("%s (%d)", c.Name(), int(c)) }
+
+// Name is the status's name, like the vendors' name functions.
+func (c Code) Name() string {
+	if n, ok := names[c]; ok {
+		return n
+	}
+	return fmt.Sprintf("simError(%d)", int(c))
+}
+
+// Sticky reports whether the code leaves the context unusable.
+func (c Code) Sticky() bool { return c == CodeIllegalAddr || c == CodeLaunchFailure }
+
+// KernelFunc runs a simulated kernel on its stream's goroutine. args are the
+// argument values, each widened to uint64. Returning a sticky Code faults
+// the device; stop is closed when the device closes (spinning kernels must
+// watch it).
+type KernelFunc func(dev *Device, grid, block driver.Dim3, args []uint64, stop <-chan struct{}) error
+
+// KernelDef is a simulated kernel and its argument sizes.
+type KernelDef struct {
+	Name       string
+	ParamSizes []int
+	Run        KernelFunc
+	// Reject, when set, is a synchronous launch check: a non-nil result is
+	// returned from Launch (like a driver rejecting a block size).
+	Reject func(grid, block driver.Dim3) error
+}
+
+// Config shapes a simulated device.
+type Config struct {
+	Devices     int
+	Name        string
+	Arch        string
+	Memory      uint64 // bytes; allocations beyond it fail with CodeOutOfMemory
+	MaxBlock    int
+	Kernels     []KernelDef
+	// DropCallbacks makes Notify accept callbacks and never call them.
+	DropCallbacks bool
+	// ForeignThreadCallbacks runs callbacks on threads created by the C
+	// library (pthread_create through purego), as real drivers do.
+	ForeignThreadCallbacks bool
+	// CallbackDelay delays each callback.
+	CallbackDelay time.Duration
+	// CloseBlocks makes Close block until Release is called.
+	CloseBlocks bool
+}
+
+// Driver is a simulated backend.
+type Driver struct {
+	cfg  Config
+	mu   sync.Mutex
+	devs []*Device
+	// InitErr, when set, is DeviceCount's answer.
+	InitErr error
+}
+
+// New returns a simulated backend.
+func New(cfg Config) *Driver {
+	if cfg.Name == "" {
+		cfg.Name = "Simulated GPU"
+	}
+	if cfg.Arch == "" {
+		cfg.Arch = "sim_1"
+	}
+	if cfg.Memory == 0 {
+		cfg.Memory = 1 << 30
+	}
+	if cfg.MaxBlock == 0 {
+		cfg.MaxBlock = 1024
+	}
+	return &Driver{cfg: cfg}
+}
+
+func (d *Driver) Kind() driver.Kind { return Kind }
+
+func (d *Driver) DeviceCount() (int, error) {
+	if d.InitErr != nil {
+		return 0, d.InitErr
+	}
+	return d.cfg.Devices, nil
+}
+
+func (d *Driver) Open(ordinal int) (driver.Device, error) {
+	dev := &Device{
+		cfg: d.cfg, ordinal: ordinal, mem: map[driver.Ptr][]byte{},
+		next: 0x1000_0000, stop: make(chan struct{}), release: make(chan struct{}),
+		kernels: map[string]KernelDef{},
+	}
+	for _, k := range d.cfg.Kernels {
+		dev.kernels[k.Name] = k
+	}
+	d.mu.Lock()
+	d.devs = append(d.devs, dev)
+	d.mu.Unlock()
+	return dev, nil
+}
+
+// Devices returns the devices opened so far.
+func (d *Driver) Devices() []*Device {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]*Device(nil), d.devs...)
+}
+
+// Device is a simulated GPU.
+type Device struct {
+	cfg     Config
+	ordinal int
+	kernels map[string]KernelDef
+
+	mu     sync.Mutex
+	mem    map[driver.Ptr][]byte
+	used   uint64
+	next   driver.Ptr
+	faultE atomic.Pointer[Code]
+
+	onFault func(driver.AsyncFault) bool
+	stop    chan struct{}
+	release chan struct{}
+	closed  atomic.Bool
+	wg      sync.WaitGroup
+
+	// Counters for tests.
+	Launches       atomic.Int64
+	Callbacks      atomic.Int64
+	EventsLive     atomic.Int64
+	DriverCalls    atomic.Int64
+}
+
+func (d *Device) Info() driver.Info {
+	return driver.Info{
+		Backend: Kind, Ordinal: d.ordinal, Name: d.cfg.Name, Arch: d.cfg.Arch,
+		TotalMemory: d.cfg.Memory, ComputeUnits: 4, WarpSize: 32, MaxBlock: d.cfg.MaxBlock,
+		DriverVersion: "sim", RuntimeVersion: "sim", Library: "(simulated)",
+	}
+}
+
+// fault returns the sticky error if the device faulted.
+func (d *Device) fault() error {
+	if c := d.faultE.Load(); c != nil {
+		return *c
+	}
+	return nil
+}
+
+// Fault makes the device sticky-faulted with c, as an asynchronous fault does.
+func (d *Device) Fault(c Code) { d.faultE.CompareAndSwap(nil, &c) }
+
+// InjectAsyncFault delivers an out-of-band fault (like the HSA system event
+// handler) from a goroutine of its own, and reports whether the runtime
+// claimed it.
+func (d *Device) InjectAsyncFault(addr uint64, reason string) bool {
+	d.Fault(CodeIllegalAddr)
+	d.mu.Lock()
+	h := d.onFault
+	d.mu.Unlock()
+	if h == nil {
+		return false
+	}
+	res := make(chan bool)
+	go func() {
+		res <- h(driver.AsyncFault{Kind: "memory fault", Address: addr, Reason: reason, Err: CodeIllegalAddr})
+	}()
+	return <-res
+}
+
+func (d *Device) OnFault(h func(driver.AsyncFault) bool) {
+	d.mu.Lock()
+	d.onFault = h
+	d.mu.Unlock()
+}
+
+func (d *Device) call() error {
+	d.DriverCalls.Add(1)
+	return d.fault()
+}
+
+func (d *Device) Alloc(n uint64) (driver.Ptr, error) {
+	if err := d.call(); err != nil {
+		return 0, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.used+n > d.cfg.Memory {
+		return 0, CodeOutOfMemory
+	}
+	p := d.next
+	d.next += driver.Ptr((n + 255) &^ 255)
+	d.mem[p] = make([]byte, n)
+	d.used += n
+	return p, nil
+}
+
+func (d *Device) Free(p driver.Ptr) error {
+	if err := d.call(); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	b, ok := d.mem[p]
+	if !ok {
+		return CodeInvalidValue
+	}
+	d.used -= uint64(len(b))
+	delete(d.mem, p)
+	return nil
+}
+
+// Bytes returns the simulated memory at p (a view into the allocation that
+// contains it), or an error for an address outside every allocation — the
+// simulated illegal address.
+func (d *Device) Bytes(p driver.Ptr, n uint64) ([]byte, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for base, b := range d.mem {
+		if p >= base && uint64(p-base)+n <= uint64(len(b)) {
+			off := uint64(p - base)
+			return b[off : off+n], nil
+		}
+	}
+	return nil, CodeIllegalAddr
+}
+
+func (d *Device) CopyHtoD(dst driver.Ptr, src unsafe.Pointer, n uint64) error {
+	if err := d.call(); err != nil {
+		return err
+	}
+	b, err := d.Bytes(dst, n)
+	if err != nil {
+		return CodeInvalidValue
+	}
+	copy(b, unsafe.Slice((*byte)(src), n))
+	return nil
+}
+
+func (d *Device) CopyDtoH(dst unsafe.Pointer, src driver.Ptr, n uint64) error {
+	if err := d.call(); err != nil {
+		return err
+	}
+	b, err := d.Bytes(src, n)
+	if err != nil {
+		return CodeInvalidValue
+	}
+	copy(unsafe.Slice((*byte)(dst), n), b)
+	return nil
+}
+
+func (d *Device) MemInfo() (uint64, uint64, error) {
+	if err := d.call(); err != nil {
+		return 0, 0, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.cfg.Memory - d.used, d.cfg.Memory, nil
+}
+
+func (d *Device) Classify(err error) driver.Class {
+	var c Code
+	if !errors.As(err, &c) {
+		return driver.Other
+	}
+	switch {
+	case c.Sticky():
+		return driver.Fault
+	case c == CodeOutOfMemory:
+		return driver.OutOfMemory
+	case c == CodeNotFound:
+		return driver.NotFound
+	case c == CodeInvalidValue:
+		return driver.Rejected
+	}
+	return driver.Other
+}
+
+func (d *Device) Alive() error { return d.call() }
+
+// Release lets a blocked Close return.
+func (d *Device) Release() { close(d.release) }
+
+func (d *Device) Close() error {
+	if !d.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	close(d.stop)
+	if d.cfg.CloseBlocks {
+		<-d.release
+	}
+	d.wg.Wait()
+	return nil
+}
+
+func (d *Device) LoadModule(image []byte) (driver.Module, error) {
+	if err := d.call(); err != nil {
+		return nil, err
+	}
+	return &module{dev: d, name: string(image)}, nil
+}
+
+type module struct {
+	dev  *Device
+	name string
+}
+
+func (m *module) Function(name string) (driver.Function, error) {
+	if err := m.dev.call(); err != nil {
+		return nil, err
+	}
+	k, ok := m.dev.kernels[name]
+	if !ok {
+		return nil, CodeNotFound
+	}
+	return &function{def: k}, nil
+}
+
+func (m *module) Unload() error { return m.dev.call() }
+
+type function struct{ def KernelDef }
+
+func (f *function) Name() string { return f.def.Name }
+
+// Params reports the layout the way cuFuncGetParamInfo does: natural
+// alignment of each size.
+func (f *function) Params() ([]driver.Param, bool, error) {
+	var ps []driver.Param
+	off := uint64(0)
+	for _, s := range f.def.ParamSizes {
+		off = (off + uint64(s) - 1) / uint64(s) * uint64(s)
+		ps = append(ps, driver.Param{Offset: off, Size: uint64(s)})
+		off += uint64(s)
+	}
+	return ps, true, nil
+}
+
+// readArgs reads the void** argument array with the kernel's sizes.
+func readArgs(params unsafe.Pointer, sizes []int) []uint64 {
+	out := make([]uint64, len(sizes))
+	if len(sizes) == 0 {
+		return out
+	}
+	ptrs := unsafe.Slice((*unsafe.Pointer)(params), len(sizes))
+	for i, s := range sizes {
+		b := unsafe.Slice((*byte)(ptrs[i]), s)
+		switch s {
+		case 1:
+			out[i] = uint64(b[0])
+		case 2:
+			out[i] = uint64(binary.LittleEndian.Uint16(b))
+		case 4:
+			out[i] = uint64(binary.LittleEndian.Uint32(b))
+		case 8:
+			out[i] = binary.LittleEndian.Uint64(b)
+		}
+	}
+	return out
+}

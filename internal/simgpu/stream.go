@@ -1,0 +1,193 @@
+package simgpu
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/hipgo/hipgo/runtime/driver"
+)
+
+// op is one piece of queued stream work.
+type op struct {
+	launch *launchOp
+	event  *event
+	notify func()
+}
+
+type launchOp struct {
+	def         KernelDef
+	grid, block driver.Dim3
+	args        []uint64
+}
+
+type stream struct {
+	dev   *Device
+	mu    sync.Mutex
+	cond  *sync.Cond
+	queue []op
+	busy  bool
+	dead  bool
+}
+
+func (d *Device) NewStream() (driver.Stream, error) {
+	if err := d.call(); err != nil {
+		return nil, err
+	}
+	s := &stream{dev: d}
+	s.cond = sync.NewCond(&s.mu)
+	d.wg.Add(1)
+	go s.work()
+	go func() { <-d.stop; s.mu.Lock(); s.dead = true; s.cond.Broadcast(); s.mu.Unlock() }()
+	return s, nil
+}
+
+func (s *stream) enqueue(o op) {
+	s.mu.Lock()
+	s.queue = append(s.queue, o)
+	s.cond.Signal()
+	s.mu.Unlock()
+}
+
+// work runs queued ops in order. After a fault nothing more runs: events
+// stay incomplete (their Query reports the fault) and callbacks never come,
+// as on the real drivers.
+func (s *stream) work() {
+	defer s.dev.wg.Done()
+	for {
+		s.mu.Lock()
+		for len(s.queue) == 0 && !s.dead {
+			s.cond.Wait()
+		}
+		if s.dead {
+			s.mu.Unlock()
+			return
+		}
+		o := s.queue[0]
+		s.queue = s.queue[1:]
+		s.busy = true
+		s.mu.Unlock()
+
+		if s.dev.fault() == nil {
+			s.run(o)
+		}
+		s.mu.Lock()
+		s.busy = false
+		s.mu.Unlock()
+	}
+}
+
+func (s *stream) run(o op) {
+	d := s.dev
+	switch {
+	case o.launch != nil:
+		if err := o.launch.def.Run(d, o.launch.grid, o.launch.block, o.launch.args, d.stop); err != nil {
+			if c, ok := err.(Code); ok && c.Sticky() {
+				d.Fault(c)
+			}
+		}
+	case o.event != nil:
+		o.event.done.Store(true)
+	case o.notify != nil:
+		if d.cfg.DropCallbacks {
+			return
+		}
+		fire := func() {
+			if d.cfg.CallbackDelay > 0 {
+				time.Sleep(d.cfg.CallbackDelay)
+			}
+			d.Callbacks.Add(1)
+			o.notify()
+		}
+		if d.cfg.ForeignThreadCallbacks {
+			// Real drivers call back on their own threads and wait for the
+			// callback to return before later stream work runs.
+			if err := runOnForeignThread(fire); err != nil {
+				panic("simgpu: foreign thread: " + err.Error()) // test-only package; a broken harness must be loud
+			}
+			return
+		}
+		fire()
+	}
+}
+
+func (s *stream) Launch(fn driver.Function, grid, block driver.Dim3, shmem uint32, params unsafe.Pointer) error {
+	if err := s.dev.call(); err != nil {
+		return err
+	}
+	f := fn.(*function)
+	if f.def.Reject != nil {
+		if err := f.def.Reject(grid, block); err != nil {
+			return err
+		}
+	}
+	if block.Count() > uint64(s.dev.cfg.MaxBlock) {
+		return CodeInvalidValue
+	}
+	s.dev.Launches.Add(1)
+	s.enqueue(op{launch: &launchOp{def: f.def, grid: grid, block: block, args: readArgs(params, f.def.ParamSizes)}})
+	return nil
+}
+
+type event struct {
+	dev  *Device
+	done atomic.Bool
+}
+
+func (e *event) Query() error {
+	if err := e.dev.call(); err != nil {
+		return err
+	}
+	if e.done.Load() {
+		return nil
+	}
+	return driver.ErrNotReady
+}
+
+func (e *event) Destroy() error {
+	e.dev.EventsLive.Add(-1)
+	return e.dev.call()
+}
+
+func (s *stream) Record() (driver.Event, error) {
+	if err := s.dev.call(); err != nil {
+		return nil, err
+	}
+	e := &event{dev: s.dev}
+	s.dev.EventsLive.Add(1)
+	s.enqueue(op{event: e})
+	return e, nil
+}
+
+func (s *stream) Notify(fn func()) error {
+	if err := s.dev.call(); err != nil {
+		return err
+	}
+	s.enqueue(op{notify: fn})
+	return nil
+}
+
+func (s *stream) Query() error {
+	if err := s.dev.call(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.queue) > 0 || s.busy {
+		return driver.ErrNotReady
+	}
+	return nil
+}
+
+func (s *stream) Synchronize() error {
+	for {
+		err := s.Query()
+		if err != driver.ErrNotReady {
+			return err
+		}
+		time.Sleep(50 * time.Microsecond)
+	}
+}
+
+func (s *stream) Destroy() error { return s.dev.call() }

@@ -1,0 +1,185 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hipgo/hipgo/runtime/driver"
+)
+
+// closeTimeout bounds Close on a lost device: after a sticky fault a driver
+// call can hang, and a server shutting down must not hang with it.
+const closeTimeout = 2 * time.Second
+
+// Device is an opened GPU. Its methods are safe for concurrent use.
+type Device struct {
+	drv      driver.Device
+	info     driver.Info
+	label    string
+	watchdog time.Duration
+	notify   bool // enqueue a host callback per recorded event
+
+	lost atomic.Pointer[FaultError]
+	mon  *monitor
+
+	destroyErrors atomic.Int64 // driver-event destroys that failed (each leaks one handle)
+	notifyErrors  atomic.Int64 // host callbacks that could not be enqueued (the monitor covers them)
+
+	mu      sync.Mutex
+	closed  bool
+	streams map[*Stream]struct{}
+	modules []*Module
+}
+
+func newDevice(drv driver.Device, cfg config) *Device {
+	info := drv.Info()
+	d := &Device{
+		drv:      drv,
+		info:     info,
+		label:    fmt.Sprintf("%s:%d %s", info.Backend, info.Ordinal, info.Name),
+		watchdog: cfg.watchdog,
+		notify:   !cfg.noCallbacks,
+		streams:  map[*Stream]struct{}{},
+	}
+	d.mon = newMonitor(d)
+	if fs, ok := drv.(driver.FaultSource); ok {
+		fs.OnFault(d.asyncFault)
+	}
+	return d
+}
+
+// Info describes the device.
+func (d *Device) Info() driver.Info { return d.info }
+
+// String names the device, e.g. "cuda:0 NVIDIA H200".
+func (d *Device) String() string { return d.label }
+
+// Backend is the device's backend kind.
+func (d *Device) Backend() driver.Kind { return d.info.Backend }
+
+// Watchdog is the limit on one Wait, 0 when off.
+func (d *Device) Watchdog() time.Duration { return d.watchdog }
+
+// Lost returns the fault that made the device unusable, or nil.
+func (d *Device) Lost() error {
+	if f := d.lost.Load(); f != nil {
+		return f
+	}
+	return nil
+}
+
+// usable returns the error every call on a lost or closed device gets, before
+// any driver call.
+func (d *Device) usable() error {
+	if f := d.lost.Load(); f != nil {
+		return &DeviceLostError{Device: d.label, Cause: f}
+	}
+	d.mu.Lock()
+	closed := d.closed
+	d.mu.Unlock()
+	if closed {
+		return fmt.Errorf("%s: %w", d.label, ErrClosed)
+	}
+	return nil
+}
+
+// markLost records the first sticky fault and fails every pending event on
+// every stream with it. Later faults are dropped: the first is the cause.
+func (d *Device) markLost(f *FaultError) *FaultError {
+	if f.Device == "" {
+		f.Device = d.label
+	}
+	if f.InFlight == nil {
+		f.InFlight = d.mon.inFlight()
+	}
+	if !d.lost.CompareAndSwap(nil, f) {
+		return d.lost.Load()
+	}
+	d.mon.failAll(f)
+	return f
+}
+
+// asyncFault receives out-of-band faults (the HSA system event handler). It
+// runs on the vendor's thread, so it only marks state. It reports whether the
+// fault was delivered, which tells ROCr not to abort the process.
+func (d *Device) asyncFault(af driver.AsyncFault) bool {
+	d.markLost(&FaultError{
+		Device: d.label, Op: "system event", Kind: af.Kind,
+		Address: af.Address, Reason: af.Reason, Err: af.Err,
+	})
+	return true
+}
+
+// fail turns an error from a driver call into the runtime's error, marking
+// the device lost when the error is a sticky fault.
+func (d *Device) fail(op, kernel string, err error) error {
+	switch d.drv.Classify(err) {
+	case driver.Fault:
+		f := d.markLost(&FaultError{Device: d.label, Kernel: kernel, Op: op, Kind: faultKind(err), Err: err})
+		return &DeviceLostError{Device: d.label, Cause: f}
+	case driver.OutOfMemory:
+		return &OutOfMemoryError{Device: d.label, Err: err}
+	default:
+		return fmt.Errorf("%s: %s: %w", d.label, op, err)
+	}
+}
+
+// faultKind names a fault for people, from the driver's error text.
+func faultKind(err error) string {
+	var named interface{ Name() string }
+	if errors.As(err, &named) {
+		return named.Name()
+	}
+	return ""
+}
+
+// Close releases the device. On a lost device it gives the driver
+// closeTimeout to tear down and then returns regardless, because after a
+// sticky fault teardown can hang.
+func (d *Device) Close() error {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return nil
+	}
+	d.closed = true
+	streams := make([]*Stream, 0, len(d.streams))
+	for s := range d.streams {
+		streams = append(streams, s)
+	}
+	modules := d.modules
+	d.mu.Unlock()
+
+	d.mon.stop()
+	if lost := d.lost.Load(); lost != nil {
+		// Fail anything still pending (no driver call), then tear down with a
+		// deadline.
+		d.mon.failAll(lost)
+		done := make(chan error, 1)
+		go func() { done <- d.teardown(streams, modules) }()
+		select {
+		case <-done:
+		case <-time.After(closeTimeout):
+			return fmt.Errorf("%s: teardown after device loss did not finish in %v; abandoned (the driver may hold resources until the process exits): %w",
+				d.label, closeTimeout, &DeviceLostError{Device: d.label, Cause: lost})
+		}
+		return nil
+	}
+	d.mon.failAll(fmt.Errorf("%s closed before the event completed: %w", d.label, ErrClosed))
+	return d.teardown(streams, modules)
+}
+
+func (d *Device) teardown(streams []*Stream, modules []*Module) error {
+	var errs []error
+	for _, s := range streams {
+		errs = append(errs, s.destroy())
+	}
+	for _, m := range modules {
+		errs = append(errs, m.unload())
+	}
+	errs = append(errs, d.drv.Close())
+	return errors.Join(errs...)
+}

@@ -1,0 +1,31 @@
+// Package runtime is hipgo's backend-neutral GPU runtime: devices, buffers,
+// streams, kernels and events, with the fault semantics written once for every
+// backend (ROCm, CUDA; Metal later) behind one driver interface.
+//
+// The contract:
+//   - An Event is Pending, then exactly once Landed or Failed(err). State and
+//     Err never consume the error: every reader, and every waiter, sees it.
+//     Wait(ctx) returns when the event lands, fails, or ctx ends.
+//   - A launch the runtime or the driver rejects synchronously (too many
+//     threads for the kernel, wrong arguments) returns an error from Launch
+//     naming the kernel; the device stays usable.
+//   - Completion comes from several sources, because none is enough alone: a
+//     host callback per event (fast, success only: HIP reports no status, and
+//     after a fault neither vendor runs queued callbacks), a monitor that
+//     queries pending events while anyone waits (the authority for faults),
+//     the HSA system event handler on ROCm (memory faults with address and
+//     reason), and an optional watchdog (HIPGO_GPU_WATCHDOG) that fails a wait
+//     pending too long and names the last kernel launched on its stream.
+//   - A sticky fault (illegal address, launch failure, hardware exception)
+//     marks the device lost: every pending event on every stream fails with
+//     the same *FaultError, and every later call fails at once with a
+//     *DeviceLostError wrapping it, without calling into the driver. Close on
+//     a lost device returns within a bounded time. The process must restart to
+//     use the GPU again; nothing in-process can recover a faulted context.
+//
+// Thread model: CUDA contexts and HIP's current device are per OS thread and
+// goroutines migrate, so each backend call locks the OS thread and makes the
+// device current for its duration (see the backend files for the measured
+// cost). Driver callbacks run on the driver's own threads and only flip an
+// atomic state and close a channel.
+package runtime

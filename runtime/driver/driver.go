@@ -1,0 +1,166 @@
+package driver
+
+import (
+	"errors"
+	"unsafe"
+)
+
+// Kind names a backend: "rocm", "cuda", "metal", or a test backend.
+type Kind string
+
+// The built-in backend kinds, in the order runtime.Open tries them.
+const (
+	ROCm  Kind = "rocm"
+	CUDA  Kind = "cuda"
+	Metal Kind = "metal"
+)
+
+// Format names a kernel artifact format a backend loads.
+type Format string
+
+const (
+	HSACO Format = "hsaco"
+	PTX   Format = "ptx"
+	MSL   Format = "msl"
+)
+
+// Driver finds and opens devices of one backend.
+type Driver interface {
+	Kind() Kind
+	// DeviceCount loads the vendor library and initialises it. It returns the
+	// number of devices, or an error saying why the backend is unusable: a
+	// library that was not found, an init failure with its code, or no device.
+	DeviceCount() (int, error)
+	Open(ordinal int) (Device, error)
+}
+
+// Info describes an opened device.
+type Info struct {
+	Backend        Kind
+	Ordinal        int
+	Name           string
+	Arch           string // the arch kernels are chosen by: "gfx1100", "sm_90"
+	Target         string // the full target id where it differs: "gfx90a:sramecc+:xnack-"
+	TotalMemory    uint64
+	ComputeUnits   int
+	WarpSize       int
+	MaxBlock       int // max threads per block
+	DriverVersion  string
+	RuntimeVersion string
+	Library        string // the path or soname of the vendor library
+	Format         Format // the kernel artifact format this device loads
+}
+
+// Ptr is a device address.
+type Ptr uint64
+
+// Dim3 is a grid or block shape.
+type Dim3 struct{ X, Y, Z uint32 }
+
+// Count is the number of threads (or blocks) in the shape.
+func (d Dim3) Count() uint64 { return uint64(d.X) * uint64(d.Y) * uint64(d.Z) }
+
+// Device is one opened GPU.
+type Device interface {
+	Info() Info
+	Alloc(bytes uint64) (Ptr, error)
+	Free(p Ptr) error
+	// CopyHtoD and CopyDtoH are synchronous with respect to the host.
+	CopyHtoD(dst Ptr, src unsafe.Pointer, bytes uint64) error
+	CopyDtoH(dst unsafe.Pointer, src Ptr, bytes uint64) error
+	MemInfo() (free, total uint64, err error)
+	NewStream() (Stream, error)
+	LoadModule(image []byte) (Module, error)
+	// Classify sorts an error returned by this device's calls.
+	Classify(err error) Class
+	// Alive probes, without waiting on queued work, whether the device still
+	// answers; after a sticky fault it returns that fault.
+	Alive() error
+	Close() error
+}
+
+// Stream is an in-order queue of work.
+type Stream interface {
+	// Launch enqueues a kernel. params is a void** array of pointers to each
+	// argument, in memory the caller keeps valid (and out of the Go heap, or
+	// pinned) for the duration of the call.
+	Launch(fn Function, grid, block Dim3, sharedMem uint32, params unsafe.Pointer) error
+	// Record creates an event that completes when all work enqueued so far
+	// has completed.
+	Record() (Event, error)
+	// Notify enqueues a host function that the driver calls on its own thread
+	// once all work enqueued so far has completed successfully. It must not
+	// block. After a fault the driver may never call it.
+	Notify(fn func()) error
+	Query() error // nil when idle, ErrNotReady while busy, else the error
+	Synchronize() error
+	Destroy() error
+}
+
+// Event is a driver event.
+type Event interface {
+	// Query reports completion without waiting: nil when complete,
+	// ErrNotReady while pending, else the error the device reported.
+	Query() error
+	Destroy() error
+}
+
+// Module is a loaded code object.
+type Module interface {
+	Function(name string) (Function, error)
+	Unload() error
+}
+
+// Function is a kernel in a loaded module.
+type Function interface {
+	Name() string
+}
+
+// ParamInspector is implemented by functions whose driver reports the
+// argument layout itself (cuFuncGetParamInfo, hipKernelGetParamInfo). ok is
+// false when this driver version cannot say.
+type ParamInspector interface {
+	Params() (params []Param, ok bool, err error)
+}
+
+// Param is one kernel argument's place in the argument buffer.
+type Param struct {
+	Offset, Size uint64
+}
+
+// ErrNotReady is returned by Query while work is pending. Backends return it
+// (or an error wrapping it) instead of their own not-ready code.
+var ErrNotReady = errors.New("not ready")
+
+// Class sorts driver errors into what runtime does about them.
+type Class int
+
+const (
+	// Other: the call failed; the device is fine.
+	Other Class = iota
+	// Rejected: a launch or argument the driver refused synchronously.
+	Rejected
+	// OutOfMemory: an allocation could not be satisfied; the device is fine.
+	OutOfMemory
+	// Fault: a device fault after which the context is unusable (sticky):
+	// illegal address, launch failure, hardware exception.
+	Fault
+	// NotFound: a missing module function, or a binary for another arch.
+	NotFound
+)
+
+// AsyncFault describes an asynchronous device fault reported out of band (the
+// HSA system event handler on ROCm) rather than through a call's status.
+type AsyncFault struct {
+	Kind    string // "memory fault", "hardware exception"
+	Address uint64 // faulting virtual address, when known
+	Reason  string // the decoded reason bits
+	Err     error  // the underlying event, for errors.As
+}
+
+// FaultSource is implemented by devices that learn of faults out of band.
+// The runtime registers one handler; the device calls it from the vendor's
+// thread and returns its result to the vendor (true: the fault was delivered).
+type FaultSource interface {
+	OnFault(handler func(AsyncFault) bool)
+}

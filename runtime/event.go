@@ -1,0 +1,142 @@
+package runtime
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hipgo/hipgo/runtime/driver"
+)
+
+// State is an event's launch state.
+type State uint32
+
+const (
+	Pending State = iota
+	Landed
+	Failed
+)
+
+func (s State) String() string {
+	switch s {
+	case Pending:
+		return "pending"
+	case Landed:
+		return "landed"
+	case Failed:
+		return "failed"
+	}
+	return "unknown"
+}
+
+// Event marks a point in a stream. It is Pending until all work enqueued on
+// the stream before it completes, then exactly once Landed, or Failed with an
+// error that every reader and waiter sees. Reading never consumes the error.
+type Event struct {
+	dev      *Device
+	stream   *Stream
+	kernel   string // last kernel launched on the stream before the record
+	recorded time.Time
+
+	drv driver.Event // owned by the monitor once finished
+	seq uint64       // record order on the device
+
+	state atomic.Uint32
+	err   error // written once, before state leaves Pending
+	once  sync.Once
+	done  chan struct{}
+}
+
+func newEvent(s *Stream, drv driver.Event, kernel string) *Event {
+	return &Event{
+		dev: s.dev, stream: s, kernel: kernel, recorded: time.Now(),
+		drv: drv, done: make(chan struct{}),
+	}
+}
+
+// finish settles the event once; later calls do nothing. It never blocks and
+// makes no driver call, so driver callbacks may call it.
+func (e *Event) finish(err error) bool {
+	won := false
+	e.once.Do(func() {
+		won = true
+		e.err = err
+		if err == nil {
+			e.state.Store(uint32(Landed))
+		} else {
+			e.state.Store(uint32(Failed))
+		}
+		close(e.done)
+	})
+	if won {
+		e.dev.mon.finished(e)
+	}
+	return won
+}
+
+// State returns the event's state without waiting. When the event is still
+// pending it asks the driver once (a non-blocking query), so a caller that
+// never waits still sees completion and faults.
+func (e *Event) State() State {
+	if s := State(e.state.Load()); s != Pending {
+		return s
+	}
+	e.dev.mon.poll(e)
+	return State(e.state.Load())
+}
+
+// Err returns the event's error: nil while pending or once landed. It does
+// not consume it.
+func (e *Event) Err() error {
+	if State(e.state.Load()) == Failed {
+		return e.err
+	}
+	return nil
+}
+
+// Done is closed when the event lands or fails.
+func (e *Event) Done() <-chan struct{} { return e.done }
+
+// Kernel names the last kernel launched on the stream before this event.
+func (e *Event) Kernel() string { return e.kernel }
+
+// Wait blocks until the event lands (nil), fails (its error), ctx ends
+// (ctx.Err()), or the device's watchdog expires (*WatchdogError; the event
+// stays pending).
+func (e *Event) Wait(ctx context.Context) error {
+	select {
+	case <-e.done:
+		return e.err
+	default:
+	}
+	m := e.dev.mon
+	m.addWaiter()
+	defer m.removeWaiter()
+
+	var expired <-chan time.Time
+	if wd := e.dev.watchdog; wd > 0 {
+		t := time.NewTimer(wd)
+		defer t.Stop()
+		expired = t.C
+	}
+	start := time.Now()
+	select {
+	case <-e.done:
+		return e.err
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-expired:
+		// The event may have settled in the same instant: prefer its result.
+		select {
+		case <-e.done:
+			return e.err
+		default:
+		}
+		now := time.Now()
+		return &WatchdogError{
+			Device: e.dev.label, Kernel: e.kernel, Waited: now.Sub(start),
+			Pending: now.Sub(e.recorded), Limit: e.dev.watchdog,
+		}
+	}
+}

@@ -1,0 +1,157 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/hipgo/hipgo/runtime/driver"
+)
+
+// Environment variables read by Open.
+const (
+	// EnvBackend picks one backend ("rocm", "cuda", "metal") instead of
+	// trying each in order.
+	EnvBackend = "HIPGO_BACKEND"
+	// EnvWatchdog is a Go duration ("300ms", "10s") bounding each Wait; empty
+	// or "0" is off. An invalid value is an error from Open, not a default.
+	EnvWatchdog = "HIPGO_GPU_WATCHDOG"
+)
+
+type config struct {
+	backend     driver.Kind
+	ordinal     int
+	watchdog    time.Duration
+	watchdogSet bool
+	noCallbacks bool
+	drivers     []driver.Driver
+}
+
+// Option configures Open.
+type Option func(*config)
+
+// WithBackend opens only the named backend (overrides HIPGO_BACKEND).
+func WithBackend(k driver.Kind) Option { return func(c *config) { c.backend = k } }
+
+// WithOrdinal opens the device with this index within its backend.
+func WithOrdinal(i int) Option { return func(c *config) { c.ordinal = i } }
+
+// WithWatchdog bounds each Wait (overrides HIPGO_GPU_WATCHDOG); 0 is off.
+func WithWatchdog(d time.Duration) Option {
+	return func(c *config) { c.watchdog, c.watchdogSet = d, true }
+}
+
+// WithoutCallbacks leaves completion to the monitor alone (no host callback
+// per event). For measurement and tests.
+func WithoutCallbacks() Option { return func(c *config) { c.noCallbacks = true } }
+
+// WithDrivers replaces the built-in backends, in order: for tests and for
+// backends outside this module.
+func WithDrivers(ds ...driver.Driver) Option { return func(c *config) { c.drivers = ds } }
+
+// ParseWatchdog parses a HIPGO_GPU_WATCHDOG value.
+func ParseWatchdog(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if s == "" || s == "0" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("%s=%q is not a Go duration such as 500ms or 10s: %w", EnvWatchdog, s, ErrInvalidArgument)
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("%s=%q is negative: %w", EnvWatchdog, s, ErrInvalidArgument)
+	}
+	return d, nil
+}
+
+// Open returns a device of the first backend that has one: ROCm, then CUDA,
+// then Metal, unless HIPGO_BACKEND or WithBackend names one. When none does,
+// the error is an *OpenError (errors.Is(err, ErrNoDevice)) naming every
+// backend tried and why it was unusable: library not found (with the paths
+// tried), init failure (with the code), or no device.
+func Open(ctx context.Context, opts ...Option) (*Device, error) {
+	cfg := config{drivers: builtinDrivers()}
+	if b := strings.TrimSpace(os.Getenv(EnvBackend)); b != "" {
+		cfg.backend = driver.Kind(strings.ToLower(b))
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if !cfg.watchdogSet {
+		wd, err := ParseWatchdog(os.Getenv(EnvWatchdog))
+		if err != nil {
+			return nil, err
+		}
+		cfg.watchdog = wd
+	} else if cfg.watchdog < 0 {
+		return nil, fmt.Errorf("watchdog %v is negative: %w", cfg.watchdog, ErrInvalidArgument)
+	}
+	if cfg.ordinal < 0 {
+		return nil, fmt.Errorf("device ordinal %d is negative: %w", cfg.ordinal, ErrInvalidArgument)
+	}
+
+	candidates := cfg.drivers
+	if cfg.backend != "" {
+		candidates = nil
+		var known []string
+		for _, d := range cfg.drivers {
+			known = append(known, string(d.Kind()))
+			if d.Kind() == cfg.backend {
+				candidates = append(candidates, d)
+			}
+		}
+		if len(candidates) == 0 {
+			return nil, fmt.Errorf("backend %q is not one of %s: %w", cfg.backend, strings.Join(known, ", "), ErrInvalidArgument)
+		}
+	}
+
+	oe := &OpenError{}
+	for _, drv := range candidates {
+		dev, err := openOne(ctx, drv, cfg)
+		if err == nil {
+			return dev, nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		oe.Attempts = append(oe.Attempts, Attempt{Backend: drv.Kind(), Err: err})
+	}
+	return nil, oe
+}
+
+// openOne probes one backend. Vendor initialisation can take long (or, on a
+// broken install, hang), so it runs apart from the caller, who may give up
+// through ctx.
+func openOne(ctx context.Context, drv driver.Driver, cfg config) (*Device, error) {
+	type result struct {
+		dev driver.Device
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		n, err := drv.DeviceCount()
+		switch {
+		case err != nil:
+			ch <- result{err: err}
+		case n == 0:
+			ch <- result{err: &NoDeviceError{Backend: drv.Kind()}}
+		case cfg.ordinal >= n:
+			ch <- result{err: fmt.Errorf("%s: device %d requested, %d present: %w", drv.Kind(), cfg.ordinal, n, ErrInvalidArgument)}
+		default:
+			d, err := drv.Open(cfg.ordinal)
+			ch <- result{dev: d, err: err}
+		}
+	}()
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			return nil, r.err
+		}
+		return newDevice(r.dev, cfg), nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}

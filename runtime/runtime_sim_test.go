@@ -1,0 +1,549 @@
+package runtime_test
+
+// These tests drive the runtime's state machine with the simulated backend
+// (internal/simgpu): injected rejections, asynchronous faults, callbacks that
+// never come, callbacks from C threads, hangs. They prove the runtime's logic,
+// not any GPU's behaviour; the CUDA tests on real hardware do that.
+
+import (
+	"context"
+	"errors"
+	goruntime "runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hipgo/hipgo/internal/simgpu"
+	"github.com/hipgo/hipgo/runtime"
+	"github.com/hipgo/hipgo/runtime/driver"
+)
+
+// specsFor describes simulated kernels with naturally aligned parameters,
+// the layout the simulated driver also reports.
+func specsFor(defs ...simgpu.KernelDef) []runtime.KernelSpec {
+	var out []runtime.KernelSpec
+	for _, d := range defs {
+		s := runtime.KernelSpec{Name: d.Name}
+		off := 0
+		for _, sz := range d.ParamSizes {
+			off = (off + sz - 1) / sz * sz
+			s.Params = append(s.Params, runtime.ParamSpec{Offset: off, Size: sz, Pointer: false})
+			off += sz
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+type rig struct {
+	drv  *simgpu.Driver
+	sim  *simgpu.Device
+	dev  *runtime.Device
+	mod  *runtime.Module
+	fill *runtime.Kernel
+	oob  *runtime.Kernel
+	spin *runtime.Kernel
+}
+
+func newRig(t *testing.T, cfg simgpu.Config, opts ...runtime.Option) *rig {
+	t.Helper()
+	cfg.Devices = 1
+	cfg.Kernels = []simgpu.KernelDef{simgpu.FillU32, simgpu.OOBWriteU32, simgpu.SpinNs, simgpu.Empty}
+	drv := simgpu.New(cfg)
+	dev, err := runtime.Open(context.Background(), append([]runtime.Option{runtime.WithDrivers(drv)}, opts...)...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = dev.Close() }) // the tests assert Close where it matters
+	specs := specsFor(simgpu.FillU32, simgpu.OOBWriteU32, simgpu.SpinNs, simgpu.Empty)
+	mod, err := dev.LoadImage([]byte("testkernels"), specs)
+	require.NoError(t, err)
+	r := &rig{drv: drv, sim: drv.Devices()[0], dev: dev, mod: mod}
+	r.fill, err = mod.Kernel("fill_u32")
+	require.NoError(t, err)
+	r.oob, err = mod.Kernel("oob_write_u32")
+	require.NoError(t, err)
+	r.spin, err = mod.Kernel("spin_ns")
+	require.NoError(t, err)
+	return r
+}
+
+var one = runtime.LaunchConfig{Grid: runtime.Dim3{X: 1, Y: 1, Z: 1}, Block: runtime.Dim3{X: 1, Y: 1, Z: 1}}
+
+// fillAndCheck launches fill on s and verifies the device memory, proving
+// the device is usable.
+func (r *rig) fillAndCheck(t *testing.T, s *runtime.Stream, value uint32) {
+	t.Helper()
+	const n = 64
+	buf, err := r.dev.Alloc(4 * n)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, buf.Free()) }()
+	require.NoError(t, s.Launch(r.fill, one, buf, value, uint32(n)))
+	ev, err := s.Record()
+	require.NoError(t, err)
+	require.NoError(t, ev.Wait(context.Background()))
+	got := make([]uint32, n)
+	require.NoError(t, runtime.Download(buf, got))
+	for i, v := range got {
+		require.Equal(t, value, v, "element %d", i)
+	}
+}
+
+func TestEventLandsThroughCallbackAndMonitor(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  simgpu.Config
+		opts []runtime.Option
+	}{
+		{"callback", simgpu.Config{}, nil},
+		{"callbacks never come: the monitor lands it", simgpu.Config{DropCallbacks: true}, nil},
+		{"no callbacks enqueued", simgpu.Config{}, []runtime.Option{runtime.WithoutCallbacks()}},
+		{"callbacks on C threads", simgpu.Config{ForeignThreadCallbacks: true}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, tc.cfg, tc.opts...)
+			s, err := r.dev.NewStream()
+			require.NoError(t, err)
+			r.fillAndCheck(t, s, 0xC0FFEE)
+			if tc.cfg.DropCallbacks {
+				require.Zero(t, r.sim.Callbacks.Load(), "the simulated driver dropped every callback")
+			}
+		})
+	}
+}
+
+func TestManyEventsFromForeignThreadsLandWithoutLeaks(t *testing.T) {
+	if goruntime.GOOS != "linux" {
+		t.Skip("foreign-thread callbacks are simulated with pthread_create on linux only")
+	}
+	before := goruntime.NumGoroutine()
+	r := newRig(t, simgpu.Config{ForeignThreadCallbacks: true})
+	s, err := r.dev.NewStream()
+	require.NoError(t, err)
+	const n = 2000
+	evs := make([]*runtime.Event, 0, n)
+	for i := 0; i < n; i++ {
+		require.NoError(t, s.Launch(r.fill, one, mustAlloc(t, r.dev), uint32(i), uint32(1)))
+		ev, err := s.Record()
+		require.NoError(t, err)
+		evs = append(evs, ev)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i, ev := range evs {
+		require.NoError(t, ev.Wait(ctx), "event %d", i)
+		require.Equal(t, runtime.Landed, ev.State())
+	}
+	// Every callback arrives from a C thread (the monitor may land the last
+	// few events first; either way each settles once).
+	require.Eventually(t, func() bool { return r.sim.Callbacks.Load() == n }, 5*time.Second, time.Millisecond)
+	require.NoError(t, r.dev.Close())
+	require.Eventually(t, func() bool { return goruntime.NumGoroutine() <= before+1 }, 5*time.Second, 10*time.Millisecond,
+		"goroutines: %d before, %d after", before, goruntime.NumGoroutine())
+}
+
+func mustAlloc(t *testing.T, d *runtime.Device) *runtime.Buffer {
+	t.Helper()
+	b, err := d.Alloc(4)
+	require.NoError(t, err)
+	return b
+}
+
+func TestLaunchIsCheckedAgainstMetadataBeforeTheDriver(t *testing.T) {
+	r := newRig(t, simgpu.Config{})
+	s, err := r.dev.NewStream()
+	require.NoError(t, err)
+	buf := mustAlloc(t, r.dev)
+	// A kernel built for 256 threads (like bounded_fill_u32's launch bound).
+	bounded, err := r.dev.LoadImage([]byte("bounded"), []runtime.KernelSpec{{
+		Name: "fill_u32", MaxThreads: 256,
+		Params: []runtime.ParamSpec{{Offset: 0, Size: 8, Pointer: true}, {Offset: 8, Size: 4}, {Offset: 12, Size: 4}},
+	}})
+	require.NoError(t, err)
+	bk, err := bounded.Kernel("fill_u32")
+	require.NoError(t, err)
+
+	calls := r.sim.DriverCalls.Load()
+	for _, tc := range []struct {
+		name   string
+		k      *runtime.Kernel
+		cfg    runtime.LaunchConfig
+		args   []any
+		reason string
+	}{
+		{"too few arguments", r.fill, one, []any{buf, uint32(1)}, "takes 3 arguments, got 2"},
+		{"wrong size", r.fill, one, []any{buf, uint64(1), uint32(1)}, "argument 1: the kernel's parameter is 4 bytes, got uint64 (8 bytes)"},
+		{"host-sized int", r.fill, one, []any{buf, 1, uint32(1)}, "argument 1: argument of type int is not a kernel argument type"},
+		{"scalar where a pointer goes", bk, one, []any{uint64(5), uint32(1), uint32(1)}, "argument 0: the kernel's parameter is a device pointer, got uint64"},
+		{"oversized block", bk, runtime.LaunchConfig{Grid: runtime.Dim3{X: 1, Y: 1, Z: 1}, Block: runtime.Dim3{X: 512, Y: 1, Z: 1}},
+			[]any{buf, uint32(1), uint32(1)}, "block of 512 threads exceeds the 256 the kernel was built for"},
+		{"block over the device", r.fill, runtime.LaunchConfig{Grid: runtime.Dim3{X: 1, Y: 1, Z: 1}, Block: runtime.Dim3{X: 2048, Y: 1, Z: 1}},
+			[]any{buf, uint32(1), uint32(1)}, "block of 2048 threads exceeds the device's 1024"},
+		{"zero grid", r.fill, runtime.LaunchConfig{Block: runtime.Dim3{X: 1, Y: 1, Z: 1}}, []any{buf, uint32(1), uint32(1)}, "grid 0x0x0 has a zero dimension"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := s.Launch(tc.k, tc.cfg, tc.args...)
+			var le *runtime.LaunchError
+			require.ErrorAs(t, err, &le)
+			require.Equal(t, "fill_u32", le.Kernel)
+			require.Contains(t, le.Reason, tc.reason)
+			require.ErrorIs(t, err, runtime.ErrLaunchRejected)
+			require.ErrorIs(t, err, runtime.ErrInvalidArgument)
+		})
+	}
+	require.Equal(t, calls, r.sim.DriverCalls.Load(), "no refused launch reached the driver")
+	r.fillAndCheck(t, s, 7)
+}
+
+func TestDriverRejectionLeavesTheDeviceUsable(t *testing.T) {
+	rejecting := simgpu.FillU32
+	rejecting.Name = "picky"
+	rejecting.Reject = func(_, block driver.Dim3) error {
+		if block.X > 1 {
+			return simgpu.CodeInvalidValue
+		}
+		return nil
+	}
+	cfg := simgpu.Config{Devices: 1, Kernels: []simgpu.KernelDef{rejecting, simgpu.FillU32}}
+	drv := simgpu.New(cfg)
+	dev, err := runtime.Open(context.Background(), runtime.WithDrivers(drv))
+	require.NoError(t, err)
+	defer dev.Close()
+	mod, err := dev.LoadImage([]byte("m"), specsFor(rejecting))
+	require.NoError(t, err)
+	k, err := mod.Kernel("picky")
+	require.NoError(t, err)
+	s, err := dev.NewStream()
+	require.NoError(t, err)
+	buf, err := dev.Alloc(64)
+	require.NoError(t, err)
+
+	start := time.Now()
+	err = s.Launch(k, runtime.LaunchConfig{Grid: runtime.Dim3{X: 1, Y: 1, Z: 1}, Block: runtime.Dim3{X: 2, Y: 1, Z: 1}}, buf, uint32(3), uint32(2))
+	require.Less(t, time.Since(start), 10*time.Millisecond)
+	var le *runtime.LaunchError
+	require.ErrorAs(t, err, &le)
+	require.Equal(t, "picky", le.Kernel)
+	require.ErrorIs(t, err, simgpu.CodeInvalidValue, "the driver's code is wrapped")
+	require.ErrorIs(t, err, runtime.ErrLaunchRejected)
+	require.NotErrorIs(t, err, runtime.ErrInvalidArgument, "the driver, not the runtime, refused it")
+	require.Contains(t, err.Error(), "launch picky rejected: simErrorInvalidValue (1)")
+	require.NoError(t, dev.Lost())
+
+	require.NoError(t, s.Launch(k, one, buf, uint32(3), uint32(16)))
+	require.NoError(t, s.Synchronize(context.Background()))
+	got := make([]uint32, 16)
+	require.NoError(t, runtime.Download(buf, got))
+	for _, v := range got {
+		require.EqualValues(t, 3, v)
+	}
+}
+
+func TestArgumentsArePackedAtTheMetadataOffsets(t *testing.T) {
+	var seen []uint64
+	var mu sync.Mutex
+	probe := simgpu.KernelDef{Name: "probe", ParamSizes: []int{1, 4, 8, 2, 8, 4}, Run: func(_ *simgpu.Device, _, _ driver.Dim3, a []uint64, _ <-chan struct{}) error {
+		mu.Lock()
+		seen = append([]uint64(nil), a...)
+		mu.Unlock()
+		return nil
+	}}
+	drv := simgpu.New(simgpu.Config{Devices: 1, Kernels: []simgpu.KernelDef{probe}})
+	dev, err := runtime.Open(context.Background(), runtime.WithDrivers(drv))
+	require.NoError(t, err)
+	defer dev.Close()
+	mod, err := dev.LoadImage([]byte("m"), specsFor(probe))
+	require.NoError(t, err)
+	k, err := mod.Kernel("probe")
+	require.NoError(t, err)
+	require.Equal(t, []runtime.ParamSpec{{0, 1, false}, {4, 4, false}, {8, 8, false}, {16, 2, false}, {24, 8, false}, {32, 4, false}}, k.Spec().Params)
+	s, err := dev.NewStream()
+	require.NoError(t, err)
+	buf, err := dev.Alloc(16)
+	require.NoError(t, err)
+	require.NoError(t, s.Launch(k, one, true, float32(1.5), int64(-3), uint16(0xBEEF), buf.At(4), int32(-7)))
+	require.NoError(t, s.Synchronize(context.Background()))
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, []uint64{1, 0x3FC00000, uint64(0xFFFFFFFFFFFFFFFD), 0xBEEF, uint64(buf.Ptr()) + 4, 0xFFFFFFF9}, seen)
+}
+
+func TestLayoutMismatchWithTheDriverIsAnError(t *testing.T) {
+	drv := simgpu.New(simgpu.Config{Devices: 1, Kernels: []simgpu.KernelDef{simgpu.FillU32}})
+	dev, err := runtime.Open(context.Background(), runtime.WithDrivers(drv))
+	require.NoError(t, err)
+	defer dev.Close()
+	// Metadata claiming the value sits at offset 12 disagrees with the
+	// driver (8): launching would read garbage, so Kernel refuses.
+	mod, err := dev.LoadImage([]byte("m"), []runtime.KernelSpec{{Name: "fill_u32", Params: []runtime.ParamSpec{{0, 8, true}, {12, 4, false}, {16, 4, false}}}})
+	require.NoError(t, err)
+	_, err = mod.Kernel("fill_u32")
+	require.ErrorIs(t, err, runtime.ErrInvalidArgument)
+	require.Contains(t, err.Error(), "parameter 1: metadata says offset 12 size 4, the driver says offset 8 size 4")
+}
+
+func TestAsyncFaultFailsWaitersEverywhereAndLosesTheDevice(t *testing.T) {
+	for _, cb := range []bool{true, false} {
+		name := "callbacks"
+		if !cb {
+			name = "callbacks never come"
+		}
+		t.Run(name, func(t *testing.T) {
+			r := newRig(t, simgpu.Config{DropCallbacks: !cb})
+			faulting, err := r.dev.NewStream()
+			require.NoError(t, err)
+			other, err := r.dev.NewStream()
+			require.NoError(t, err)
+			buf := mustAlloc(t, r.dev)
+			flag := mustAlloc(t, r.dev)
+
+			// Work on another stream that is still running when the fault hits.
+			require.NoError(t, other.Launch(r.spin, one, uint64(time.Hour), flag))
+			otherEv, err := other.Record()
+			require.NoError(t, err)
+
+			require.NoError(t, faulting.Launch(r.oob, one, buf, uint32(1), uint64(1)<<40))
+			ev, err := faulting.Record()
+			require.NoError(t, err)
+
+			start := time.Now()
+			werr := ev.Wait(context.Background())
+			took := time.Since(start)
+			require.Less(t, took, 2*time.Second)
+			var fe *runtime.FaultError
+			require.ErrorAs(t, werr, &fe)
+			// Which stream reports a sticky fault first is the driver's
+			// choice; the culprit is among the kernels in flight.
+			require.Contains(t, fe.InFlight, "oob_write_u32")
+			require.Contains(t, fe.InFlight, "spin_ns")
+			require.Contains(t, werr.Error(), "kernels in flight: spin_ns, oob_write_u32")
+			require.ErrorIs(t, werr, runtime.ErrDeviceFault)
+			require.ErrorIs(t, werr, simgpu.CodeIllegalAddr)
+
+			// The error is not consumed: every read and every waiter sees it.
+			require.Equal(t, runtime.Failed, ev.State())
+			require.Same(t, fe, ev.Err())
+			require.Same(t, fe, ev.Err())
+			require.Same(t, fe, errAs(ev.Wait(context.Background())))
+
+			// The pending event on the other stream failed with the same fault.
+			require.Same(t, fe, errAs(otherEv.Wait(context.Background())))
+			require.Same(t, fe, r.dev.Lost())
+
+			// Later calls fail at once without calling the driver.
+			calls := r.sim.DriverCalls.Load()
+			t0 := time.Now()
+			err = faulting.Launch(r.fill, one, buf, uint32(1), uint32(1))
+			require.Less(t, time.Since(t0), time.Millisecond)
+			var lost *runtime.DeviceLostError
+			require.ErrorAs(t, err, &lost)
+			require.Same(t, fe, lost.Cause)
+			require.ErrorIs(t, err, runtime.ErrDeviceLost)
+			require.ErrorIs(t, err, simgpu.CodeIllegalAddr)
+			_, err = r.dev.Alloc(4)
+			require.ErrorIs(t, err, runtime.ErrDeviceLost)
+			_, err = faulting.Record()
+			require.ErrorIs(t, err, runtime.ErrDeviceLost)
+			_, err = r.dev.NewStream()
+			require.ErrorIs(t, err, runtime.ErrDeviceLost)
+			require.ErrorIs(t, runtime.Download(buf, make([]uint32, 1)), runtime.ErrDeviceLost)
+			require.Equal(t, calls, r.sim.DriverCalls.Load(), "no driver call after the device was lost")
+			require.NoError(t, r.dev.Close())
+		})
+	}
+}
+
+func errAs(err error) *runtime.FaultError {
+	var fe *runtime.FaultError
+	if errors.As(err, &fe) {
+		return fe
+	}
+	return nil
+}
+
+func TestOutOfBandFaultIsClaimedAndDelivered(t *testing.T) {
+	r := newRig(t, simgpu.Config{DropCallbacks: true})
+	s, err := r.dev.NewStream()
+	require.NoError(t, err)
+	flag := mustAlloc(t, r.dev)
+	require.NoError(t, s.Launch(r.spin, one, uint64(time.Hour), flag))
+	ev, err := s.Record()
+	require.NoError(t, err)
+
+	require.True(t, r.sim.InjectAsyncFault(0xdead000, "page not present"), "the runtime claims the fault, which stops ROCr from aborting")
+	werr := ev.Wait(context.Background())
+	var fe *runtime.FaultError
+	require.ErrorAs(t, werr, &fe)
+	require.EqualValues(t, 0xdead000, fe.Address)
+	require.Equal(t, "page not present", fe.Reason)
+	require.Contains(t, werr.Error(), "memory fault at address 0xdead000 (page not present)")
+	_, err = s.Record()
+	require.ErrorIs(t, err, runtime.ErrDeviceLost)
+}
+
+func TestWatchdogFailsTheWaitAndNamesTheKernel(t *testing.T) {
+	r := newRig(t, simgpu.Config{}, runtime.WithWatchdog(100*time.Millisecond))
+	s, err := r.dev.NewStream()
+	require.NoError(t, err)
+	flag := mustAlloc(t, r.dev)
+	require.NoError(t, s.Launch(r.spin, one, uint64(600*time.Millisecond), flag))
+	ev, err := s.Record()
+	require.NoError(t, err)
+	start := time.Now()
+	err = ev.Wait(context.Background())
+	took := time.Since(start)
+	var we *runtime.WatchdogError
+	require.ErrorAs(t, err, &we)
+	require.ErrorIs(t, err, runtime.ErrWatchdog)
+	require.Equal(t, "spin_ns", we.Kernel)
+	require.GreaterOrEqual(t, took, 100*time.Millisecond)
+	require.Less(t, took, 400*time.Millisecond)
+	require.Contains(t, err.Error(), "last kernel on the stream: spin_ns")
+	// The watchdog fails the wait, not the event: it still lands.
+	require.Equal(t, runtime.Pending, ev.State())
+	require.Eventually(t, func() bool { return ev.State() == runtime.Landed }, 5*time.Second, 5*time.Millisecond)
+	require.NoError(t, ev.Err())
+	require.NoError(t, r.dev.Lost())
+}
+
+func TestWithoutWatchdogALongKernelLands(t *testing.T) {
+	r := newRig(t, simgpu.Config{}, runtime.WithWatchdog(0))
+	s, err := r.dev.NewStream()
+	require.NoError(t, err)
+	flag := mustAlloc(t, r.dev)
+	require.NoError(t, s.Launch(r.spin, one, uint64(300*time.Millisecond), flag))
+	require.NoError(t, s.Synchronize(context.Background()))
+	got := make([]uint32, 1)
+	require.NoError(t, runtime.Download(flag, got))
+	require.EqualValues(t, 1, got[0])
+}
+
+func TestWaitHonoursTheContextAndLeavesTheEventPending(t *testing.T) {
+	r := newRig(t, simgpu.Config{})
+	s, err := r.dev.NewStream()
+	require.NoError(t, err)
+	flag := mustAlloc(t, r.dev)
+	require.NoError(t, s.Launch(r.spin, one, uint64(200*time.Millisecond), flag))
+	ev, err := s.Record()
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	require.ErrorIs(t, ev.Wait(ctx), context.DeadlineExceeded)
+	require.Nil(t, ev.Err())
+	require.NoError(t, ev.Wait(context.Background()))
+}
+
+func TestOutOfMemoryLeavesTheDeviceUsable(t *testing.T) {
+	r := newRig(t, simgpu.Config{Memory: 1 << 20})
+	_, err := r.dev.Alloc(2 << 20)
+	var oom *runtime.OutOfMemoryError
+	require.ErrorAs(t, err, &oom)
+	require.EqualValues(t, 2<<20, oom.Requested)
+	require.EqualValues(t, 1<<20, oom.Total)
+	require.ErrorIs(t, err, runtime.ErrOutOfMemory)
+	require.ErrorIs(t, err, simgpu.CodeOutOfMemory)
+	require.NoError(t, r.dev.Lost())
+	s, err := r.dev.NewStream()
+	require.NoError(t, err)
+	r.fillAndCheck(t, s, 42)
+}
+
+func TestCloseOnALostDeviceIsBounded(t *testing.T) {
+	r := newRig(t, simgpu.Config{CloseBlocks: true})
+	defer r.sim.Release()
+	s, err := r.dev.NewStream()
+	require.NoError(t, err)
+	buf := mustAlloc(t, r.dev)
+	require.NoError(t, s.Launch(r.oob, one, buf, uint32(1), uint64(1)<<40))
+	require.ErrorIs(t, s.Synchronize(context.Background()), runtime.ErrDeviceFault)
+	start := time.Now()
+	err = r.dev.Close()
+	require.Less(t, time.Since(start), 3*time.Second)
+	require.ErrorIs(t, err, runtime.ErrDeviceLost)
+	require.Contains(t, err.Error(), "did not finish")
+}
+
+func TestConcurrentWaitersAllSeeTheSameOutcome(t *testing.T) {
+	r := newRig(t, simgpu.Config{DropCallbacks: true})
+	s, err := r.dev.NewStream()
+	require.NoError(t, err)
+	buf := mustAlloc(t, r.dev)
+	flag := mustAlloc(t, r.dev)
+	require.NoError(t, s.Launch(r.spin, one, uint64(20*time.Millisecond), flag))
+	require.NoError(t, s.Launch(r.oob, one, buf, uint32(1), uint64(1)<<40))
+	ev, err := s.Record()
+	require.NoError(t, err)
+	errs := make([]error, 16)
+	var wg sync.WaitGroup
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = ev.Wait(context.Background())
+		}()
+	}
+	wg.Wait()
+	for _, e := range errs {
+		require.Same(t, errAs(errs[0]), errAs(e))
+		require.NotNil(t, errAs(e))
+	}
+}
+
+func TestOpenReportsEveryBackendTried(t *testing.T) {
+	empty := simgpu.New(simgpu.Config{Devices: 0})
+	broken := simgpu.New(simgpu.Config{Devices: 1})
+	broken.InitErr = errors.New("init failed: simErrorInvalidValue (1)")
+	_, err := runtime.Open(context.Background(), runtime.WithDrivers(empty, broken))
+	var oe *runtime.OpenError
+	require.ErrorAs(t, err, &oe)
+	require.ErrorIs(t, err, runtime.ErrNoDevice)
+	require.Len(t, oe.Attempts, 2)
+	require.ErrorIs(t, oe.Attempts[0].Err, runtime.ErrNoDevice)
+	require.Contains(t, err.Error(), "[sim: sim: no device]")
+	require.Contains(t, err.Error(), "init failed: simErrorInvalidValue (1)")
+}
+
+func TestOpenRejectsBadConfiguration(t *testing.T) {
+	drv := simgpu.New(simgpu.Config{Devices: 1})
+	for _, tc := range []struct {
+		name, env, val, want string
+		opts                 []runtime.Option
+	}{
+		{"watchdog not a duration", runtime.EnvWatchdog, "10", `HIPGO_GPU_WATCHDOG="10" is not a Go duration`, nil},
+		{"watchdog negative", runtime.EnvWatchdog, "-1s", `HIPGO_GPU_WATCHDOG="-1s" is negative`, nil},
+		{"unknown backend", runtime.EnvBackend, "opencl", `backend "opencl" is not one of sim`, nil},
+		{"ordinal past the devices", "", "", "device 3 requested, 1 present", []runtime.Option{runtime.WithOrdinal(3)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.env != "" {
+				t.Setenv(tc.env, tc.val)
+			}
+			_, err := runtime.Open(context.Background(), append([]runtime.Option{runtime.WithDrivers(drv)}, tc.opts...)...)
+			require.ErrorIs(t, err, runtime.ErrInvalidArgument)
+			require.Contains(t, err.Error(), tc.want)
+		})
+	}
+	t.Setenv(runtime.EnvWatchdog, "250ms")
+	dev, err := runtime.Open(context.Background(), runtime.WithDrivers(drv))
+	require.NoError(t, err)
+	require.Equal(t, 250*time.Millisecond, dev.Watchdog())
+	require.NoError(t, dev.Close())
+}
+
+func TestBufferCopiesAreBoundsChecked(t *testing.T) {
+	r := newRig(t, simgpu.Config{})
+	buf, err := r.dev.Alloc(16)
+	require.NoError(t, err)
+	require.ErrorIs(t, buf.Write(8, make([]byte, 9)), runtime.ErrInvalidArgument)
+	require.ErrorIs(t, buf.Read(-1, make([]byte, 1)), runtime.ErrInvalidArgument)
+	want := []byte("0123456789abcdef")
+	require.NoError(t, buf.Write(0, want))
+	got := make([]byte, 16)
+	require.NoError(t, buf.Read(0, got))
+	require.Equal(t, want, got)
+	require.NoError(t, buf.Free())
+	require.ErrorIs(t, buf.Free(), runtime.ErrClosed)
+	require.ErrorIs(t, buf.Read(0, got), runtime.ErrClosed)
+	_, err = r.dev.Alloc(0)
+	require.ErrorIs(t, err, runtime.ErrInvalidArgument)
+}

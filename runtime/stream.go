@@ -1,0 +1,256 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"unsafe"
+
+	"github.com/hipgo/hipgo/runtime/driver"
+)
+
+// Dim3 is a grid (in blocks) or block (in threads) shape.
+type Dim3 = driver.Dim3
+
+// LaunchConfig is a launch's shape.
+type LaunchConfig struct {
+	Grid, Block Dim3
+	SharedMem   int // dynamic shared memory in bytes
+}
+
+// Limits common to every backend: CUDA caps grid Y and Z at 65535 blocks;
+// AMD caps grid×block at 2^32 threads per dimension.
+const (
+	maxGridYZ          = 65535
+	maxThreadsPerDim   = 1<<32 - 1
+	argAlign           = 16
+	defaultScratchSize = 4096
+)
+
+// Stream is an in-order queue of work on a device. Its methods are safe for
+// concurrent use, though work from several goroutines interleaves.
+type Stream struct {
+	dev *Device
+	drv driver.Stream
+
+	mu        sync.Mutex
+	scratch   []byte // kernel-argument memory outside the Go heap
+	last      string // the last kernel launched
+	destroyed bool
+}
+
+// NewStream creates a stream that does not synchronise with other streams.
+func (d *Device) NewStream() (*Stream, error) {
+	if err := d.usable(); err != nil {
+		return nil, err
+	}
+	ds, err := d.drv.NewStream()
+	if err != nil {
+		return nil, d.fail("create stream", "", err)
+	}
+	scratch, err := hostAlloc(defaultScratchSize)
+	if err != nil {
+		// The stream exists; give it back before reporting.
+		return nil, fmt.Errorf("%s: kernel-argument memory: %w (stream destroy: %v)", d.label, err, ds.Destroy())
+	}
+	s := &Stream{dev: d, drv: ds, scratch: scratch}
+	d.mu.Lock()
+	d.streams[s] = struct{}{}
+	d.mu.Unlock()
+	return s, nil
+}
+
+// Device is the stream's device.
+func (s *Stream) Device() *Device { return s.dev }
+
+// LastKernel names the last kernel launched on the stream.
+func (s *Stream) LastKernel() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.last
+}
+
+// Launch enqueues k with args, checked against the kernel's metadata before
+// anything reaches the driver: argument count, sizes and pointer kinds, and
+// the block size against what the kernel was built for. A refused launch is a
+// *LaunchError naming the kernel and leaves the device usable; a sticky fault
+// reported at launch loses the device.
+func (s *Stream) Launch(k *Kernel, cfg LaunchConfig, args ...any) error {
+	d := s.dev
+	if err := d.usable(); err != nil {
+		return err
+	}
+	if k.mod.dev != d {
+		return &LaunchError{Kernel: k.spec.Name, Reason: fmt.Sprintf("kernel belongs to %s, stream to %s", k.mod.dev.label, d.label)}
+	}
+	if reason := k.checkShape(d, cfg); reason != "" {
+		return &LaunchError{Kernel: k.spec.Name, Reason: reason}
+	}
+	if err := k.checkArgs(d, args); err != nil {
+		return &LaunchError{Kernel: k.spec.Name, Reason: err.Error()}
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.destroyed {
+		return fmt.Errorf("launch %s: stream closed: %w", k.spec.Name, ErrClosed)
+	}
+	params, err := s.pack(k, args)
+	if err != nil {
+		return &LaunchError{Kernel: k.spec.Name, Reason: err.Error()}
+	}
+	if err := s.drv.Launch(k.fn, cfg.Grid, cfg.Block, uint32(cfg.SharedMem), params); err != nil {
+		return s.launchFailed(k, err)
+	}
+	s.last = k.spec.Name
+	return nil
+}
+
+// checkShape returns why a launch shape is invalid for k, or "".
+func (k *Kernel) checkShape(d *Device, cfg LaunchConfig) string {
+	g, b := cfg.Grid, cfg.Block
+	switch {
+	case g.X == 0 || g.Y == 0 || g.Z == 0:
+		return fmt.Sprintf("grid %dx%dx%d has a zero dimension", g.X, g.Y, g.Z)
+	case b.X == 0 || b.Y == 0 || b.Z == 0:
+		return fmt.Sprintf("block %dx%dx%d has a zero dimension", b.X, b.Y, b.Z)
+	case g.Y > maxGridYZ || g.Z > maxGridYZ:
+		return fmt.Sprintf("grid %dx%dx%d exceeds %d blocks in y or z", g.X, g.Y, g.Z, maxGridYZ)
+	case uint64(g.X)*uint64(b.X) > maxThreadsPerDim || uint64(g.Y)*uint64(b.Y) > maxThreadsPerDim || uint64(g.Z)*uint64(b.Z) > maxThreadsPerDim:
+		return "grid×block exceeds 2^32-1 threads in one dimension"
+	case cfg.SharedMem < 0:
+		return fmt.Sprintf("negative shared memory %d", cfg.SharedMem)
+	}
+	threads := b.Count()
+	if k.spec.MaxThreads > 0 && threads > uint64(k.spec.MaxThreads) {
+		return fmt.Sprintf("block of %d threads exceeds the %d the kernel was built for", threads, k.spec.MaxThreads)
+	}
+	if max := d.info.MaxBlock; max > 0 && threads > uint64(max) {
+		return fmt.Sprintf("block of %d threads exceeds the device's %d", threads, max)
+	}
+	return ""
+}
+
+// pack lays the arguments out at the metadata's offsets in scratch memory and
+// returns the void** array the driver takes. Callers hold s.mu.
+func (s *Stream) pack(k *Kernel, args []any) (unsafe.Pointer, error) {
+	n := len(args)
+	ptrBytes := (n*8 + argAlign - 1) / argAlign * argAlign
+	need := ptrBytes + k.spec.argBytes()
+	if need > len(s.scratch) {
+		bigger, err := hostAlloc((need + 4095) / 4096 * 4096)
+		if err != nil {
+			return nil, fmt.Errorf("kernel-argument memory: %w", err)
+		}
+		if err := hostFree(s.scratch); err != nil {
+			return nil, fmt.Errorf("kernel-argument memory: %w", err)
+		}
+		s.scratch = bigger
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	base := unsafe.Pointer(&s.scratch[0])
+	ptrs := unsafe.Slice((*uintptr)(base), n)
+	for i, a := range args {
+		p := k.spec.Params[i]
+		off := ptrBytes + p.Offset
+		putArg(s.scratch[off:off+p.Size], a)
+		ptrs[i] = uintptr(base) + uintptr(off)
+	}
+	return base, nil
+}
+
+// launchFailed turns a driver's launch error into a *LaunchError, unless the
+// device is gone: a sticky code at launch can be a plain rejection (HIP
+// reports a block over the kernel's bounds as hipErrorLaunchFailure), so the
+// device is probed before it is declared lost.
+func (s *Stream) launchFailed(k *Kernel, err error) error {
+	d := s.dev
+	switch d.drv.Classify(err) {
+	case driver.Fault:
+		if probe := d.drv.Alive(); probe != nil {
+			f := d.markLost(&FaultError{Device: d.label, Kernel: k.spec.Name, Op: "launch", Kind: faultKind(err), Err: err})
+			return &DeviceLostError{Device: d.label, Cause: f}
+		}
+	case driver.OutOfMemory:
+		return &LaunchError{Kernel: k.spec.Name, Reason: "out of resources", Err: err}
+	}
+	return &LaunchError{Kernel: k.spec.Name, Err: err}
+}
+
+// Record returns an event that completes when all work enqueued on the
+// stream so far completes.
+func (s *Stream) Record() (*Event, error) {
+	d := s.dev
+	if err := d.usable(); err != nil {
+		return nil, err
+	}
+	d.mon.destroyReaped()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.destroyed {
+		return nil, fmt.Errorf("record: stream closed: %w", ErrClosed)
+	}
+	de, err := s.drv.Record()
+	if err != nil {
+		return nil, d.fail("record event", s.last, err)
+	}
+	e := newEvent(s, de, s.last)
+	d.mon.add(e)
+	if d.notify {
+		// The callback is the low-latency path for success only; if it cannot
+		// be enqueued the monitor still settles the event.
+		if err := s.drv.Notify(func() { e.finish(nil) }); err != nil {
+			if d.drv.Classify(err) == driver.Fault {
+				return nil, d.fail("enqueue host callback", s.last, err)
+			}
+			d.notifyErrors.Add(1)
+		}
+	}
+	return e, nil
+}
+
+// Synchronize waits for all work enqueued so far (Record, then Wait).
+func (s *Stream) Synchronize(ctx context.Context) error {
+	e, err := s.Record()
+	if err != nil {
+		return err
+	}
+	return e.Wait(ctx)
+}
+
+// Close destroys the stream. Pending work keeps running; events already
+// recorded still settle.
+func (s *Stream) Close() error {
+	d := s.dev
+	d.mu.Lock()
+	delete(d.streams, s)
+	d.mu.Unlock()
+	if err := d.usable(); err != nil {
+		s.mu.Lock()
+		s.destroyed = true
+		s.mu.Unlock()
+		return err
+	}
+	return s.destroy()
+}
+
+func (s *Stream) destroy() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.destroyed {
+		return nil
+	}
+	s.destroyed = true
+	var derr error
+	if s.dev.lost.Load() == nil {
+		derr = s.drv.Destroy()
+	}
+	ferr := hostFree(s.scratch)
+	s.scratch = nil
+	if derr != nil {
+		return fmt.Errorf("%s: destroy stream: %w", s.dev.label, derr)
+	}
+	return ferr
+}
