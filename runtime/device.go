@@ -20,7 +20,7 @@ type Device struct {
 	info     driver.Info
 	label    string
 	watchdog time.Duration
-	notify   bool // enqueue a host callback per recorded event
+	notify   bool // land events through coalesced host callbacks (see Stream)
 
 	lost atomic.Pointer[FaultError]
 	mon  *monitor

@@ -18,16 +18,20 @@ const (
 	maxPoll = time.Millisecond
 )
 
-// monitor tracks a device's pending events. While anyone waits it queries
-// them (the authority for faults: callbacks report success only, and after a
-// fault they never run). It also destroys driver events of settled ones,
-// because callbacks must not call the driver.
+// monitor settles a device's events by asking the driver. It runs while any
+// event is unsettled: it is the authority for faults (callbacks report
+// success only, and after a fault they never run), and it lands the events
+// no callback covers. Per stream it queries only the oldest unsettled event:
+// a stream completes in order, so a later event cannot be done before it.
+// It also destroys the driver events of settled ones, because callbacks must
+// not call the driver.
 type monitor struct {
 	dev *Device
 
 	mu      sync.Mutex
 	pending map[*Event]struct{}
-	reap    []driver.Event // settled events' driver handles, destroyed outside callbacks
+	active  map[*Stream]struct{} // streams with unsettled events
+	reap    []driver.Event       // settled events' driver handles, destroyed outside callbacks
 	seq     uint64
 	waiters int
 	running bool
@@ -37,15 +41,33 @@ type monitor struct {
 }
 
 func newMonitor(d *Device) *monitor {
-	return &monitor{dev: d, pending: map[*Event]struct{}{}, wake: make(chan struct{}, 1)}
+	return &monitor{dev: d, pending: map[*Event]struct{}{}, active: map[*Stream]struct{}{}, wake: make(chan struct{}, 1)}
 }
 
-func (m *monitor) add(e *Event) {
+// number assigns an event its record order on the device.
+func (m *monitor) number(e *Event) {
 	m.mu.Lock()
 	m.seq++
 	e.seq = m.seq
-	m.pending[e] = struct{}{}
 	m.mu.Unlock()
+}
+
+// add tracks a recorded event (already appended to its stream's list) and
+// makes sure the monitor runs.
+func (m *monitor) add(e *Event) {
+	m.mu.Lock()
+	m.pending[e] = struct{}{}
+	m.active[e.stream] = struct{}{}
+	m.ensureRunningLocked()
+	m.mu.Unlock()
+}
+
+func (m *monitor) ensureRunningLocked() {
+	if !m.running && !m.stopped {
+		m.running = true
+		m.exited = make(chan struct{})
+		go m.run()
+	}
 }
 
 // finished is called once per event as it settles (possibly from a driver
@@ -60,6 +82,15 @@ func (m *monitor) finished(e *Event) {
 	m.mu.Unlock()
 }
 
+// kick makes the monitor poll now (a new waiter, or a callback that left
+// later events on its stream).
+func (m *monitor) kick() {
+	select {
+	case m.wake <- struct{}{}:
+	default:
+	}
+}
+
 // failAll fails every pending event with err (the device-lost fan-out, or
 // Close). It makes no driver call.
 func (m *monitor) failAll(err error) {
@@ -71,10 +102,9 @@ func (m *monitor) failAll(err error) {
 // inFlight names the last kernel of each stream with pending events, in
 // record order.
 func (m *monitor) inFlight() []string {
-	evs := m.snapshot()
 	var out []string
 	seen := map[*Stream]bool{}
-	for _, e := range evs {
+	for _, e := range m.snapshot() {
 		if e.kernel != "" && !seen[e.stream] {
 			seen[e.stream] = true
 			out = append(out, e.kernel)
@@ -83,8 +113,7 @@ func (m *monitor) inFlight() []string {
 	return out
 }
 
-// snapshot returns the pending events in record order, so queries go
-// oldest first.
+// snapshot returns the pending events in record order.
 func (m *monitor) snapshot() []*Event {
 	m.mu.Lock()
 	evs := make([]*Event, 0, len(m.pending))
@@ -106,19 +135,9 @@ func (m *monitor) pendingCount() int {
 func (m *monitor) addWaiter() {
 	m.mu.Lock()
 	m.waiters++
-	start := !m.running && !m.stopped
-	if start {
-		m.running = true
-		m.exited = make(chan struct{})
-	}
+	m.ensureRunningLocked()
 	m.mu.Unlock()
-	if start {
-		go m.run()
-	}
-	select {
-	case m.wake <- struct{}{}:
-	default:
-	}
+	m.kick()
 }
 
 func (m *monitor) removeWaiter() {
@@ -135,15 +154,13 @@ func (m *monitor) stop() {
 	running := m.running
 	m.mu.Unlock()
 	if running {
-		select {
-		case m.wake <- struct{}{}:
-		default:
-		}
+		m.kick()
 		<-exited
 	}
 }
 
-// run polls while anyone waits, then exits; the next waiter starts it again.
+// run polls while any event is unsettled or anyone waits, then exits; the
+// next Record or Wait starts it again.
 func (m *monitor) run() {
 	defer close(m.exited)
 	interval := minPoll
@@ -151,21 +168,23 @@ func (m *monitor) run() {
 	defer timer.Stop()
 	for {
 		m.mu.Lock()
-		if m.waiters == 0 || m.stopped {
+		if m.stopped || (m.waiters == 0 && len(m.pending) == 0) {
 			m.running = false
 			m.mu.Unlock()
+			m.destroyReaped()
 			return
+		}
+		streams := make([]*Stream, 0, len(m.active))
+		for s := range m.active {
+			streams = append(streams, s)
 		}
 		m.mu.Unlock()
 
-		progressed := m.sweep(m.snapshot())
+		progressed := m.sweep(streams)
 		if progressed {
 			interval = minPoll
 		} else if interval < maxPoll {
-			interval *= 2
-			if interval > maxPoll {
-				interval = maxPoll
-			}
+			interval = min(interval*2, maxPoll)
 		}
 		timer.Reset(interval)
 		select {
@@ -179,24 +198,46 @@ func (m *monitor) run() {
 	}
 }
 
-// sweep queries each pending event once and destroys reaped driver events.
-// It reports whether any event settled.
-func (m *monitor) sweep(evs []*Event) bool {
+// sweep advances each active stream and destroys reaped driver events. It
+// reports whether any event settled.
+func (m *monitor) sweep(streams []*Stream) bool {
 	d := m.dev
-	if d.lost.Load() != nil {
-		return false
-	}
 	progressed := false
-	for _, e := range evs {
+	for _, s := range streams {
 		if d.lost.Load() != nil {
-			break
+			return progressed
 		}
-		if m.query(e) {
+		if m.advance(s) {
 			progressed = true
 		}
+		m.retire(s)
 	}
 	m.destroyReaped()
 	return progressed
+}
+
+// advance settles the stream's oldest events for as long as the driver says
+// they are done.
+func (m *monitor) advance(s *Stream) bool {
+	progressed := false
+	for {
+		e := s.oldestPending()
+		if e == nil || !m.query(e) {
+			return progressed
+		}
+		progressed = true
+	}
+}
+
+// retire drops a stream with no unsettled events from the active set. The
+// stream's list is checked under both locks, so a Record racing with it
+// either lands in the list first (the stream stays) or re-adds it after.
+func (m *monitor) retire(s *Stream) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s.oldestPending() == nil {
+		delete(m.active, s)
+	}
 }
 
 // poll is one non-blocking query for Event.State.
@@ -208,18 +249,23 @@ func (m *monitor) poll(e *Event) {
 }
 
 // query asks the driver about one event and settles it when the driver has
-// an answer. A sticky error loses the device (failing every pending event).
+// an answer; it reports whether the event is settled. A sticky error loses
+// the device (failing every pending event).
 func (m *monitor) query(e *Event) bool {
 	m.mu.Lock()
 	drv := e.drv
 	m.mu.Unlock()
-	if drv == nil || State(e.state.Load()) != Pending {
+	if State(e.state.Load()) != Pending {
+		return true
+	}
+	if drv == nil || m.dev.lost.Load() != nil {
 		return false
 	}
 	err := drv.Query()
 	switch {
 	case err == nil:
-		return e.finish(nil)
+		e.finish(nil)
+		return true
 	case errors.Is(err, driver.ErrNotReady):
 		return false
 	}
@@ -229,7 +275,8 @@ func (m *monitor) query(e *Event) bool {
 		e.finish(f) // already failed by markLost unless it lost a race; same error either way
 		return true
 	}
-	return e.finish(&FaultError{Device: d.label, Kernel: e.kernel, Op: "event query", Kind: faultKind(err), Err: err})
+	e.finish(&FaultError{Device: d.label, Kernel: e.kernel, Op: "event query", Kind: faultKind(err), Err: err})
+	return true
 }
 
 func (m *monitor) destroyReaped() {

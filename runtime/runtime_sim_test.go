@@ -128,15 +128,25 @@ func TestManyEventsFromForeignThreadsLandWithoutLeaks(t *testing.T) {
 		require.NoError(t, err)
 		evs = append(evs, ev)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for i, ev := range evs {
-		require.NoError(t, ev.Wait(ctx), "event %d", i)
-		require.Equal(t, runtime.Landed, ev.State())
+	// Nobody waits: the coalesced callbacks (called from C threads) land
+	// most events and the monitor the rest, so Done closes for every one.
+	select {
+	case <-evs[n-1].Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the last event never landed without a waiter")
 	}
-	// Every callback arrives from a C thread (the monitor may land the last
-	// few events first; either way each settles once).
-	require.Eventually(t, func() bool { return r.sim.Callbacks.Load() == n }, 5*time.Second, time.Millisecond)
+	for i, ev := range evs {
+		select {
+		case <-ev.Done():
+		default:
+			t.Fatalf("event %d is still pending after a later one landed", i)
+		}
+		require.NoError(t, ev.Err())
+	}
+	cbs := r.sim.Callbacks.Load()
+	require.GreaterOrEqual(t, cbs, int64(1))
+	require.Less(t, cbs, int64(n), "callbacks are coalesced: at most one outstanding per stream")
+	t.Logf("%d events landed by %d callbacks from C threads", n, cbs)
 	require.NoError(t, r.dev.Close())
 	require.Eventually(t, func() bool { return goruntime.NumGoroutine() <= before+1 }, 5*time.Second, 10*time.Millisecond,
 		"goroutines: %d before, %d after", before, goruntime.NumGoroutine())
@@ -302,6 +312,9 @@ func TestAsyncFaultFailsWaitersEverywhereAndLosesTheDevice(t *testing.T) {
 			otherEv, err := other.Record()
 			require.NoError(t, err)
 
+			// A short spin first, so the fault happens after the record (the
+			// monitor would otherwise see it, and lose the device, first).
+			require.NoError(t, faulting.Launch(r.spin, one, uint64(50*time.Millisecond), flag))
 			require.NoError(t, faulting.Launch(r.oob, one, buf, uint32(1), uint64(1)<<40))
 			ev, err := faulting.Record()
 			require.NoError(t, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/hipgo/hipgo/runtime/driver"
@@ -37,6 +38,16 @@ type Stream struct {
 	scratch   []byte // kernel-argument memory outside the Go heap
 	last      string // the last kernel launched
 	destroyed bool
+
+	// Completion callbacks are coalesced: at most one host callback is
+	// outstanding per stream, and when it runs it lands every event recorded
+	// on the stream before it (stream order guarantees their work is done).
+	// A host callback stalls the stream until the driver's thread has run
+	// it, about 20 µs on an H200: one per event made launch+record 5.6×
+	// slower than in C, one per stream-round-trip costs almost nothing.
+	evMu          sync.Mutex
+	evs           []*Event // this stream's events in record order, settled ones pruned lazily
+	cbOutstanding atomic.Bool
 }
 
 // NewStream creates a stream that does not synchronise with other streams.
@@ -197,11 +208,21 @@ func (s *Stream) Record() (*Event, error) {
 		return nil, d.fail("record event", s.last, err)
 	}
 	e := newEvent(s, de, s.last)
+	d.mon.number(e)
+	s.evMu.Lock()
+	s.pruneLocked()
+	s.evs = append(s.evs, e)
+	s.evMu.Unlock()
 	d.mon.add(e)
-	if d.notify {
+	if d.notify && s.cbOutstanding.CompareAndSwap(false, true) {
 		// The callback is the low-latency path for success only; if it cannot
 		// be enqueued the monitor still settles the event.
-		if err := s.drv.Notify(func() { e.finish(nil) }); err != nil {
+		err := s.drv.Notify(func() {
+			s.landThrough(e.seq)
+			s.cbOutstanding.Store(false)
+		})
+		if err != nil {
+			s.cbOutstanding.Store(false)
 			if d.drv.Classify(err) == driver.Fault {
 				return nil, d.fail("enqueue host callback", s.last, err)
 			}
@@ -209,6 +230,52 @@ func (s *Stream) Record() (*Event, error) {
 		}
 	}
 	return e, nil
+}
+
+// landThrough lands every event of the stream recorded at or before seq. It
+// runs on the driver's callback thread: no driver call, no blocking beyond a
+// short lock.
+func (s *Stream) landThrough(seq uint64) {
+	s.evMu.Lock()
+	n := 0
+	for n < len(s.evs) && s.evs[n].seq <= seq {
+		n++
+	}
+	done := make([]*Event, n)
+	copy(done, s.evs[:n])
+	for i := 0; i < n; i++ {
+		s.evs[i] = nil
+	}
+	s.evs = s.evs[n:]
+	more := len(s.evs) > 0
+	s.evMu.Unlock()
+	for _, e := range done {
+		e.finish(nil)
+	}
+	if more {
+		// Events recorded after this callback have none of their own: the
+		// monitor settles them, starting now.
+		s.dev.mon.kick()
+	}
+}
+
+// pruneLocked drops settled events from the front of the list.
+func (s *Stream) pruneLocked() {
+	for len(s.evs) > 0 && State(s.evs[0].state.Load()) != Pending {
+		s.evs[0] = nil
+		s.evs = s.evs[1:]
+	}
+}
+
+// oldestPending is the stream's oldest unsettled event, or nil.
+func (s *Stream) oldestPending() *Event {
+	s.evMu.Lock()
+	defer s.evMu.Unlock()
+	s.pruneLocked()
+	if len(s.evs) == 0 {
+		return nil
+	}
+	return s.evs[0]
 }
 
 // Synchronize waits for all work enqueued so far (Record, then Wait).

@@ -185,7 +185,8 @@ func (d *Device) Fault(c Code) { d.faultE.CompareAndSwap(nil, &c) }
 // handler) from a goroutine of its own, and reports whether the runtime
 // claimed it.
 func (d *Device) InjectAsyncFault(addr uint64, reason string) bool {
-	d.Fault(CodeIllegalAddr)
+	// Like ROCr, the handler hears of the fault before any query reports it.
+	defer d.Fault(CodeIllegalAddr)
 	d.mu.Lock()
 	h := d.onFault
 	d.mu.Unlock()

@@ -189,7 +189,15 @@ def main():
         log(f"sample: {text!r}")
 
     model = model.to(torch.bfloat16).cpu()
-    model.save_pretrained(args.out, safe_serialization=True)
+    try:
+        model.save_pretrained(args.out)  # safetensors is the default format
+    except Exception as e:  # keep four minutes of training whatever the API does
+        log(f"save_pretrained failed ({e!r}); writing the files directly")
+        from safetensors.torch import save_file
+
+        sd = {k: v.contiguous() for k, v in model.state_dict().items() if k != "lm_head.weight"}
+        save_file(sd, os.path.join(args.out, "model.safetensors"), metadata={"format": "pt"})
+        config.save_pretrained(args.out)
     # Keep only what hipgo ships: drop generation_config.json (defaults only).
     gc = os.path.join(args.out, "generation_config.json")
     if os.path.exists(gc):

@@ -1,0 +1,83 @@
+package faultprobe
+
+import (
+	"fmt"
+	goruntime "runtime"
+	"time"
+	"unsafe"
+
+	"github.com/hipgo/hipgo/cuda"
+	"github.com/hipgo/hipgo/kernels"
+)
+
+// oobWriteDriverSync provokes the out-of-bounds write with nothing but the
+// CUDA driver API and times cuStreamSynchronize, the driver's own report of
+// the fault: the baseline the runtime's time to error is compared with.
+func oobWriteDriverSync() Result {
+	r := Result{Class: OOBWriteDriverSync, Expected: "cuStreamSynchronize returns CUDA_ERROR_ILLEGAL_ADDRESS", Metrics: map[string]float64{}}
+	fail := func(err error) Result { r.Got = err.Error(); return r }
+	if err := cuda.Load(); err != nil {
+		return fail(err)
+	}
+	if err := cuda.Init(); err != nil {
+		return fail(err)
+	}
+	dev, err := cuda.DeviceGet(0)
+	if err != nil {
+		return fail(err)
+	}
+	ctx, err := dev.PrimaryCtxRetain()
+	if err != nil {
+		return fail(err)
+	}
+	if err := ctx.Lock(); err != nil {
+		return fail(err)
+	}
+	defer ctx.Unlock()
+	major, minor, err := dev.ComputeCapability()
+	if err != nil {
+		return fail(err)
+	}
+	image, _, err := kernels.Load("testkernels", kernels.FormatPTX, fmt.Sprintf("sm_%d%d", major, minor))
+	if err != nil {
+		return fail(err)
+	}
+	mod, err := cuda.ModuleLoadData(image)
+	if err != nil {
+		return fail(err)
+	}
+	fn, err := mod.Function("oob_write_u32")
+	if err != nil {
+		return fail(err)
+	}
+	s, err := cuda.StreamCreate(cuda.StreamNonBlocking)
+	if err != nil {
+		return fail(err)
+	}
+	p, err := cuda.MemAlloc(4096)
+	if err != nil {
+		return fail(err)
+	}
+	// (u32* p, u32 value, u64 byte_offset), each value in pinned memory.
+	a0, a1, a2 := new(uint64), new(uint32), new(uint64)
+	*a0, *a1, *a2 = uint64(p), 0xBAD, 1<<40
+	params := []unsafe.Pointer{unsafe.Pointer(a0), unsafe.Pointer(a1), unsafe.Pointer(a2)}
+	var pin goruntime.Pinner
+	pin.Pin(a0)
+	pin.Pin(a1)
+	pin.Pin(a2)
+	pin.Pin(&params[0])
+	defer pin.Unpin()
+	one := cuda.Dim3{X: 1, Y: 1, Z: 1}
+	t0 := time.Now()
+	if err := cuda.LaunchKernel(fn, one, one, 0, s, unsafe.Pointer(&params[0]), nil); err != nil {
+		return fail(err)
+	}
+	serr := s.Synchronize()
+	r.TimeToError = time.Since(t0)
+	r.Metrics["launch_to_error_ms"] = ms(r.TimeToError)
+	r.Got = errString(serr)
+	r.UsableAfter = "n/a (baseline)"
+	r.OK = serr != nil
+	return r
+}

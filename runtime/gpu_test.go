@@ -1,0 +1,166 @@
+package runtime_test
+
+// GPU tests: they run on whatever GPU runtime.Open finds (the CUDA adapter on
+// the H200), skip without one, and fail instead under HIPGO_REQUIRE_GPU=1.
+// The fault classes come from internal/faultprobe, which tools/faultprobe
+// also prints; the fatal ones run in a child process (this test binary,
+// re-executed through TestMain).
+
+import (
+	"context"
+	"errors"
+	"os"
+	goruntime "runtime"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hipgo/hipgo/internal/faultprobe"
+	"github.com/hipgo/hipgo/internal/testenv"
+	"github.com/hipgo/hipgo/runtime"
+	"github.com/hipgo/hipgo/runtime/driver"
+)
+
+func TestMain(m *testing.M) {
+	if faultprobe.ChildMain() {
+		return
+	}
+	os.Exit(m.Run())
+}
+
+func openGPU(tb testing.TB) *faultprobe.Env {
+	tb.Helper()
+	env, err := faultprobe.Open(context.Background())
+	if errors.Is(err, runtime.ErrNoDevice) {
+		testenv.NeedGPU(tb, err)
+	}
+	require.NoError(tb, err)
+	tb.Cleanup(func() { require.NoError(tb, env.Close()) })
+	tb.Logf("device: %s arch %s", env.Dev, env.Dev.Info().Arch)
+	return env
+}
+
+func requireProbe(t *testing.T, r faultprobe.Result) {
+	t.Helper()
+	t.Logf("%s: time to error %v; got: %s; usable after: %s; metrics %v; %s", r.Class, r.TimeToError, r.Got, r.UsableAfter, r.Metrics, r.Detail)
+	require.True(t, r.OK, "%s misbehaved: expected %s", r.Class, r.Expected)
+}
+
+func TestGPUOversizedBlockIsRejectedAndTheDeviceStaysUsable(t *testing.T) {
+	env := openGPU(t)
+	requireProbe(t, faultprobe.Run(context.Background(), env, faultprobe.OversizedBlock))
+}
+
+func TestGPUDriverRejectionLeavesTheDeviceUsable(t *testing.T) {
+	env := openGPU(t)
+	requireProbe(t, faultprobe.Run(context.Background(), env, faultprobe.DriverRejection))
+}
+
+func TestGPUOutOfMemoryLeavesTheDeviceUsable(t *testing.T) {
+	env := openGPU(t)
+	requireProbe(t, faultprobe.Run(context.Background(), env, faultprobe.OutOfMemory))
+}
+
+func TestGPUWatchdogNamesTheSpinningKernel(t *testing.T) {
+	env := openGPU(t)
+	requireProbe(t, faultprobe.Run(context.Background(), env, faultprobe.Watchdog))
+}
+
+func TestGPUSpinLandsWithoutAWatchdog(t *testing.T) {
+	env := openGPU(t)
+	requireProbe(t, faultprobe.Run(context.Background(), env, faultprobe.SpinLands))
+}
+
+func TestGPUOutOfBoundsWriteFailsTheWaitAndLosesTheDevice(t *testing.T) {
+	env := openGPU(t) // proves a GPU is here before spending child processes
+	backend := env.Dev.Backend()
+	r := faultprobe.RunChild(context.Background(), faultprobe.OOBWrite, "-test.run=^$")
+	requireProbe(t, r)
+	if backend == driver.CUDA {
+		base := faultprobe.RunChild(context.Background(), faultprobe.OOBWriteDriverSync, "-test.run=^$")
+		requireProbe(t, base)
+		t.Logf("out-of-bounds write, launch to error: runtime Wait %.2f ms, cuStreamSynchronize %.2f ms, ratio %.2f",
+			r.Metrics["launch_to_error_ms"], base.Metrics["launch_to_error_ms"], r.Metrics["launch_to_error_ms"]/base.Metrics["launch_to_error_ms"])
+	}
+}
+
+func TestGPUTenThousandLaunchesWithEventsAllLand(t *testing.T) {
+	env := openGPU(t)
+	s, err := env.Dev.NewStream()
+	require.NoError(t, err)
+	defer s.Close()
+	buf, err := env.Dev.Alloc(4 * 1024)
+	require.NoError(t, err)
+	defer buf.Free()
+	before := goruntime.NumGoroutine()
+	const n = 10000
+	evs := make([]*runtime.Event, n)
+	one := runtime.LaunchConfig{Grid: runtime.Dim3{X: 4, Y: 1, Z: 1}, Block: runtime.Dim3{X: 256, Y: 1, Z: 1}}
+	start := time.Now()
+	for i := range evs {
+		require.NoError(t, s.Launch(env.Fill, one, buf, uint32(i), uint32(1024)))
+		evs[i], err = s.Record()
+		require.NoError(t, err)
+	}
+	enqueued := time.Since(start)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for i, ev := range evs {
+		require.NoError(t, ev.Wait(ctx), "event %d", i)
+	}
+	got := make([]uint32, 1024)
+	require.NoError(t, runtime.Download(buf, got))
+	for _, v := range got {
+		require.EqualValues(t, n-1, v, "the last fill wins")
+	}
+	require.Eventually(t, func() bool { return goruntime.NumGoroutine() <= before+1 }, 5*time.Second, 10*time.Millisecond,
+		"goroutines: %d before, %d after", before, goruntime.NumGoroutine())
+	t.Logf("10000 launch+record pairs enqueued in %v (%.2f µs per pair), all landed in %v; goroutines %d before, %d after",
+		enqueued, float64(enqueued.Nanoseconds())/n/1000, time.Since(start), before, goruntime.NumGoroutine())
+}
+
+// BenchmarkGPULaunch is the runtime's launch overhead: checks, argument
+// packing, the thread lock and cuLaunchKernel, for an empty 1x1 kernel. The
+// GPU suite runs the C program tools/gpubench/launch_overhead.c in the same
+// call for the ratio.
+func BenchmarkGPULaunch(b *testing.B) {
+	env := openGPU(b)
+	s, err := env.Dev.NewStream()
+	require.NoError(b, err)
+	defer s.Close()
+	one := runtime.LaunchConfig{Grid: runtime.Dim3{X: 1, Y: 1, Z: 1}, Block: runtime.Dim3{X: 1, Y: 1, Z: 1}}
+	for i := 0; i < 1000; i++ {
+		require.NoError(b, s.Launch(env.EmptyKernel, one))
+	}
+	require.NoError(b, s.Synchronize(context.Background()))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := s.Launch(env.EmptyKernel, one); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	require.NoError(b, s.Synchronize(context.Background()))
+}
+
+// BenchmarkGPULaunchRecord adds an event (and its host callback) per launch.
+func BenchmarkGPULaunchRecord(b *testing.B) {
+	env := openGPU(b)
+	s, err := env.Dev.NewStream()
+	require.NoError(b, err)
+	defer s.Close()
+	one := runtime.LaunchConfig{Grid: runtime.Dim3{X: 1, Y: 1, Z: 1}, Block: runtime.Dim3{X: 1, Y: 1, Z: 1}}
+	b.ResetTimer()
+	var last *runtime.Event
+	for i := 0; i < b.N; i++ {
+		if err := s.Launch(env.EmptyKernel, one); err != nil {
+			b.Fatal(err)
+		}
+		if last, err = s.Record(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	require.NoError(b, last.Wait(context.Background()))
+}

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Builds the GPU bundle into .gpu/ (ignored by git) for one vendor's machine
+# (cuda by default; rocm for an AMD one): every GPU test binary
+# (CGO_ENABLED=0, as users build), the tools the suite runs, and the runner.
+# Then one call on the GPU machine runs everything:
+#   device run: bash .gpu/run.sh [sections]     (carry: .gpu)
+# The GPU machine has no Go; it has nvcc, python3 with torch, transformers,
+# tokenizers. See scripts/gpu-suite.sh for what runs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=.gpu
+rm -rf "$out/bin"
+mkdir -p "$out/bin"
+export CGO_ENABLED=0 GOOS=linux GOARCH=amd64
+
+target=${1:-cuda}
+# Every package with tests that touch a GPU (named *GPU* by convention),
+# except the other vendor's bindings: every test in the bundle must pass with
+# HIPGO_REQUIRE_GPU=1 on the target machine.
+case "$target" in
+  cuda) other='^\./(hip|hsa)$' ;;
+  rocm) other='^\./cuda$' ;;
+  *) echo "gpu-bundle: target must be cuda or rocm" >&2; exit 2 ;;
+esac
+pkgs=$(grep -rl --include='*_test.go' -E 'func (Test|Benchmark)GPU' . | xargs -n1 dirname | sort -u | grep -Ev "$other")
+for p in $pkgs; do
+  name=$(echo "${p#./}" | tr '/' '_')
+  go test -c -o "$out/bin/$name.test" "$p"
+done
+for tool in gpuinfo faultprobe samplerbench; do
+  if compgen -G "tools/$tool/*.go" >/dev/null; then go build -o "$out/bin/$tool" "./tools/$tool"; fi
+done
+for tool in model/internal/cmd/hfcompare model/tokenizer/internal/cmd/tokdump; do
+  if compgen -G "$tool/*.go" >/dev/null; then go build -o "$out/bin/$(basename "$tool")" "./$tool"; fi
+done
+cp scripts/gpu-suite.sh "$out/run.sh"
+# The demo model's corpus, for the train section (needs Debian's bible-kjv).
+if command -v bible >/dev/null; then
+  mkdir -p "$out/corpus"
+  tools/traindemo/prepare_corpus.sh "$out/corpus/kjv.txt" >/dev/null
+fi
+echo "gpu-bundle: $(ls "$out/bin" | tr '\n' ' ')"
+du -sh "$out"

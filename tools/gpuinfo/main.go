@@ -1,0 +1,85 @@
+// Command gpuinfo prints every GPU backend hipgo tried, what it found
+// (device, arch, memory, compute units, warp size, driver and runtime
+// versions, library), and for each unusable backend why: library not found
+// (with the paths tried), init failure (with the code), or no device.
+//
+//	go run ./tools/gpuinfo [-json] [-timeout 30s]
+//
+// It exits 0 whenever it could report, GPU or not.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/hipgo/hipgo/runtime"
+	"github.com/hipgo/hipgo/runtime/driver"
+)
+
+type jsonBackend struct {
+	Backend string        `json:"backend"`
+	Usable  bool          `json:"usable"`
+	Reason  string        `json:"reason,omitempty"`
+	Devices []driver.Info `json:"devices,omitempty"`
+}
+
+func main() {
+	asJSON := flag.Bool("json", false, "print JSON instead of text")
+	timeout := flag.Duration("timeout", 30*time.Second, "give up on a backend's probe after this long")
+	flag.Parse()
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	reports := runtime.Survey(ctx)
+	var err error
+	if *asJSON {
+		err = writeJSON(os.Stdout, reports)
+	} else {
+		err = writeText(os.Stdout, reports)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gpuinfo:", err)
+		os.Exit(1)
+	}
+}
+
+func writeJSON(w io.Writer, reports []runtime.BackendReport) error {
+	out := make([]jsonBackend, 0, len(reports))
+	for _, r := range reports {
+		jb := jsonBackend{Backend: string(r.Backend), Usable: r.Err == nil, Devices: r.Devices}
+		if r.Err != nil {
+			jb.Reason = r.Err.Error()
+		}
+		out = append(out, jb)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+func writeText(w io.Writer, reports []runtime.BackendReport) error {
+	for _, r := range reports {
+		if r.Err != nil {
+			if _, err := fmt.Fprintf(w, "%-6s unusable: %v\n", r.Backend, r.Err); err != nil {
+				return err
+			}
+			continue
+		}
+		for _, d := range r.Devices {
+			arch := d.Arch
+			if d.Target != "" && d.Target != d.Arch {
+				arch += " (" + d.Target + ")"
+			}
+			if _, err := fmt.Fprintf(w, "%-6s device %d: %s, arch %s, %.1f GiB, %d compute units, warp %d, max block %d, driver %s, runtime %s, library %s\n",
+				r.Backend, d.Ordinal, d.Name, arch, float64(d.TotalMemory)/(1<<30), d.ComputeUnits, d.WarpSize, d.MaxBlock,
+				d.DriverVersion, d.RuntimeVersion, d.Library); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
