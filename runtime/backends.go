@@ -4,5 +4,5 @@ import "github.com/hipgo/hipgo/runtime/driver"
 
 // builtinDrivers are the backends Open tries, in order.
 func builtinDrivers() []driver.Driver {
-	return []driver.Driver{cudaDriver{}, metalDriver{}}
+	return []driver.Driver{rocmDriver{}, cudaDriver{}, metalDriver{}}
 }

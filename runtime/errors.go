@@ -72,11 +72,13 @@ type NoDeviceError struct {
 	Err     error // the driver's own answer, when it gave one
 }
 
+// Error leaves the backend out: every report that prints it (OpenError,
+// gpuinfo) names the backend already.
 func (e *NoDeviceError) Error() string {
 	if e.Err != nil {
-		return fmt.Sprintf("%s: no device (%v)", e.Backend, e.Err)
+		return fmt.Sprintf("no device (%v)", e.Err)
 	}
-	return fmt.Sprintf("%s: no device", e.Backend)
+	return "no device"
 }
 func (e *NoDeviceError) Is(target error) bool { return target == ErrNoDevice }
 func (e *NoDeviceError) Unwrap() error        { return e.Err }
@@ -108,18 +110,18 @@ func (e *LaunchError) Unwrap() error { return e.Err }
 // FaultError is an asynchronous device fault: the error every pending event
 // of a lost device fails with.
 type FaultError struct {
-	Device  string // e.g. "cuda:0 NVIDIA H200"
-	Kernel  string // the last kernel launched on the stream that reported it, if known
+	Device string // e.g. "cuda:0 NVIDIA H200"
+	Kernel string // the last kernel launched on the stream that reported it, if known
 	// InFlight lists the last kernel of every stream with unfinished work
 	// when the fault was seen. A sticky fault poisons every stream at once, so
 	// the stream that reports it need not be the one that caused it: the
 	// culprit is one of these.
 	InFlight []string
-	Op      string // what reported it: "event query", "launch", "hsa system event", ...
-	Kind    string // "illegal address", "memory fault", ...
-	Address uint64 // faulting address when the backend reports one (ROCm)
-	Reason  string // decoded reason when the backend reports one
-	Err     error  // the driver's error
+	Op       string // what reported it: "event query", "launch", "hsa system event", ...
+	Kind     string // "illegal address", "memory fault", ...
+	Address  uint64 // faulting address when the backend reports one (ROCm)
+	Reason   string // decoded reason when the backend reports one
+	Err      error  // the driver's error
 }
 
 func (e *FaultError) Error() string {

@@ -144,6 +144,33 @@ func BenchmarkGPULaunch(b *testing.B) {
 	require.NoError(b, s.Synchronize(context.Background()))
 }
 
+// BenchmarkGPULaunchBatched times launches in batches of 256 with the queue
+// drained between batches (untimed): the host cost of a launch call alone,
+// never waiting for a full launch queue. The C program measures the same.
+func BenchmarkGPULaunchBatched(b *testing.B) {
+	env := openGPU(b)
+	s, err := env.Dev.NewStream()
+	require.NoError(b, err)
+	defer s.Close()
+	one := runtime.LaunchConfig{Grid: runtime.Dim3{X: 1, Y: 1, Z: 1}, Block: runtime.Dim3{X: 1, Y: 1, Z: 1}}
+	ctx := context.Background()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if i%256 == 0 {
+			b.StopTimer()
+			if err := s.Synchronize(ctx); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+		}
+		if err := s.Launch(env.EmptyKernel, one); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	require.NoError(b, s.Synchronize(ctx))
+}
+
 // BenchmarkGPULaunchRecord adds an event (and its host callback) per launch.
 func BenchmarkGPULaunchRecord(b *testing.B) {
 	env := openGPU(b)

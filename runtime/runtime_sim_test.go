@@ -512,7 +512,7 @@ func TestOpenReportsEveryBackendTried(t *testing.T) {
 	require.ErrorIs(t, err, runtime.ErrNoDevice)
 	require.Len(t, oe.Attempts, 2)
 	require.ErrorIs(t, oe.Attempts[0].Err, runtime.ErrNoDevice)
-	require.Contains(t, err.Error(), "[sim: sim: no device]")
+	require.Contains(t, err.Error(), "[sim: no device]")
 	require.Contains(t, err.Error(), "init failed: simErrorInvalidValue (1)")
 }
 

@@ -1,0 +1,130 @@
+// portable.h: the few definitions a kernel source needs, written once for
+// both compilers. The same .cu text is compiled as HIP for AMDGPU
+// (__AMDGCN__) and as CUDA for NVPTX (__NVPTX__) with -nogpuinc/-nocudainc
+// and -nostdinc, so nothing here may come from a vendor SDK or a libc.
+//
+// Kernels are declared `KERNEL void name(...)`: extern "C" keeps the symbol
+// unmangled, so the loader can look it up by its plain name.
+#ifndef HIPGO_PORTABLE_H
+#define HIPGO_PORTABLE_H
+
+#if !defined(__AMDGCN__) && !defined(__NVPTX__)
+#error "portable.h: compile with --cuda-device-only for an AMDGPU or NVPTX target"
+#endif
+
+// Fixed-width integers from the compiler's own predefined types (no libc).
+typedef __INT32_TYPE__ int32_t;
+typedef __UINT8_TYPE__ uint8_t;
+typedef __UINT16_TYPE__ uint16_t;
+typedef __UINT32_TYPE__ uint32_t;
+typedef __INT64_TYPE__ int64_t;
+typedef __UINT64_TYPE__ uint64_t;
+
+#define __global__ __attribute__((global))
+#define __device__ __attribute__((device))
+#define __shared__ __attribute__((shared))
+
+#define KERNEL extern "C" __global__
+#define DEVICE static __device__ inline __attribute__((always_inline))
+
+// KBOUNDS(n): the kernel is never launched with more than n threads per block,
+// and the driver rejects a launch that asks for more. clang ignores
+// launch_bounds for AMDGPU in HIP mode (the code object keeps the default
+// max_flat_workgroup_size of 1024), so AMDGPU gets the attribute HIP's own
+// headers use.
+#if defined(__AMDGCN__)
+#define KBOUNDS(n) __attribute__((amdgpu_flat_work_group_size(1, n)))
+#else
+#define KBOUNDS(n) __attribute__((launch_bounds(n)))
+#endif
+
+// ---- thread and block indices (x dimension) ----
+//
+// On AMDGPU the block size and the grid size come from the HSA dispatch
+// packet (hsa_kernel_dispatch_packet_t: workgroup_size_x is the u16 at byte 4,
+// grid_size_x the u32 at byte 12, counted in work-items). HIP's own headers
+// read them from the implicit kernel arguments instead, which under code
+// object v5 adds hidden_* arguments to every kernel that asks; the dispatch
+// packet is there under every code object version and keeps the kernarg
+// segment down to the explicit arguments.
+#if defined(__AMDGCN__)
+DEVICE uint32_t thread_idx_x() { return __builtin_amdgcn_workitem_id_x(); }
+DEVICE uint32_t block_idx_x() { return __builtin_amdgcn_workgroup_id_x(); }
+DEVICE uint32_t block_dim_x() {
+  const uint16_t* p = (const uint16_t*)__builtin_amdgcn_dispatch_ptr();
+  return p[2];
+}
+// grid_threads_x: the total number of threads in x (gridDim.x * blockDim.x).
+DEVICE uint64_t grid_threads_x() {
+  const uint32_t* p = (const uint32_t*)__builtin_amdgcn_dispatch_ptr();
+  return p[3];
+}
+#else
+DEVICE uint32_t thread_idx_x() { return __nvvm_read_ptx_sreg_tid_x(); }
+DEVICE uint32_t block_idx_x() { return __nvvm_read_ptx_sreg_ctaid_x(); }
+DEVICE uint32_t block_dim_x() { return __nvvm_read_ptx_sreg_ntid_x(); }
+DEVICE uint64_t grid_threads_x() {
+  return (uint64_t)__nvvm_read_ptx_sreg_nctaid_x() * __nvvm_read_ptx_sreg_ntid_x();
+}
+#endif
+
+// global_idx_x: this thread's index in the whole grid, 64-bit so a
+// grid-stride loop over up to 2^32-1 elements cannot wrap.
+DEVICE uint64_t global_idx_x() {
+  return (uint64_t)block_idx_x() * block_dim_x() + thread_idx_x();
+}
+
+// ---- barriers ----
+// block_sync: every thread of the block arrives, and shared-memory writes made
+// before it are visible to every thread after it.
+#if defined(__AMDGCN__)
+DEVICE void block_sync() {
+  __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");
+  __builtin_amdgcn_s_barrier();
+  __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
+}
+#else
+DEVICE void block_sync() { __syncthreads(); }
+#endif
+
+// ---- math without device libraries ----
+// NVPTX has no logf/expf without libdevice (clang: "no libcall available for
+// flog"), so both targets use the hardware approximations: lg2.approx.f32 /
+// ex2.approx.f32 on NVPTX (what CUDA's __logf/__expf use) and v_log_f32 /
+// v_exp_f32 on AMDGPU: close to float precision, not correctly rounded (the
+// PTX ISA gives lg2.approx.f32 a maximum relative error of 2^-22.6).
+#if defined(__AMDGCN__)
+DEVICE float fast_log2f(float x) { return __builtin_amdgcn_logf(x); }
+DEVICE float fast_exp2f(float x) { return __builtin_amdgcn_exp2f(x); }
+#else
+DEVICE float fast_log2f(float x) { return __nvvm_lg2_approx_f(x); }
+DEVICE float fast_exp2f(float x) { return __nvvm_ex2_approx_f(x); }
+#endif
+DEVICE float fast_logf(float x) { return fast_log2f(x) * 0.693147180559945309f; }
+DEVICE float fast_expf(float x) { return fast_exp2f(x * 1.442695040888963407f); }
+DEVICE float sqrt_f32(float x) { return __builtin_sqrtf(x); }
+DEVICE float fabs_f32(float x) { return __builtin_fabsf(x); }
+DEVICE float fmax_f32(float a, float b) { return __builtin_fmaxf(a, b); }
+DEVICE float fmin_f32(float a, float b) { return __builtin_fminf(a, b); }
+
+// ---- device timer ----
+// timer_ticks reads a clock that ticks at a fixed rate, independent of the
+// shader clock; TIMER_NS_PER_TICK converts. NVPTX: %globaltimer, in
+// nanoseconds. AMDGPU: the 100 MHz "REALTIME" counter. clang-19 refuses
+// __builtin_amdgcn_s_memrealtime on gfx11/gfx12 (the instruction is gone
+// there), so use __builtin_readsteadycounter, which selects s_memrealtime on
+// gfx9/gfx10 and s_sendmsg_rtn_b64 MSG_RTN_GET_REALTIME on gfx11/gfx12. The
+// runtime can confirm the rate with hipDeviceAttributeWallClockRate (kHz).
+#if defined(__AMDGCN__)
+#define TIMER_NS_PER_TICK 10u
+DEVICE uint64_t timer_ticks() { return __builtin_readsteadycounter(); }
+#else
+#define TIMER_NS_PER_TICK 1u
+DEVICE uint64_t timer_ticks() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+#endif
+
+#endif // HIPGO_PORTABLE_H

@@ -1,0 +1,490 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"unsafe"
+
+	"github.com/hipgo/hipgo/hip"
+	"github.com/hipgo/hipgo/hsa"
+	"github.com/hipgo/hipgo/runtime/driver"
+)
+
+// The ROCm backend adapts packages hip and hsa to driver.Device.
+//
+// Thread model: HIP's current device is per OS thread, so each call runs
+// under hip.OnDevice (lock the OS thread; hipSetDevice only when another
+// device is current).
+//
+// Faults: HIP's stream-callback status is always hipSuccess and after a queue
+// fault queued callbacks never run, so completion callbacks land events only;
+// the monitor's hipEventQuery is the authority for faults. On top of that the
+// HSA system event handler turns a memory fault or hardware exception into a
+// *FaultError with the faulting address and reason, and returns success
+// only when it delivered the fault to an open device: that also keeps older
+// ROCr from calling abort() on the process.
+//
+// Verified against Debian's ROCm 5.2 libraries without a GPU (the no-device
+// path); never run on AMD hardware (see docs/gpu-faults.md).
+
+type rocmDriver struct{}
+
+func (rocmDriver) Kind() driver.Kind { return driver.ROCm }
+
+func (rocmDriver) DeviceCount() (int, error) {
+	if err := hip.Load(); err != nil {
+		return 0, err
+	}
+	if err := hip.Init(); err != nil {
+		if errors.Is(err, hip.ErrNoDevice) || errors.Is(err, hip.ErrInvalidDevice) {
+			return 0, &NoDeviceError{Backend: driver.ROCm, Err: err}
+		}
+		return 0, fmt.Errorf("init failed: %w", err)
+	}
+	n, err := hip.GetDeviceCount()
+	if errors.Is(err, hip.ErrNoDevice) {
+		return 0, &NoDeviceError{Backend: driver.ROCm, Err: err}
+	}
+	return n, err
+}
+
+func (rocmDriver) Open(ordinal int) (driver.Device, error) {
+	d := &rocmDevice{ordinal: ordinal}
+	info, err := d.describe()
+	if err != nil {
+		return nil, err
+	}
+	d.info = info
+	d.agent, d.agentKnown = gpuAgent(ordinal)
+	rocmFaults.add(d)
+	return d, nil
+}
+
+type rocmDevice struct {
+	ordinal    int
+	info       driver.Info
+	agent      uint64
+	agentKnown bool
+
+	faultMu sync.Mutex
+	onFault func(driver.AsyncFault) bool
+
+	poolMu sync.Mutex
+	pool   []hip.Event
+}
+
+func (d *rocmDevice) describe() (driver.Info, error) {
+	info := driver.Info{Backend: driver.ROCm, Ordinal: d.ordinal, Format: driver.HSACO, Library: hip.LibraryPath()}
+	var err error
+	if info.Name, err = hip.DeviceGetName(d.ordinal); err != nil {
+		return info, err
+	}
+	t, err := hip.DeviceTarget(d.ordinal)
+	if err != nil {
+		return info, err
+	}
+	info.Arch, info.Target = t.Arch, t.ID
+	if info.TotalMemory, err = hip.DeviceTotalMem(d.ordinal); err != nil {
+		return info, err
+	}
+	if info.ComputeUnits, err = hip.DeviceGetAttribute(hip.AttrMultiprocessorCount, d.ordinal); err != nil {
+		return info, err
+	}
+	if info.WarpSize, err = hip.DeviceGetAttribute(hip.AttrWarpSize, d.ordinal); err != nil {
+		return info, err
+	}
+	if info.MaxBlock, err = hip.DeviceGetAttribute(hip.AttrMaxThreadsPerBlock, d.ordinal); err != nil {
+		return info, err
+	}
+	if v, err := hip.DriverVersion(); err == nil {
+		info.DriverVersion = versionString(v)
+	} else {
+		return info, err
+	}
+	if v, err := hip.RuntimeVersion(); err == nil {
+		info.RuntimeVersion = versionString(v)
+	} else {
+		return info, err
+	}
+	return info, nil
+}
+
+func versionString(v int) string {
+	major, minor, patch := hip.SplitVersion(v)
+	return fmt.Sprintf("%d.%d.%d", major, minor, patch)
+}
+
+// gpuAgent maps a HIP ordinal to its HSA agent handle, the way hip.DeviceTarget
+// does (the ordinal-th GPU agent), for routing system events.
+func gpuAgent(ordinal int) (uint64, bool) {
+	agents, err := hsa.Agents()
+	if err != nil {
+		return 0, false
+	}
+	n := 0
+	for _, a := range agents {
+		if a.DeviceType() != hsa.DeviceGPU {
+			continue
+		}
+		if n == ordinal {
+			return a.Handle(), true
+		}
+		n++
+	}
+	return 0, false
+}
+
+func (d *rocmDevice) Info() driver.Info { return d.info }
+
+func (d *rocmDevice) do(fn func() error) error {
+	release, err := hip.OnDevice(d.ordinal)
+	if err != nil {
+		return err
+	}
+	defer release()
+	return fn()
+}
+
+func (d *rocmDevice) Alloc(n uint64) (p driver.Ptr, err error) {
+	err = d.do(func() error {
+		dp, err := hip.Malloc(uintptr(n))
+		p = driver.Ptr(dp)
+		return err
+	})
+	return p, err
+}
+
+func (d *rocmDevice) Free(p driver.Ptr) error {
+	return d.do(func() error { return hip.Free(hip.DevicePtr(p)) })
+}
+
+func (d *rocmDevice) CopyHtoD(dst driver.Ptr, src unsafe.Pointer, n uint64) error {
+	return d.do(func() error { return hip.MemcpyHtoD(hip.DevicePtr(dst), unsafe.Slice((*byte)(src), n)) })
+}
+
+func (d *rocmDevice) CopyDtoH(dst unsafe.Pointer, src driver.Ptr, n uint64) error {
+	return d.do(func() error { return hip.MemcpyDtoH(unsafe.Slice((*byte)(dst), n), hip.DevicePtr(src)) })
+}
+
+func (d *rocmDevice) MemInfo() (free, total uint64, err error) {
+	err = d.do(func() error {
+		free, total, err = hip.MemGetInfo()
+		return err
+	})
+	return free, total, err
+}
+
+func (d *rocmDevice) NewStream() (driver.Stream, error) {
+	var s hip.Stream
+	err := d.do(func() (err error) {
+		s, err = hip.StreamCreateWithFlags(hip.StreamNonBlocking)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &rocmStream{dev: d, s: s}, nil
+}
+
+func (d *rocmDevice) LoadModule(image []byte) (driver.Module, error) {
+	var m hip.Module
+	err := d.do(func() (err error) {
+		m, err = hip.ModuleLoadData(image)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &rocmModule{dev: d, m: m}, nil
+}
+
+// Classify sorts HIP errors. (*hip.Error).Sticky knows that
+// hipModuleLaunchKernel's hipErrorLaunchFailure is a synchronous rejection
+// (a block over the kernel's bounds), not a dead context.
+func (d *rocmDevice) Classify(err error) driver.Class {
+	var he *hip.Error
+	if errors.As(err, &he) && he.Sticky() {
+		return driver.Fault
+	}
+	var c hip.Code
+	if !errors.As(err, &c) {
+		return driver.Other
+	}
+	switch c {
+	case hip.ErrOutOfMemory:
+		return driver.OutOfMemory
+	case hip.ErrNotFound, hip.ErrNoBinaryForGpu:
+		return driver.NotFound
+	case hip.ErrInvalidValue, hip.ErrInvalidConfiguration, hip.ErrLaunchFailure:
+		return driver.Rejected
+	}
+	return driver.Other
+}
+
+// Alive asks for the memory info, which does not wait for queued work and,
+// after a queue fault, fails like every other HIP call (mlxcel, ROCm 7.15).
+func (d *rocmDevice) Alive() error {
+	_, _, err := d.MemInfo()
+	return err
+}
+
+func (d *rocmDevice) OnFault(h func(driver.AsyncFault) bool) {
+	d.faultMu.Lock()
+	d.onFault = h
+	d.faultMu.Unlock()
+}
+
+func (d *rocmDevice) deliver(f driver.AsyncFault) bool {
+	d.faultMu.Lock()
+	h := d.onFault
+	d.faultMu.Unlock()
+	return h != nil && h(f)
+}
+
+func (d *rocmDevice) Close() error {
+	rocmFaults.remove(d)
+	d.poolMu.Lock()
+	pool := d.pool
+	d.pool = nil
+	d.poolMu.Unlock()
+	return d.do(func() error {
+		var errs []error
+		for _, e := range pool {
+			errs = append(errs, hip.EventDestroy(e))
+		}
+		return errors.Join(errs...)
+	})
+}
+
+// rocmFaults routes HSA system events to open devices by agent handle. The
+// C handler is registered once per process (handlers cannot be removed).
+var rocmFaults = &faultRouter{devs: map[*rocmDevice]struct{}{}}
+
+type faultRouter struct {
+	mu         sync.Mutex
+	devs       map[*rocmDevice]struct{}
+	registered bool
+	regErr     error
+}
+
+func (r *faultRouter) add(d *rocmDevice) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.devs[d] = struct{}{}
+	if !r.registered {
+		// HIP has initialised HSA by now; registering shares its instance.
+		r.regErr = hsa.RegisterSystemEventHandler(r.handle)
+		r.registered = r.regErr == nil
+	}
+}
+
+func (r *faultRouter) remove(d *rocmDevice) {
+	r.mu.Lock()
+	delete(r.devs, d)
+	r.mu.Unlock()
+}
+
+// handle runs on ROCr's event thread. It claims (returns true for) an event
+// only when an open device took it; an event for an agent hipgo has not
+// opened is left to ROCr's default. When the agent cannot be mapped (the
+// visible-devices variables renumber HIP's devices) and exactly one device
+// is open, that device takes it.
+func (r *faultRouter) handle(ev hsa.SystemEvent) bool {
+	f, ok := asyncFault(ev)
+	if !ok {
+		return false
+	}
+	r.mu.Lock()
+	var target *rocmDevice
+	var unmapped []*rocmDevice
+	for d := range r.devs {
+		if d.agentKnown && d.agent == ev.Agent {
+			target = d
+		}
+		if !d.agentKnown {
+			unmapped = append(unmapped, d)
+		}
+	}
+	if target == nil && len(unmapped) == 1 && len(r.devs) == 1 {
+		target = unmapped[0]
+	}
+	r.mu.Unlock()
+	return target != nil && target.deliver(f)
+}
+
+// asyncFault describes the events that lose a device: memory faults and
+// hardware exceptions. Memory errors (raised synchronously inside a free)
+// and shutdown are not claimed.
+func asyncFault(ev hsa.SystemEvent) (driver.AsyncFault, bool) {
+	switch ev.Type {
+	case hsa.MemoryFaultEvent:
+		return driver.AsyncFault{Kind: "memory fault", Address: ev.Address, Reason: ev.FaultReason.String(), Err: systemEventError{ev}}, true
+	case hsa.HWExceptionEvent:
+		return driver.AsyncFault{Kind: "hardware exception", Reason: ev.ResetCause.String(), Err: systemEventError{ev}}, true
+	}
+	return driver.AsyncFault{}, false
+}
+
+// systemEventError carries the decoded event for errors.As.
+type systemEventError struct{ Event hsa.SystemEvent }
+
+func (e systemEventError) Error() string { return "HSA system event: " + e.Event.String() }
+
+type rocmStream struct {
+	dev *rocmDevice
+	s   hip.Stream
+}
+
+func (s *rocmStream) Launch(fn driver.Function, grid, block driver.Dim3, shmem uint32, params unsafe.Pointer) error {
+	f := fn.(*rocmFunction).f
+	return s.dev.do(func() error {
+		return hip.ModuleLaunchKernel(f, hip.Dim3(grid), hip.Dim3(block), shmem, s.s, params, nil)
+	})
+}
+
+func (s *rocmStream) Record() (driver.Event, error) {
+	d := s.dev
+	var ev hip.Event
+	err := d.do(func() error {
+		d.poolMu.Lock()
+		if n := len(d.pool); n > 0 {
+			ev = d.pool[n-1]
+			d.pool = d.pool[:n-1]
+		}
+		d.poolMu.Unlock()
+		if ev == 0 {
+			var err error
+			if ev, err = hip.EventCreateWithFlags(hip.EventDisableTiming); err != nil {
+				return err
+			}
+		}
+		if err := hip.EventRecord(ev, s.s); err != nil {
+			d.recycle(ev)
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &rocmEvent{dev: d, e: ev}, nil
+}
+
+func (d *rocmDevice) recycle(e hip.Event) bool {
+	d.poolMu.Lock()
+	defer d.poolMu.Unlock()
+	if len(d.pool) >= cudaEventPoolMax {
+		return false
+	}
+	d.pool = append(d.pool, e)
+	return true
+}
+
+// Notify uses hipLaunchHostFunc (ROCm ≥ 5.3) and falls back to
+// hipStreamAddCallback, whose status argument is always hipSuccess on AMD.
+func (s *rocmStream) Notify(fn func()) error {
+	return s.dev.do(func() error {
+		err := hip.LaunchHostFunc(s.s, fn)
+		if errors.Is(err, errors.ErrUnsupported) {
+			return hip.StreamAddCallback(s.s, func(hip.Code) { fn() })
+		}
+		return err
+	})
+}
+
+func (s *rocmStream) Query() error {
+	return s.dev.do(func() error {
+		done, err := hip.StreamQuery(s.s)
+		if err == nil && !done {
+			return driver.ErrNotReady
+		}
+		return err
+	})
+}
+
+func (s *rocmStream) Synchronize() error {
+	return s.dev.do(func() error { return hip.StreamSynchronize(s.s) })
+}
+
+func (s *rocmStream) Destroy() error {
+	return s.dev.do(func() error { return hip.StreamDestroy(s.s) })
+}
+
+type rocmEvent struct {
+	dev *rocmDevice
+	e   hip.Event
+}
+
+func (e *rocmEvent) Query() error {
+	return e.dev.do(func() error {
+		done, err := hip.EventQuery(e.e)
+		if err == nil && !done {
+			return driver.ErrNotReady
+		}
+		return err
+	})
+}
+
+func (e *rocmEvent) Destroy() error {
+	if e.dev.recycle(e.e) {
+		return nil
+	}
+	return e.dev.do(func() error { return hip.EventDestroy(e.e) })
+}
+
+type rocmModule struct {
+	dev *rocmDevice
+	m   hip.Module
+}
+
+func (m *rocmModule) Function(name string) (driver.Function, error) {
+	var f hip.Function
+	err := m.dev.do(func() (err error) {
+		f, err = hip.ModuleGetFunction(m.m, name)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &rocmFunction{dev: m.dev, f: f, name: name}, nil
+}
+
+func (m *rocmModule) Unload() error {
+	return m.dev.do(func() error { return hip.ModuleUnload(m.m) })
+}
+
+type rocmFunction struct {
+	dev  *rocmDevice
+	f    hip.Function
+	name string
+}
+
+func (f *rocmFunction) Name() string { return f.name }
+
+// Params reports hipKernelGetParamInfo's layout where the library has it
+// (newer ROCm; not 5.2), probing indexes until hipErrorInvalidValue.
+func (f *rocmFunction) Params() ([]driver.Param, bool, error) {
+	var out []driver.Param
+	known := true
+	err := f.dev.do(func() error {
+		for i := 0; i < 256; i++ {
+			off, size, err := hip.KernelGetParamInfo(f.f, i)
+			switch {
+			case errors.Is(err, errors.ErrUnsupported):
+				known = false
+				return nil
+			case errors.Is(err, hip.ErrInvalidValue):
+				return nil
+			case err != nil:
+				return err
+			}
+			out = append(out, driver.Param{Offset: uint64(off), Size: uint64(size)})
+		}
+		return fmt.Errorf("hipKernelGetParamInfo answered for 256 parameters, more than a kernel can take")
+	})
+	if err != nil || !known {
+		return nil, false, err
+	}
+	return out, true, nil
+}

@@ -1,0 +1,108 @@
+package runtime
+
+// The ROCm adapter against Debian's real ROCm 5.2 libraries, on a machine
+// without an AMD GPU: the no-device path, error classification and the HSA
+// system-event routing. Nothing here runs AMD hardware.
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hipgo/hipgo/hip"
+	"github.com/hipgo/hipgo/hsa"
+	"github.com/hipgo/hipgo/internal/dynlib"
+	"github.com/hipgo/hipgo/internal/testenv"
+	"github.com/hipgo/hipgo/runtime/driver"
+)
+
+func TestROCmWithoutAGPUReportsNoDeviceQuickly(t *testing.T) {
+	if err := hip.Load(); errors.Is(err, dynlib.ErrNotFound) {
+		testenv.NeedHost(t, err)
+	}
+	if _, err := hip.GetDeviceCount(); err == nil {
+		t.Skip("an AMD GPU is present; this test is for machines without one")
+	}
+	start := time.Now()
+	n, err := rocmDriver{}.DeviceCount()
+	took := time.Since(start)
+	require.Zero(t, n)
+	var nd *NoDeviceError
+	require.ErrorAs(t, err, &nd)
+	require.ErrorIs(t, err, ErrNoDevice)
+	var he *hip.Error
+	require.ErrorAs(t, err, &he, "the HIP error with its code is kept")
+	require.Equal(t, "hipInit", he.Call)
+	require.Less(t, took, time.Second)
+	t.Logf("ROCm 5.2 (%s) without a GPU: %v in %v", hip.LibraryPath(), err, took)
+}
+
+func TestROCmClassifiesHIPErrors(t *testing.T) {
+	d := &rocmDevice{}
+	for _, tc := range []struct {
+		err  error
+		want driver.Class
+	}{
+		{&hip.Error{Call: "hipEventQuery", Code: hip.ErrIllegalAddress}, driver.Fault},
+		{&hip.Error{Call: "hipStreamQuery", Code: hip.ErrLaunchFailure}, driver.Fault},
+		// A block over the kernel's bounds: hipModuleLaunchKernel says 719
+		// synchronously and the device is fine.
+		{&hip.Error{Call: "hipModuleLaunchKernel", Code: hip.ErrLaunchFailure}, driver.Rejected},
+		{&hip.Error{Call: "hipMalloc", Code: hip.ErrOutOfMemory}, driver.OutOfMemory},
+		{&hip.Error{Call: "hipModuleGetFunction", Code: hip.ErrNotFound}, driver.NotFound},
+		{&hip.Error{Call: "hipModuleLoadData", Code: hip.ErrNoBinaryForGpu}, driver.NotFound},
+		{&hip.Error{Call: "hipModuleLaunchKernel", Code: hip.ErrInvalidValue}, driver.Rejected},
+		{errors.New("something else"), driver.Other},
+	} {
+		require.Equal(t, tc.want, d.Classify(tc.err), "%v", tc.err)
+	}
+}
+
+func TestHSASystemEventsReachTheDeviceOfTheirAgent(t *testing.T) {
+	r := &faultRouter{devs: map[*rocmDevice]struct{}{}, registered: true}
+	var got []driver.AsyncFault
+	a := &rocmDevice{agent: 0x1000, agentKnown: true}
+	a.OnFault(func(f driver.AsyncFault) bool { got = append(got, f); return true })
+	b := &rocmDevice{agent: 0x2000, agentKnown: true}
+	b.OnFault(func(driver.AsyncFault) bool { t.Fatal("fault routed to the wrong device"); return false })
+	r.devs[a], r.devs[b] = struct{}{}, struct{}{}
+
+	ev := hsa.SystemEvent{Type: hsa.MemoryFaultEvent, Agent: 0x1000, Address: 0x7f0000001000, FaultReason: hsa.FaultPageNotPresent}
+	require.True(t, r.handle(ev), "a delivered fault is claimed, which stops ROCr from aborting")
+	require.Len(t, got, 1)
+	require.Equal(t, "memory fault", got[0].Kind)
+	require.EqualValues(t, 0x7f0000001000, got[0].Address)
+	require.Contains(t, got[0].Reason, "page not present")
+	var se systemEventError
+	require.ErrorAs(t, got[0].Err, &se)
+	require.Equal(t, ev, se.Event)
+
+	require.False(t, r.handle(hsa.SystemEvent{Type: hsa.MemoryFaultEvent, Agent: 0x3000}), "an agent hipgo did not open is left to ROCr")
+	require.False(t, r.handle(hsa.SystemEvent{Type: hsa.MemoryErrorEvent, Agent: 0x1000}), "memory errors are raised inside a free, not claimed")
+	require.True(t, r.handle(hsa.SystemEvent{Type: hsa.HWExceptionEvent, Agent: 0x1000, ResetCause: hsa.CauseGPUHang}))
+	require.Equal(t, "hardware exception", got[1].Kind)
+
+	// One open device whose agent could not be mapped takes the fault.
+	lone := &faultRouter{devs: map[*rocmDevice]struct{}{}, registered: true}
+	c := &rocmDevice{}
+	delivered := false
+	c.OnFault(func(driver.AsyncFault) bool { delivered = true; return true })
+	lone.devs[c] = struct{}{}
+	require.True(t, lone.handle(hsa.SystemEvent{Type: hsa.MemoryFaultEvent, Agent: 0x9999}))
+	require.True(t, delivered)
+}
+
+func TestSurveyIncludesROCmWithItsReason(t *testing.T) {
+	if err := hip.Load(); errors.Is(err, dynlib.ErrNotFound) {
+		testenv.NeedHost(t, err)
+	}
+	reps := Survey(t.Context())
+	require.Equal(t, driver.ROCm, reps[0].Backend)
+	require.Equal(t, driver.CUDA, reps[1].Backend)
+	require.Equal(t, driver.Metal, reps[2].Backend)
+	for _, r := range reps {
+		t.Logf("%s: devices %d, %v", r.Backend, len(r.Devices), r.Err)
+	}
+}
