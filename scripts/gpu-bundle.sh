@@ -23,9 +23,11 @@ case "$target" in
   *) echo "gpu-bundle: target must be cuda or rocm" >&2; exit 2 ;;
 esac
 pkgs=$(grep -rl --include='*_test.go' -E 'func (Test|Benchmark)GPU' . | xargs -n1 dirname | sort -u | grep -Ev "$other")
+: >"$out/bin/PKGS"
 for p in $pkgs; do
   name=$(echo "${p#./}" | tr '/' '_')
   go test -c -o "$out/bin/$name.test" "$p"
+  echo "$name ${p#./}" >>"$out/bin/PKGS"   # tests run from their package directory
 done
 for tool in gpuinfo faultprobe samplerbench; do
   if compgen -G "tools/$tool/*.go" >/dev/null; then go build -o "$out/bin/$tool" "./tools/$tool"; fi

@@ -14,7 +14,11 @@
 # the summary lines.
 set -uo pipefail
 OUT=${OUT:-/tmp/hipgo-out}
-mkdir -p "$OUT"
+# At most 8 files come back from $OUT: the small logs go to $LOGS and are
+# joined into $OUT/misc.log at the end.
+LOGS=/tmp/hipgo-logs
+rm -rf "$LOGS"
+mkdir -p "$OUT" "$LOGS"
 export HIPGO_REQUIRE_GPU=1 PYTHONUNBUFFERED=1
 bin=.gpu/bin
 sections=("$@")
@@ -25,54 +29,56 @@ note() { summary+=("$*"); echo "== $*"; }
 has() { local s; for s in "${sections[@]}"; do [ "$s" = "$1" ] && return 0; done; return 1; }
 
 if has info; then
-  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv 2>&1 | tee "$OUT/info.log"
-  $bin/gpuinfo 2>&1 | tee -a "$OUT/info.log"
-  $bin/gpuinfo -json >>"$OUT/info.log" 2>&1
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv 2>&1 | tee "$LOGS/info.log"
+  $bin/gpuinfo 2>&1 | tee -a "$LOGS/info.log"
+  $bin/gpuinfo -json >>"$LOGS/info.log" 2>&1
 fi
 
 if has tests; then
   : >"$OUT/tests.log"
-  for t in $bin/*.test; do
-    name=$(basename "$t" .test)
+  root=$PWD
+  while read -r name dir; do
+    t=$root/$bin/$name.test
     echo "### $name" >>"$OUT/tests.log"
-    # Tests only: benchmarks run in their own sections.
-    if "$t" -test.v -test.count=1 -test.timeout=300s >>"$OUT/tests.log" 2>&1; then
+    # Tests only (benchmarks run in their own sections), from the package's
+    # directory as go test runs them, so testdata and sources are found.
+    if (cd "$dir" && "$t" -test.v -test.count=1 -test.timeout=300s) >>"$OUT/tests.log" 2>&1; then
       note "tests $name: PASS ($(grep -c '^--- PASS' "$OUT/tests.log") passed so far)"
     else
       status=1
       note "tests $name: FAIL"
       grep -E '^(--- FAIL|FAIL|panic)' "$OUT/tests.log" | tail -20
     fi
-  done
+  done <"$bin/PKGS"
   grep -E '^(--- (PASS|FAIL|SKIP))' "$OUT/tests.log" | sed 's/ (.*//' | sort | uniq -c | sort -rn | head -5
   grep -cE '^--- SKIP' "$OUT/tests.log" | xargs -I{} echo "skipped: {}"
 fi
 
 if has faults; then
-  if $bin/faultprobe >"$OUT/faults.log" 2>&1; then note "faultprobe: all classes behaved"; else status=1; note "faultprobe: FAILED"; fi
-  cat "$OUT/faults.log"
+  if $bin/faultprobe >"$LOGS/faults.log" 2>&1; then note "faultprobe: all classes behaved"; else status=1; note "faultprobe: FAILED"; fi
+  cat "$LOGS/faults.log"
 fi
 
 if has launch; then
   ptx=kernels/build/testkernels/sm_90.ptx
-  if nvcc -O2 -o /tmp/launch_overhead tools/gpubench/launch_overhead.c -lcuda >"$OUT/launch.log" 2>&1; then
+  if nvcc -O2 -o /tmp/launch_overhead tools/gpubench/launch_overhead.c -lcuda >"$LOGS/launch.log" 2>&1; then
     for round in 1 2 3; do
-      /tmp/launch_overhead "$ptx" 10000 5 | tee -a "$OUT/launch.log"
-      $bin/runtime.test -test.run='^$' -test.bench='^BenchmarkGPULaunch' -test.benchtime=10000x -test.count=1 2>&1 | grep -E '^Benchmark' | tee -a "$OUT/launch.log"
-      [ -x $bin/cuda.test ] && $bin/cuda.test -test.run='^$' -test.bench='Launch' -test.benchtime=10000x -test.count=1 2>&1 | grep -E '^Benchmark' | tee -a "$OUT/launch.log"
+      /tmp/launch_overhead "$ptx" 10000 5 | tee -a "$LOGS/launch.log"
+      (cd runtime && ../$bin/runtime.test -test.run='^$' -test.bench='^BenchmarkGPULaunch' -test.benchtime=10000x -test.count=1 2>&1) | grep -E '^Benchmark' | tee -a "$LOGS/launch.log"
+      [ -x $bin/cuda.test ] && (cd cuda && ../$bin/cuda.test -test.run='^$' -test.bench='Launch' -test.benchtime=10000x -test.count=1 2>&1) | grep -E '^Benchmark' | tee -a "$LOGS/launch.log"
     done
-    python3 tools/gpubench/launch_ratio.py "$OUT/launch.log" | tee -a "$OUT/launch.log"
+    python3 tools/gpubench/launch_ratio.py "$LOGS/launch.log" | tee -a "$LOGS/launch.log"
   else
-    status=1; note "launch: nvcc failed"; cat "$OUT/launch.log"
+    status=1; note "launch: nvcc failed"; cat "$LOGS/launch.log"
   fi
 fi
 
 if has samplers; then
-  python3 tools/gpubench/torch_samplers.py >"$OUT/samplers.jsonl" 2>"$OUT/samplers.err" || { status=1; note "torch baseline failed"; tail "$OUT/samplers.err"; }
+  python3 tools/gpubench/torch_samplers.py >"$OUT/samplers.jsonl" 2>"$LOGS/samplers.err" || { status=1; note "torch baseline failed"; tail "$LOGS/samplers.err"; }
   if [ -x $bin/samplerbench ]; then
-    $bin/samplerbench >>"$OUT/samplers.jsonl" 2>>"$OUT/samplers.err" || { status=1; note "samplerbench failed"; tail "$OUT/samplers.err"; }
+    $bin/samplerbench >>"$OUT/samplers.jsonl" 2>>"$LOGS/samplers.err" || { status=1; note "samplerbench failed"; tail "$LOGS/samplers.err"; }
   fi
-  python3 tools/gpubench/sampler_table.py "$OUT/samplers.jsonl" | tee "$OUT/samplers.md"
+  python3 tools/gpubench/sampler_table.py "$OUT/samplers.jsonl" | tee "$LOGS/samplers.md"
 fi
 
 if has hf; then
@@ -84,17 +90,21 @@ fi
 
 if has train; then
   # Last, alone on the GPU, so it disturbs no measurement above.
-  mkdir -p .gpu/demo
-  python3 tools/traindemo/train.py --corpus .gpu/corpus/kjv.txt --out .gpu/demo --seconds "${TRAIN_SECONDS:-240}" >"$OUT/train.log" 2>&1
+  # Outside .gpu (a later call's carry replaces it) and split: files over
+  # 16 MiB do not come back.
+  rm -rf /tmp/hipgo-demo && mkdir -p /tmp/hipgo-demo/demo
+  python3 tools/traindemo/train.py --corpus .gpu/corpus/kjv.txt --out /tmp/hipgo-demo/demo --seconds "${TRAIN_SECONDS:-90}" >"$OUT/train.log" 2>&1
   echo "train exit $?" >>"$OUT/train.log"
   tail -15 "$OUT/train.log"
-  if [ -f .gpu/demo/model.safetensors ]; then
-    tar -C .gpu -czf "$OUT/demo.tgz" demo && note "train: demo model in demo.tgz ($(du -h "$OUT/demo.tgz" | cut -f1))"
+  if [ -f /tmp/hipgo-demo/demo/model.safetensors ]; then
+    tar -C /tmp/hipgo-demo -czf /tmp/hipgo-demo/demo.tgz demo && split -b 12m /tmp/hipgo-demo/demo.tgz "$OUT/demo.tgz.part-" &&
+      note "train: demo model in demo.tgz.part-* ($(sha256sum /tmp/hipgo-demo/demo.tgz | cut -c1-16))"
   else
     status=1; note "train: FAILED"
   fi
 fi
 
+for f in "$LOGS"/*; do echo "##### $(basename "$f")"; cat "$f"; done >"$OUT/misc.log" 2>/dev/null
 echo
 echo "===== summary ====="
 printf '%s\n' "${summary[@]}"
