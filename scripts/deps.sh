@@ -6,8 +6,10 @@
 #     and HSA bindings are tested against (no AMD GPU needed)
 #   - libamdhip64-dev, libhsa-runtime-dev: the headers the code tables are
 #     generated from (go generate is checked for drift)
+#   - unicode-data: the Unicode conformance data the tokenizer's NFC is
+#     checked against
 set -euo pipefail
-pkgs=(clang-19 lld-19 llvm-19 libamdhip64-5 libhsa-runtime64-1 libamdhip64-dev libhsa-runtime-dev)
+pkgs=(clang-19 lld-19 llvm-19 libamdhip64-5 libhsa-runtime64-1 libamdhip64-dev libhsa-runtime-dev unicode-data)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
