@@ -63,7 +63,13 @@ type KernelDef struct {
 
 // Config shapes a simulated device.
 type Config struct {
-	Devices     int
+	Devices int
+	// Kind is the backend the device reports (default "sim", which has no
+	// kernel ports); Format the artifact format it loads. A test of the
+	// plumbing above the runtime can pose as "cuda" with the real PTX
+	// metadata while its kernels run as Go functions.
+	Kind   driver.Kind
+	Format driver.Format
 	Name        string
 	Arch        string
 	Memory      uint64 // bytes; allocations beyond it fail with CodeOutOfMemory
@@ -103,10 +109,13 @@ func New(cfg Config) *Driver {
 	if cfg.MaxBlock == 0 {
 		cfg.MaxBlock = 1024
 	}
+	if cfg.Kind == "" {
+		cfg.Kind = Kind
+	}
 	return &Driver{cfg: cfg}
 }
 
-func (d *Driver) Kind() driver.Kind { return Kind }
+func (d *Driver) Kind() driver.Kind { return d.cfg.Kind }
 
 func (d *Driver) DeviceCount() (int, error) {
 	if d.InitErr != nil {
@@ -164,8 +173,8 @@ type Device struct {
 
 func (d *Device) Info() driver.Info {
 	return driver.Info{
-		Backend: Kind, Ordinal: d.ordinal, Name: d.cfg.Name, Arch: d.cfg.Arch,
-		TotalMemory: d.cfg.Memory, ComputeUnits: 4, WarpSize: 32, MaxBlock: d.cfg.MaxBlock,
+		Backend: d.cfg.Kind, Ordinal: d.ordinal, Name: d.cfg.Name, Arch: d.cfg.Arch, Format: d.cfg.Format,
+		TotalMemory: d.cfg.Memory, ComputeUnits: 132, WarpSize: 32, MaxBlock: d.cfg.MaxBlock,
 		DriverVersion: "sim", RuntimeVersion: "sim", Library: "(simulated)",
 	}
 }

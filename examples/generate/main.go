@@ -1,0 +1,117 @@
+// Command generate streams text from a llama-family model on the CPU.
+//
+//	go run ./examples/generate                      # the embedded demo model
+//	go run ./examples/generate -model DIR -prompt "Once upon a time" -n 100
+//
+// DIR holds a Hugging Face checkpoint: config.json, model.safetensors (or a
+// sharded model.safetensors.index.json) and tokenizer.json. Text goes to
+// stdout as it is generated; a progress bar while a large model loads and the
+// prompt and decode speeds at the end go to stderr.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"os/signal"
+	"time"
+
+	"github.com/hipgo/hipgo/model"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "generate:", err)
+		if errors.Is(err, context.Canceled) {
+			os.Exit(130)
+		}
+		os.Exit(1)
+	}
+}
+
+// run is the whole program, separated from main so tests can drive it.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fl := flag.NewFlagSet("generate", flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	dir := fl.String("model", "", "model directory (config.json, model.safetensors, tokenizer.json); empty: the embedded demo model")
+	prompt := fl.String("prompt", "And God said", "prompt text")
+	n := fl.Int("n", 200, "maximum tokens to generate (0: until EOS or the context is full)")
+	temp := fl.Float64("temp", 0.8, "temperature (0: greedy)")
+	topK := fl.Int("top-k", 40, "keep the k most probable tokens (0: off)")
+	topP := fl.Float64("top-p", 0.95, "keep the smallest set of tokens with this probability (1: off)")
+	minP := fl.Float64("min-p", 0, "keep tokens at least this fraction as probable as the best (0: off)")
+	seed := fl.Int64("seed", -1, "random seed (-1: pick one and print it)")
+	threads := fl.Int("threads", 0, "parallelism of each matrix product (0: GOMAXPROCS)")
+	if err := fl.Parse(args); err != nil {
+		return err
+	}
+	if fl.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q (the prompt goes in -prompt)", fl.Args())
+	}
+	if *seed < 0 {
+		*seed = rand.Int64N(1 << 31)
+	}
+
+	bar := newProgressBar(stderr)
+	opts := []model.Option{model.WithProgress(bar.update), model.WithThreads(*threads)}
+	loadStart := time.Now()
+	var m *model.Model
+	var err error
+	if *dir == "" {
+		fsys, derr := demoFS()
+		if derr != nil {
+			return derr
+		}
+		m, err = model.LoadFS(fsys, opts...)
+	} else {
+		m, err = model.Load(*dir, opts...)
+	}
+	bar.done()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "loaded %s in %.2fs (%d MB of weights, %d threads)\n",
+		modelName(*dir), time.Since(loadStart).Seconds(), m.WeightBytes()>>20, m.Threads())
+
+	fmt.Fprint(stdout, *prompt)
+	res, err := m.Generate(ctx, *prompt, model.GenerateOptions{
+		MaxTokens:   *n,
+		Temperature: float32(*temp),
+		TopK:        *topK,
+		TopP:        float32(*topP),
+		MinP:        float32(*minP),
+		Seed:        uint64(*seed),
+	}, func(t model.Token) error {
+		_, err := io.WriteString(stdout, t.Text)
+		return err
+	})
+	fmt.Fprintln(stdout)
+	fmt.Fprintf(stderr, "prompt: %d tokens, %.1f tokens/s; decode: %d tokens, %.1f tokens/s; stopped: %s; seed %d\n",
+		res.PromptTokens, res.PromptTokensPerSecond(), len(res.Tokens), res.DecodeTokensPerSecond(), res.Reason, *seed)
+	return err
+}
+
+func modelName(dir string) string {
+	if dir == "" {
+		return "the demo model"
+	}
+	return dir
+}
+
+// demoFS returns the embedded demo model's files (see demo.go).
+func demoFS() (fs.FS, error) {
+	if demoModel == nil {
+		return nil, errors.New("no -model given and this build has no demo model (model/demo)")
+	}
+	return demoModel(), nil
+}

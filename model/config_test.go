@@ -1,0 +1,190 @@
+package model
+
+import (
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// Real published configs (shapes and rope settings as released).
+const (
+	llama31Config = `{
+  "architectures": ["LlamaForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+  "bos_token_id": 128000, "eos_token_id": [128001, 128008, 128009], "hidden_act": "silu",
+  "hidden_size": 4096, "initializer_range": 0.02, "intermediate_size": 14336,
+  "max_position_embeddings": 131072, "mlp_bias": false, "model_type": "llama",
+  "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 8,
+  "pretraining_tp": 1, "rms_norm_eps": 1e-05,
+  "rope_scaling": {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+    "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+  "rope_theta": 500000.0, "tie_word_embeddings": false, "torch_dtype": "bfloat16",
+  "transformers_version": "4.43.0.dev0", "use_cache": true, "vocab_size": 128256}`
+	qwen25Config = `{
+  "architectures": ["Qwen2ForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 151643,
+  "eos_token_id": 151643, "hidden_act": "silu", "hidden_size": 896, "initializer_range": 0.02,
+  "intermediate_size": 4864, "max_position_embeddings": 32768, "max_window_layers": 24,
+  "model_type": "qwen2", "num_attention_heads": 14, "num_hidden_layers": 24,
+  "num_key_value_heads": 2, "rms_norm_eps": 1e-06, "rope_theta": 1000000.0,
+  "sliding_window": 32768, "tie_word_embeddings": true, "torch_dtype": "bfloat16",
+  "transformers_version": "4.40.1", "use_cache": true, "use_sliding_window": false,
+  "vocab_size": 151936}`
+	smollmConfig = `{
+  "architectures": ["LlamaForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+  "bos_token_id": 0, "eos_token_id": 0, "hidden_act": "silu", "hidden_size": 576,
+  "initializer_range": 0.02, "intermediate_size": 1536, "max_position_embeddings": 2048,
+  "model_type": "llama", "num_attention_heads": 9, "num_hidden_layers": 30,
+  "num_key_value_heads": 3, "pretraining_tp": 1, "rms_norm_eps": 1e-05, "rope_scaling": null,
+  "rope_theta": 10000.0, "tie_word_embeddings": true, "torch_dtype": "bfloat16",
+  "transformers_version": "4.40.1", "use_cache": true, "vocab_size": 49152}`
+	// transformers 5 writes rope settings under rope_parameters and "dtype".
+	v5Config = `{
+  "architectures": ["LlamaForCausalLM"], "hidden_size": 64, "intermediate_size": 128,
+  "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 32,
+  "vocab_size": 300, "max_position_embeddings": 256, "rms_norm_eps": 1e-05, "dtype": "float32",
+  "rope_parameters": {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0,
+    "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 64},
+  "tie_word_embeddings": false, "bos_token_id": null, "eos_token_id": 299}`
+)
+
+// TestParseRealConfigs proves the published Llama 3.1, Qwen2.5 and SmolLM
+// configs (and a transformers 5 layout) parse into the values they state.
+func TestParseRealConfigs(t *testing.T) {
+	c, err := ParseConfig("", []byte(llama31Config))
+	require.NoError(t, err)
+	require.Equal(t, Llama, c.Architecture)
+	require.Equal(t, 128, c.HeadDim)
+	require.Equal(t, 8, c.NumKVHeads)
+	require.Equal(t, []int{128001, 128008, 128009}, c.EOSTokenIDs)
+	require.Equal(t, 128000, c.BOSTokenID)
+	require.Equal(t, &RopeScaling{Type: "llama3", Factor: 8, LowFreqFactor: 1, HighFreqFactor: 4, OriginalMaxPositionEmbeddings: 8192}, c.RopeScaling)
+	require.Equal(t, 500000.0, c.RopeTheta)
+	require.False(t, c.QKVBias || c.OBias || c.MLPBias || c.TieWordEmbeddings)
+	require.Equal(t, "bfloat16", c.DType)
+
+	c, err = ParseConfig("", []byte(qwen25Config))
+	require.NoError(t, err)
+	require.Equal(t, Qwen2, c.Architecture)
+	require.True(t, c.QKVBias)
+	require.False(t, c.OBias)
+	require.True(t, c.TieWordEmbeddings)
+	require.Equal(t, 64, c.HeadDim)
+	require.Equal(t, 1e-6, c.RMSNormEps)
+	require.Nil(t, c.RopeScaling)
+
+	c, err = ParseConfig("", []byte(smollmConfig))
+	require.NoError(t, err)
+	require.Equal(t, 64, c.HeadDim)
+	require.Equal(t, []int{0}, c.EOSTokenIDs)
+	require.True(t, c.TieWordEmbeddings)
+
+	c, err = ParseConfig("", []byte(v5Config))
+	require.NoError(t, err)
+	require.Equal(t, 32, c.HeadDim)
+	require.Equal(t, 500000.0, c.RopeTheta)
+	require.Equal(t, "llama3", c.RopeScaling.Type)
+	require.Equal(t, -1, c.BOSTokenID)
+	require.Equal(t, "float32", c.DType)
+}
+
+// TestConfigErrors proves each bad or unsupported value is an error that
+// wraps ErrConfig and names config.json and the field.
+func TestConfigErrors(t *testing.T) {
+	base := `"architectures":["LlamaForCausalLM"],"hidden_size":64,"intermediate_size":128,"num_hidden_layers":2,"num_attention_heads":4,"vocab_size":300`
+	cases := []struct{ name, json, field string }{
+		{"not JSON", `{`, ""},
+		{"null", `null`, ""},
+		{"unsupported arch", `{"architectures":["GPT2LMHeadModel"],"hidden_size":64}`, "architectures"},
+		{"no arch", `{"hidden_size":64}`, "architectures"},
+		{"bad model_type", `{"model_type":"gpt2"}`, "model_type"},
+		{"missing hidden", `{"architectures":["LlamaForCausalLM"]}`, "hidden_size"},
+		{"string hidden", `{` + base + `,"hidden_size":"64"}`, "hidden_size"},
+		{"fractional layers", `{` + base + `,"num_hidden_layers":2.5}`, "num_hidden_layers"},
+		{"zero heads", `{` + base + `,"num_attention_heads":0}`, "num_attention_heads"},
+		{"kv not dividing", `{` + base + `,"num_key_value_heads":3}`, "num_key_value_heads"},
+		{"head dim not derivable", `{` + base + `,"num_attention_heads":5,"num_key_value_heads":5}`, "head_dim"},
+		{"odd head dim", `{` + base + `,"head_dim":15}`, "head_dim"},
+		{"eps", `{` + base + `,"rms_norm_eps":0}`, "rms_norm_eps"},
+		{"act", `{` + base + `,"hidden_act":"gelu"}`, "hidden_act"},
+		{"theta", `{` + base + `,"rope_theta":-1}`, "rope_theta"},
+		{"dynamic rope", `{` + base + `,"rope_scaling":{"rope_type":"dynamic","factor":2}}`, "rope_scaling.rope_type"},
+		{"yarn v5", `{` + base + `,"rope_parameters":{"rope_type":"yarn","factor":2,"rope_theta":10000}}`, "rope_parameters.rope_type"},
+		{"llama3 missing", `{` + base + `,"rope_scaling":{"rope_type":"llama3","factor":8}}`, "rope_scaling.low_freq_factor"},
+		{"llama3 factors", `{` + base + `,"rope_scaling":{"rope_type":"llama3","factor":8,"low_freq_factor":4,"high_freq_factor":1,"original_max_position_embeddings":64}}`, "rope_scaling.high_freq_factor"},
+		{"factor < 1", `{` + base + `,"rope_scaling":{"type":"linear","factor":0.5}}`, "rope_scaling.factor"},
+		{"partial rotary", `{` + base + `,"rope_parameters":{"rope_type":"default","rope_theta":10000,"partial_rotary_factor":0.5}}`, "rope_parameters.partial_rotary_factor"},
+		{"rope not object", `{` + base + `,"rope_scaling":3}`, "rope_scaling"},
+		{"eos out of vocab", `{` + base + `,"eos_token_id":300}`, "eos_token_id"},
+		{"eos list bad", `{` + base + `,"eos_token_id":[1,"x"]}`, "eos_token_id"},
+		{"tie not bool", `{` + base + `,"tie_word_embeddings":"yes"}`, "tie_word_embeddings"},
+		{"sliding window", `{"architectures":["Qwen2ForCausalLM"],"hidden_size":64,"intermediate_size":128,"num_hidden_layers":2,"num_attention_heads":4,"vocab_size":300,"use_sliding_window":true}`, "use_sliding_window"},
+		{"huge layers", `{` + base + `,"num_hidden_layers":1e12}`, "num_hidden_layers"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseConfig("dir/config.json", []byte(tc.json))
+			require.ErrorIs(t, err, ErrConfig)
+			var ce *ConfigError
+			require.ErrorAs(t, err, &ce)
+			require.Equal(t, "dir/config.json", ce.File)
+			require.Equal(t, tc.field, ce.Field)
+			require.Contains(t, err.Error(), "dir/config.json")
+			require.Contains(t, err.Error(), tc.field)
+		})
+	}
+}
+
+// TestLlama3InvFreqHandComputed checks Llama 3.1's scaling (theta 500000,
+// head_dim 128, factor 8, low 1, high 4, original context 8192) at one
+// frequency in each band, with the expected values worked out here:
+//   - i=0: wavelength 2π < 8192/4, kept: 1.
+//   - i=32: inv = 500000^-0.5; wavelength 2π·√500000 ≈ 4442.88 lies between
+//     2048 and 8192, so smooth = (8192/4442.88 - 1)/3 and the result is
+//     inv·((1-smooth)/8 + smooth).
+//   - i=63: wavelength ≫ 8192, slowed: inv/8.
+func TestLlama3InvFreqHandComputed(t *testing.T) {
+	c, err := ParseConfig("", []byte(llama31Config))
+	require.NoError(t, err)
+	inv := c.ropeInvFreq()
+	require.Len(t, inv, 64)
+	require.Equal(t, float32(1), inv[0])
+
+	base := 1 / math.Sqrt(500000)
+	wavelen := 2 * math.Pi * math.Sqrt(500000)
+	require.InDelta(t, 4442.88, wavelen, 0.01)
+	smooth := (8192/wavelen - 1) / 3
+	require.InDelta(t, float32(base*((1-smooth)/8+smooth)), inv[32], 1e-10)
+
+	slow := math.Pow(500000, -126.0/128) / 8
+	require.InDelta(t, slow, float64(inv[63]), slow*1e-6)
+
+	// Without scaling the same config gives the plain theta^(-2i/d).
+	c.RopeScaling = nil
+	plain := c.ropeInvFreq()
+	require.InDelta(t, base, float64(plain[32]), base*1e-6)
+	c.RopeScaling = &RopeScaling{Type: "linear", Factor: 4}
+	require.InDelta(t, base/4, float64(c.ropeInvFreq()[32]), base*1e-6)
+}
+
+// FuzzParseConfig proves any input either parses into a config whose
+// invariants hold or fails with a *ConfigError, never a panic.
+func FuzzParseConfig(f *testing.F) {
+	for _, s := range []string{llama31Config, qwen25Config, smollmConfig, v5Config, `{}`, `null`, `{"architectures":["LlamaForCausalLM"],"hidden_size":1e400}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := ParseConfig("config.json", data)
+		if err != nil {
+			var ce *ConfigError
+			require.ErrorAs(t, err, &ce)
+			return
+		}
+		require.Positive(t, c.HeadDim)
+		require.Zero(t, c.HeadDim%2)
+		require.Zero(t, c.NumHeads%c.NumKVHeads)
+		require.Len(t, c.ropeInvFreq(), c.HeadDim/2)
+		for _, id := range c.EOSTokenIDs {
+			require.Less(t, id, c.VocabSize)
+		}
+	})
+}

@@ -1,0 +1,34 @@
+// Package model runs llama-family language models from Hugging Face
+// checkpoints on the CPU, in pure Go (no cgo): Llama 2 and 3 (grouped-query
+// attention, RoPE with theta and Llama 3.1 rope scaling), Qwen2 and 2.5
+// (q/k/v biases) and SmolLM-style small models (tied embeddings).
+//
+// Load (or LoadFS, for an embedded model) reads config.json,
+// model.safetensors (single or sharded; F32, F16 or BF16) and tokenizer.json,
+// validating every tensor's name and shape against the config; a missing or
+// mismatched tensor is a *TensorError naming the file, the tensor and both
+// shapes, and a bad config is a *ConfigError naming the field. Each tensor is
+// copied once into memory the model owns (see package safetensors for why),
+// so the files are closed when Load returns.
+//
+// BF16 weights stay in bfloat16 in memory (WeightsAuto) and are widened
+// inside the dot products; F16 and F32 become float32. Every product
+// accumulates in float32. Decode reads every weight once per token, so it is
+// bound by memory bandwidth: keeping bf16 halves both the memory and the
+// bytes read, and measured faster than widening at load (SmolLM-135M shapes
+// on a 2-core AMD EPYC: 68 against 48 tokens/s). WeightsF32 widens
+// everything, for exact comparison with float32 references.
+//
+// Generate streams tokens as they are produced and reports why it stopped
+// (max tokens, EOS, a stop string, the context length, cancellation). Its
+// sampling is the sampling package's CPU path, keyed by the seed. A *Model is
+// safe for concurrent use: weights are shared read-only and every generation
+// (and every Session, for callers with their own loop) owns its KV cache.
+// Matrix products run on one process-wide worker pool sized by GOMAXPROCS;
+// on amd64 with AVX2 and FMA the inner products use assembly kernels, with
+// portable Go everywhere else.
+//
+// The forward pass sits behind an internal backend interface so a second
+// compute backend (MLX on Apple silicon) can be added without touching
+// generation.
+package model

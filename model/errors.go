@@ -1,0 +1,100 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Error kinds; the typed errors below wrap one of them for errors.Is.
+var (
+	// ErrConfig: config.json is malformed or describes something unsupported.
+	ErrConfig = errors.New("invalid model config")
+	// ErrWeights: a tensor is missing or has the wrong shape or dtype.
+	ErrWeights = errors.New("invalid model weights")
+	// ErrContextLength: a prompt (or prompt plus generation) does not fit the context.
+	ErrContextLength = errors.New("exceeds the context length")
+	// ErrOptions: generation options are out of range.
+	ErrOptions = errors.New("invalid generation options")
+	// ErrTokenizer: tokenizer.json could not be loaded.
+	ErrTokenizer = errors.New("invalid tokenizer")
+	// ErrTokenID: a token id is outside the model's vocabulary.
+	ErrTokenID = errors.New("token id outside the vocabulary")
+)
+
+// ConfigError names the file and field of a bad config value.
+type ConfigError struct {
+	File   string // "config.json" or its path
+	Field  string // JSON key, e.g. "num_key_value_heads" or "rope_scaling.factor"
+	Reason string
+	Err    error // underlying JSON error, if any
+}
+
+func (e *ConfigError) Error() string {
+	s := "model: " + e.File
+	if e.Field != "" {
+		s += ": " + e.Field
+	}
+	s += ": " + e.Reason
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+func (e *ConfigError) Unwrap() []error {
+	if e.Err != nil {
+		return []error{ErrConfig, e.Err}
+	}
+	return []error{ErrConfig}
+}
+
+// TensorError names the checkpoint file and tensor that disagree with the
+// config, with the expected and actual shapes. For a missing tensor File
+// lists every weight file searched.
+type TensorError struct {
+	File   string
+	Tensor string
+	Want   []int
+	Got    []int
+	Reason string
+	Err    error
+}
+
+func (e *TensorError) Error() string {
+	s := "model: "
+	if e.File != "" {
+		s += e.File + ": "
+	}
+	s += fmt.Sprintf("tensor %q: %s", e.Tensor, e.Reason)
+	if e.Want != nil {
+		s += fmt.Sprintf(" (want shape %v", e.Want)
+		if e.Got != nil {
+			s += fmt.Sprintf(", got %v", e.Got)
+		}
+		s += ")"
+	}
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+func (e *TensorError) Unwrap() []error {
+	if e.Err != nil {
+		return []error{ErrWeights, e.Err}
+	}
+	return []error{ErrWeights}
+}
+
+// ContextError reports a sequence that does not fit the context.
+type ContextError struct {
+	Tokens  int // tokens the request needs
+	Context int // tokens the session holds
+	What    string
+}
+
+func (e *ContextError) Error() string {
+	return fmt.Sprintf("model: %s of %d tokens exceeds the context length of %d", e.What, e.Tokens, e.Context)
+}
+
+func (e *ContextError) Unwrap() error { return ErrContextLength }

@@ -1,0 +1,242 @@
+package model
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// GenerateOptions control one generation. The zero value generates greedily
+// until EOS or the context is full.
+type GenerateOptions struct {
+	// MaxTokens caps generated tokens; 0 means no cap but the context length.
+	MaxTokens int
+	// Temperature 0 is greedy (argmax); otherwise logits are divided by it.
+	Temperature float32
+	// TopK keeps the k most probable tokens; 0 disables it.
+	TopK int
+	// TopP keeps the smallest set whose probability reaches p; 0 or 1 disables it.
+	TopP float32
+	// MinP keeps tokens at least MinP times as probable as the best; 0 disables it.
+	MinP float32
+	// Seed keys the random draws: the same seed, prompt and options give the
+	// same tokens.
+	Seed uint64
+	// Stop ends generation when the text contains any of these strings; the
+	// stop string itself is not returned or emitted.
+	Stop []string
+}
+
+// Token is a generated token as it is streamed.
+type Token struct {
+	ID uint32
+	// Text is the text released with this token: it can be empty while bytes
+	// of an incomplete UTF-8 character or a possible stop string are held
+	// back, and then longer. The pieces of all emitted tokens concatenate to
+	// Result.Text. An EOS token is emitted only to release held-back text.
+	Text string
+}
+
+// StopReason says why generation ended.
+type StopReason string
+
+// Stop reasons.
+const (
+	StopMaxTokens     StopReason = "max_tokens"     // MaxTokens generated
+	StopEOS           StopReason = "eos"            // the model produced an end-of-sequence token
+	StopString        StopReason = "stop"           // a stop string appeared
+	StopContextLength StopReason = "context_length" // the sequence filled the context
+	StopCancelled     StopReason = "cancelled"      // ctx ended; Generate returns ctx.Err()
+	StopError         StopReason = "error"          // emit or the backend failed; Generate returns the error
+)
+
+// Result summarises a generation.
+type Result struct {
+	Text         string   // generated text, stop string excluded
+	Tokens       []uint32 // generated token ids, EOS excluded
+	PromptTokens int
+	Reason       StopReason
+	// PromptDuration is the prefill time; DecodeDuration the time of the
+	// DecodeSteps single-token forward passes that followed (sampling included).
+	PromptDuration time.Duration
+	DecodeDuration time.Duration
+	DecodeSteps    int
+}
+
+// PromptTokensPerSecond is the prefill throughput.
+func (r Result) PromptTokensPerSecond() float64 {
+	return rate(r.PromptTokens, r.PromptDuration)
+}
+
+// DecodeTokensPerSecond is the single-token decode throughput.
+func (r Result) DecodeTokensPerSecond() float64 { return rate(r.DecodeSteps, r.DecodeDuration) }
+
+func rate(n int, d time.Duration) float64 {
+	if n == 0 || d <= 0 {
+		return 0
+	}
+	return float64(n) / d.Seconds()
+}
+
+// ErrNoTokenizer: text generation on a model loaded WithoutTokenizer.
+var ErrNoTokenizer = errors.New("model has no tokenizer")
+
+// Generate encodes prompt (with the tokenizer's special tokens), generates,
+// and calls emit with each token as it is produced. It returns when a stop
+// condition is met; cancelling ctx stops it between tokens or between layers
+// of the prefill and returns ctx.Err() with the partial Result. An error from
+// emit stops generation and is returned.
+func (m *Model) Generate(ctx context.Context, prompt string, opts GenerateOptions, emit func(Token) error) (Result, error) {
+	if m.tok == nil {
+		return Result{Reason: StopError}, fmt.Errorf("model: generate: %w", ErrNoTokenizer)
+	}
+	ids := m.tok.Encode(prompt, true)
+	if len(ids) == 0 && m.cfg.BOSTokenID >= 0 {
+		// An empty prompt starts from BOS when the tokenizer adds none itself.
+		ids = []uint32{uint32(m.cfg.BOSTokenID)}
+	}
+	return m.generate(ctx, ids, opts, emit)
+}
+
+// GenerateTokens is Generate from prompt token ids. Without a tokenizer the
+// emitted Text is empty and Stop must be empty.
+func (m *Model) GenerateTokens(ctx context.Context, prompt []uint32, opts GenerateOptions, emit func(Token) error) (Result, error) {
+	return m.generate(ctx, prompt, opts, emit)
+}
+
+func (m *Model) validate(prompt []uint32, opts GenerateOptions) (tokenSampler, error) {
+	if opts.MaxTokens < 0 {
+		return nil, fmt.Errorf("model: MaxTokens %d is negative: %w", opts.MaxTokens, ErrOptions)
+	}
+	for i, s := range opts.Stop {
+		if s == "" {
+			return nil, fmt.Errorf("model: Stop[%d] is empty: %w", i, ErrOptions)
+		}
+	}
+	if len(opts.Stop) > 0 && m.tok == nil {
+		return nil, fmt.Errorf("model: stop strings need a tokenizer: %w", ErrNoTokenizer)
+	}
+	sampler, err := newSampler(opts, m.cfg.VocabSize)
+	if err != nil {
+		return nil, err
+	}
+	if len(prompt) == 0 {
+		return nil, fmt.Errorf("model: empty prompt (the tokenizer added no BOS token): %w", ErrOptions)
+	}
+	if len(prompt) > m.ctxLen {
+		return nil, &ContextError{Tokens: len(prompt), Context: m.ctxLen, What: "prompt"}
+	}
+	if err := m.checkTokens(prompt); err != nil {
+		return nil, err
+	}
+	return sampler, nil
+}
+
+func (m *Model) generate(ctx context.Context, prompt []uint32, opts GenerateOptions, emit func(Token) error) (Result, error) {
+	res := Result{PromptTokens: len(prompt)}
+	sampler, err := m.validate(prompt, opts)
+	if err != nil {
+		res.Reason = StopError
+		return res, err
+	}
+	var text strings.Builder // everything released so far
+	fail := func(err error) (Result, error) {
+		res.Text = text.String()
+		res.Reason = StopError
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			res.Reason = StopCancelled
+		}
+		return res, err
+	}
+	if err := ctx.Err(); err != nil {
+		return fail(err)
+	}
+
+	seq := m.be.newSequence(m.ctxLen)
+	logits := make([]float32, m.cfg.VocabSize)
+	start := time.Now()
+	if err := seq.forward(ctx, prompt, false, logits); err != nil {
+		return fail(err)
+	}
+	res.PromptDuration = time.Since(start)
+
+	var stream streamDecoder
+	if m.tok != nil {
+		stream = m.tok.newStream()
+	}
+	stops := &stopMatcher{stops: opts.Stop}
+	release := func(id uint32, piece string) error {
+		text.WriteString(piece)
+		if emit == nil {
+			return nil
+		}
+		return emit(Token{ID: id, Text: piece})
+	}
+	decodeStart := time.Now()
+	for step := uint64(0); ; step++ {
+		if err := ctx.Err(); err != nil {
+			return fail(err)
+		}
+		id, err := sampler.sample(logits, step)
+		if err != nil {
+			return fail(err)
+		}
+		if m.eos[id] {
+			res.Reason = StopEOS
+			var rest string
+			if stream != nil {
+				rest = stream.Flush()
+			}
+			if r, found := stops.push(rest); found {
+				rest = r
+				res.Reason = StopString
+			} else {
+				rest = r + stops.flush()
+			}
+			if rest != "" {
+				if err := release(id, rest); err != nil {
+					return fail(err)
+				}
+			}
+			break
+		}
+		res.Tokens = append(res.Tokens, id)
+		var piece string
+		if stream != nil {
+			piece = stream.Add(id)
+		}
+		full := len(prompt)+len(res.Tokens) >= m.ctxLen
+		capped := opts.MaxTokens > 0 && len(res.Tokens) >= opts.MaxTokens
+		if (full || capped) && stream != nil {
+			piece += stream.Flush() // no more tokens will complete a character
+		}
+		out, found := stops.push(piece)
+		if !found && (full || capped) {
+			out += stops.flush()
+		}
+		if err := release(id, out); err != nil {
+			return fail(err)
+		}
+		if found {
+			res.Reason = StopString
+			break
+		}
+		if capped {
+			res.Reason = StopMaxTokens
+			break
+		}
+		if full {
+			res.Reason = StopContextLength
+			break
+		}
+		if err := seq.forward(ctx, []uint32{id}, false, logits); err != nil {
+			return fail(err)
+		}
+		res.DecodeSteps++
+	}
+	res.DecodeDuration = time.Since(decodeStart)
+	res.Text = text.String()
+	return res, nil
+}

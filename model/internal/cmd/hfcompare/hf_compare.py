@@ -1,0 +1,341 @@
+#!/usr/bin/env python3
+"""Check hipgo's pure-Go forward pass against Hugging Face transformers.
+
+For each of three random-initialised models built from configs in code (a
+Llama-3-style model with GQA and llama3 rope scaling, a Qwen2-style model with
+q/k/v biases, and a SmolLM-135M-shaped model with tied embeddings) it:
+
+  1. saves the model with save_pretrained (float32 safetensors, config.json);
+  2. runs the Go binary (model/internal/cmd/hfcompare, built with
+     CGO_ENABLED=0) on the saved directory and a 32-token prompt;
+  3. compares the float32 logits of every prompt position: max |go - hf| over
+     max |hf| (the issue's bar is 1e-4);
+  4. checks that 32 greedy tokens are identical (and reports the smallest gap
+     between the top two logits on transformers' side, so a divergence can be
+     told apart from a near tie);
+  5. times decode tokens/s on the CPU with torch.set_num_threads(N) against
+     the Go binary with GOMAXPROCS=N, for each N in --threads.
+
+Needs Python 3.12, torch, transformers 5.x and safetensors; no network
+(nothing is fetched: configs are built in code, never from a hub id).
+
+  CGO_ENABLED=0 go build -o hfcompare ./model/internal/cmd/hfcompare   # where Go is
+  python3 hf_compare.py --hipgo ./hfcompare --work /tmp/hfcmp --threads 1,4,16
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+import traceback
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import transformers  # noqa: E402
+from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM  # noqa: E402
+
+PROMPT_LEN = 32
+GREEDY = 32
+LOGIT_BAR = 1e-4
+
+
+def log(msg):
+    print(f"[hf_compare {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+# ---------------------------------------------------------------- configs
+
+
+def rope_matches(cfg, rope):
+    """True when cfg carries rope (theta and type), in either config layout."""
+    want_type = rope.get("rope_type", "default")
+    rp = getattr(cfg, "rope_parameters", None)
+    if isinstance(rp, dict) and rp.get("rope_theta") is not None:
+        return float(rp["rope_theta"]) == rope["rope_theta"] and rp.get("rope_type", "default") == want_type
+    theta = getattr(cfg, "rope_theta", None)
+    if theta is None or float(theta) != rope["rope_theta"]:
+        return False
+    sc = getattr(cfg, "rope_scaling", None) or {}
+    got_type = sc.get("rope_type", sc.get("type", "default"))
+    return got_type == want_type
+
+
+def make_config(cls, rope, **kw):
+    """Builds cls(**kw) with rope settings, in transformers 5's rope_parameters
+    layout first and the 4.x rope_theta/rope_scaling layout as a fallback, and
+    checks the settings actually took."""
+    legacy = {"rope_theta": rope["rope_theta"]}
+    if rope.get("rope_type", "default") != "default":
+        legacy["rope_scaling"] = {k: v for k, v in rope.items() if k != "rope_theta"}
+    errors = []
+    for extra in ({"rope_parameters": dict(rope)}, legacy):
+        try:
+            cfg = cls(**kw, **extra)
+        except (TypeError, ValueError) as e:
+            errors.append(f"{list(extra)}: {e}")
+            continue
+        if rope_matches(cfg, rope):
+            return cfg
+        errors.append(f"{list(extra)}: rope settings did not take")
+    raise RuntimeError(f"cannot build {cls.__name__} with {rope}: {errors}")
+
+
+def llama3_config():
+    return make_config(
+        LlamaConfig,
+        {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
+         "high_freq_factor": 4.0, "original_max_position_embeddings": 8192},
+        vocab_size=8192, hidden_size=512, intermediate_size=1408, num_hidden_layers=8,
+        num_attention_heads=8, num_key_value_heads=2, max_position_embeddings=4096,
+        rms_norm_eps=1e-5, tie_word_embeddings=False, attention_bias=False, mlp_bias=False,
+        initializer_range=0.05, bos_token_id=1, eos_token_id=2,
+    )
+
+
+def qwen2_config():
+    return make_config(
+        Qwen2Config,
+        {"rope_type": "default", "rope_theta": 1000000.0},
+        vocab_size=8192, hidden_size=448, intermediate_size=1216, num_hidden_layers=6,
+        num_attention_heads=7, num_key_value_heads=1, max_position_embeddings=4096,
+        rms_norm_eps=1e-6, tie_word_embeddings=False, use_sliding_window=False,
+        initializer_range=0.05, bos_token_id=1, eos_token_id=2,
+    )
+
+
+def smollm_config():
+    # SmolLM-135M's shapes.
+    return make_config(
+        LlamaConfig,
+        {"rope_type": "default", "rope_theta": 10000.0},
+        vocab_size=49152, hidden_size=576, intermediate_size=1536, num_hidden_layers=30,
+        num_attention_heads=9, num_key_value_heads=3, max_position_embeddings=2048,
+        rms_norm_eps=1e-5, tie_word_embeddings=True, attention_bias=False, mlp_bias=False,
+        initializer_range=0.05, bos_token_id=0, eos_token_id=0,
+    )
+
+
+MODELS = [
+    ("llama3-gqa-ropescaling", LlamaForCausalLM, llama3_config),
+    ("qwen2-qkv-bias", Qwen2ForCausalLM, qwen2_config),
+    ("smollm135m-tied", LlamaForCausalLM, smollm_config),
+]
+
+
+def build(cls, cfg, seed):
+    torch.manual_seed(seed)
+    model = cls(cfg).float().eval()
+    # transformers initialises biases to 0 and norm weights to 1: randomise
+    # both so those code paths are really compared.
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith(".bias"):
+                p.normal_(0.0, 0.1)
+            elif name.endswith("norm.weight"):
+                p.normal_(1.0, 0.1)
+    return model
+
+
+# ---------------------------------------------------------------- transformers side
+
+
+@torch.inference_mode()
+def hf_prompt_logits(model, ids):
+    return model(input_ids=ids).logits[0].float().numpy()
+
+
+@torch.inference_mode()
+def hf_greedy(model, ids, n):
+    """Greedy continuation by hand (argmax, lowest index on ties, as torch.argmax),
+    with the KV cache, so no generation-config default can change it. Also the
+    smallest top-1/top-2 logit gap seen."""
+    out = model(input_ids=ids, use_cache=True)
+    past, logits = out.past_key_values, out.logits[0, -1]
+    toks, min_gap = [], float("inf")
+    for _ in range(n):
+        top2 = torch.topk(logits, 2).values
+        min_gap = min(min_gap, float(top2[0] - top2[1]))
+        nxt = int(torch.argmax(logits))
+        toks.append(nxt)
+        out = model(input_ids=torch.tensor([[nxt]]), past_key_values=past, use_cache=True)
+        past, logits = out.past_key_values, out.logits[0, -1]
+    return toks, min_gap
+
+
+@torch.inference_mode()
+def hf_decode_loop_rate(model, ids, steps, runs):
+    """Tokens/s of single-token forward passes with the KV cache after the prompt."""
+    best = 0.0
+    for _ in range(runs):
+        out = model(input_ids=ids, use_cache=True)
+        past, nxt = out.past_key_values, int(torch.argmax(out.logits[0, -1]))
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            out = model(input_ids=torch.tensor([[nxt]]), past_key_values=past, use_cache=True)
+            past, nxt = out.past_key_values, int(torch.argmax(out.logits[0, -1]))
+        best = max(best, steps / (time.perf_counter() - t0))
+    return best
+
+
+@torch.inference_mode()
+def hf_generate_rate(model, ids, steps, runs):
+    """Tokens/s of model.generate's decode phase: generate(steps+1) minus
+    generate(1) (the prefill and first token). EOS is disabled so both run
+    to length."""
+    kw = dict(do_sample=False, pad_token_id=0, attention_mask=torch.ones_like(ids))
+    if getattr(model, "generation_config", None) is not None:
+        model.generation_config.eos_token_id = None
+    best = 0.0
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        model.generate(ids, max_new_tokens=1, **kw)
+        t1 = time.perf_counter()
+        out = model.generate(ids, max_new_tokens=steps + 1, **kw)
+        t2 = time.perf_counter()
+        if out.shape[1] != ids.shape[1] + steps + 1:
+            raise RuntimeError(f"generate stopped early: {out.shape[1] - ids.shape[1]} tokens")
+        best = max(best, steps / ((t2 - t1) - (t1 - t0)))
+    return best
+
+
+# ---------------------------------------------------------------- Go side
+
+
+def run_go(binary, model_dir, prompt_path, out_dir, threads, steps, runs, kernels=""):
+    os.makedirs(out_dir, exist_ok=True)
+    cmd = [binary, "-model", model_dir, "-prompt", prompt_path, "-n", str(GREEDY), "-threads", str(threads),
+           "-decode-tokens", str(steps), "-runs", str(runs), "-out", out_dir]
+    if kernels:
+        cmd += ["-kernels", kernels]
+    subprocess.run(cmd, check=True)
+    with open(os.path.join(out_dir, "result.json")) as f:
+        res = json.load(f)
+    logits = np.fromfile(os.path.join(out_dir, "logits.f32"), dtype="<f4").reshape(res["prompt_tokens"], res["vocab"])
+    return res, logits
+
+
+# ---------------------------------------------------------------- main
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--hipgo", required=True, help="the hfcompare binary built with CGO_ENABLED=0")
+    ap.add_argument("--work", default="/tmp/hipgo-hfcompare", help="scratch directory for models and outputs")
+    ap.add_argument("--threads", default="1,4,16", help="comma-separated thread counts for the speed comparison")
+    ap.add_argument("--decode-steps", type=int, default=64)
+    ap.add_argument("--runs", type=int, default=3, help="timed runs per measurement (best reported)")
+    ap.add_argument("--only", default="", help="comma-separated model names to run (default: all)")
+    ap.add_argument("--seed", type=int, default=1234)
+    ap.add_argument("--json", default="", help="also write the results here")
+    ap.add_argument("--go-variants", default="", help="also time these Go kernel variants (comma-separated)")
+    args = ap.parse_args()
+
+    threads = [t for t in (int(x) for x in args.threads.split(",") if x) if t <= (os.cpu_count() or 1)]
+    log(f"python {sys.version.split()[0]}, torch {torch.__version__}, transformers {transformers.__version__}, "
+        f"{os.cpu_count()} CPUs, threads {threads}")
+    os.makedirs(args.work, exist_ok=True)
+    binary = os.path.abspath(args.hipgo)
+
+    rows, speed, failures = [], [], []
+    only = {x for x in args.only.split(",") if x}
+    for i, (name, cls, mkcfg) in enumerate(MODELS):
+        if only and name not in only:
+            continue
+        try:
+            torch.set_num_threads(max(threads) if threads else 1)
+            cfg = mkcfg()
+            model = build(cls, cfg, args.seed + i)
+            if cls is Qwen2ForCausalLM and model.model.layers[0].self_attn.q_proj.bias is None:
+                raise RuntimeError("this transformers' Qwen2 has no q/k/v biases; the comparison expects them")
+            nparams = sum(p.numel() for p in model.parameters())
+            mdir = os.path.join(args.work, name)
+            model.save_pretrained(mdir)
+            with open(os.path.join(mdir, "config.json")) as f:
+                saved = json.load(f)
+            rope_keys = {k: saved[k] for k in ("rope_parameters", "rope_theta", "rope_scaling") if k in saved}
+            log(f"{name}: {nparams / 1e6:.1f}M parameters saved to {mdir}; config rope {rope_keys}")
+
+            gen = torch.Generator().manual_seed(args.seed + 100 + i)
+            ids = torch.randint(0, cfg.vocab_size, (1, PROMPT_LEN), generator=gen)
+            prompt_path = os.path.join(args.work, f"{name}-prompt.json")
+            with open(prompt_path, "w") as f:
+                json.dump(ids[0].tolist(), f)
+
+            ref = hf_prompt_logits(model, ids)
+            hf_toks, min_gap = hf_greedy(model, ids, GREEDY)
+
+            go_res, go_logits = run_go(binary, mdir, prompt_path, os.path.join(args.work, f"{name}-go"),
+                                       threads[0] if threads else 1, 8, 1)
+            rel = float(np.abs(go_logits.astype(np.float64) - ref).max() / np.abs(ref).max())
+            same = go_res["greedy"] == hf_toks
+            first_diff = next((j for j, (a, b) in enumerate(zip(go_res["greedy"], hf_toks)) if a != b), None)
+            rows.append(dict(model=name, params_m=round(nparams / 1e6, 1), rel_logit_diff=rel,
+                             logit_scale=float(np.abs(ref).max()), greedy_identical=same,
+                             first_divergence=first_diff, min_top2_gap=min_gap, simd=go_res["simd"]))
+            if rel > LOGIT_BAR:
+                failures.append(f"{name}: logits differ by {rel:.3g} relative (bar {LOGIT_BAR})")
+            if not same:
+                failures.append(f"{name}: greedy tokens diverge at step {first_diff}")
+
+            for n in threads:
+                torch.set_num_threads(n)
+                hf_loop_rate = hf_decode_loop_rate(model, ids, 8, 1)  # warm-up
+                hf_loop_rate = hf_decode_loop_rate(model, ids, args.decode_steps, args.runs)
+                hf_gen_rate = hf_generate_rate(model, ids, args.decode_steps, args.runs)
+                go_speed, _ = run_go(binary, mdir, prompt_path, os.path.join(args.work, f"{name}-go-t{n}"),
+                                     n, args.decode_steps, args.runs)
+                go_rate = go_speed["decode_tokens_per_s"]
+                variants = {}
+                for v in (x for x in args.go_variants.split(",") if x):
+                    vres, _ = run_go(binary, mdir, prompt_path, os.path.join(args.work, f"{name}-go-t{n}-{v}"),
+                                     n, args.decode_steps, args.runs, v)
+                    variants[v] = vres["decode_tokens_per_s"]
+                speed.append(dict(model=name, threads=n, hf_loop=hf_loop_rate, hf_generate=hf_gen_rate,
+                                  hipgo=go_rate, ratio=go_rate / max(hf_loop_rate, hf_gen_rate), variants=variants))
+                log(f"{name} threads={n}: transformers loop {hf_loop_rate:.1f}, generate {hf_gen_rate:.1f}, "
+                    f"hipgo {go_rate:.1f} tokens/s {variants or ''}")
+            del model
+        except Exception as e:  # keep going: one broken model must not hide the others
+            traceback.print_exc()
+            failures.append(f"{name}: {type(e).__name__}: {e}")
+
+    print()
+    print(f"logits on a {PROMPT_LEN}-token prompt and {GREEDY} greedy tokens (float32, CPU)")
+    print(f"{'model':24} {'params':>8} {'max|Δ|/max|hf|':>15} {'max|hf|':>8} {'greedy':>10} {'min top2 gap':>13}")
+    for r in rows:
+        greedy = "identical" if r["greedy_identical"] else f"diff@{r['first_divergence']}"
+        print(f"{r['model']:24} {r['params_m']:>7}M {r['rel_logit_diff']:>15.3e} {r['logit_scale']:>8.2f} "
+              f"{greedy:>10} {r['min_top2_gap']:>13.4f}")
+    print()
+    print(f"decode tokens/s after the prompt ({args.decode_steps} steps, best of {args.runs}); "
+          f"ratio = hipgo / max(transformers loop, generate)")
+    vnames = sorted({v for s in speed for v in s["variants"]})
+    print(f"{'model':24} {'threads':>7} {'hf loop':>9} {'hf generate':>11} {'hipgo':>9} {'ratio':>7}"
+          + "".join(f" {v:>14}" for v in vnames))
+    for s in speed:
+        print(f"{s['model']:24} {s['threads']:>7} {s['hf_loop']:>9.1f} {s['hf_generate']:>11.1f} "
+              f"{s['hipgo']:>9.1f} {s['ratio']:>7.2f}"
+              + "".join(f" {s['variants'].get(v, float('nan')):>14.1f}" for v in vnames))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"versions": {"python": sys.version, "torch": torch.__version__,
+                                    "transformers": transformers.__version__},
+                       "accuracy": rows, "speed": speed, "failures": failures}, f, indent=2)
+    print()
+    if failures:
+        print("FAILED:")
+        for f in failures:
+            print("  " + f)
+        return 1
+    print("all checks passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

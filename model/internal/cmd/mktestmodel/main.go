@@ -1,0 +1,58 @@
+// Command mktestmodel writes a random llama-family checkpoint (config.json,
+// model.safetensors, tokenizer.json) for tests, benchmarks and trying
+// examples/generate without a real model:
+//
+//	go run ./model/internal/cmd/mktestmodel -preset smollm135m -out /tmp/smol
+//	go run ./examples/generate -model /tmp/smol
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/hipgo/hipgo/model/modeltest"
+	"github.com/hipgo/hipgo/model/safetensors"
+)
+
+var presets = map[string]func() modeltest.Spec{
+	"llama3-tiny": modeltest.Llama3Tiny,
+	"qwen2-tiny":  modeltest.Qwen2Tiny,
+	"smollm-tiny": modeltest.SmolLMTiny,
+	"smollm135m":  modeltest.SmolLM135M,
+	"demo-shaped": modeltest.DemoShaped,
+}
+
+func main() {
+	names := make([]string, 0, len(presets))
+	for n := range presets {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	preset := flag.String("preset", "smollm-tiny", "model shape: "+strings.Join(names, ", "))
+	out := flag.String("out", "", "output directory (required)")
+	dtype := flag.String("dtype", "", "F32, F16 or BF16 (default: the preset's)")
+	seed := flag.Uint64("seed", 0, "weight seed (default: the preset's)")
+	shard := flag.Int("shard", 0, "tensors per shard (0: one file)")
+	flag.Parse()
+	mk, ok := presets[*preset]
+	if !ok || *out == "" {
+		flag.Usage()
+		os.Exit(2)
+	}
+	s := mk()
+	if *dtype != "" {
+		s.DType = safetensors.DType(strings.ToUpper(*dtype))
+	}
+	if *seed != 0 {
+		s.Seed = *seed
+	}
+	s.ShardTensors = *shard
+	if err := modeltest.Write(*out, s); err != nil {
+		fmt.Fprintln(os.Stderr, "mktestmodel:", err)
+		os.Exit(1)
+	}
+	fmt.Printf("wrote %s model to %s\n", *preset, *out)
+}

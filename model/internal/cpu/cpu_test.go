@@ -1,0 +1,269 @@
+package cpu
+
+import (
+	"math"
+	"math/rand/v2"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func randVec(r *rand.Rand, n int) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(r.NormFloat64())
+	}
+	return v
+}
+
+func toBF16(v []float32) []uint16 {
+	out := make([]uint16, len(v))
+	for i, x := range v {
+		out[i] = uint16(math.Float32bits(x) >> 16) // truncation: any bf16 value will do
+	}
+	return out
+}
+
+func dot64(a, b []float32) float64 {
+	var s float64
+	for i := range a {
+		s += float64(a[i]) * float64(b[i])
+	}
+	return s
+}
+
+// sumAbs is the scale of a dot product's rounding error: float32
+// accumulation of n terms errs by at most about n*eps*sum|a_i b_i|.
+func sumAbs(a, b []float32) float64 {
+	var s float64
+	for i := range a {
+		s += math.Abs(float64(a[i]) * float64(b[i]))
+	}
+	return s
+}
+
+// TestDot proves both dot kernels (whichever implementation is active, and
+// the generic one) match a float64 sum for lengths around every unrolling
+// boundary, including zero, and for misaligned subslices.
+func TestDot(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, n := range []int{0, 1, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 576, 1000, 1536} {
+		for _, off := range []int{0, 1, 3} {
+			a := randVec(r, n+off)[off:]
+			b := randVec(r, n+off)[off:]
+			wb := toBF16(randVec(r, n+off))[off:]
+			wf := make([]float32, n)
+			BF16ToF32(wf, wb)
+			want, tol := dot64(a, b), 1e-6*sumAbs(a, b)+1e-30
+			require.InDelta(t, want, float64(Dot(a, b)), tol, "Dot n=%d off=%d", n, off)
+			require.InDelta(t, want, float64(dotGeneric(a, b)), tol, "dotGeneric n=%d", n)
+			want, tol = dot64(a, wf), 1e-6*sumAbs(a, wf)+1e-30
+			require.InDelta(t, want, float64(DotBF16(a, wb)), tol, "DotBF16 n=%d off=%d", n, off)
+			require.InDelta(t, want, float64(dotBF16Generic(a, wb)), tol, "dotBF16Generic n=%d", n)
+
+			// dot4 against four rows of a strided block (stride > n, as in prefill tiles).
+			stride := n + 5
+			x := randVec(r, 3*stride+n)
+			for name, f := range map[string]func([]float32, []float32, int, *[4]float32){"dot4": dot4, "dot4Generic": dot4Generic} {
+				var o [4]float32
+				f(a, x, stride, &o)
+				for row := range 4 {
+					xr := x[row*stride : row*stride+n]
+					require.InDelta(t, dot64(a, xr), float64(o[row]), 1e-6*sumAbs(a, xr)+1e-30, "%s n=%d row=%d", name, n, row)
+				}
+			}
+		}
+	}
+}
+
+// TestMatMul proves the parallel product equals row-by-row float64 dot
+// products plus bias, for one and many input rows (across the tileT
+// boundary), float32 and bf16 weights, on a multi-worker pool.
+func TestMatMul(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	p := NewPool(3)
+	for _, tc := range []struct{ rows, cols, T int }{{1, 5, 1}, {17, 33, 1}, {130, 64, 1}, {40, 24, 3}, {67, 40, 35}, {5, 8, 70}, {9, 13, 9}, {20, 3, 6}} {
+		for _, bf := range []bool{false, true} {
+			wv := randVec(r, tc.rows*tc.cols)
+			w := Matrix{Rows: tc.rows, Cols: tc.cols}
+			if bf {
+				w.BF16 = toBF16(wv)
+				BF16ToF32(wv, w.BF16)
+			} else {
+				w.F32 = wv
+			}
+			x := randVec(r, tc.T*tc.cols)
+			bias := randVec(r, tc.rows)
+			out := make([]float32, tc.T*tc.rows)
+			p.MatMul(out, x, tc.T, &w, bias)
+			for tt := range tc.T {
+				xt := x[tt*tc.cols : (tt+1)*tc.cols]
+				for j := range tc.rows {
+					row := wv[j*tc.cols : (j+1)*tc.cols]
+					want := dot64(row, xt) + float64(bias[j])
+					require.InDelta(t, want, float64(out[tt*tc.rows+j]), 1e-6*(sumAbs(row, xt)+math.Abs(float64(bias[j]))),
+						"%+v bf16=%v t=%d j=%d", tc, bf, tt, j)
+				}
+			}
+		}
+	}
+}
+
+// TestPoolCoversEachIndexOnce proves For and ForChunks visit [0,n) exactly
+// once with chunk indices inside [0, chunks), for awkward splits.
+func TestPoolCoversEachIndexOnce(t *testing.T) {
+	p := NewPool(4)
+	for _, tc := range []struct{ n, chunks, grain int }{{0, 4, 1}, {1, 4, 1}, {7, 4, 1}, {100, 16, 1}, {100, 3, 50}, {1000, 8, 16}, {5, 1, 1}} {
+		hits := make([]int32, tc.n)
+		p.ForChunks(tc.n, tc.chunks, tc.grain, func(c, lo, hi int) {
+			require.GreaterOrEqual(t, c, 0)
+			require.Less(t, c, max(1, tc.chunks))
+			for i := lo; i < hi; i++ {
+				atomic.AddInt32(&hits[i], 1)
+			}
+		})
+		for i, h := range hits {
+			require.Equal(t, int32(1), h, "%+v index %d", tc, i)
+		}
+	}
+	require.Equal(t, 4, p.Workers())
+	require.GreaterOrEqual(t, Shared().Workers(), 1)
+}
+
+// TestRMSNorm checks against x_i * w_i / sqrt(mean(x²)+eps) in float64.
+func TestRMSNorm(t *testing.T) {
+	x := []float32{1, -2, 3, 0.5}
+	w := []float32{1, 0.5, 2, -1}
+	eps := float32(1e-5)
+	ms := (1.0 + 4 + 9 + 0.25) / 4
+	inv := 1 / math.Sqrt(ms+1e-5)
+	out := make([]float32, 4)
+	RMSNorm(out, x, w, eps)
+	for i := range x {
+		require.InDelta(t, float64(x[i])*inv*float64(w[i]), float64(out[i]), 1e-6)
+	}
+	RMSNorm(x, x, w, eps) // in place
+	require.Equal(t, out, x)
+}
+
+// TestRoPEHandCase checks the rotate_half convention on a case worked by
+// hand: head_dim 4 pairs (x0,x2) and (x1,x3), not adjacent elements.
+func TestRoPEHandCase(t *testing.T) {
+	// Two heads; angles 90° for pair 0 and 180° for pair 1.
+	x := []float32{1, 2, 3, 4, 5, 6, 7, 8}
+	cos := []float32{0, -1}
+	sin := []float32{1, 0}
+	RoPE(x, 2, 4, cos, sin)
+	// pair0: (1,3) rotated 90° -> (1*0-3*1, 3*0+1*1) = (-3, 1)
+	// pair1: (2,4) rotated 180° -> (-2, -4)
+	require.Equal(t, []float32{-3, -2, 1, -4, -7, -6, 5, -8}, x)
+}
+
+// TestSoftmaxAndSwiGLU check the definitions in float64.
+func TestSoftmaxAndSwiGLU(t *testing.T) {
+	x := []float32{1, 2, 3, -1000}
+	Softmax(x)
+	z := math.Exp(1) + math.Exp(2) + math.Exp(3)
+	for i, v := range []float64{1, 2, 3} {
+		require.InDelta(t, math.Exp(v)/z, float64(x[i]), 1e-7)
+	}
+	require.Zero(t, x[3])
+	Softmax(nil)
+
+	g := []float32{-3, 0, 0.5, 20}
+	u := []float32{2, 5, -1, 0.25}
+	out := make([]float32, 4)
+	SwiGLU(out, g, u)
+	for i := range g {
+		gg := float64(g[i])
+		require.InDelta(t, gg/(1+math.Exp(-gg))*float64(u[i]), float64(out[i]), 1e-6)
+	}
+}
+
+// TestExp proves the fast exp is within 1 float32 ulp of math.Exp across its
+// range, saturates to +Inf and 0 at the ends, and passes NaN through.
+func TestExp(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	check := func(x float32) {
+		want := float32(math.Exp(float64(x)))
+		got := Exp(x)
+		if want == 0 || math.IsInf(float64(want), 0) {
+			require.Equal(t, want, got, "x=%g", x)
+			return
+		}
+		ulp := math.Abs(float64(math.Nextafter32(want, float32(math.Inf(1))) - want))
+		require.LessOrEqual(t, math.Abs(float64(got-want)), ulp, "x=%g", x)
+	}
+	for range 200000 {
+		check(float32(r.Float64()*200 - 110))
+	}
+	for _, x := range []float32{0, -0, 1, -1, 88.7, 88.72, -87.3, -103.9, -104.5, 89, 1e-8, -1e-8} {
+		check(x)
+	}
+	require.True(t, math.IsNaN(float64(Exp(float32(math.NaN())))))
+}
+
+// TestKernelVariants proves every selectable kernel variant computes the
+// same products (float32 and bf16, one and many input rows, odd shapes).
+func TestKernelVariants(t *testing.T) {
+	defer func() { require.NoError(t, SetKernels(SIMD())) }()
+	def := SIMD()
+	r := rand.New(rand.NewPCG(7, 8))
+	p := NewPool(2)
+	for name := range variants {
+		require.NoError(t, SetKernels(name))
+		require.Equal(t, name, SIMD())
+		for _, tc := range []struct{ rows, cols, T int }{{1, 5, 1}, {67, 40, 1}, {66, 37, 1}, {9, 13, 6}} {
+			for _, bf := range []bool{false, true} {
+				wv := randVec(r, tc.rows*tc.cols)
+				w := Matrix{Rows: tc.rows, Cols: tc.cols}
+				if bf {
+					w.BF16 = toBF16(wv)
+					BF16ToF32(wv, w.BF16)
+				} else {
+					w.F32 = wv
+				}
+				x := randVec(r, tc.T*tc.cols)
+				bias := randVec(r, tc.rows)
+				out := make([]float32, tc.T*tc.rows)
+				p.MatMul(out, x, tc.T, &w, bias)
+				for tt := range tc.T {
+					xt := x[tt*tc.cols : (tt+1)*tc.cols]
+					for j := range tc.rows {
+						row := wv[j*tc.cols : (j+1)*tc.cols]
+						require.InDelta(t, dot64(row, xt)+float64(bias[j]), float64(out[tt*tc.rows+j]),
+							1e-6*(sumAbs(row, xt)+math.Abs(float64(bias[j]))), "%s %+v bf16=%v", name, tc, bf)
+					}
+				}
+			}
+		}
+	}
+	require.Error(t, SetKernels("nope"))
+	require.NoError(t, SetKernels(def))
+}
+
+// TestPoolLimit proves a limited view never runs more of a loop's ranges at
+// once than its limit, and a limit of one runs them all on the caller.
+func TestPoolLimit(t *testing.T) {
+	p := NewPool(4)
+	for _, limit := range []int{1, 2} {
+		v := p.WithLimit(limit)
+		require.Equal(t, limit, v.Workers())
+		var running, peak atomic.Int32
+		v.ForChunks(64, 64, 1, func(_, _, _ int) {
+			n := running.Add(1)
+			for {
+				old := peak.Load()
+				if n <= old || peak.CompareAndSwap(old, n) {
+					break
+				}
+			}
+			time.Sleep(50 * time.Microsecond) // long enough for helpers to overlap if they exist
+			running.Add(-1)
+		})
+		require.LessOrEqual(t, peak.Load(), int32(limit))
+	}
+	require.Equal(t, 4, p.WithLimit(99).Workers())
+}

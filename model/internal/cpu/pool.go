@@ -1,0 +1,105 @@
+package cpu
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+)
+
+// Pool runs parallel loops on a fixed set of worker goroutines shared by
+// every model and session in the process, so concurrent generations share
+// the cores instead of multiplying goroutines.
+type Pool struct {
+	workers int
+	tasks   chan task
+}
+
+// task is one helper's share of a loop: it claims chunks until none are left.
+type task struct {
+	run func()
+	wg  *sync.WaitGroup
+}
+
+var (
+	sharedOnce sync.Once
+	shared     *Pool
+)
+
+// Shared returns the process-wide pool, sized by GOMAXPROCS at first use.
+func Shared() *Pool {
+	sharedOnce.Do(func() { shared = NewPool(runtime.GOMAXPROCS(0)) })
+	return shared
+}
+
+// NewPool starts workers-1 goroutines (the caller of For is the last worker).
+// They live as long as the process: pools are meant to be few and shared.
+func NewPool(workers int) *Pool {
+	workers = max(1, workers)
+	p := &Pool{workers: workers, tasks: make(chan task, 256)}
+	for range workers - 1 {
+		go p.work()
+	}
+	return p
+}
+
+// WithLimit returns a view of p whose loops use at most n goroutines (the
+// caller included); it shares p's workers.
+func (p *Pool) WithLimit(n int) *Pool {
+	return &Pool{workers: min(max(1, n), p.workers), tasks: p.tasks}
+}
+
+// Workers is the pool's parallelism including the caller.
+func (p *Pool) Workers() int { return p.workers }
+
+func (p *Pool) work() {
+	for t := range p.tasks {
+		t.run()
+		t.wg.Done()
+	}
+}
+
+// For calls fn over [0, n) split into at most chunks contiguous ranges of at
+// least grain items, runs them on the pool and the calling goroutine, and
+// returns when all are done. fn must not call For on the same pool.
+func (p *Pool) For(n, chunks, grain int, fn func(lo, hi int)) {
+	p.ForChunks(n, chunks, grain, func(_, lo, hi int) { fn(lo, hi) })
+}
+
+// ForChunks is For that also passes each range's index in [0, chunks), so
+// callers can give each range its own scratch buffer.
+//
+// The caller and up to workers-1 helpers claim ranges from a shared counter,
+// so a loop costs at most workers-1 channel sends however finely it is
+// split, and a helper that starts late (its core busy with another
+// generation) simply claims fewer ranges.
+func (p *Pool) ForChunks(n, chunks, grain int, fn func(chunk, lo, hi int)) {
+	if n <= 0 {
+		return
+	}
+	grain = max(1, grain)
+	chunks = max(1, min(chunks, (n+grain-1)/grain))
+	if chunks == 1 || p.workers == 1 {
+		fn(0, 0, n)
+		return
+	}
+	step := (n + chunks - 1) / chunks
+	chunks = (n + step - 1) / step
+	var next atomic.Int32
+	run := func() {
+		for {
+			c := int(next.Add(1)) - 1
+			if c >= chunks {
+				return
+			}
+			fn(c, c*step, min(n, (c+1)*step))
+		}
+	}
+	var wg sync.WaitGroup
+	helpers := min(p.workers, chunks) - 1
+	wg.Add(helpers)
+	for range helpers {
+		p.tasks <- task{run: run, wg: &wg}
+	}
+	run()
+	wg.Wait()
+}

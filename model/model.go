@@ -1,0 +1,233 @@
+package model
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+
+	"github.com/hipgo/hipgo/model/internal/cpu"
+	"github.com/hipgo/hipgo/model/safetensors"
+)
+
+// Model is a loaded llama-family model. It is safe for concurrent use: its
+// weights are read-only and each generation or Session owns its KV cache.
+type Model struct {
+	cfg     Config
+	be      backend
+	tok     textCodec // nil when loaded without a tokenizer
+	ctxLen  int
+	threads int
+	eos     map[uint32]bool
+	bytes   int64 // weight memory
+}
+
+type options struct {
+	progress func(done, total int64)
+	threads  int
+	ctxLen   int
+	format   WeightFormat
+	noTok    bool
+}
+
+// Option configures Load and LoadFS.
+type Option func(*options)
+
+// WithProgress reports bytes of tensor data read so far and the total while
+// the weights load (for a progress bar); it is called from the loading goroutine.
+func WithProgress(fn func(done, total int64)) Option { return func(o *options) { o.progress = fn } }
+
+// WithThreads caps the goroutines each parallel loop of this model uses
+// (the default and the maximum is GOMAXPROCS, the size of the shared pool).
+func WithThreads(n int) Option { return func(o *options) { o.threads = n } }
+
+// WithContextLength caps the tokens a sequence may hold below the config's
+// max_position_embeddings (the KV cache grows on demand up to this).
+func WithContextLength(n int) Option { return func(o *options) { o.ctxLen = n } }
+
+// WithWeightFormat chooses the in-memory weight format (default WeightsAuto).
+func WithWeightFormat(f WeightFormat) Option { return func(o *options) { o.format = f } }
+
+// WithoutTokenizer loads only config.json and the weights; Generate then
+// fails, and Sessions take token ids.
+func WithoutTokenizer() Option { return func(o *options) { o.noTok = true } }
+
+// TokenizerFile is the tokenizer file Load reads beside the weights.
+const TokenizerFile = "tokenizer.json"
+
+// Load reads config.json, model.safetensors (or a sharded index) and
+// tokenizer.json from dir. Weight files are memory-mapped while loading.
+func Load(dir string, opts ...Option) (*Model, error) {
+	cfgPath := filepath.Join(dir, ConfigFile)
+	data, err := os.ReadFile(cfgPath)
+	if err != nil {
+		return nil, &ConfigError{File: cfgPath, Reason: "unreadable", Err: err}
+	}
+	o := buildOptions(opts)
+	cfg, err := ParseConfig(cfgPath, data)
+	if err != nil {
+		return nil, err
+	}
+	var tok textCodec
+	if !o.noTok {
+		if tok, err = loadTokenizerFile(filepath.Join(dir, TokenizerFile)); err != nil {
+			return nil, err
+		}
+	}
+	set, err := safetensors.OpenDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer set.Close()
+	return build(cfg, set, tok, o)
+}
+
+// LoadFS is Load over the root of fsys (an embed.FS, say). Tensors are read
+// through the files' ReadAt when they have one, without copying whole files.
+func LoadFS(fsys fs.FS, opts ...Option) (*Model, error) {
+	data, err := fs.ReadFile(fsys, ConfigFile)
+	if err != nil {
+		return nil, &ConfigError{File: ConfigFile, Reason: "unreadable", Err: err}
+	}
+	o := buildOptions(opts)
+	cfg, err := ParseConfig(ConfigFile, data)
+	if err != nil {
+		return nil, err
+	}
+	var tok textCodec
+	if !o.noTok {
+		tdata, err := fs.ReadFile(fsys, TokenizerFile)
+		if err != nil {
+			return nil, fmt.Errorf("model: %s: %w: %w", TokenizerFile, ErrTokenizer, err)
+		}
+		if tok, err = parseTokenizer(path.Clean(TokenizerFile), tdata); err != nil {
+			return nil, err
+		}
+	}
+	set, err := safetensors.OpenDirFS(fsys, ".")
+	if err != nil {
+		return nil, err
+	}
+	defer set.Close()
+	return build(cfg, set, tok, o)
+}
+
+func buildOptions(opts []Option) options {
+	var o options
+	for _, f := range opts {
+		f(&o)
+	}
+	return o
+}
+
+// build assembles a model from a parsed config and open weights.
+func build(cfg *Config, set *safetensors.Set, tok textCodec, o options) (*Model, error) {
+	pool := cpu.Shared()
+	threads := o.threads
+	if threads <= 0 || threads > pool.Workers() {
+		threads = pool.Workers()
+	}
+	ctxLen := cfg.MaxPositionEmbeddings
+	if o.ctxLen < 0 {
+		return nil, fmt.Errorf("model: context length %d: %w", o.ctxLen, ErrOptions)
+	}
+	if o.ctxLen > 0 {
+		ctxLen = min(ctxLen, o.ctxLen)
+	}
+	if o.format != WeightsAuto && o.format != WeightsF32 {
+		return nil, fmt.Errorf("model: weight format %d: %w", o.format, ErrOptions)
+	}
+	w, err := loadWeights(cfg, set, o.format, o.progress)
+	if err != nil {
+		return nil, err
+	}
+	m := &Model{cfg: *cfg, tok: tok, ctxLen: ctxLen, threads: threads, eos: map[uint32]bool{}}
+	for _, id := range cfg.EOSTokenIDs {
+		m.eos[uint32(id)] = true
+	}
+	m.be = newCPUBackend(cfg, w, pool, threads)
+	m.bytes = w.size()
+	return m, nil
+}
+
+// size is the memory the weights occupy (a tied head counted once).
+func (w *weights) size() int64 {
+	n := w.embed.Bytes() + int64(len(w.norm))*4
+	if !w.tied {
+		n += w.lmHead.Bytes()
+	}
+	for i := range w.layers {
+		l := &w.layers[i]
+		n += l.qkv.Bytes() + l.o.Bytes() + l.gateUp.Bytes() + l.down.Bytes()
+		n += 4 * int64(len(l.attnNorm)+len(l.mlpNorm)+len(l.qkvBias)+len(l.oBias)+len(l.gateUpBias)+len(l.downBias))
+	}
+	return n
+}
+
+// Config returns the model's validated configuration.
+func (m *Model) Config() Config { return m.cfg }
+
+// ContextLength is the most tokens one sequence may hold.
+func (m *Model) ContextLength() int { return m.ctxLen }
+
+// WeightBytes is the memory the weights occupy.
+func (m *Model) WeightBytes() int64 { return m.bytes }
+
+// Threads is the parallelism of each matrix product.
+func (m *Model) Threads() int { return m.threads }
+
+// IsEOS reports whether id ends generation (config.json's eos_token_id).
+func (m *Model) IsEOS(id uint32) bool { return m.eos[id] }
+
+// Session is one token sequence over a Model: a KV cache that grows as
+// tokens are fed. It is for callers that run their own sampling loop. A
+// Session is used by one goroutine at a time; many may share a Model.
+type Session struct {
+	m   *Model
+	seq sequence
+}
+
+// NewSession starts an empty sequence that can hold ContextLength tokens.
+func (m *Model) NewSession() *Session {
+	return &Session{m: m, seq: m.be.newSequence(m.ctxLen)}
+}
+
+// Len is the number of tokens fed so far.
+func (s *Session) Len() int { return s.seq.len() }
+
+// Forward feeds tokens and returns logits: for every token (len(tokens)
+// rows of VocabSize values) when all is set, else for the last token only.
+// Cancelling ctx stops between layers with ctx.Err(); the session then holds
+// the tokens of the fully processed chunks (a multiple of 64) before it.
+func (s *Session) Forward(ctx context.Context, tokens []uint32, all bool) ([]float32, error) {
+	if len(tokens) == 0 {
+		return nil, fmt.Errorf("model: forward: no tokens: %w", ErrOptions)
+	}
+	if err := s.m.checkTokens(tokens); err != nil {
+		return nil, err
+	}
+	if n := s.seq.len() + len(tokens); n > s.m.ctxLen {
+		return nil, &ContextError{Tokens: n, Context: s.m.ctxLen, What: "sequence"}
+	}
+	V := s.m.cfg.VocabSize
+	rows := 1
+	if all {
+		rows = len(tokens)
+	}
+	logits := make([]float32, rows*V)
+	if err := s.seq.forward(ctx, tokens, all, logits); err != nil {
+		return nil, err
+	}
+	return logits, nil
+}
+
+func (m *Model) checkTokens(tokens []uint32) error {
+	for i, id := range tokens {
+		if int64(id) >= int64(m.cfg.VocabSize) {
+			return fmt.Errorf("model: token %d (position %d) with vocab_size %d: %w", id, i, m.cfg.VocabSize, ErrTokenID)
+		}
+	}
+	return nil
+}

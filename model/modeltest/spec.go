@@ -1,0 +1,81 @@
+package modeltest
+
+import (
+	"github.com/hipgo/hipgo/model/safetensors"
+)
+
+// Llama3Scaling is Llama 3.1's rope_scaling block.
+type Llama3Scaling struct {
+	Factor, LowFreqFactor, HighFreqFactor float64
+	OriginalMaxPositionEmbeddings         int
+}
+
+// Spec describes a random model.
+type Spec struct {
+	Arch          string // "llama" or "qwen2"
+	Hidden        int
+	Intermediate  int
+	Layers        int
+	Heads         int
+	KVHeads       int
+	HeadDim       int // 0: Hidden/Heads, and no head_dim key in the config
+	Vocab         int // at least 258 when a tokenizer is written
+	MaxPos        int
+	RopeTheta     float64
+	Llama3        *Llama3Scaling
+	Tie           bool
+	AttnBias      bool // llama attention_bias
+	MLPBias       bool // llama mlp_bias
+	RMSNormEps    float64
+	DType         safetensors.DType
+	Seed          uint64
+	Std           float32 // weight standard deviation
+	ShardTensors  int     // > 0: write shards of this many tensors with an index
+	NoTokenizer   bool
+	ConfigVersion int // 5: transformers 5 layout (rope_parameters, dtype); else 4 (rope_theta, rope_scaling, torch_dtype)
+}
+
+// Presets used across tests and benchmarks.
+
+// Llama3Tiny is a small Llama-3-style model: GQA (4 heads, 2 KV heads) and
+// llama3 rope scaling with a context long enough to reach the scaled band.
+func Llama3Tiny() Spec {
+	return Spec{Arch: "llama", Hidden: 64, Intermediate: 96, Layers: 2, Heads: 4, KVHeads: 2, Vocab: 300, MaxPos: 256,
+		RopeTheta: 500000, Llama3: &Llama3Scaling{Factor: 8, LowFreqFactor: 1, HighFreqFactor: 4, OriginalMaxPositionEmbeddings: 64},
+		RMSNormEps: 1e-5, DType: safetensors.F32, Seed: 1, Std: 0.2}
+}
+
+// Qwen2Tiny is a small Qwen2-style model with q/k/v biases and an untied head.
+func Qwen2Tiny() Spec {
+	return Spec{Arch: "qwen2", Hidden: 48, Intermediate: 80, Layers: 2, Heads: 6, KVHeads: 2, Vocab: 290, MaxPos: 128,
+		RopeTheta: 1000000, RMSNormEps: 1e-6, DType: safetensors.F32, Seed: 2, Std: 0.2}
+}
+
+// SmolLMTiny is a small tied-embedding llama (SmolLM-style) in bf16.
+func SmolLMTiny() Spec {
+	return Spec{Arch: "llama", Hidden: 48, Intermediate: 64, Layers: 3, Heads: 3, KVHeads: 1, Vocab: 270, MaxPos: 96,
+		RopeTheta: 10000, Tie: true, RMSNormEps: 1e-5, DType: safetensors.BF16, Seed: 3, Std: 0.2}
+}
+
+// DemoShaped has the demo model's shapes (tools/traindemo/train.py's
+// defaults: hidden 384, 6 layers, 6 heads, 2 KV heads, intermediate 1024,
+// vocab 4096, context 512, tied, bf16) with random weights, for measuring
+// before the trained model exists.
+func DemoShaped() Spec {
+	return Spec{Arch: "llama", Hidden: 384, Intermediate: 1024, Layers: 6, Heads: 6, KVHeads: 2, Vocab: 4096, MaxPos: 512,
+		RopeTheta: 10000, Tie: true, RMSNormEps: 1e-5, DType: safetensors.BF16, Seed: 4096, Std: 0.02}
+}
+
+// SmolLM135M has SmolLM-135M's shapes (hidden 576, 30 layers, 9 heads, 3 KV
+// heads, intermediate 1536, vocab 49152, tied embeddings) with random weights.
+func SmolLM135M() Spec {
+	return Spec{Arch: "llama", Hidden: 576, Intermediate: 1536, Layers: 30, Heads: 9, KVHeads: 3, Vocab: 49152, MaxPos: 2048,
+		RopeTheta: 10000, Tie: true, RMSNormEps: 1e-5, DType: safetensors.BF16, Seed: 135, Std: 0.02}
+}
+
+func (s Spec) headDim() int {
+	if s.HeadDim > 0 {
+		return s.HeadDim
+	}
+	return s.Hidden / s.Heads
+}

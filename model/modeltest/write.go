@@ -1,0 +1,212 @@
+package modeltest
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/hipgo/hipgo/model/safetensors"
+)
+
+// Tensor is one named weight with its values as stored (already rounded to
+// the Spec's dtype, so a reference computed from them is exact).
+type Tensor struct {
+	Name   string
+	Shape  []int
+	Values []float32
+}
+
+// Tensors draws the model's weights in the Hugging Face naming.
+func Tensors(s Spec) []Tensor {
+	r := rand.New(rand.NewPCG(s.Seed, 0x5eed))
+	hd := s.headDim()
+	qD, kvD := s.Heads*hd, s.KVHeads*hd
+	var out []Tensor
+	add := func(name string, mean float32, shape ...int) {
+		n := 1
+		for _, d := range shape {
+			n *= d
+		}
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = roundTo(s.DType, mean+s.Std*float32(r.NormFloat64()))
+		}
+		out = append(out, Tensor{Name: name, Shape: shape, Values: v})
+	}
+	add("model.embed_tokens.weight", 0, s.Vocab, s.Hidden)
+	qkvBias := s.Arch == "qwen2" || s.AttnBias
+	for l := range s.Layers {
+		p := fmt.Sprintf("model.layers.%d.", l)
+		add(p+"input_layernorm.weight", 1, s.Hidden)
+		add(p+"self_attn.q_proj.weight", 0, qD, s.Hidden)
+		add(p+"self_attn.k_proj.weight", 0, kvD, s.Hidden)
+		add(p+"self_attn.v_proj.weight", 0, kvD, s.Hidden)
+		if qkvBias {
+			add(p+"self_attn.q_proj.bias", 0, qD)
+			add(p+"self_attn.k_proj.bias", 0, kvD)
+			add(p+"self_attn.v_proj.bias", 0, kvD)
+		}
+		add(p+"self_attn.o_proj.weight", 0, s.Hidden, qD)
+		if s.AttnBias {
+			add(p+"self_attn.o_proj.bias", 0, s.Hidden)
+		}
+		add(p+"post_attention_layernorm.weight", 1, s.Hidden)
+		add(p+"mlp.gate_proj.weight", 0, s.Intermediate, s.Hidden)
+		add(p+"mlp.up_proj.weight", 0, s.Intermediate, s.Hidden)
+		add(p+"mlp.down_proj.weight", 0, s.Hidden, s.Intermediate)
+		if s.MLPBias {
+			add(p+"mlp.gate_proj.bias", 0, s.Intermediate)
+			add(p+"mlp.up_proj.bias", 0, s.Intermediate)
+			add(p+"mlp.down_proj.bias", 0, s.Hidden)
+		}
+	}
+	add("model.norm.weight", 1, s.Hidden)
+	if !s.Tie {
+		add("lm_head.weight", 0, s.Vocab, s.Hidden)
+	}
+	return out
+}
+
+func roundTo(dt safetensors.DType, v float32) float32 {
+	switch dt {
+	case safetensors.BF16:
+		return safetensors.BF16ToFloat32(safetensors.Float32ToBF16(v))
+	case safetensors.F16:
+		return safetensors.F16ToFloat32(safetensors.Float32ToF16(v))
+	}
+	return v
+}
+
+// Config renders config.json for s.
+func Config(s Spec) ([]byte, error) {
+	arch, mtype := "LlamaForCausalLM", "llama"
+	if s.Arch == "qwen2" {
+		arch, mtype = "Qwen2ForCausalLM", "qwen2"
+	}
+	dtypeName := map[safetensors.DType]string{safetensors.F32: "float32", safetensors.F16: "float16", safetensors.BF16: "bfloat16"}[s.DType]
+	c := map[string]any{
+		"architectures":           []string{arch},
+		"model_type":              mtype,
+		"hidden_size":             s.Hidden,
+		"intermediate_size":       s.Intermediate,
+		"num_hidden_layers":       s.Layers,
+		"num_attention_heads":     s.Heads,
+		"num_key_value_heads":     s.KVHeads,
+		"vocab_size":              s.Vocab,
+		"max_position_embeddings": s.MaxPos,
+		"rms_norm_eps":            s.RMSNormEps,
+		"hidden_act":              "silu",
+		"tie_word_embeddings":     s.Tie,
+		"bos_token_id":            s.Vocab - 1,
+		"eos_token_id":            s.Vocab - 1,
+	}
+	if s.HeadDim > 0 {
+		c["head_dim"] = s.HeadDim
+	}
+	if s.Arch == "qwen2" {
+		c["use_sliding_window"] = false
+	} else {
+		c["attention_bias"] = s.AttnBias
+		c["mlp_bias"] = s.MLPBias
+	}
+	var scaling map[string]any
+	if s.Llama3 != nil {
+		scaling = map[string]any{
+			"rope_type": "llama3", "factor": s.Llama3.Factor, "low_freq_factor": s.Llama3.LowFreqFactor,
+			"high_freq_factor": s.Llama3.HighFreqFactor, "original_max_position_embeddings": s.Llama3.OriginalMaxPositionEmbeddings,
+		}
+	}
+	if s.ConfigVersion == 5 {
+		rp := map[string]any{"rope_type": "default", "rope_theta": s.RopeTheta}
+		for k, v := range scaling {
+			rp[k] = v
+		}
+		c["rope_parameters"] = rp
+		c["dtype"] = dtypeName
+	} else {
+		c["rope_theta"] = s.RopeTheta
+		c["rope_scaling"] = scaling
+		c["torch_dtype"] = dtypeName
+	}
+	return json.MarshalIndent(c, "", "  ")
+}
+
+// Write creates dir and writes config.json, the weights (one file, or shards
+// and an index when ShardTensors > 0) and, unless NoTokenizer, tokenizer.json.
+func Write(dir string, s Spec) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	cfg, err := Config(s)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), cfg, 0o644); err != nil {
+		return err
+	}
+	files, err := Safetensors(s)
+	if err != nil {
+		return err
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			return err
+		}
+	}
+	if s.NoTokenizer {
+		return nil
+	}
+	tok, err := Tokenizer(s.Vocab)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "tokenizer.json"), tok, 0o644)
+}
+
+// Safetensors encodes the weights: {"model.safetensors": ...}, or shards
+// plus "model.safetensors.index.json" when s.ShardTensors > 0.
+func Safetensors(s Spec) (map[string][]byte, error) {
+	ts := Tensors(s)
+	enc := make([]safetensors.Tensor, len(ts))
+	for i, t := range ts {
+		b, err := safetensors.EncodeFloat32(s.DType, t.Values)
+		if err != nil {
+			return nil, err
+		}
+		enc[i] = safetensors.Tensor{Name: t.Name, DType: s.DType, Shape: t.Shape, Data: b}
+	}
+	meta := map[string]string{"format": "pt"}
+	if s.ShardTensors <= 0 {
+		var buf bytes.Buffer
+		if err := safetensors.Write(&buf, enc, meta); err != nil {
+			return nil, err
+		}
+		return map[string][]byte{"model.safetensors": buf.Bytes()}, nil
+	}
+	sort.Slice(enc, func(i, j int) bool { return enc[i].Name < enc[j].Name })
+	n := (len(enc) + s.ShardTensors - 1) / s.ShardTensors
+	out := map[string][]byte{}
+	weightMap := map[string]string{}
+	for i := range n {
+		name := fmt.Sprintf("model-%05d-of-%05d.safetensors", i+1, n)
+		part := enc[i*s.ShardTensors : min(len(enc), (i+1)*s.ShardTensors)]
+		var buf bytes.Buffer
+		if err := safetensors.Write(&buf, part, meta); err != nil {
+			return nil, err
+		}
+		out[name] = buf.Bytes()
+		for _, t := range part {
+			weightMap[t.Name] = name
+		}
+	}
+	idx, err := json.MarshalIndent(map[string]any{"metadata": map[string]any{}, "weight_map": weightMap}, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	out["model.safetensors.index.json"] = idx
+	return out, nil
+}

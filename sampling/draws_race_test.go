@@ -1,0 +1,5 @@
+//go:build race
+
+package sampling
+
+const drawsPerCase = 150_000

@@ -1,0 +1,479 @@
+package sampling
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync"
+
+	"github.com/hipgo/hipgo/runtime"
+)
+
+// DType is the element type of logits in device memory.
+type DType uint8
+
+const (
+	F32 DType = iota
+	BF16
+	F16
+)
+
+func (t DType) size() int {
+	if t == F32 {
+		return 4
+	}
+	return 2
+}
+
+func (t DType) suffix() string {
+	switch t {
+	case BF16:
+		return "bf16"
+	case F16:
+		return "f16"
+	}
+	return "f32"
+}
+
+// Logits are [B, V] logits in device memory, row r starting LD elements
+// after row r-1 (LD 0 means V).
+type Logits struct {
+	Buf   *runtime.Buffer
+	B, V  int
+	LD    int
+	DType DType
+}
+
+func (l Logits) ld() int {
+	if l.LD == 0 {
+		return l.V
+	}
+	return l.LD
+}
+
+func (l Logits) check(entry string) error {
+	if l.Buf == nil {
+		return shapeErr(entry, "nil logits buffer")
+	}
+	if l.B <= 0 || l.V <= 0 || l.V > MaxKernelVocab {
+		return shapeErr(entry, "B = %d, V = %d: need B > 0 and 0 < V <= %d", l.B, l.V, MaxKernelVocab)
+	}
+	if l.ld() < l.V {
+		return shapeErr(entry, "row stride %d is below V = %d", l.ld(), l.V)
+	}
+	need := ((l.B-1)*l.ld() + l.V) * l.DType.size()
+	if l.Buf.Size() < need {
+		return shapeErr(entry, "logits buffer of %d bytes holds less than [%d, %d] with stride %d (%d bytes)", l.Buf.Size(), l.B, l.V, l.ld(), need)
+	}
+	return nil
+}
+
+// Outputs are where a kernel writes its per-row results in device memory:
+// Tokens and Status (a Status per row: OK, invalid row, or — rejection only —
+// unconverged), and Rounds (rejection only). Each holds at least 4·B bytes.
+type Outputs struct {
+	Tokens, Status, Rounds *runtime.Buffer
+}
+
+func (o Outputs) check(entry string, B int, rounds bool) error {
+	for _, b := range []struct {
+		name string
+		buf  *runtime.Buffer
+		need bool
+	}{{"Tokens", o.Tokens, true}, {"Status", o.Status, true}, {"Rounds", o.Rounds, rounds}} {
+		if !b.need {
+			continue
+		}
+		if b.buf == nil || b.buf.Size() < 4*B {
+			return shapeErr(entry, "output %s must hold %d bytes (4·B)", b.name, 4*B)
+		}
+	}
+	return nil
+}
+
+// Sampler runs the sampler kernels on one device. Its calls enqueue work on
+// the stream they are given and reuse device scratch memory, so one Sampler
+// serves one stream at a time (use one per stream to sample concurrently).
+type Sampler struct {
+	dev     *runtime.Device
+	backend Backend
+	router  *Router
+
+	mu      sync.Mutex
+	mod     *runtime.Module
+	kernels map[string]*runtime.Kernel
+	partVal *runtime.Buffer
+	partIdx *runtime.Buffer
+	hostPar []float32
+	slots   [launchSlots]launchSlot
+	next    int
+}
+
+// launchSlot is the sampler-owned memory of one rejection launch: its
+// parameter array, and (on the production path) its status and rounds. The
+// slots rotate; a slot is reused only after the event of its last launch
+// has settled, so a synchronous parameter upload never overwrites memory a
+// queued kernel still reads. With launchSlots > ringSlots, a slot's flags
+// also outlive its stay in the verification ring at the usual depth.
+type launchSlot struct {
+	params, status, rounds *runtime.Buffer
+	ev                     *runtime.Event
+}
+
+const launchSlots = 2 * ringSlots
+
+// NewSampler returns a sampler for dev. Nothing is loaded until a kernel
+// entry point is called, so a device without a port gets the typed refusal
+// from that call.
+func NewSampler(dev *runtime.Device) *Sampler {
+	b := Backend(dev.Backend())
+	return &Sampler{dev: dev, backend: b, router: NewRouter(b, DefaultPolicy(b)), kernels: map[string]*runtime.Kernel{}}
+}
+
+// Router is the sampler's production router (counters, verification ring).
+func (sm *Sampler) Router() *Router { return sm.router }
+
+// Supported reports whether dev's backend has ports for both sampler
+// kernels (derived from the port tables).
+func Supported(dev *runtime.Device) bool {
+	b := Backend(dev.Backend())
+	return GumbelMaxPorts().Supported(b) && RejectionPorts().Supported(b)
+}
+
+// kernel loads the port's module once and returns one of its kernels.
+// Callers hold sm.mu.
+func (sm *Sampler) kernel(port *Port, name string) (*runtime.Kernel, error) {
+	if k := sm.kernels[name]; k != nil {
+		return k, nil
+	}
+	if sm.mod == nil {
+		m, err := sm.dev.LoadModule(port.Module)
+		if err != nil {
+			return nil, err
+		}
+		sm.mod = m
+	}
+	k, err := sm.mod.Kernel(name)
+	if err != nil {
+		return nil, err
+	}
+	sm.kernels[name] = k
+	return k, nil
+}
+
+// grow returns *buf, reallocated when it holds fewer than n bytes.
+func (sm *Sampler) grow(buf **runtime.Buffer, n int) (*runtime.Buffer, error) {
+	if *buf != nil && (*buf).Size() >= n {
+		return *buf, nil
+	}
+	if *buf != nil {
+		if err := (*buf).Free(); err != nil {
+			return nil, err
+		}
+		*buf = nil
+	}
+	b, err := sm.dev.Alloc(max(n, 4096))
+	if err != nil {
+		return nil, err
+	}
+	*buf = b
+	return b, nil
+}
+
+func grid(x, y uint32, threads uint32) runtime.LaunchConfig {
+	return runtime.LaunchConfig{Grid: runtime.Dim3{X: x, Y: y, Z: 1}, Block: runtime.Dim3{X: threads, Y: 1, Z: 1}}
+}
+
+// GumbelMax enqueues one exact draw per row from softmax(logits/T) on s:
+// argmax_i(logit_i/T + g_i) with Philox Gumbel noise keyed by (key, row,
+// token), so the tokens equal GumbelMaxCPU's for the same key. Temperature
+// 0 is greedy. Rows are split across blocks (GumbelSplits), so small batches
+// use the whole GPU. A backend without a port gets *NoKernelPortError before
+// anything else.
+func (sm *Sampler) GumbelMax(s *runtime.Stream, logits Logits, temperature float32, key Key, out Outputs) error {
+	port, err := selectPort(EntryGumbelMax, sm.backend)
+	if err != nil {
+		return err
+	}
+	if err := logits.check(EntryGumbelMax); err != nil {
+		return err
+	}
+	if err := out.check(EntryGumbelMax, logits.B, false); err != nil {
+		return err
+	}
+	if err := (Params{Temperature: temperature, TopP: 1}).Validate(); err != nil {
+		return err
+	}
+	B, V := logits.B, logits.V
+	splits := GumbelSplits(B, V, sm.dev.Info().ComputeUnits)
+	sm.mu.Lock()
+	defer sm.mu.Unlock()
+	partial, err := sm.kernel(port, "gumbel_max_partial_"+logits.DType.suffix())
+	if err != nil {
+		return err
+	}
+	merge, err := sm.kernel(port, "gumbel_max_merge")
+	if err != nil {
+		return err
+	}
+	pv, err := sm.grow(&sm.partVal, 4*B*splits)
+	if err != nil {
+		return err
+	}
+	pi, err := sm.grow(&sm.partIdx, 4*B*splits)
+	if err != nil {
+		return err
+	}
+	if err := s.Launch(partial, grid(uint32(splits*B), 1, GumbelThreads), logits.Buf, uint32(B), uint32(V), uint32(logits.ld()),
+		GumbelInvTemp(temperature), key[0], key[1], uint32(splits), pv, pi); err != nil {
+		return err
+	}
+	return s.Launch(merge, grid(uint32(B), 1, GumbelMergeThreads), pv, pi, uint32(B), uint32(V), uint32(splits), out.Tokens, out.Status)
+}
+
+// Rejection enqueues one draw per row with per-row (len B) or broadcast
+// (len 1) params: membership by top-k, top-p and min-p on the untempered
+// row, the draw weighted by the tempered row, by dual-pivot rejection with
+// at most maxRounds (1..MaxRounds) rounds. out.Status gets OK, Unconverged
+// (the row returned its argmax) or InvalidRow; out.Rounds the rounds used.
+// The tokens equal RejectionCPU's for the same key. A backend without a port
+// gets *NoKernelPortError before anything else.
+func (sm *Sampler) Rejection(s *runtime.Stream, logits Logits, params []Params, key Key, maxRounds int, out Outputs) error {
+	port, err := selectPort(EntryRejection, sm.backend)
+	if err != nil {
+		return err
+	}
+	sm.mu.Lock()
+	defer sm.mu.Unlock()
+	sl, err := sm.slot(context.Background(), logits.B)
+	if err != nil {
+		return err
+	}
+	_, err = sm.rejection(port, s, sl, logits, params, key, maxRounds, out)
+	return err
+}
+
+// slot returns the next launch slot with room for B rows, waiting only when
+// that slot's previous launch is still queued (more than launchSlots
+// rejection launches in flight). Callers hold sm.mu.
+func (sm *Sampler) slot(ctx context.Context, B int) (*launchSlot, error) {
+	sl := &sm.slots[sm.next%launchSlots]
+	sm.next++
+	if sl.ev != nil {
+		if err := sl.ev.Wait(ctx); err != nil {
+			return nil, err
+		}
+		sl.ev = nil
+	}
+	for _, b := range []struct {
+		buf **runtime.Buffer
+		n   int
+	}{{&sl.params, 16 * B}, {&sl.status, 4 * B}, {&sl.rounds, 4 * B}} {
+		if _, err := sm.grow(b.buf, b.n); err != nil {
+			return nil, err
+		}
+	}
+	return sl, nil
+}
+
+// rejection launches the kernel with the slot's parameter array and records
+// the slot's event; callers hold sm.mu.
+func (sm *Sampler) rejection(port *Port, s *runtime.Stream, sl *launchSlot, logits Logits, params []Params, key Key, maxRounds int, out Outputs) (*runtime.Event, error) {
+	if err := logits.check(EntryRejection); err != nil {
+		return nil, err
+	}
+	if err := out.check(EntryRejection, logits.B, true); err != nil {
+		return nil, err
+	}
+	if maxRounds < 1 || maxRounds > MaxRounds {
+		return nil, &ParameterError{Name: "max_rounds", Value: fmt.Sprint(maxRounds), Rule: fmt.Sprintf("want 1..%d", MaxRounds), Row: -1}
+	}
+	B, V := logits.B, logits.V
+	if cap(sm.hostPar) < 4*B {
+		sm.hostPar = make([]float32, 4*B)
+	}
+	host := sm.hostPar[:4*B]
+	if err := PackParams(host, params, B, V); err != nil {
+		return nil, err
+	}
+	k, err := sm.kernel(port, "rejection_"+logits.DType.suffix())
+	if err != nil {
+		return nil, err
+	}
+	if err := runtime.Upload(sl.params, host); err != nil {
+		return nil, err
+	}
+	if err := s.Launch(k, grid(uint32(B), 1, RejectionThreads), logits.Buf, uint32(B), uint32(V), uint32(logits.ld()), sl.params,
+		key[0], key[1], uint32(maxRounds), out.Tokens, out.Status, out.Rounds); err != nil {
+		return nil, err
+	}
+	ev, err := s.Record()
+	if err != nil {
+		return nil, err
+	}
+	sl.ev = ev
+	return ev, nil
+}
+
+// Sample is the production path: the router picks the kernel or the CPU
+// fallback, counts the outcome and logs it once, and the tokens go to tokens
+// (4·B bytes). It never waits for the rejection kernel's convergence flags:
+// they go to the verification ring and are read by a later call once their
+// launch has landed (a failed launch is dropped without reading, let alone
+// consuming, its error).
+//
+// The fallbacks run on the CPU: they wait for s, read the logits back and
+// write the tokens.
+func (sm *Sampler) Sample(ctx context.Context, s *runtime.Stream, logits Logits, params []Params, key Key, tokens *runtime.Buffer) (Decision, error) {
+	sm.router.Drain()
+	d, err := sm.router.Decide(params, logits.B, logits.V)
+	if err != nil {
+		return d, err
+	}
+	if err := logits.check("sampling.Sample"); err != nil {
+		return d, err
+	}
+	if tokens == nil || tokens.Size() < 4*logits.B {
+		return d, shapeErr("sampling.Sample", "tokens must hold %d bytes (4·B)", 4*logits.B)
+	}
+	switch d.Route {
+	case RouteGumbel:
+		sm.mu.Lock()
+		sl, err := sm.slot(ctx, logits.B)
+		sm.mu.Unlock()
+		if err != nil {
+			return d, err
+		}
+		return d, sm.GumbelMax(s, logits, params[0].Temperature, key, Outputs{Tokens: tokens, Status: sl.status})
+	case RouteRejection:
+		return d, sm.sampleDeferred(ctx, s, logits, params, key, tokens)
+	}
+	return d, sm.fallback(ctx, s, logits, params, key, d.Route, tokens)
+}
+
+// sampleDeferred launches the rejection kernel with its flags in a
+// sampler-owned slot and queues the launch for verification.
+func (sm *Sampler) sampleDeferred(ctx context.Context, s *runtime.Stream, logits Logits, params []Params, key Key, tokens *runtime.Buffer) error {
+	port, err := selectPort(EntryRejection, sm.backend)
+	if err != nil {
+		return err
+	}
+	sm.mu.Lock()
+	defer sm.mu.Unlock()
+	sl, err := sm.slot(ctx, logits.B)
+	if err != nil {
+		return err
+	}
+	ev, err := sm.rejection(port, s, sl, logits, params, key, MaxRounds, Outputs{Tokens: tokens, Status: sl.status, Rounds: sl.rounds})
+	if err != nil {
+		return err
+	}
+	sm.router.Defer(&deferredLaunch{ev: ev, ok: sl.status, rounds: sl.rounds, B: logits.B}, MaxRounds)
+	return nil
+}
+
+// deferredLaunch is a rejection launch in the verification ring.
+type deferredLaunch struct {
+	ev         *runtime.Event
+	ok, rounds *runtime.Buffer
+	B          int
+}
+
+// launchState reads the event's state: it never waits and never consumes
+// the event's error.
+func (l *deferredLaunch) launchState() launchState {
+	switch l.ev.State() {
+	case runtime.Landed:
+		return launchLanded
+	case runtime.Failed:
+		return launchFailed
+	}
+	return launchPending
+}
+
+// flags copies the landed flags back (the launch has completed, so the copy
+// waits for nothing).
+func (l *deferredLaunch) flags() (ok, rounds []uint32) {
+	ok, rounds = make([]uint32, l.B), make([]uint32, l.B)
+	if runtime.Download(l.ok, ok) != nil || runtime.Download(l.rounds, rounds) != nil {
+		// The device failed between landing and this read; report the rows
+		// as converged rather than invent overflows (the failure reaches the
+		// owner of the next launch).
+		for i := range ok {
+			ok[i], rounds[i] = uint32(StatusOK), 0
+		}
+	}
+	return ok, rounds
+}
+
+// fallback samples on the CPU: it waits for s (the fallback needs the
+// logits on the host), reads them, draws, and writes the tokens.
+func (sm *Sampler) fallback(ctx context.Context, s *runtime.Stream, logits Logits, params []Params, key Key, route Route, tokens *runtime.Buffer) error {
+	if err := s.Synchronize(ctx); err != nil {
+		return err
+	}
+	host, err := readLogits(logits)
+	if err != nil {
+		return err
+	}
+	out := make([]uint32, logits.B)
+	switch route {
+	case RouteCategorical:
+		temps := make([]float32, len(params))
+		for i, p := range params {
+			temps[i] = p.Temperature
+		}
+		err = Categorical(out, host, logits.B, logits.V, temps, key)
+	default:
+		err = Argpartition(out, host, logits.B, logits.V, params, key)
+	}
+	// Invalid rows still get their token 0 written: nothing is lost.
+	if uerr := runtime.Upload(tokens, out); uerr != nil {
+		return uerr
+	}
+	return err
+}
+
+// readLogits copies [B, V] logits (any dtype, any stride) into float32 rows.
+func readLogits(l Logits) ([]float32, error) {
+	ld, es := l.ld(), l.DType.size()
+	raw := make([]byte, ((l.B-1)*ld+l.V)*es)
+	if err := l.Buf.Read(0, raw); err != nil {
+		return nil, err
+	}
+	out := make([]float32, l.B*l.V)
+	for r := 0; r < l.B; r++ {
+		for i := 0; i < l.V; i++ {
+			o := (r*ld + i) * es
+			switch l.DType {
+			case F32:
+				out[r*l.V+i] = math.Float32frombits(uint32(raw[o]) | uint32(raw[o+1])<<8 | uint32(raw[o+2])<<16 | uint32(raw[o+3])<<24)
+			case BF16:
+				out[r*l.V+i] = math.Float32frombits((uint32(raw[o]) | uint32(raw[o+1])<<8) << 16)
+			case F16:
+				out[r*l.V+i] = halfToFloat(uint16(raw[o]) | uint16(raw[o+1])<<8)
+			}
+		}
+	}
+	return out, nil
+}
+
+// halfToFloat widens an IEEE binary16 value.
+func halfToFloat(h uint16) float32 {
+	sign := uint32(h>>15) << 31
+	exp := uint32(h>>10) & 0x1f
+	man := uint32(h) & 0x3ff
+	switch {
+	case exp == 0 && man == 0:
+		return math.Float32frombits(sign)
+	case exp == 0: // subnormal
+		f := float32(man) / 1024 / 16384
+		if sign != 0 {
+			return -f
+		}
+		return f
+	case exp == 31:
+		return math.Float32frombits(sign | 0x7f800000 | man<<13)
+	}
+	return math.Float32frombits(sign | (exp+112)<<23 | man<<13)
+}

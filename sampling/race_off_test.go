@@ -1,0 +1,5 @@
+//go:build !race
+
+package sampling
+
+const raceEnabled = false

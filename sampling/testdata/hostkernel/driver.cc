@@ -1,0 +1,234 @@
+// driver.cc: runs kernels/src/sampling.cu's kernels on the host, emulated
+// (host_shim.h), for sampling's hostkernel_test.go. Build:
+//   clang++-19 -std=c++20 -O2 -pthread -fno-strict-aliasing \
+//     -DSAMPLING_HOST_SHIM='"<abs>/host_shim.h"' -I kernels/src \
+//     [-DSP_GUMBEL_THREADS=n -DSP_MERGE_THREADS=n -DSP_REJ_THREADS=n] driver.cc
+//
+// Protocol: stdin holds jobs, stdout gets one result per job; all values are
+// little-endian 32-bit words.
+//   'G' job: dtype B V ld inv_temp(f32 bits) key0 key1 splits, then B*ld
+//            elements (dtype 0 = f32 words, 1 = bf16, 2 = f16, as 16-bit
+//            halves of ceil(B*ld/2) words) -> tokens[B] status[B]
+//   'R' job: dtype B V ld key0 key1 max_rounds, params[4B] (f32 bits), then
+//            the elements -> tokens[B] ok[B] rounds[B]
+// A job word of 0 ends the input. Row data sits in a 64-byte aligned buffer
+// at an element offset given by the "shift" word that follows the job word,
+// so tests control which rows are aligned for vector loads.
+// After the outputs above, a 'G' job also writes the partials (part_val bits
+// and part_idx, B*splits each) and an 'R' job each row's SP_TRACE record
+// (a word count, then tag/value pairs).
+//
+// Built with -DSP_METAL (and -I testdata/hostkernel/metal), it runs
+// kernels/src/sampling.metal instead, through the wrappers below that pass
+// the thread and threadgroup indices and the threadgroup buffers the way
+// Metal does.
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <barrier>
+#include <thread>
+#include <vector>
+
+namespace hostemu {
+extern thread_local uint32_t tid;
+extern thread_local uint32_t bid;
+extern std::barrier<>* bar;
+void trace(uint32_t tag, uint32_t v);
+}  // namespace hostemu
+#define SP_TRACE(tag, bits)                                         \
+  do {                                                              \
+    if (hostemu::tid == 0) hostemu::trace((uint32_t)(tag), bits); \
+  } while (0)
+
+#ifdef SP_METAL
+#include "sampling.metal"
+#undef kernel
+#undef device
+#undef constant
+#undef threadgroup
+#undef thread
+void metal::threadgroup_barrier(metal::mem_flags) { hostemu::bar->arrive_and_wait(); }
+
+template <class T>
+static void run_gumbel_partial(const T* logits, uint32_t B, uint32_t V, uint32_t ld, float inv_temp,
+                               uint32_t key0, uint32_t key1, uint32_t splits, float* pv, uint32_t* pi) {
+  static float sv[SP_GUMBEL_THREADS];
+  static uint32_t si[SP_GUMBEL_THREADS];
+  gumbel_partial<T>(logits, B, V, ld, inv_temp, key0, key1, splits, pv, pi, sv, si, hostemu::tid, hostemu::bid);
+}
+static void run_merge(const float* pv, const uint32_t* pi, uint32_t B, uint32_t V, uint32_t splits,
+                      uint32_t* tok, uint32_t* st) {
+  static float sv[SP_MERGE_THREADS];
+  static uint32_t si[SP_MERGE_THREADS];
+  gumbel_max_merge(pv, pi, B, V, splits, tok, st, sv, si, hostemu::tid, hostemu::bid);
+}
+template <class T>
+static void run_rejection(const T* logits, uint32_t B, uint32_t V, uint32_t ld, const float* params,
+                          uint32_t key0, uint32_t key1, uint32_t max_rounds, uint32_t* tok, uint32_t* ok,
+                          uint32_t* rounds) {
+  static float sa[SP_REJ_THREADS], sb[SP_REJ_THREADS];
+  static uint32_t sc[SP_REJ_THREADS], sd[SP_REJ_THREADS];
+  static metal::atomic_uint smu[4];
+  rejection<T>(logits, B, V, ld, params, key0, key1, max_rounds, tok, ok, rounds, sa, sb, sc, sd, smu,
+               hostemu::tid, hostemu::bid);
+}
+#else
+#include "sampling.cu"
+static void run_gumbel_partial(const float* l, uint32_t B, uint32_t V, uint32_t ld, float it, uint32_t k0,
+                               uint32_t k1, uint32_t s, float* pv, uint32_t* pi) {
+  gumbel_max_partial_f32(l, B, V, ld, it, k0, k1, s, pv, pi);
+}
+static void run_gumbel_partial(const sp_bf16* l, uint32_t B, uint32_t V, uint32_t ld, float it, uint32_t k0,
+                               uint32_t k1, uint32_t s, float* pv, uint32_t* pi) {
+  gumbel_max_partial_bf16(l, B, V, ld, it, k0, k1, s, pv, pi);
+}
+static void run_gumbel_partial(const sp_f16* l, uint32_t B, uint32_t V, uint32_t ld, float it, uint32_t k0,
+                               uint32_t k1, uint32_t s, float* pv, uint32_t* pi) {
+  gumbel_max_partial_f16(l, B, V, ld, it, k0, k1, s, pv, pi);
+}
+static void run_merge(const float* pv, const uint32_t* pi, uint32_t B, uint32_t V, uint32_t splits,
+                      uint32_t* tok, uint32_t* st) {
+  gumbel_max_merge(pv, pi, B, V, splits, tok, st);
+}
+static void run_rejection(const float* l, uint32_t B, uint32_t V, uint32_t ld, const float* p, uint32_t k0,
+                          uint32_t k1, uint32_t mr, uint32_t* tok, uint32_t* ok, uint32_t* rounds) {
+  rejection_f32(l, B, V, ld, p, k0, k1, mr, tok, ok, rounds);
+}
+static void run_rejection(const sp_bf16* l, uint32_t B, uint32_t V, uint32_t ld, const float* p, uint32_t k0,
+                          uint32_t k1, uint32_t mr, uint32_t* tok, uint32_t* ok, uint32_t* rounds) {
+  rejection_bf16(l, B, V, ld, p, k0, k1, mr, tok, ok, rounds);
+}
+static void run_rejection(const sp_f16* l, uint32_t B, uint32_t V, uint32_t ld, const float* p, uint32_t k0,
+                          uint32_t k1, uint32_t mr, uint32_t* tok, uint32_t* ok, uint32_t* rounds) {
+  rejection_f16(l, B, V, ld, p, k0, k1, mr, tok, ok, rounds);
+}
+#endif
+
+namespace hostemu {
+thread_local uint32_t tid;
+thread_local uint32_t bid;
+std::barrier<>* bar;
+// Only thread 0 records and blocks run one at a time: no lock needed.
+std::vector<std::vector<uint32_t>> traces;
+void trace(uint32_t tag, uint32_t v) {
+  traces[bid].push_back(tag);
+  traces[bid].push_back(v);
+}
+}  // namespace hostemu
+
+// launch runs blocks 0..blocks-1 one after another, each with `threads`
+// std::threads; the barrier between blocks keeps a block's shared statics
+// from being overwritten while its threads still read them.
+template <class F>
+static void launch(uint32_t blocks, uint32_t threads, F f) {
+  std::barrier<> bar(threads);
+  hostemu::bar = &bar;
+  std::vector<std::thread> ts;
+  ts.reserve(threads);
+  for (uint32_t t = 0; t < threads; ++t) {
+    ts.emplace_back([&, t] {
+      hostemu::tid = t;
+      for (uint32_t b = 0; b < blocks; ++b) {
+        hostemu::bid = b;
+        f();
+        bar.arrive_and_wait();
+      }
+    });
+  }
+  for (auto& t : ts) t.join();
+}
+
+static uint32_t rd() {
+  uint32_t v;
+  if (fread(&v, 4, 1, stdin) != 1) {
+    fprintf(stderr, "driver: short input\n");
+    exit(2);
+  }
+  return v;
+}
+
+static float rdf() {
+  uint32_t v = rd();
+  float f;
+  memcpy(&f, &v, 4);
+  return f;
+}
+
+static void wr(const std::vector<uint32_t>& v) { fwrite(v.data(), 4, v.size(), stdout); }
+
+// readElements returns a 64-byte aligned buffer holding the elements at an
+// offset of `shift` elements.
+static void* readElements(uint32_t dtype, uint64_t n, uint32_t shift) {
+  const uint64_t esz = dtype == 0 ? 4 : 2;
+  const uint64_t bytes = (n + shift) * esz;
+  char* buf = (char*)aligned_alloc(64, (bytes + 63) / 64 * 64 + 64);
+  const uint64_t words = (n * esz + 3) / 4;
+  std::vector<uint32_t> w(words);
+  if (words && fread(w.data(), 4, words, stdin) != words) {
+    fprintf(stderr, "driver: short element data\n");
+    exit(2);
+  }
+  memcpy(buf + shift * esz, w.data(), n * esz);
+  return buf + shift * esz;
+}
+
+int main() {
+  for (;;) {
+    const uint32_t job = rd();
+    if (job == 0) break;
+    const uint32_t shift = rd();
+    if (job == 'G') {
+      const uint32_t dtype = rd(), B = rd(), V = rd(), ld = rd();
+      const float inv_temp = rdf();
+      const uint32_t key0 = rd(), key1 = rd(), splits = rd();
+      void* data = readElements(dtype, (uint64_t)B * ld, shift);
+      std::vector<float> pv((uint64_t)B * splits);
+      std::vector<uint32_t> pi((uint64_t)B * splits), tok(B, 0xdeadbeef), st(B, 0xdeadbeef);
+      launch(splits * B, SP_GUMBEL_THREADS, [&] {
+        if (dtype == 0)
+          run_gumbel_partial((const float*)data, B, V, ld, inv_temp, key0, key1, splits, pv.data(), pi.data());
+        else if (dtype == 1)
+          run_gumbel_partial((const sp_bf16*)data, B, V, ld, inv_temp, key0, key1, splits, pv.data(), pi.data());
+        else
+          run_gumbel_partial((const sp_f16*)data, B, V, ld, inv_temp, key0, key1, splits, pv.data(), pi.data());
+      });
+      launch(B, SP_MERGE_THREADS, [&] { run_merge(pv.data(), pi.data(), B, V, splits, tok.data(), st.data()); });
+      wr(tok);
+      wr(st);
+      std::vector<uint32_t> pvb(pv.size());
+      memcpy(pvb.data(), pv.data(), 4 * pv.size());
+      wr(pvb);
+      wr(pi);
+    } else if (job == 'R') {
+      const uint32_t dtype = rd(), B = rd(), V = rd(), ld = rd();
+      const uint32_t key0 = rd(), key1 = rd(), max_rounds = rd();
+      std::vector<float> params(4 * (uint64_t)B);
+      for (auto& p : params) p = rdf();
+      void* data = readElements(dtype, (uint64_t)B * ld, shift);
+      std::vector<uint32_t> tok(B, 0xdeadbeef), ok(B, 0xdeadbeef), rounds(B, 0xdeadbeef);
+      hostemu::traces.assign(B, {});
+      launch(B, SP_REJ_THREADS, [&] {
+        if (dtype == 0)
+          run_rejection((const float*)data, B, V, ld, params.data(), key0, key1, max_rounds, tok.data(), ok.data(), rounds.data());
+        else if (dtype == 1)
+          run_rejection((const sp_bf16*)data, B, V, ld, params.data(), key0, key1, max_rounds, tok.data(), ok.data(), rounds.data());
+        else
+          run_rejection((const sp_f16*)data, B, V, ld, params.data(), key0, key1, max_rounds, tok.data(), ok.data(), rounds.data());
+      });
+      wr(tok);
+      wr(ok);
+      wr(rounds);
+      for (const auto& tr : hostemu::traces) {
+        wr({(uint32_t)tr.size()});
+        wr(tr);
+      }
+    } else {
+      fprintf(stderr, "driver: unknown job %u\n", job);
+      return 2;
+    }
+    fflush(stdout);
+  }
+  return 0;
+}

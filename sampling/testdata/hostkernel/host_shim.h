@@ -1,0 +1,32 @@
+// host_shim.h: stands in for kernels/src/portable.h when sampling.cu is
+// compiled for the host (sampling's emulation test). Each GPU thread of a
+// block is a std::thread; block_sync is a std::barrier over them; __shared__
+// variables are function statics, shared by the threads of the block that is
+// running (blocks run one after another). The kernels' own arithmetic is
+// untouched: sampling_common.h switches contraction off and, with neither
+// __NVPTX__ nor __AMDGCN__ defined, uses plain float operations.
+#ifndef HIPGO_SAMPLING_HOST_SHIM_H
+#define HIPGO_SAMPLING_HOST_SHIM_H
+
+#include <stdint.h>
+
+#include <barrier>
+
+#define __global__
+#define __device__
+#define __shared__ static
+#define KERNEL extern "C"
+#define DEVICE static inline
+#define KBOUNDS(n)
+
+namespace hostemu {
+extern thread_local uint32_t tid;
+extern thread_local uint32_t bid;
+extern std::barrier<>* bar;
+}  // namespace hostemu
+
+DEVICE uint32_t thread_idx_x() { return hostemu::tid; }
+DEVICE uint32_t block_idx_x() { return hostemu::bid; }
+DEVICE void block_sync() { hostemu::bar->arrive_and_wait(); }
+
+#endif
