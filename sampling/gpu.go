@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 
 	"github.com/hipgo/hipgo/runtime"
@@ -118,6 +119,7 @@ type Sampler struct {
 type launchSlot struct {
 	params, status, rounds *runtime.Buffer
 	ev                     *runtime.Event
+	uploaded               []float32 // the parameter array last uploaded to params
 }
 
 const launchSlots = 2 * ringSlots
@@ -269,8 +271,12 @@ func (sm *Sampler) slot(ctx context.Context, B int) (*launchSlot, error) {
 		buf **runtime.Buffer
 		n   int
 	}{{&sl.params, 16 * B}, {&sl.status, 4 * B}, {&sl.rounds, 4 * B}} {
+		old := *b.buf
 		if _, err := sm.grow(b.buf, b.n); err != nil {
 			return nil, err
+		}
+		if *b.buf != old && b.buf == &sl.params {
+			sl.uploaded = sl.uploaded[:0] // a new buffer holds nothing yet
 		}
 	}
 	return sl, nil
@@ -300,8 +306,14 @@ func (sm *Sampler) rejection(port *Port, s *runtime.Stream, sl *launchSlot, logi
 	if err != nil {
 		return nil, err
 	}
-	if err := runtime.Upload(sl.params, host); err != nil {
-		return nil, err
+	// A decode loop samples with the same parameters step after step: skip
+	// the synchronous upload when the slot already holds them.
+	if !slices.Equal(sl.uploaded, host) {
+		if err := runtime.Upload(sl.params, host); err != nil {
+			sl.uploaded = sl.uploaded[:0]
+			return nil, err
+		}
+		sl.uploaded = append(sl.uploaded[:0], host...)
 	}
 	if err := s.Launch(k, grid(uint32(B), 1, RejectionThreads), logits.Buf, uint32(B), uint32(V), uint32(logits.ld()), sl.params,
 		key[0], key[1], uint32(maxRounds), out.Tokens, out.Status, out.Rounds); err != nil {

@@ -24,7 +24,7 @@ import (
 
 const envPlumbing = "HIPGO_SAMPLING_PLUMBING"
 
-func TestGPUTestsRunOnTheSimulatedCUDADevice(t *testing.T) {
+func TestPlumbingOfTheGPUTestsOnASimulatedCUDADevice(t *testing.T) {
 	if os.Getenv(envPlumbing) == "1" {
 		return
 	}

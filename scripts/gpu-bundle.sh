@@ -26,14 +26,14 @@ pkgs=$(grep -rl --include='*_test.go' -E 'func (Test|Benchmark)GPU' . | xargs -n
 : >"$out/bin/PKGS"
 for p in $pkgs; do
   name=$(echo "${p#./}" | tr '/' '_')
-  go test -c -o "$out/bin/$name.test" "$p"
+  go test -c -ldflags="-s -w" -o "$out/bin/$name.test" "$p"
   echo "$name ${p#./}" >>"$out/bin/PKGS"   # tests run from their package directory
 done
 for tool in gpuinfo faultprobe samplerbench; do
-  if compgen -G "tools/$tool/*.go" >/dev/null; then go build -o "$out/bin/$tool" "./tools/$tool"; fi
+  if compgen -G "tools/$tool/*.go" >/dev/null; then go build -ldflags="-s -w" -o "$out/bin/$tool" "./tools/$tool"; fi
 done
 for tool in model/internal/cmd/hfcompare model/tokenizer/internal/cmd/tokdump; do
-  if compgen -G "$tool/*.go" >/dev/null; then go build -o "$out/bin/$(basename "$tool")" "./$tool"; fi
+  if compgen -G "$tool/*.go" >/dev/null; then go build -ldflags="-s -w" -o "$out/bin/$(basename "$tool")" "./$tool"; fi
 done
 cp scripts/gpu-suite.sh "$out/run.sh"
 # The demo model's corpus, for the train section (needs Debian's bible-kjv).

@@ -9,7 +9,8 @@
 #   launch    Go launch overhead against the C loop (tools/gpubench/launch_overhead.c)
 #   samplers  tools/samplerbench against PyTorch and the copy-bandwidth floor
 #   train     train the demo model (tools/traindemo), last and alone on the GPU
-#   hf        model forward pass and tokenizer against transformers/tokenizers
+#   hf        model forward pass and decode speed against transformers (CPU)
+#   tok       the Go tokenizer against HF tokenizers (after train: the demo tokenizer too)
 # Full logs go to $OUT (at most 8 files come back); the tail of stdout holds
 # the summary lines.
 set -uo pipefail
@@ -40,9 +41,9 @@ if has tests; then
   while read -r name dir; do
     t=$root/$bin/$name.test
     echo "### $name" >>"$OUT/tests.log"
-    # Tests only (benchmarks run in their own sections), from the package's
+    # The GPU tests only (TestGPU*; CI runs the rest), from the package's
     # directory as go test runs them, so testdata and sources are found.
-    if (cd "$dir" && "$t" -test.v -test.count=1 -test.timeout=300s) >>"$OUT/tests.log" 2>&1; then
+    if (cd "$dir" && "$t" -test.run='^TestGPU' -test.v -test.count=1 -test.timeout=300s) >>"$OUT/tests.log" 2>&1; then
       note "tests $name: PASS ($(grep -c '^--- PASS' "$OUT/tests.log") passed so far)"
     else
       status=1
@@ -83,7 +84,7 @@ fi
 
 if has hf; then
   if [ -x $bin/hfcompare ]; then
-    python3 model/internal/cmd/hfcompare/hf_compare.py --go-bin $bin/hfcompare --work /tmp/hf >"$OUT/hf.log" 2>&1 || { status=1; note "hf compare failed"; }
+    python3 model/internal/cmd/hfcompare/hf_compare.py --hipgo $bin/hfcompare --work /tmp/hf >"$OUT/hf.log" 2>&1 || { status=1; note "hf compare failed"; }
     tail -40 "$OUT/hf.log"
   fi
 fi
@@ -102,6 +103,17 @@ if has train; then
   else
     status=1; note "train: FAILED"
   fi
+fi
+
+if has tok; then
+  demo_tok=()
+  [ -f /tmp/hipgo-demo/demo/tokenizer.json ] && demo_tok=(/tmp/hipgo-demo/demo/tokenizer.json)
+  if python3 model/tokenizer/internal/cmd/tokdump/hfcheck.py --tokdump $bin/tokdump --n 1200 --train-corpus .gpu/corpus/kjv.txt "${demo_tok[@]}" >"$LOGS/tok.log" 2>&1; then
+    note "tokenizer: identical to HF tokenizers"
+  else
+    status=1; note "tokenizer: DIFFERENCES"
+  fi
+  tail -25 "$LOGS/tok.log"
 fi
 
 for f in "$LOGS"/*; do echo "##### $(basename "$f")"; cat "$f"; done >"$OUT/misc.log" 2>/dev/null

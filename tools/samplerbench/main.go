@@ -1,0 +1,165 @@
+// Command samplerbench times hipgo's sampler kernels on the present GPU and
+// prints one JSON object per line, for tools/gpubench/sampler_table.py to
+// put beside PyTorch's (torch_samplers.py, same GPU, same call):
+//
+//	{"impl":"hipgo","op":"gumbel","B":64,"V":128256,"us":12.3}
+//
+// Every op is timed the same way as the PyTorch baselines: K back-to-back
+// calls over rotating inputs, then one synchronize, median of 5 blocks: the
+// cost per call a caller sees, launch overhead included. Logits are
+// N(0, 5^2), the distribution torch_samplers.py draws.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	goruntime "runtime"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/hipgo/hipgo/runtime"
+	"github.com/hipgo/hipgo/sampling"
+)
+
+var (
+	shapesB = []int{1, 8, 64, 256, 512}
+	shapesV = []int{32000, 128256, 151936, 262144}
+)
+
+const sigma = 5
+
+type op struct {
+	name   string
+	params sampling.Params
+}
+
+var ops = []op{
+	{"gumbel", sampling.Params{Temperature: 1, TopP: 1}},
+	{"rejection_top_p", sampling.Params{Temperature: 1, TopP: 0.9}},
+	{"rejection_topk_top_p", sampling.Params{Temperature: 1, TopK: 40, TopP: 0.9}},
+	{"rejection_min_p", sampling.Params{Temperature: 1, TopP: 1, MinP: 0.05}},
+}
+
+func main() {
+	flag.Parse()
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "samplerbench:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	ctx := context.Background()
+	dev, err := runtime.Open(ctx)
+	if err != nil {
+		return err
+	}
+	defer dev.Close()
+	s, err := dev.NewStream()
+	if err != nil {
+		return err
+	}
+	maxN := slices.Max(shapesB) * slices.Max(shapesV)
+	// Two rotating inputs of the largest shape; smaller shapes use a prefix.
+	const R = 2
+	var inputs [R]*runtime.Buffer
+	for i := range inputs {
+		if inputs[i], err = dev.Alloc(4 * maxN); err != nil {
+			return err
+		}
+		if err := runtime.Upload(inputs[i], gaussian(maxN, uint64(i+1))); err != nil {
+			return err
+		}
+	}
+	sm := sampling.NewSampler(dev)
+	out := sampling.Outputs{}
+	for _, b := range []**runtime.Buffer{&out.Tokens, &out.Status, &out.Rounds} {
+		if *b, err = dev.Alloc(4 * slices.Max(shapesB)); err != nil {
+			return err
+		}
+	}
+	enc := json.NewEncoder(os.Stdout)
+	for _, B := range shapesB {
+		for _, V := range shapesV {
+			k := 200
+			if B*V >= 1<<24 {
+				k = 50
+			}
+			for _, o := range ops {
+				call := func(i int) error {
+					l := sampling.Logits{Buf: inputs[i%R], B: B, V: V}
+					key := sampling.Key{uint32(i), 7}
+					if o.name == "gumbel" {
+						return sm.GumbelMax(s, l, o.params.Temperature, key, out)
+					}
+					return sm.Rejection(s, l, []sampling.Params{o.params}, key, sampling.MaxRounds, out)
+				}
+				us, err := timed(ctx, s, call, k)
+				if err != nil {
+					return fmt.Errorf("%s B=%d V=%d: %w", o.name, B, V, err)
+				}
+				if err := enc.Encode(map[string]any{"impl": "hipgo", "op": o.name, "B": B, "V": V, "us": round2(us)}); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func timed(ctx context.Context, s *runtime.Stream, call func(int) error, k int) (float64, error) {
+	for i := 0; i < 3; i++ {
+		if err := call(i); err != nil {
+			return 0, err
+		}
+	}
+	if err := s.Synchronize(ctx); err != nil {
+		return 0, err
+	}
+	var blocks []float64
+	for b := 0; b < 5; b++ {
+		t0 := time.Now()
+		for i := 0; i < k; i++ {
+			if err := call(i); err != nil {
+				return 0, err
+			}
+		}
+		if err := s.Synchronize(ctx); err != nil {
+			return 0, err
+		}
+		blocks = append(blocks, float64(time.Since(t0).Nanoseconds())/1000/float64(k))
+	}
+	slices.Sort(blocks)
+	return blocks[len(blocks)/2], nil
+}
+
+// gaussian fills n float32 N(0, sigma^2) values, in parallel.
+func gaussian(n int, seed uint64) []float32 {
+	out := make([]float32, n)
+	workers := goruntime.GOMAXPROCS(0)
+	chunk := (n + workers - 1) / workers
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		lo, hi := w*chunk, min(n, (w+1)*chunk)
+		if lo >= hi {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(seed, uint64(w)))
+			for i := lo; i < hi; i++ {
+				out[i] = float32(rng.NormFloat64() * sigma)
+			}
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+func round2(v float64) float64 { return float64(int64(v*100+0.5)) / 100 }
