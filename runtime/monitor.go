@@ -44,18 +44,12 @@ func newMonitor(d *Device) *monitor {
 	return &monitor{dev: d, pending: map[*Event]struct{}{}, active: map[*Stream]struct{}{}, wake: make(chan struct{}, 1)}
 }
 
-// number assigns an event its record order on the device.
-func (m *monitor) number(e *Event) {
+// add numbers a recorded event in record order, tracks it, and makes sure
+// the monitor runs. The stream lists the event only after this.
+func (m *monitor) add(e *Event) {
 	m.mu.Lock()
 	m.seq++
 	e.seq = m.seq
-	m.mu.Unlock()
-}
-
-// add tracks a recorded event (already appended to its stream's list) and
-// makes sure the monitor runs.
-func (m *monitor) add(e *Event) {
-	m.mu.Lock()
 	m.pending[e] = struct{}{}
 	m.active[e.stream] = struct{}{}
 	m.ensureRunningLocked()
