@@ -1,5 +1,3 @@
-//go:build hipgo_demo
-
 package main
 
 import "github.com/hipgo/hipgo/model/demo"

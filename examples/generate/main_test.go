@@ -72,13 +72,37 @@ func TestProgressBar(t *testing.T) {
 
 // TestDemoModel proves the default run (no -model) generates text from the
 // embedded demo model and exits cleanly.
+// kjvWords are the commonest words of the King James Bible. A model that
+// learned the corpus writes mostly these; an untrained one writes random
+// token pieces.
+var kjvWords = strings.Fields(`the and of to that in he shall unto for i his a lord they be is him not them
+it with all thou thy was god which my me said but ye their have will thee from as are when this out were
+upon man by you israel king up there hath then people came had house into her come one we children before
+your also day land men let go she no o or saith if an so made at our now us even what every hand who son
+sons father over against may do say did give given these those went days earth heaven behold things`)
+
+// TestDemoModel runs the program with no -model: the embedded demo model
+// loads, generates greedily, and writes text in the corpus's style (most
+// words among the corpus's commonest), with the speeds on stderr.
 func TestDemoModel(t *testing.T) {
-	if demoModel == nil {
-		t.Skip("model/demo is not in this build yet (demo.go has the hipgo_demo build tag until it lands)")
-	}
 	var out, errOut bytes.Buffer
-	require.NoError(t, run(context.Background(), []string{"-n", "20", "-seed", "1"}, &out, &errOut))
-	require.Greater(t, len(strings.TrimSpace(out.String())), len("And God said"))
+	require.NoError(t, run(context.Background(), []string{"-n", "60", "-temp", "0", "-prompt", "And God said"}, &out, &errOut))
+	text := strings.ToLower(out.String())
+	require.True(t, strings.HasPrefix(text, "and god said"), "the prompt is echoed first: %q", text)
+	common := map[string]bool{}
+	for _, w := range kjvWords {
+		common[w] = true
+	}
+	words := strings.FieldsFunc(text, func(r rune) bool { return !('a' <= r && r <= 'z') })
+	hits := 0
+	for _, w := range words {
+		if common[w] {
+			hits++
+		}
+	}
+	require.GreaterOrEqual(t, len(words), 30, "%q", text)
+	require.Greater(t, float64(hits)/float64(len(words)), 0.5, "too few common KJV words in %q", text)
 	require.Contains(t, errOut.String(), "loaded the demo model")
 	require.Contains(t, errOut.String(), "decode: ")
+	t.Logf("%d/%d words among the corpus's commonest: %q", hits, len(words), out.String())
 }
