@@ -6,7 +6,7 @@ import (
 )
 
 // Argpartition is the filtered CPU sampler and the rejection kernel's
-// fallback. It applies the one-distribution rule (SEMANTICS.md) in float64:
+// fallback. It applies the one-distribution rule (docs/sampling.md) in float64:
 // each active filter decides membership on the untempered row, tie-inclusive,
 // independently of the others, and the kept set is their intersection:
 //

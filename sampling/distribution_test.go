@@ -104,7 +104,7 @@ var filteredCases = []distCase{
 const chiSquareThreshold = 1e-6
 
 // Each sampler's draws match the exact target distribution (float64,
-// computed from the definitions in SEMANTICS.md) by a chi-square test at
+// computed from the definitions in docs/sampling.md) by a chi-square test at
 // p > 1e-6, and no token outside the kept set is ever drawn.
 func TestDistributionsMatchExactTarget(t *testing.T) {
 	type job struct {

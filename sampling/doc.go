@@ -1,6 +1,6 @@
 // Package sampling draws tokens from logits: the Gumbel-max and dual-pivot
 // rejection sampler kernels' ports, typed refusal and routing, and their CPU
-// references and fallbacks. SEMANTICS.md is the full contract; in brief:
+// references and fallbacks. docs/sampling.md is the full contract; in brief:
 //
 // Input is logits [B, V] (row-major float32 here; f32, bf16 or f16 for the
 // kernels), output one uint32 token per row. NaN counts as -inf. A row with

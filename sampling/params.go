@@ -27,7 +27,7 @@ type Params struct {
 func DefaultParams() Params { return Params{Temperature: 1, TopP: 1} }
 
 // MaxRounds is the largest round cap the rejection sampler accepts. The
-// algorithm needs at most 31 rounds (see SEMANTICS.md), so with this cap no
+// algorithm needs at most 31 rounds (see docs/sampling.md), so with this cap no
 // row ever reports UNCONVERGED.
 const MaxRounds = 32
 

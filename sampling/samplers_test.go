@@ -316,7 +316,7 @@ func TestFilteredSamplersNeverDrawOutsideTheKeptSet(t *testing.T) {
 }
 
 // The rejection sampler converges within 31 rounds with the cap at 32 (the
-// bound in SEMANTICS.md), and a row that runs out of rounds returns its
+// bound in docs/sampling.md), and a row that runs out of rounds returns its
 // argmax with StatusUnconverged and rounds == cap.
 func TestRejectionRoundsAndCap(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 14))
