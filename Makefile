@@ -1,6 +1,9 @@
 # hipgo: `make test` is the test command (README, .ci/run).
 GO ?= go
 export HIPGO_REQUIRE_HOST_TOOLS := 1
+# Real tokenizer files scripts/deps.sh fetches, for the tokenizer's golden tests.
+export HIPGO_TEST_LLAMA3_TOKENIZER := $(CURDIR)/.cache/tokenizers/llama3/tokenizer.json
+export HIPGO_TEST_QWEN3_TOKENIZER := $(CURDIR)/.cache/tokenizers/qwen3/tokenizer.json
 
 .PHONY: test deps vet build kernels kernels-check test-nocgo test-race gpu-bundle
 
