@@ -335,7 +335,14 @@ func TestGPURouterChoosesTheKernel(t *testing.T) {
 	require.NoError(t, s.Synchronize(context.Background()))
 	want := make([]uint32, B)
 	require.NoError(t, GumbelMaxCPU(want, host, B, V, 1, key))
-	require.Equal(t, want, download(t, tokens, B))
+	got := download(t, tokens, B)
+	for r := range want {
+		if got[r] != want[r] { // only a near-tie may differ (NVPTX uses the hardware log)
+			a := gumbelScore64(host[r*V:(r+1)*V], int(got[r]), 1, key, r)
+			b := gumbelScore64(host[r*V:(r+1)*V], int(want[r]), 1, key, r)
+			require.InDelta(t, a, b, 1e-4*math.Max(1, math.Abs(a)), "row %d", r)
+		}
+	}
 
 	p := []Params{{Temperature: 1, TopP: 0.9}}
 	d, err = sm.Sample(context.Background(), s, logits, p, key, tokens)

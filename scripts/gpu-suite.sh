@@ -75,9 +75,10 @@ if has launch; then
 fi
 
 if has samplers; then
-  python3 tools/gpubench/torch_samplers.py >"$OUT/samplers.jsonl" 2>"$LOGS/samplers.err" || { status=1; note "torch baseline failed"; tail "$LOGS/samplers.err"; }
+  # SAMPLER_OPS / TORCH_OPS narrow the run (comma-separated op names).
+  python3 tools/gpubench/torch_samplers.py ${TORCH_OPS:-} >"$OUT/samplers.jsonl" 2>"$LOGS/samplers.err" || { status=1; note "torch baseline failed"; tail "$LOGS/samplers.err"; }
   if [ -x $bin/samplerbench ]; then
-    $bin/samplerbench >>"$OUT/samplers.jsonl" 2>>"$LOGS/samplers.err" || { status=1; note "samplerbench failed"; tail "$LOGS/samplers.err"; }
+    $bin/samplerbench -ops "${SAMPLER_OPS:-}" >>"$OUT/samplers.jsonl" 2>>"$LOGS/samplers.err" || { status=1; note "samplerbench failed"; tail "$LOGS/samplers.err"; }
   fi
   python3 tools/gpubench/sampler_table.py "$OUT/samplers.jsonl" | tee "$LOGS/samplers.md"
 fi

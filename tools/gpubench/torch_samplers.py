@@ -98,6 +98,7 @@ def copy_bandwidth():
 
 
 def main():
+    only = set(sys.argv[1].split(",")) if len(sys.argv) > 1 else None
     torch.manual_seed(0)
     print(json.dumps({"impl": "torch", "op": "copy_bandwidth", "bytes_per_s": copy_bandwidth(),
                       "gpu": torch.cuda.get_device_name(), "torch": torch.__version__}), flush=True)
@@ -107,6 +108,8 @@ def main():
             inputs = [torch.randn(b, v, device="cuda") * SIGMA for _ in range(r)]
             k = 50 if b * v >= 1 << 24 else 200
             for name, fn in OPS.items():
+                if only and name not in only:
+                    continue
                 us = timed(fn, inputs, k)
                 print(json.dumps({"impl": "torch", "op": name, "B": b, "V": v, "us": round(us, 2)}), flush=True)
             del inputs

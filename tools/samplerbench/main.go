@@ -19,6 +19,7 @@ import (
 	"os"
 	goruntime "runtime"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -44,6 +45,8 @@ var ops = []op{
 	{"rejection_topk_top_p", sampling.Params{Temperature: 1, TopK: 40, TopP: 0.9}},
 	{"rejection_min_p", sampling.Params{Temperature: 1, TopP: 1, MinP: 0.05}},
 }
+
+var onlyOps = flag.String("ops", "", "comma-separated ops to run (default: all)")
 
 func main() {
 	flag.Parse()
@@ -91,6 +94,9 @@ func run() error {
 				k = 50
 			}
 			for _, o := range ops {
+				if *onlyOps != "" && !slices.Contains(strings.Split(*onlyOps, ","), o.name) {
+					continue
+				}
 				call := func(i int) error {
 					l := sampling.Logits{Buf: inputs[i%R], B: B, V: V}
 					key := sampling.Key{uint32(i), 7}
