@@ -1,13 +1,16 @@
 # hipgo: `make test` is the test command (README, .ci/run).
 GO ?= go
+# pipefail: a failing test piped into grep must fail the target.
+SHELL := /bin/bash
+.SHELLFLAGS := -o pipefail -c
 export HIPGO_REQUIRE_HOST_TOOLS := 1
 # Real tokenizer files scripts/deps.sh fetches, for the tokenizer's golden tests.
 export HIPGO_TEST_LLAMA3_TOKENIZER := $(CURDIR)/.cache/tokenizers/llama3/tokenizer.json
 export HIPGO_TEST_QWEN3_TOKENIZER := $(CURDIR)/.cache/tokenizers/qwen3/tokenizer.json
 
-.PHONY: test deps vet build kernels kernels-check test-nocgo test-race gpu-bundle
+.PHONY: test deps vet build kernels kernels-check rocm-evidence test-nocgo test-race gpu-bundle
 
-test: deps vet kernels-check test-nocgo test-race build
+test: deps vet kernels-check rocm-evidence test-nocgo test-race build
 
 deps:
 	scripts/deps.sh
@@ -15,6 +18,12 @@ deps:
 vet:
 	$(GO) vet ./...
 	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) vet ./...
+
+# The log lines that show the real ROCm 5.2 libraries answering (the tests
+# themselves run again below, with the rest).
+rocm-evidence:
+	CGO_ENABLED=0 $(GO) test -count=1 -v -run 'TestHeaderCodesMatchLibrary|TestHeaderStatusesMatchLibrary|TestNoDeviceInit|TestNoDeviceGetDeviceCount|TestROCmWithoutAGPU' ./hip ./hsa ./runtime \
+		| grep -E 'agrees on|real /usr|ROCm 5.2|^(ok|FAIL|---)'
 
 # Users build without cgo, where purego uses its own loader: test that path.
 test-nocgo:
