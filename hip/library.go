@@ -53,7 +53,7 @@ func openAPI() (*api, error) {
 	if err := lib.Bind(table); err != nil {
 		return nil, err
 	}
-	a.path = resolvedPath(lib, "hipInit")
+	a.path = lib.ResolvedPath("hipInit")
 	return a, nil
 }
 

@@ -31,7 +31,7 @@ func openAPI() (*api, error) {
 	if err := lib.Bind(slices.Concat(a.errorsAPI.funcs(), a.initAPI.funcs(), a.agentAPI.funcs(), a.eventAPI.funcs())); err != nil {
 		return nil, err
 	}
-	a.path = resolvedPath(lib, "hsa_init")
+	a.path = lib.ResolvedPath("hsa_init")
 	return a, nil
 }
 

@@ -3,7 +3,6 @@ package runtime
 import (
 	"errors"
 	"fmt"
-	"sync"
 	"unsafe"
 
 	"github.com/hipgo/hipgo/cuda"
@@ -61,13 +60,8 @@ type cudaDevice struct {
 	ctx  cuda.Context
 	info driver.Info
 
-	// Finished driver events are recycled: cuEventCreate per Record would
-	// cost a driver call on the hot path.
-	poolMu sync.Mutex
-	pool   []cuda.Event
+	events handlePool[cuda.Event]
 }
-
-const cudaEventPoolMax = 4096
 
 func (d *cudaDevice) describe(ordinal int) (driver.Info, error) {
 	info := driver.Info{Backend: driver.CUDA, Ordinal: ordinal, Format: driver.PTX, Library: cuda.LibraryPath()}
@@ -194,10 +188,7 @@ func (d *cudaDevice) Alive() error {
 }
 
 func (d *cudaDevice) Close() error {
-	d.poolMu.Lock()
-	pool := d.pool
-	d.pool = nil
-	d.poolMu.Unlock()
+	pool := d.events.drain()
 	var errs []error
 	errs = append(errs, d.do(func() error {
 		var errs []error
@@ -226,12 +217,7 @@ func (s *cudaStream) Record() (driver.Event, error) {
 	d := s.dev
 	var ev cuda.Event
 	err := d.do(func() error {
-		d.poolMu.Lock()
-		if n := len(d.pool); n > 0 {
-			ev = d.pool[n-1]
-			d.pool = d.pool[:n-1]
-		}
-		d.poolMu.Unlock()
+		ev = d.events.get()
 		if ev == 0 {
 			var err error
 			if ev, err = cuda.EventCreate(cuda.EventDisableTiming); err != nil {
@@ -240,7 +226,7 @@ func (s *cudaStream) Record() (driver.Event, error) {
 		}
 		if err := ev.Record(s.s); err != nil {
 			// The event was never enqueued; it is free to reuse.
-			d.recycle(ev)
+			d.events.put(ev)
 			return err
 		}
 		return nil
@@ -249,17 +235,6 @@ func (s *cudaStream) Record() (driver.Event, error) {
 		return nil, err
 	}
 	return &cudaEvent{dev: d, e: ev}, nil
-}
-
-// recycle returns a finished event to the pool. Callers hold no lock.
-func (d *cudaDevice) recycle(e cuda.Event) bool {
-	d.poolMu.Lock()
-	defer d.poolMu.Unlock()
-	if len(d.pool) >= cudaEventPoolMax {
-		return false
-	}
-	d.pool = append(d.pool, e)
-	return true
 }
 
 func (s *cudaStream) Notify(fn func()) error {
@@ -297,7 +272,7 @@ func (e *cudaEvent) Query() error {
 // Destroy recycles the event: the runtime destroys only settled events, so
 // the driver is done with it.
 func (e *cudaEvent) Destroy() error {
-	if e.dev.recycle(e.e) {
+	if e.dev.events.put(e.e) {
 		return nil
 	}
 	return e.dev.do(e.e.Destroy)

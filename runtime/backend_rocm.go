@@ -70,8 +70,7 @@ type rocmDevice struct {
 	faultMu sync.Mutex
 	onFault func(driver.AsyncFault) bool
 
-	poolMu sync.Mutex
-	pool   []hip.Event
+	events handlePool[hip.Event]
 }
 
 func (d *rocmDevice) describe() (driver.Info, error) {
@@ -244,10 +243,7 @@ func (d *rocmDevice) deliver(f driver.AsyncFault) bool {
 
 func (d *rocmDevice) Close() error {
 	rocmFaults.remove(d)
-	d.poolMu.Lock()
-	pool := d.pool
-	d.pool = nil
-	d.poolMu.Unlock()
+	pool := d.events.drain()
 	return d.do(func() error {
 		var errs []error
 		for _, e := range pool {
@@ -347,12 +343,7 @@ func (s *rocmStream) Record() (driver.Event, error) {
 	d := s.dev
 	var ev hip.Event
 	err := d.do(func() error {
-		d.poolMu.Lock()
-		if n := len(d.pool); n > 0 {
-			ev = d.pool[n-1]
-			d.pool = d.pool[:n-1]
-		}
-		d.poolMu.Unlock()
+		ev = d.events.get()
 		if ev == 0 {
 			var err error
 			if ev, err = hip.EventCreateWithFlags(hip.EventDisableTiming); err != nil {
@@ -360,7 +351,7 @@ func (s *rocmStream) Record() (driver.Event, error) {
 			}
 		}
 		if err := hip.EventRecord(ev, s.s); err != nil {
-			d.recycle(ev)
+			d.events.put(ev)
 			return err
 		}
 		return nil
@@ -369,16 +360,6 @@ func (s *rocmStream) Record() (driver.Event, error) {
 		return nil, err
 	}
 	return &rocmEvent{dev: d, e: ev}, nil
-}
-
-func (d *rocmDevice) recycle(e hip.Event) bool {
-	d.poolMu.Lock()
-	defer d.poolMu.Unlock()
-	if len(d.pool) >= cudaEventPoolMax {
-		return false
-	}
-	d.pool = append(d.pool, e)
-	return true
 }
 
 // Notify uses hipLaunchHostFunc (ROCm ≥ 5.3) and falls back to
@@ -427,7 +408,7 @@ func (e *rocmEvent) Query() error {
 }
 
 func (e *rocmEvent) Destroy() error {
-	if e.dev.recycle(e.e) {
+	if e.dev.events.put(e.e) {
 		return nil
 	}
 	return e.dev.do(func() error { return hip.EventDestroy(e.e) })

@@ -3,6 +3,7 @@ package dynlib
 import (
 	"errors"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -68,4 +69,17 @@ func TestOnceCachesTheFirstResult(t *testing.T) {
 	require.Equal(t, 1, v)
 	require.EqualError(t, err, "first")
 	require.Equal(t, 1, calls)
+}
+
+func TestResolvedPathNamesTheLoadedFile(t *testing.T) {
+	lib, err := Open("libc", "HIPGO_TEST_UNSET", libc())
+	require.NoError(t, err)
+	p := lib.ResolvedPath("strlen")
+	if runtime.GOOS != "linux" {
+		require.Equal(t, lib.Path, p)
+		return
+	}
+	require.True(t, strings.HasPrefix(p, "/"), "an absolute path, not the soname: %q", p)
+	require.Contains(t, p, "libc")
+	require.Equal(t, lib.Path, lib.ResolvedPath("no_such_symbol"), "falls back to the name dlopen was given")
 }

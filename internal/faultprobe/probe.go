@@ -69,7 +69,7 @@ type Result struct {
 
 // Env is an opened device with the test kernels loaded.
 type Env struct {
-	Dev                                  *runtime.Device
+	Dev                                   *runtime.Device
 	Fill, Bounded, OOB, Spin, EmptyKernel *runtime.Kernel
 }
 

@@ -68,13 +68,13 @@ type Config struct {
 	// kernel ports); Format the artifact format it loads. A test of the
 	// plumbing above the runtime can pose as "cuda" with the real PTX
 	// metadata while its kernels run as Go functions.
-	Kind   driver.Kind
-	Format driver.Format
-	Name        string
-	Arch        string
-	Memory      uint64 // bytes; allocations beyond it fail with CodeOutOfMemory
-	MaxBlock    int
-	Kernels     []KernelDef
+	Kind     driver.Kind
+	Format   driver.Format
+	Name     string
+	Arch     string
+	Memory   uint64 // bytes; allocations beyond it fail with CodeOutOfMemory
+	MaxBlock int
+	Kernels  []KernelDef
 	// DropCallbacks makes Notify accept callbacks and never call them.
 	DropCallbacks bool
 	// ForeignThreadCallbacks runs callbacks on threads created by the C
@@ -165,10 +165,10 @@ type Device struct {
 	wg      sync.WaitGroup
 
 	// Counters for tests.
-	Launches       atomic.Int64
-	Callbacks      atomic.Int64
-	EventsLive     atomic.Int64
-	DriverCalls    atomic.Int64
+	Launches    atomic.Int64
+	Callbacks   atomic.Int64
+	EventsLive  atomic.Int64
+	DriverCalls atomic.Int64
 }
 
 func (d *Device) Info() driver.Info {

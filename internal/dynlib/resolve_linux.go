@@ -1,17 +1,15 @@
-package hip
+package dynlib
 
 import (
 	"os"
 	"strconv"
 	"strings"
-
-	"github.com/hipgo/hipgo/internal/dynlib"
 )
 
-// resolvedPath finds the file that maps symbol's address, by reading
+// ResolvedPath finds the file that maps symbol's address, by reading
 // /proc/self/maps, so a soname such as libamdhip64.so.5 is reported as the
 // file that was actually loaded. It falls back to the name dlopen was given.
-func resolvedPath(lib *dynlib.Library, symbol string) string {
+func (lib *Library) ResolvedPath(symbol string) string {
 	addr, err := lib.Sym(symbol)
 	if err != nil {
 		return lib.Path
