@@ -44,16 +44,26 @@ func newMonitor(d *Device) *monitor {
 	return &monitor{dev: d, pending: map[*Event]struct{}{}, active: map[*Stream]struct{}{}, wake: make(chan struct{}, 1)}
 }
 
-// add numbers a recorded event in record order, tracks it, and makes sure
-// the monitor runs. The stream lists the event only after this.
+// add numbers a recorded event in record order, tracks it, lists it on its
+// stream and makes sure the monitor runs, all under m.mu. Done in two steps,
+// either order loses events: listed first, the monitor can settle the event
+// before it is tracked (it then stays pending for ever); tracked first, the
+// monitor can retire the stream (nothing listed yet) and never look at it
+// again. retire holds m.mu while it checks the list, so it sees both or
+// neither.
 func (m *monitor) add(e *Event) {
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	m.seq++
 	e.seq = m.seq
 	m.pending[e] = struct{}{}
-	m.active[e.stream] = struct{}{}
+	s := e.stream
+	s.evMu.Lock()
+	s.pruneLocked()
+	s.evs = append(s.evs, e)
+	s.evMu.Unlock()
+	m.active[s] = struct{}{}
 	m.ensureRunningLocked()
-	m.mu.Unlock()
 }
 
 func (m *monitor) ensureRunningLocked() {

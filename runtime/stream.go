@@ -208,14 +208,7 @@ func (s *Stream) Record() (*Event, error) {
 		return nil, d.fail("record event", s.last, err)
 	}
 	e := newEvent(s, de, s.last)
-	// Tracked by the monitor before it is visible in the stream's list: once
-	// listed, the monitor may settle it at any moment, and a settled event
-	// added to the pending set afterwards would stay there for ever.
-	d.mon.add(e)
-	s.evMu.Lock()
-	s.pruneLocked()
-	s.evs = append(s.evs, e)
-	s.evMu.Unlock()
+	d.mon.add(e) // tracked and listed on the stream in one step
 	if d.notify && s.cbOutstanding.CompareAndSwap(false, true) {
 		// The callback is the low-latency path for success only; if it cannot
 		// be enqueued the monitor still settles the event.
