@@ -161,30 +161,22 @@ func Run(ctx context.Context, e *Env, c Class) Result {
 
 func oversizedBlock(ctx context.Context, e *Env) Result {
 	r := Result{Class: OversizedBlock, Expected: "Launch returns *LaunchError (ErrLaunchRejected) within 10ms; device usable"}
-	s, err := e.Dev.NewStream()
-	if err != nil {
-		r.Got = err.Error()
-		return r
-	}
-	defer s.Close()
-	buf, err := e.Dev.Alloc(4 * 1024)
-	if err != nil {
-		r.Got = err.Error()
-		return r
-	}
-	defer buf.Free()
-	t0 := time.Now()
-	err = s.Launch(e.Bounded, grid1(1, 512), buf, uint32(1), uint32(1024))
-	r.TimeToError = time.Since(t0)
-	r.Got = errString(err)
-	r.UsableAfter = usable(ctx, e)
-	var le *runtime.LaunchError
-	r.OK = errors.As(err, &le) && le.Kernel == "bounded_fill_u32" && r.TimeToError < 10*time.Millisecond && strings.HasPrefix(r.UsableAfter, "yes")
-	return r
+	return rejectedLaunch(ctx, e, r, e.Bounded, grid1(1, 512), func(le *runtime.LaunchError) bool {
+		return le.Kernel == "bounded_fill_u32"
+	})
 }
 
 func driverRejection(ctx context.Context, e *Env) Result {
 	r := Result{Class: DriverRejection, Expected: "the driver refuses 1 GiB of shared memory: *LaunchError wrapping its code; device usable"}
+	cfg := grid1(1, 64)
+	cfg.SharedMem = 1 << 30
+	return rejectedLaunch(ctx, e, r, e.Fill, cfg, func(le *runtime.LaunchError) bool { return le.Err != nil })
+}
+
+// rejectedLaunch launches a fill kernel (p, value, n) with cfg, which must be
+// refused within 10 ms by a *LaunchError that want accepts, and then checks
+// the device still works.
+func rejectedLaunch(ctx context.Context, e *Env, r Result, k *runtime.Kernel, cfg runtime.LaunchConfig, want func(*runtime.LaunchError) bool) Result {
 	s, err := e.Dev.NewStream()
 	if err != nil {
 		r.Got = err.Error()
@@ -197,15 +189,13 @@ func driverRejection(ctx context.Context, e *Env) Result {
 		return r
 	}
 	defer buf.Free()
-	cfg := grid1(1, 64)
-	cfg.SharedMem = 1 << 30
 	t0 := time.Now()
-	err = s.Launch(e.Fill, cfg, buf, uint32(1), uint32(1024))
+	err = s.Launch(k, cfg, buf, uint32(1), uint32(1024))
 	r.TimeToError = time.Since(t0)
 	r.Got = errString(err)
 	r.UsableAfter = usable(ctx, e)
 	var le *runtime.LaunchError
-	r.OK = errors.As(err, &le) && le.Err != nil && r.TimeToError < 10*time.Millisecond && strings.HasPrefix(r.UsableAfter, "yes")
+	r.OK = errors.As(err, &le) && want(le) && r.TimeToError < 10*time.Millisecond && strings.HasPrefix(r.UsableAfter, "yes")
 	return r
 }
 
