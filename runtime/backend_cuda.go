@@ -3,6 +3,7 @@ package runtime
 import (
 	"errors"
 	"fmt"
+	"time"
 	"unsafe"
 
 	"github.com/hipgo/hipgo/cuda"
@@ -236,6 +237,47 @@ func (s *cudaStream) Record() (driver.Event, error) {
 	}
 	return &cudaEvent{dev: d, e: ev}, nil
 }
+
+// Mark records a timing event (created without EventDisableTiming, and not
+// pooled: the recycled events cannot time).
+func (s *cudaStream) Mark() (driver.TimingMark, error) {
+	var ev cuda.Event
+	err := s.dev.do(func() error {
+		var err error
+		if ev, err = cuda.EventCreate(cuda.EventDefault); err != nil {
+			return err
+		}
+		if err := ev.Record(s.s); err != nil {
+			_ = ev.Destroy() // never enqueued; the record error is the one to report
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &cudaMark{dev: s.dev, e: ev}, nil
+}
+
+type cudaMark struct {
+	dev *cudaDevice
+	e   cuda.Event
+}
+
+func (m *cudaMark) Since(start driver.TimingMark) (time.Duration, error) {
+	var ms float32
+	err := m.dev.do(func() error {
+		if err := m.e.Synchronize(); err != nil {
+			return err
+		}
+		var err error
+		ms, err = cuda.EventElapsedTime(start.(*cudaMark).e, m.e)
+		return err
+	})
+	return time.Duration(float64(ms) * float64(time.Millisecond)), err
+}
+
+func (m *cudaMark) Destroy() error { return m.dev.do(m.e.Destroy) }
 
 func (s *cudaStream) Notify(fn func()) error {
 	return s.dev.do(func() error { return cuda.LaunchHostFunc(s.s, fn) })

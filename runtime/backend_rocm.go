@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/hipgo/hipgo/hip"
@@ -361,6 +362,46 @@ func (s *rocmStream) Record() (driver.Event, error) {
 	}
 	return &rocmEvent{dev: d, e: ev}, nil
 }
+
+// Mark records a timing event (created with timing on, and not pooled).
+func (s *rocmStream) Mark() (driver.TimingMark, error) {
+	var ev hip.Event
+	err := s.dev.do(func() error {
+		var err error
+		if ev, err = hip.EventCreateWithFlags(hip.EventDefault); err != nil {
+			return err
+		}
+		if err := hip.EventRecord(ev, s.s); err != nil {
+			_ = hip.EventDestroy(ev) // never enqueued; the record error is the one to report
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &rocmMark{dev: s.dev, e: ev}, nil
+}
+
+type rocmMark struct {
+	dev *rocmDevice
+	e   hip.Event
+}
+
+func (m *rocmMark) Since(start driver.TimingMark) (time.Duration, error) {
+	var ms float32
+	err := m.dev.do(func() error {
+		if err := hip.EventSynchronize(m.e); err != nil {
+			return err
+		}
+		var err error
+		ms, err = hip.EventElapsedTime(start.(*rocmMark).e, m.e)
+		return err
+	})
+	return time.Duration(float64(ms) * float64(time.Millisecond)), err
+}
+
+func (m *rocmMark) Destroy() error { return m.dev.do(func() error { return hip.EventDestroy(m.e) }) }
 
 // Notify uses hipLaunchHostFunc (ROCm ≥ 5.3) and falls back to
 // hipStreamAddCallback, whose status argument is always hipSuccess on AMD.

@@ -23,6 +23,11 @@
 //     a lost device returns within a bounded time. The process must restart to
 //     use the GPU again; nothing in-process can recover a faulted context.
 //
+// Timing: Stream.TimeGPU brackets the work a callback enqueues with two
+// timing events and returns the GPU time between them (CUDA and ROCm event
+// timers), for benchmarks; the simulated backend refuses it with an error
+// wrapping errors.ErrUnsupported unless built with a timer.
+//
 // Thread model: CUDA contexts and HIP's current device are per OS thread and
 // goroutines migrate, so each backend call locks the OS thread and makes the
 // device current for its duration (see the backend files for the measured

@@ -209,3 +209,28 @@ func BenchmarkGPULaunchRecord(b *testing.B) {
 	b.StopTimer()
 	require.NoError(b, last.Wait(context.Background()))
 }
+
+// TestGPUTimeGPUMeasuresTheWorkOnTheDevice: a 2 ms spin kernel measures at
+// least 2 ms of GPU time (and not wildly more), and an empty enqueue almost
+// none, so the timer brackets exactly the work enqueued between its marks.
+func TestGPUTimeGPUMeasuresTheWorkOnTheDevice(t *testing.T) {
+	env := openGPU(t)
+	s, err := env.Dev.NewStream()
+	require.NoError(t, err)
+	defer s.Close()
+	flag, err := env.Dev.Alloc(4)
+	require.NoError(t, err)
+	defer flag.Free()
+	one := runtime.LaunchConfig{Grid: runtime.Dim3{X: 1, Y: 1, Z: 1}, Block: runtime.Dim3{X: 1, Y: 1, Z: 1}}
+	const spin = 2 * time.Millisecond
+	got, err := s.TimeGPU(context.Background(), func() error {
+		return s.Launch(env.Spin, one, uint64(spin), flag)
+	})
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, got, spin)
+	require.Less(t, got, 20*spin)
+	empty, err := s.TimeGPU(context.Background(), func() error { return nil })
+	require.NoError(t, err)
+	require.Less(t, empty, spin/4)
+	t.Logf("2 ms spin timed at %v on the GPU; nothing timed at %v", got, empty)
+}

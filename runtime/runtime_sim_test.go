@@ -560,3 +560,54 @@ func TestBufferCopiesAreBoundsChecked(t *testing.T) {
 	_, err = r.dev.Alloc(0)
 	require.ErrorIs(t, err, runtime.ErrInvalidArgument)
 }
+
+// TimeGPU brackets exactly the work its callback enqueues, waits for it, and
+// destroys both timing events.
+func TestTimeGPUTimesTheEnqueuedWork(t *testing.T) {
+	r := newRig(t, simgpu.Config{GPUTimer: true})
+	s, err := r.dev.NewStream()
+	require.NoError(t, err)
+	flag := mustAlloc(t, r.dev)
+	// Work enqueued before the first mark is not counted.
+	require.NoError(t, s.Launch(r.spin, one, uint64(100*time.Millisecond), flag))
+	got, err := s.TimeGPU(context.Background(), func() error {
+		return s.Launch(r.spin, one, uint64(30*time.Millisecond), flag)
+	})
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, got, 30*time.Millisecond)
+	require.Less(t, got, 100*time.Millisecond, "the spin queued before the first mark was counted")
+	require.Zero(t, r.sim.MarksLive.Load(), "timing events leaked")
+}
+
+func TestTimeGPUWithoutATimerIsUnsupportedAndEnqueuesNothing(t *testing.T) {
+	r := newRig(t, simgpu.Config{})
+	s, err := r.dev.NewStream()
+	require.NoError(t, err)
+	called := false
+	_, err = s.TimeGPU(context.Background(), func() error { called = true; return nil })
+	require.ErrorIs(t, err, errors.ErrUnsupported)
+	require.Contains(t, err.Error(), "no GPU timer")
+	require.False(t, called)
+}
+
+func TestTimeGPUReturnsTheFaultOfTheTimedWork(t *testing.T) {
+	r := newRig(t, simgpu.Config{GPUTimer: true})
+	s, err := r.dev.NewStream()
+	require.NoError(t, err)
+	buf := mustAlloc(t, r.dev)
+	_, err = s.TimeGPU(context.Background(), func() error {
+		return s.Launch(r.oob, one, buf, uint32(1), uint64(1)<<40)
+	})
+	require.ErrorIs(t, err, runtime.ErrDeviceFault)
+	require.Contains(t, err.Error(), "oob_write_u32")
+}
+
+func TestTimeGPUReturnsTheEnqueueError(t *testing.T) {
+	r := newRig(t, simgpu.Config{GPUTimer: true})
+	s, err := r.dev.NewStream()
+	require.NoError(t, err)
+	boom := errors.New("boom")
+	_, err = s.TimeGPU(context.Background(), func() error { return boom })
+	require.ErrorIs(t, err, boom)
+	require.Zero(t, r.sim.MarksLive.Load(), "the start mark leaked")
+}

@@ -2,9 +2,11 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/hipgo/hipgo/runtime/driver"
@@ -280,6 +282,61 @@ func (s *Stream) Synchronize(ctx context.Context) error {
 		return err
 	}
 	return e.Wait(ctx)
+}
+
+// TimeGPU runs enqueue, which puts work on s, between two timing events and
+// returns the GPU time between them: the work's time on the device's own
+// clock, without host scheduling or wake-up latency (what benchmarks should
+// report, as CUDA events do for PyTorch). It waits for the work through
+// Synchronize, so a fault, a watchdog or ctx ends it with that error. A
+// backend that cannot time (the simulated one) gets an error wrapping
+// errors.ErrUnsupported.
+func (s *Stream) TimeGPU(ctx context.Context, enqueue func() error) (elapsed time.Duration, err error) {
+	start, err := s.mark()
+	if err != nil {
+		return 0, err
+	}
+	// Timing events hold no work: destroying them is cleanup, reported only
+	// when nothing else failed.
+	defer func() { err = errors.Join(err, start.Destroy()) }()
+	if err := enqueue(); err != nil {
+		return 0, err
+	}
+	end, err := s.mark()
+	if err != nil {
+		return 0, err
+	}
+	defer func() { err = errors.Join(err, end.Destroy()) }()
+	if err := s.Synchronize(ctx); err != nil {
+		return 0, err
+	}
+	elapsed, err = end.Since(start)
+	if err != nil {
+		return 0, s.dev.fail("time GPU work", s.last, err)
+	}
+	return elapsed, nil
+}
+
+// mark enqueues a timing event, in order with the stream's launches.
+func (s *Stream) mark() (driver.TimingMark, error) {
+	d := s.dev
+	if err := d.usable(); err != nil {
+		return nil, err
+	}
+	t, ok := s.drv.(driver.GPUTimer)
+	if !ok {
+		return nil, fmt.Errorf("time GPU work: backend %s has no GPU timer: %w", d.Backend(), errors.ErrUnsupported)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.destroyed {
+		return nil, fmt.Errorf("time GPU work: stream closed: %w", ErrClosed)
+	}
+	m, err := t.Mark()
+	if err != nil {
+		return nil, d.fail("record timing event", s.last, err)
+	}
+	return m, nil
 }
 
 // Close destroys the stream. Pending work keeps running; events already

@@ -82,6 +82,10 @@ type Config struct {
 	ForeignThreadCallbacks bool
 	// CallbackDelay delays each callback.
 	CallbackDelay time.Duration
+	// GPUTimer gives streams driver.GPUTimer: a mark's time is the wall
+	// time at which the stream reaches it. Without it streams cannot time,
+	// like a backend with no timing events.
+	GPUTimer bool
 	// CloseBlocks makes Close block until Release is called.
 	CloseBlocks bool
 }
@@ -168,6 +172,7 @@ type Device struct {
 	Launches    atomic.Int64
 	Callbacks   atomic.Int64
 	EventsLive  atomic.Int64
+	MarksLive   atomic.Int64 // timing marks created and not destroyed (Config.GPUTimer)
 	DriverCalls atomic.Int64
 }
 

@@ -13,6 +13,7 @@ import (
 type op struct {
 	launch *launchOp
 	event  *event
+	mark   *mark
 	notify func()
 }
 
@@ -40,7 +41,53 @@ func (d *Device) NewStream() (driver.Stream, error) {
 	d.wg.Add(1)
 	go s.work()
 	go func() { <-d.stop; s.mu.Lock(); s.dead = true; s.cond.Broadcast(); s.mu.Unlock() }()
+	if d.cfg.GPUTimer {
+		return &timedStream{s}, nil
+	}
 	return s, nil
+}
+
+// timedStream is a stream with driver.GPUTimer (Config.GPUTimer).
+type timedStream struct{ *stream }
+
+// mark is a timing event: the time the stream reached it.
+type mark struct {
+	event
+	at time.Time
+}
+
+func (s *timedStream) Mark() (driver.TimingMark, error) {
+	if err := s.dev.call(); err != nil {
+		return nil, err
+	}
+	m := &mark{event: event{dev: s.dev}}
+	s.dev.MarksLive.Add(1)
+	s.enqueue(op{mark: m})
+	return m, nil
+}
+
+func (m *mark) Destroy() error {
+	m.dev.MarksLive.Add(-1)
+	return m.dev.call()
+}
+
+// Since waits for m (and start) as a real event synchronize does; after a
+// fault it returns the fault.
+func (m *mark) Since(start driver.TimingMark) (time.Duration, error) {
+	st := start.(*mark)
+	for _, e := range []*mark{st, m} {
+		for {
+			err := e.Query()
+			if err == nil {
+				break
+			}
+			if err != driver.ErrNotReady {
+				return 0, err
+			}
+			time.Sleep(50 * time.Microsecond)
+		}
+	}
+	return m.at.Sub(st.at), nil
 }
 
 func (s *stream) enqueue(o op) {
@@ -89,6 +136,9 @@ func (s *stream) run(o op) {
 		}
 	case o.event != nil:
 		o.event.done.Store(true)
+	case o.mark != nil:
+		o.mark.at = time.Now() // written before done is set, read after it is seen
+		o.mark.done.Store(true)
 	case o.notify != nil:
 		if d.cfg.DropCallbacks {
 			return

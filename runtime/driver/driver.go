@@ -2,6 +2,7 @@ package driver
 
 import (
 	"errors"
+	"time"
 	"unsafe"
 )
 
@@ -102,6 +103,21 @@ type Event interface {
 	// Query reports completion without waiting: nil when complete,
 	// ErrNotReady while pending, else the error the device reported.
 	Query() error
+	Destroy() error
+}
+
+// GPUTimer is implemented by streams that can time their work on the GPU's
+// own clock (cuEventElapsedTime, hipEventElapsedTime): for benchmarks, which
+// should not count host scheduling or synchronization latency.
+type GPUTimer interface {
+	// Mark enqueues a timing event after all work enqueued so far.
+	Mark() (TimingMark, error)
+}
+
+// TimingMark is a timing event recorded on a stream.
+type TimingMark interface {
+	// Since waits for this mark and returns the GPU time from start to it.
+	Since(start TimingMark) (time.Duration, error)
 	Destroy() error
 }
 
