@@ -100,14 +100,15 @@ type Sampler struct {
 	backend Backend
 	router  *Router
 
-	mu      sync.Mutex
-	mod     *runtime.Module
-	kernels map[string]*runtime.Kernel
-	partVal *runtime.Buffer
-	partIdx *runtime.Buffer
-	hostPar []float32
-	slots   [launchSlots]launchSlot
-	next    int
+	mu       sync.Mutex
+	mod      *runtime.Module
+	kernels  map[string]*runtime.Kernel
+	partVal  *runtime.Buffer
+	partIdx  *runtime.Buffer
+	arrivals *runtime.Buffer // per-row counters of gumbel_max_*, zero between launches
+	hostPar  []float32
+	slots    [launchSlots]launchSlot
+	next     int
 }
 
 // launchSlot is the sampler-owned memory of one rejection launch: its
@@ -163,6 +164,23 @@ func (sm *Sampler) kernel(port *Port, name string) (*runtime.Kernel, error) {
 	return k, nil
 }
 
+// growZeroed is grow for the Gumbel kernel's arrival counters: a new
+// allocation is zeroed, and every launch leaves the counters at zero, so
+// each launch finds them at zero.
+func (sm *Sampler) growZeroed(buf **runtime.Buffer, n int) (*runtime.Buffer, error) {
+	if *buf != nil && (*buf).Size() >= n {
+		return *buf, nil
+	}
+	b, err := sm.grow(buf, n)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.Write(0, make([]byte, b.Size())); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
 // grow returns *buf, reallocated when it holds fewer than n bytes.
 func (sm *Sampler) grow(buf **runtime.Buffer, n int) (*runtime.Buffer, error) {
 	if *buf != nil && (*buf).Size() >= n {
@@ -190,8 +208,8 @@ func grid(x, y uint32, threads uint32) runtime.LaunchConfig {
 // argmax_i(logit_i/T + g_i) with Philox Gumbel noise keyed by (key, row,
 // token), so the tokens equal GumbelMaxCPU's for the same key. Temperature
 // 0 is greedy. Rows are split across blocks (GumbelSplits), so small batches
-// use the whole GPU. A backend without a port gets *NoKernelPortError before
-// anything else.
+// use the whole GPU; it is one launch (the row's last block merges). A
+// backend without a port gets *NoKernelPortError before anything else.
 func (sm *Sampler) GumbelMax(s *runtime.Stream, logits Logits, temperature float32, key Key, out Outputs) error {
 	port, err := selectPort(EntryGumbelMax, sm.backend)
 	if err != nil {
@@ -210,11 +228,7 @@ func (sm *Sampler) GumbelMax(s *runtime.Stream, logits Logits, temperature float
 	splits := GumbelSplits(B, V, sm.dev.Info().ComputeUnits)
 	sm.mu.Lock()
 	defer sm.mu.Unlock()
-	partial, err := sm.kernel(port, "gumbel_max_partial_"+logits.DType.suffix())
-	if err != nil {
-		return err
-	}
-	merge, err := sm.kernel(port, "gumbel_max_merge")
+	k, err := sm.kernel(port, "gumbel_max_"+logits.DType.suffix())
 	if err != nil {
 		return err
 	}
@@ -226,11 +240,12 @@ func (sm *Sampler) GumbelMax(s *runtime.Stream, logits Logits, temperature float
 	if err != nil {
 		return err
 	}
-	if err := s.Launch(partial, grid(uint32(splits*B), 1, GumbelThreads), logits.Buf, uint32(B), uint32(V), uint32(logits.ld()),
-		GumbelInvTemp(temperature), key[0], key[1], uint32(splits), pv, pi); err != nil {
+	arrivals, err := sm.growZeroed(&sm.arrivals, 4*B)
+	if err != nil {
 		return err
 	}
-	return s.Launch(merge, grid(uint32(B), 1, GumbelMergeThreads), pv, pi, uint32(B), uint32(V), uint32(splits), out.Tokens, out.Status)
+	return s.Launch(k, grid(uint32(splits*B), 1, GumbelThreads), logits.Buf, uint32(B), uint32(V), uint32(logits.ld()),
+		GumbelInvTemp(temperature), key[0], key[1], uint32(splits), pv, pi, arrivals, out.Tokens, out.Status)
 }
 
 // Rejection enqueues one draw per row with per-row (len B) or broadcast

@@ -5,29 +5,30 @@ import (
 	"sync"
 )
 
-// Launch constants of the Gumbel kernels (kernels/src/sampling.cu).
+// Launch constants of the Gumbel kernel, gumbel_max_* (kernels/src/sampling.cu).
 const (
-	GumbelThreads      = 256 // threads per block of gumbel_max_partial_*
-	GumbelMergeThreads = 256 // threads per block of gumbel_max_merge
+	GumbelThreads = 512 // threads per block
 	// gumbelMinGroupsPerBlock: a block gets at least this many groups of
 	// four elements (8 elements per thread), so a split is never mostly
 	// launch and reduction overhead.
 	gumbelMinGroupsPerBlock = 2 * GumbelThreads
-	// gumbelBlocksPerCU: 256-thread blocks that fill one SM/CU (2048
-	// threads). Measured on an H200: at 2 blocks per CU, B = 64, V = 128256
-	// took 59.5 us; the kernel needs full occupancy to hide its latency.
-	gumbelBlocksPerCU = 8
+	// gumbelBlocksPerCU: resident 512-thread blocks per SM/CU, as the
+	// kernel's launch bounds ask (SP_GUMBEL_MIN_BLOCKS).
+	gumbelBlocksPerCU = 2
 	maxGumbelSplits   = 1024
 )
 
-// GumbelSplits is the number of blocks per row for gumbel_max_partial_*
-// (grid = splits * B blocks). It aims for a full device over the whole
-// batch, so B = 1 still spreads over many SMs, without cutting a row into
-// slices of fewer than 2048 elements:
+// GumbelSplits is the number of blocks per row for gumbel_max_* (grid =
+// splits * B blocks). Small batches spread over the device, so B = 1 does not
+// run on one block, without cutting a row into slices of fewer than 4096
+// elements; larger ones get at most one wave of resident blocks, so no
+// partial second wave runs on an idle device:
 //
-//	splits = clamp(min(ceil(ceil(V/4) / 512), ceil(8*CUs / B)), 1, 1024)
+//	splits = clamp(min(ceil(ceil(V/4) / 1024), floor(2*CUs / B)), 1, 1024)
 //
-// computeUnits is the device's SM/CU count; <= 0 assumes 132 (an H100/H200).
+// On an H200 this one-wave rule beat every rule that aims for several waves
+// (tools/gpubench/gumbel_variants.py, docs/sampling.md). computeUnits is the
+// device's SM/CU count; <= 0 assumes 132 (an H100/H200).
 func GumbelSplits(B, V, computeUnits int) int {
 	if B <= 0 || V <= 0 {
 		return 1
@@ -37,14 +38,16 @@ func GumbelSplits(B, V, computeUnits int) int {
 	}
 	groups := (V + 3) / 4
 	byV := (groups + gumbelMinGroupsPerBlock - 1) / gumbelMinGroupsPerBlock
-	byB := (gumbelBlocksPerCU*computeUnits + B - 1) / B
+	byB := gumbelBlocksPerCU * computeUnits / B
 	return max(1, min(byV, byB, maxGumbelSplits))
 }
 
 // GumbelMaxCPU draws one token per row from softmax(logits/T) as
 // argmax_i(logit_i/T + g_i), g_i = -log(-log u_i), computing exactly what
-// gumbel_max_partial_f32 + gumbel_max_merge compute: the same uniforms, the
-// same float32 operations (sp_log), the same lowest-index tie rule. It is the
+// gumbel_max_f32 computes on AMDGPU and in the host emulation: the same
+// uniforms, the same float32 operations (sp_log), the same lowest-index tie
+// rule. On NVPTX the kernel ranks the same scores computed with the hardware
+// log (sp_gumbel_score), so tokens may differ at near-ties. It is the
 // reference the GPU check compares against.
 //
 // temperature 0 (or one whose reciprocal overflows float32) is greedy. A row
@@ -84,7 +87,7 @@ func gumbelRow(row []float32, r uint32, invT float32, key Key) (uint32, Status) 
 	return bi, StatusOK
 }
 
-// gumbelSlice is one block of gumbel_max_partial_*: the best (score, index)
+// gumbelSlice is one block of gumbel_max_*: the best (score, index)
 // over groups [g0, g1) of the row, (-inf, none) if the slice is empty.
 func gumbelSlice(row []float32, r uint32, invT float32, key Key, g0, g1 uint32) (float32, uint32) {
 	greedy := !(invT > 0 && invT <= math.MaxFloat32)
@@ -104,7 +107,10 @@ func gumbelSlice(row []float32, r uint32, invT float32, key Key, g0, g1 uint32) 
 			if !greedy {
 				sc = float32(sc*invT) + spGumbel(w[q])
 			}
-			if better(sc, i, bv, bi) {
+			// Indices only grow here, so strictly greater keeps the lowest
+			// index of a tie, as the kernel's per-thread scan does; an
+			// all -inf slice stays (-inf, none).
+			if sc > bv {
 				bv, bi = sc, i
 			}
 		}

@@ -75,7 +75,7 @@ func (p Params) Filtered(V int) bool { return p.TopKActive(V) || p.TopPActive() 
 // overflowing float32.
 func (p Params) Greedy() bool { return GumbelInvTemp(p.Temperature) == 0 }
 
-// GumbelInvTemp is the inv_temp argument of gumbel_max_partial_*: 1/T in
+// GumbelInvTemp is the inv_temp argument of gumbel_max_*: 1/T in
 // float32, or 0 (greedy) when T is 0 or 1/T overflows. Other invalid
 // temperatures (negative, NaN, +inf) also give 0; validate first.
 func GumbelInvTemp(t float32) float32 {

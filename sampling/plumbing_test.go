@@ -11,6 +11,7 @@ package sampling
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"os"
 	"os/exec"
@@ -42,12 +43,11 @@ func TestPlumbingOfTheGPUTestsOnASimulatedCUDADevice(t *testing.T) {
 // plumbingDriver is the simulated CUDA device with the sampler kernels.
 func plumbingDriver() *simgpu.Driver {
 	ks := []simgpu.KernelDef{simgpu.SpinNs, simgpu.FillU32, simgpu.OOBWriteU32, simgpu.Empty,
-		{Name: "gumbel_max_merge", ParamSizes: []int{8, 8, 4, 4, 4, 8, 8}, Run: simMerge},
 		{Name: "bounded_fill_u32", ParamSizes: []int{8, 4, 4}, Run: simgpu.FillU32.Run},
 	}
 	for _, dt := range []DType{F32, BF16, F16} {
 		ks = append(ks,
-			simgpu.KernelDef{Name: "gumbel_max_partial_" + dt.suffix(), ParamSizes: []int{8, 4, 4, 4, 4, 4, 4, 4, 8, 8}, Run: simPartial(dt)},
+			simgpu.KernelDef{Name: "gumbel_max_" + dt.suffix(), ParamSizes: []int{8, 4, 4, 4, 4, 4, 4, 4, 8, 8, 8, 8, 8}, Run: simGumbel(dt)},
 			simgpu.KernelDef{Name: "rejection_" + dt.suffix(), ParamSizes: []int{8, 4, 4, 4, 8, 4, 4, 4, 8, 8, 8}, Run: simRejection(dt)})
 	}
 	return simgpu.New(simgpu.Config{Devices: 1, Kind: driver.CUDA, Format: driver.PTX, Arch: "sm_90", Memory: 16 << 30, Kernels: ks})
@@ -85,48 +85,26 @@ func words(d *simgpu.Device, p uint64, n int) []byte {
 
 // simPartial writes each row's best (score, index) into its first split slot
 // and (-inf, none) into the others: what the merge reduces to.
-func simPartial(dt DType) simgpu.KernelFunc {
+// simGumbel is gumbel_max_*: each row's token from the CPU mirror, and the
+// contract on the arrival counters checked: the launch must find them at 0
+// (and leaves them at 0).
+func simGumbel(dt DType) simgpu.KernelFunc {
 	return func(d *simgpu.Device, _, _ driver.Dim3, a []uint64, _ <-chan struct{}) error {
-		B, V, ld, splits := int(a[1]), int(a[2]), int(a[3]), int(a[7])
+		B, V, ld := int(a[1]), int(a[2]), int(a[3])
 		invT := math.Float32frombits(uint32(a[4]))
 		key := Key{uint32(a[5]), uint32(a[6])}
 		rows := simRows(d, dt, driver.Ptr(a[0]), B, V, ld)
-		pv, pi := words(d, a[8], B*splits), words(d, a[9], B*splits)
+		arrivals, tok, st := words(d, a[10], B), words(d, a[11], B), words(d, a[12], B)
 		for r := 0; r < B; r++ {
-			for s := 0; s < splits; s++ {
-				binary.LittleEndian.PutUint32(pv[4*(r*splits+s):], math.Float32bits(float32(math.Inf(-1))))
-				binary.LittleEndian.PutUint32(pi[4*(r*splits+s):], none)
+			if n := binary.LittleEndian.Uint32(arrivals[4*r:]); n != 0 {
+				return fmt.Errorf("gumbel_max: arrival counter of row %d is %d at launch, not 0", r, n)
 			}
-			row := rows[r*V : (r+1)*V]
-			bv, bi := gumbelSlice(row, uint32(r), invT, key, 0, uint32((V+3)/4))
-			binary.LittleEndian.PutUint32(pv[4*r*splits:], math.Float32bits(bv))
-			binary.LittleEndian.PutUint32(pi[4*r*splits:], bi)
+			bi, status := gumbelRow(rows[r*V:(r+1)*V], uint32(r), invT, key)
+			binary.LittleEndian.PutUint32(tok[4*r:], bi)
+			binary.LittleEndian.PutUint32(st[4*r:], uint32(status))
 		}
 		return nil
 	}
-}
-
-func simMerge(d *simgpu.Device, _, _ driver.Dim3, a []uint64, _ <-chan struct{}) error {
-	B, V, splits := int(a[2]), uint32(a[3]), int(a[4])
-	pv, pi := words(d, a[0], B*splits), words(d, a[1], B*splits)
-	tok, st := words(d, a[5], B), words(d, a[6], B)
-	for r := 0; r < B; r++ {
-		bv, bi := float32(math.Inf(-1)), uint32(none)
-		for s := 0; s < splits; s++ {
-			v := math.Float32frombits(binary.LittleEndian.Uint32(pv[4*(r*splits+s):]))
-			i := binary.LittleEndian.Uint32(pi[4*(r*splits+s):])
-			if better(v, i, bv, bi) {
-				bv, bi = v, i
-			}
-		}
-		status := StatusOK
-		if !(bv > float32(math.Inf(-1))) || bi >= V {
-			bi, status = 0, StatusInvalidRow
-		}
-		binary.LittleEndian.PutUint32(tok[4*r:], bi)
-		binary.LittleEndian.PutUint32(st[4*r:], uint32(status))
-	}
-	return nil
 }
 
 func simRejection(dt DType) simgpu.KernelFunc {

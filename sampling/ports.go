@@ -64,17 +64,16 @@ const (
 )
 
 var (
-	gumbelKernels    = []string{"gumbel_max_partial_f32", "gumbel_max_merge"}
+	gumbelKernels    = []string{"gumbel_max_f32"}
 	rejectionKernels = []string{"rejection_f32"}
 )
 
-// Metal threadgroup memory (see sampling.metal): the partial and merge kernels
-// take a float[256] and a uint[256]; rejection takes float[1024] x2,
+// Metal threadgroup memory (see sampling.metal): the Gumbel kernel takes a
+// float[512], a uint[512] and a uint; rejection takes float[1024] x2,
 // uint[1024] x2 and uint[4].
 var (
 	gumbelMetalTG = map[string][]int{
-		"gumbel_max_partial_f32": {4 * GumbelThreads, 4 * GumbelThreads},
-		"gumbel_max_merge":       {4 * GumbelMergeThreads, 4 * GumbelMergeThreads},
+		"gumbel_max_f32": {4 * GumbelThreads, 4 * GumbelThreads, 4},
 	}
 	rejectionMetalTG = map[string][]int{
 		"rejection_f32": {4 * RejectionThreads, 4 * RejectionThreads, 4 * RejectionThreads, 4 * RejectionThreads, 16},

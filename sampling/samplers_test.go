@@ -375,20 +375,20 @@ func TestRejectionSmallBlockDistribution(t *testing.T) {
 	}
 }
 
-// The split rule: about eight 256-thread blocks per compute unit over the
-// batch, at least 2048 elements per block, at most 1024 splits.
+// The split rule: at most one wave of two 512-thread blocks per compute unit
+// over the batch, at least 4096 elements per block, at most 1024 splits.
 func TestGumbelSplits(t *testing.T) {
 	cases := []struct{ B, V, cu, want int }{
-		{1, 131072, 132, 64},    // V-bound: 32768 groups / 512
-		{1, 262144, 132, 128},   // V-bound
-		{1, 1 << 24, 132, 1024}, // capped (CU bound 1056)
-		{1, 1 << 22, 132, 1024}, // capped (V bound 2048)
-		{64, 131072, 132, 17},   // ceil(1056/64)
-		{8, 128256, 132, 63},    // V-bound: ceil(32064/512)
-		{1000, 131072, 132, 2},  // ceil(1056/1000)
-		{2000, 131072, 132, 1},
+		{1, 131072, 132, 32},     // V-bound: 32768 groups / 1024
+		{1, 262144, 132, 64},     // V-bound
+		{1, 1 << 24, 132, 264},   // CU-bound: 2*132
+		{1, 1 << 30, 1024, 1024}, // capped (CU bound 2048, V bound 2^18)
+		{64, 262144, 132, 4},     // floor(264/64)
+		{8, 128256, 132, 32},     // V-bound: ceil(32064/1024)
+		{512, 32000, 132, 1},     // floor(264/512) = 0, at least 1
+		{200, 131072, 132, 1},
 		{1, 1000, 132, 1},
-		{1, 131072, 0, 64}, // default CU count
+		{1, 131072, 0, 32}, // default CU count
 		{0, 10, 1, 1},
 	}
 	for _, c := range cases {

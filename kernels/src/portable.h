@@ -32,10 +32,18 @@ typedef __UINT64_TYPE__ uint64_t;
 // launch_bounds for AMDGPU in HIP mode (the code object keeps the default
 // max_flat_workgroup_size of 1024), so AMDGPU gets the attribute HIP's own
 // headers use.
+//
+// KBOUNDS_OCC(n, b): also asks for room for b resident blocks of n threads
+// per multiprocessor, which caps registers per thread (NVPTX: ptxas's
+// minBlocksPerMultiprocessor; AMDGPU: the equivalent minimum waves per
+// SIMD, amdgpu_waves_per_eu, taking 4 SIMDs per CU and 64-wide waves).
 #if defined(__AMDGCN__)
 #define KBOUNDS(n) __attribute__((amdgpu_flat_work_group_size(1, n)))
+#define KBOUNDS_OCC(n, b) \
+  __attribute__((amdgpu_flat_work_group_size(1, n), amdgpu_waves_per_eu(((n) * (b) + 255) / 256)))
 #else
 #define KBOUNDS(n) __attribute__((launch_bounds(n)))
+#define KBOUNDS_OCC(n, b) __attribute__((launch_bounds(n, b)))
 #endif
 
 // ---- thread and block indices (x dimension) ----
@@ -86,6 +94,29 @@ DEVICE void block_sync() {
 #else
 DEVICE void block_sync() { __syncthreads(); }
 #endif
+
+// ---- device-wide atomics and fences (the last-block-done pattern) ----
+// grid_fence: this thread's global-memory writes before it are visible to
+// every block before its writes after it (CUDA's __threadfence).
+// grid_atomic_add: a relaxed device-scope atomic add on global memory,
+// returning the old value. grid_load_*: a load that bypasses the non-coherent
+// first-level cache, for data other blocks wrote during this launch.
+#if defined(__AMDGCN__)
+DEVICE void grid_fence() { __builtin_amdgcn_fence(__ATOMIC_SEQ_CST, "agent"); }
+DEVICE uint32_t grid_atomic_add(uint32_t* p, uint32_t v) {
+  return __hip_atomic_fetch_add(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
+}
+#else
+// fence.acq_rel.gpu: with the relaxed atomic after it (writer) or before it
+// (reader) it makes the release/acquire pair of PTX's memory model; the
+// sequentially consistent membar.gl (__threadfence) costs more.
+DEVICE void grid_fence() { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
+DEVICE uint32_t grid_atomic_add(uint32_t* p, uint32_t v) {
+  return (uint32_t)__nvvm_atom_add_gen_i((int*)p, (int)v);
+}
+#endif
+DEVICE float grid_load_f32(const float* p) { return *(const volatile float*)p; }
+DEVICE uint32_t grid_load_u32(const uint32_t* p) { return *(const volatile uint32_t*)p; }
 
 // ---- math without device libraries ----
 // NVPTX has no logf/expf without libdevice (clang: "no libcall available for

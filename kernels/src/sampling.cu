@@ -13,7 +13,9 @@
 //   - Every kernel writes a status per row (SP_STATUS_*); no kernel ever
 //     writes a token >= V.
 //   - The Go functions GumbelMaxCPU and RejectionCPU reproduce these kernels
-//     bit for bit (same formulas, same float32 rounding, same reduction order).
+//     bit for bit (same formulas, same float32 rounding, same reduction
+//     order), except the Gumbel scores on NVPTX, which use the hardware log
+//     (sp_gumbel_score): same order, tokens equal but at near-ties.
 #ifdef SAMPLING_HOST_SHIM
 #include SAMPLING_HOST_SHIM
 #else
@@ -26,10 +28,7 @@
 // emulation test rebuilds with smaller values; Go's mirrors take the same
 // numbers.
 #ifndef SP_GUMBEL_THREADS
-#define SP_GUMBEL_THREADS 256
-#endif
-#ifndef SP_MERGE_THREADS
-#define SP_MERGE_THREADS 256
+#define SP_GUMBEL_THREADS 512
 #endif
 #ifndef SP_REJ_THREADS
 #define SP_REJ_THREADS 1024
@@ -44,27 +43,129 @@
 
 // =====================================================================
 // Gumbel-max: argmax_i (logit_i / T + g_i), g_i = -log(-log u_i).
-// Grid: splits * B blocks (1-D; block b handles split b % splits of row
-// b / splits), SP_GUMBEL_THREADS threads. The row's groups of four elements
-// are cut into `splits` contiguous slices; each block keeps (max score, lowest
-// index), reduces in shared memory and writes one partial. gumbel_max_merge
-// reduces the partials of each row. (max, lowest index) is associative and
+// One launch, gumbel_max_{f32,bf16,f16}: grid splits * B blocks (1-D; block
+// b handles split b % splits of row b / splits), SP_GUMBEL_THREADS threads.
+// The row's groups of four elements are cut into `splits` contiguous slices;
+// each block keeps (max score, lowest index) and reduces it in shared
+// memory. With one split the block writes the row's token; otherwise it
+// writes a partial, and the row's last block to finish merges the row's
+// partials (gumbel_fused). (max, lowest index) is associative and
 // commutative, so the result does not depend on splits or thread count.
+// On NVPTX the scores are in log2 units, shifted by a constant
+// (sp_gumbel_score): the same order, not the same values.
 //
 // inv_temp: 1/T for 0 < inv_temp < +inf; anything else (the host passes 0
 // for T = 0 or when 1/T overflows) means greedy: score = logit, no noise.
 // =====================================================================
-template <typename In>
-DEVICE void gumbel_partial(const In* logits, uint32_t B, uint32_t V, uint32_t ld,
-                           float inv_temp, uint32_t key0, uint32_t key1, uint32_t splits,
-                           float* part_val, uint32_t* part_idx, float* sv, uint32_t* si) {
+// gumbel_score4: the scores of group g's four elements (the logits
+// themselves when greedy) and their NaN-ignoring maximum (a NaN score never
+// wins).
+template <bool Greedy>
+DEVICE float gumbel_score4(const float* x, uint32_t g, uint32_t r, float inv_temp, uint32_t key0,
+                           uint32_t key1, float* sc) {
+  if (Greedy) {
+#pragma unroll
+    for (uint32_t q = 0; q < 4; ++q) sc[q] = x[q];
+  } else {
+    const sp_u4 w = sp_philox(g, 0u, r, 0u, key0, key1);
+    sc[0] = sp_gumbel_score(x[0], inv_temp, w.x);
+    sc[1] = sp_gumbel_score(x[1], inv_temp, w.y);
+    sc[2] = sp_gumbel_score(x[2], inv_temp, w.z);
+    sc[3] = sp_gumbel_score(x[3], inv_temp, w.w);
+  }
+  return __builtin_fmaxf(__builtin_fmaxf(sc[0], sc[1]), __builtin_fmaxf(sc[2], sc[3]));
+}
+
+// gumbel_fold: folds group g's scores (maximum m) into the thread's running
+// (best score, lowest index). Within a thread indices only grow, so
+// "strictly greater" keeps the lowest index of a tie, and NaN and the -inf
+// that stands for elements past V never win: no check per element. Only
+// when the group beats the running best is its lowest index among equals
+// looked up. A thread whose scores are all -inf keeps (-inf, SP_NONE). The
+// result is a sequential scan's, element by element.
+DEVICE void gumbel_fold(const float* sc, float m, uint32_t g, float& bv, uint32_t& bi) {
+  if (m > bv) {
+    bv = m;
+    bi = g * 4u + (sc[0] == m ? 0u : sc[1] == m ? 1u : sc[2] == m ? 2u : 3u);
+  }
+}
+
+// gumbel_scan: one thread's groups g, g + NT, g + 2NT, ... below g1. The
+// main loop takes them in pairs, each loadable as one vector (row aligned,
+// all four elements below V): the pair's Philox chains interleave and hide
+// each other's multiply latency, and the next pair's loads are issued
+// before this pair is scored, so memory latency hides behind the Philox
+// rounds and logs (with no load in flight a warp waited for every one). The second loop takes what is left:
+// the last few full groups, the row's last, partial group, or every group
+// of a row not aligned for vector loads. Counters are 32-bit:
+// g1 <= ceil(V/4) < 2^30.
+// gumbel_pair: scores groups g and g + NT (both full, in x0 and x1) and
+// folds them. The two Philox chains are independent, so they interleave.
+template <bool Greedy>
+DEVICE void gumbel_pair(const float (*x)[4], uint32_t g, uint32_t r, float inv_temp,
+                        uint32_t key0, uint32_t key1, float& bv, uint32_t& bi) {
   const uint32_t NT = SP_GUMBEL_THREADS;
+  float sa[4], sb[4];
+  const float ma = gumbel_score4<Greedy>(x[0], g, r, inv_temp, key0, key1, sa);
+  const float mb = gumbel_score4<Greedy>(x[1], g + NT, r, inv_temp, key0, key1, sb);
+  gumbel_fold(sa, ma, g, bv, bi);
+  gumbel_fold(sb, mb, g + NT, bv, bi);
+}
+
+template <typename In, bool Greedy>
+DEVICE void gumbel_scan(const In* row, uint32_t V, bool vec, uint32_t r, uint32_t gfirst,
+                        uint32_t g1, float inv_temp, uint32_t key0, uint32_t key1, float& bv,
+                        uint32_t& bi) {
+  const uint32_t NT = SP_GUMBEL_THREADS;
+  const uint32_t gfull = vec ? (g1 < V / 4u ? g1 : V / 4u) : 0u;
+  uint32_t g = gfirst;
+  if (g + NT < gfull) {
+    // Two pair buffers used in turn (unrolled by hand: a copy from one
+    // buffer to the other cost a move per value on the multiply pipe).
+    float a[2][4], b[2][4];
+    sp_load4_full(row, g, a[0]);
+    sp_load4_full(row, g + NT, a[1]);
+    for (;;) {
+      const bool more = g + 3u * NT < gfull;  // the next pair is full
+      if (more) {
+        sp_load4_full(row, g + 2u * NT, b[0]);
+        sp_load4_full(row, g + 3u * NT, b[1]);
+      }
+      gumbel_pair<Greedy>(a, g, r, inv_temp, key0, key1, bv, bi);
+      g += 2u * NT;
+      if (!more) break;
+      const bool more2 = g + 3u * NT < gfull;
+      if (more2) {
+        sp_load4_full(row, g + 2u * NT, a[0]);
+        sp_load4_full(row, g + 3u * NT, a[1]);
+      }
+      gumbel_pair<Greedy>(b, g, r, inv_temp, key0, key1, bv, bi);
+      g += 2u * NT;
+      if (!more2) break;
+    }
+  }
+  for (; g < g1; g += NT) {
+    float x[4], sc[4];
+    sp_load4_raw(row, V, g, vec, x);
+    const float m = gumbel_score4<Greedy>(x, g, r, inv_temp, key0, key1, sc);
+    gumbel_fold(sc, m, g, bv, bi);
+  }
+}
+
+// gumbel_block_best: block blk's slice of its row (split s of row r),
+// reduced to (sv[0], si[0]): the best score and its lowest index, or
+// (-inf, SP_NONE) for a slice with no finite or +inf score. Returns false,
+// for the whole block, when the block has no row.
+template <typename In>
+DEVICE bool gumbel_block_best(const In* logits, uint32_t B, uint32_t V, uint32_t ld,
+                              float inv_temp, uint32_t key0, uint32_t key1, uint32_t splits,
+                              uint32_t& r, uint32_t& s, float* sv, uint32_t* si) {
   const uint32_t t = thread_idx_x();
   const uint32_t blk = block_idx_x();
-  if (splits == 0) return;
-  const uint32_t r = blk / splits;
-  const uint32_t s = blk - r * splits;
-  if (r >= B) return;  // whole block: no barrier is skipped by part of it
+  if (splits == 0) return false;
+  r = blk / splits;
+  s = blk - r * splits;
+  if (r >= B) return false;  // whole block: no barrier is skipped by part of it
   const In* row = logits + (uint64_t)r * ld;
   const bool vec = sp_row_vec(row);
   const bool greedy = !(inv_temp > 0.0f && inv_temp <= SP_FLT_MAX);
@@ -73,82 +174,95 @@ DEVICE void gumbel_partial(const In* logits, uint32_t B, uint32_t V, uint32_t ld
   const uint64_t g0 = (uint64_t)s * per;
   const uint64_t g1w = g0 + per;
   const uint32_t g1 = g1w < ngroups ? (uint32_t)g1w : ngroups;
+  const uint32_t first = g0 < g1 ? (uint32_t)g0 + t : g1;  // an empty slice scans nothing
 
   float bv = -SP_INF;
   uint32_t bi = SP_NONE;
-  for (uint64_t gg = g0 + t; gg < g1; gg += NT) {
-    const uint32_t g = (uint32_t)gg;
-    float x[4];
-    sp_load4(row, V, g, vec, x);
-    sp_u4 w = {0, 0, 0, 0};
-    if (!greedy) w = sp_philox(g, 0u, r, 0u, key0, key1);
-    for (uint32_t q = 0; q < 4; ++q) {
-      const uint32_t i = g * 4u + q;
-      if (i >= V) break;
-      float sc = x[q];
-      if (!greedy) sc = sp_mul(x[q], inv_temp) + sp_gumbel(sp_word(w, q));
-      if (sp_better(sc, i, bv, bi)) {
-        bv = sc;
-        bi = i;
-      }
-    }
+  if (greedy) {
+    gumbel_scan<In, true>(row, V, vec, r, first, g1, 0.0f, key0, key1, bv, bi);
+  } else {
+    gumbel_scan<In, false>(row, V, vec, r, first, g1, sp_gumbel_scale(inv_temp), key0, key1, bv, bi);
   }
-  sv[t] = bv;
-  si[t] = bi;
-  block_sync();
-  sp_reduce_argmax<SP_GUMBEL_THREADS>(sv, si, t);
+  sp_block_argmax<SP_GUMBEL_THREADS>(sv, si, t, bv, bi);
+  return true;
+}
+
+// gumbel_write_row: a row whose best score is -inf (no finite or +inf
+// logit, or every score overflowed to -inf) gets token 0 and
+// SP_STATUS_INVALID_ROW.
+DEVICE void gumbel_write_row(float bv, uint32_t bi, uint32_t V, uint32_t* token, uint32_t* status) {
+  const bool valid = bv > -SP_INF && bi < V;
+  *token = valid ? bi : 0u;
+  *status = valid ? SP_STATUS_OK : SP_STATUS_INVALID_ROW;
+}
+
+// gumbel_fused: the whole draw in one launch. Each block finds its slice's
+// best (gumbel_block_best). With splits == 1 it writes the row's token at
+// once; otherwise it writes its partial (part_val/part_idx[r * splits + s]),
+// and the row's last block to finish (counted in arrivals[r]) merges the
+// row's partials and puts arrivals[r] back to 0, so every launch finds the
+// counters at 0 (the caller zeroes them once, at allocation). One launch
+// instead of a partial and a merge kernel halves the host's launch cost;
+// on the GPU the two took the same time.
+template <typename In>
+DEVICE void gumbel_fused(const In* logits, uint32_t B, uint32_t V, uint32_t ld, float inv_temp,
+                         uint32_t key0, uint32_t key1, uint32_t splits, float* part_val,
+                         uint32_t* part_idx, uint32_t* arrivals, uint32_t* tokens,
+                         uint32_t* status, float* sv, uint32_t* si, uint32_t* last) {
+  const uint32_t t = thread_idx_x();
+  uint32_t r, s;
+  if (!gumbel_block_best(logits, B, V, ld, inv_temp, key0, key1, splits, r, s, sv, si)) return;
+  if (splits == 1) {
+    if (t == 0) gumbel_write_row(sv[0], si[0], V, tokens + r, status + r);
+    return;
+  }
   if (t == 0) {
     part_val[(uint64_t)r * splits + s] = sv[0];
     part_idx[(uint64_t)r * splits + s] = si[0];
+    grid_fence();  // the partial is visible before the arrival is counted
+    *last = grid_atomic_add(arrivals + r, 1u) == splits - 1u;
   }
-}
-
-#define SP_GUMBEL_PARTIAL(NAME, TYPE)                                                          \
-  KERNEL KBOUNDS(SP_GUMBEL_THREADS) void NAME(                                                 \
-      const TYPE* logits, uint32_t B, uint32_t V, uint32_t ld, float inv_temp, uint32_t key0, \
-      uint32_t key1, uint32_t splits, float* part_val, uint32_t* part_idx) {                  \
-    __shared__ float sv[SP_GUMBEL_THREADS];                                                    \
-    __shared__ uint32_t si[SP_GUMBEL_THREADS];                                                 \
-    gumbel_partial<TYPE>(logits, B, V, ld, inv_temp, key0, key1, splits, part_val, part_idx,  \
-                         sv, si);                                                              \
-  }
-
-SP_GUMBEL_PARTIAL(gumbel_max_partial_f32, float)
-SP_GUMBEL_PARTIAL(gumbel_max_partial_bf16, sp_bf16)
-SP_GUMBEL_PARTIAL(gumbel_max_partial_f16, sp_f16)
-
-// gumbel_max_merge: grid B blocks, SP_MERGE_THREADS threads. A row whose best
-// score is -inf (no finite or +inf logit, or every score overflowed to -inf)
-// gets token 0 and SP_STATUS_INVALID_ROW.
-KERNEL KBOUNDS(SP_MERGE_THREADS) void gumbel_max_merge(const float* part_val,
-                                                       const uint32_t* part_idx, uint32_t B,
-                                                       uint32_t V, uint32_t splits,
-                                                       uint32_t* tokens, uint32_t* status) {
-  __shared__ float sv[SP_MERGE_THREADS];
-  __shared__ uint32_t si[SP_MERGE_THREADS];
-  const uint32_t t = thread_idx_x();
-  const uint32_t r = block_idx_x();
-  if (r >= B) return;
+  block_sync();
+  if (!*last) return;  // the same for the whole block
+  grid_fence();
   float bv = -SP_INF;
   uint32_t bi = SP_NONE;
-  for (uint32_t j = t; j < splits; j += SP_MERGE_THREADS) {
-    const float v = sp_clean(part_val[(uint64_t)r * splits + j]);
-    const uint32_t i = part_idx[(uint64_t)r * splits + j];
+  for (uint32_t j = t; j < splits; j += SP_GUMBEL_THREADS) {
+    const float v = sp_clean(grid_load_f32(part_val + (uint64_t)r * splits + j));
+    const uint32_t i = grid_load_u32(part_idx + (uint64_t)r * splits + j);
     if (sp_better(v, i, bv, bi)) {
       bv = v;
       bi = i;
     }
   }
-  sv[t] = bv;
-  si[t] = bi;
-  block_sync();
-  sp_reduce_argmax<SP_MERGE_THREADS>(sv, si, t);
+  sp_block_argmax<SP_GUMBEL_THREADS>(sv, si, t, bv, bi);
   if (t == 0) {
-    const bool valid = sv[0] > -SP_INF && si[0] < V;
-    tokens[r] = valid ? si[0] : 0u;
-    status[r] = valid ? SP_STATUS_OK : SP_STATUS_INVALID_ROW;
+    gumbel_write_row(sv[0], si[0], V, tokens + r, status + r);
+    arrivals[r] = 0u;
   }
 }
+
+// 512 threads and room for two blocks per multiprocessor (64 registers on
+// NVPTX): measured fastest on an H200 against 256 threads with 4-6 blocks
+// and 512 with 3 (tools/gpubench/gumbel_variants.py; docs/sampling.md).
+#ifndef SP_GUMBEL_MIN_BLOCKS
+#define SP_GUMBEL_MIN_BLOCKS 2
+#endif
+#define SP_GUMBEL_FUSED(NAME, TYPE)                                                                \
+  KERNEL KBOUNDS_OCC(SP_GUMBEL_THREADS, SP_GUMBEL_MIN_BLOCKS) void NAME(                           \
+      const TYPE* logits, uint32_t B, uint32_t V, uint32_t ld, float inv_temp, uint32_t key0,     \
+      uint32_t key1, uint32_t splits, float* part_val, uint32_t* part_idx, uint32_t* arrivals,    \
+      uint32_t* tokens, uint32_t* status) {                                                      \
+    __shared__ float sv[SP_GUMBEL_THREADS];                                                        \
+    __shared__ uint32_t si[SP_GUMBEL_THREADS];                                                     \
+    __shared__ uint32_t last;                                                                      \
+    gumbel_fused<TYPE>(logits, B, V, ld, inv_temp, key0, key1, splits, part_val, part_idx,        \
+                       arrivals, tokens, status, sv, si, &last);                                  \
+  }
+
+SP_GUMBEL_FUSED(gumbel_max_f32, float)
+SP_GUMBEL_FUSED(gumbel_max_bf16, sp_bf16)
+SP_GUMBEL_FUSED(gumbel_max_f16, sp_f16)
 
 // =====================================================================
 // Dual-pivot rejection sampling with top-k, top-p and min-p.

@@ -45,15 +45,20 @@ struct sp_u4 {
   uint32_t x, y, z, w;
 };
 
-DEVICE uint32_t sp_mulhi(uint32_t a, uint32_t b) {
-  return (uint32_t)(((uint64_t)a * (uint64_t)b) >> 32);
+// One 32x32->64 product gives both halves (a single wide multiply on GPUs
+// instead of separate high and low multiplies).
+DEVICE void sp_mulhilo(uint32_t a, uint32_t b, uint32_t& hi, uint32_t& lo) {
+  const uint64_t p = (uint64_t)a * (uint64_t)b;
+  hi = (uint32_t)(p >> 32);
+  lo = (uint32_t)p;
 }
 
 DEVICE sp_u4 sp_philox(uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3,
                        uint32_t k0, uint32_t k1) {
   for (int i = 0; i < 10; ++i) {
-    const uint32_t hi0 = sp_mulhi(0xD2511F53u, c0), lo0 = 0xD2511F53u * c0;
-    const uint32_t hi1 = sp_mulhi(0xCD9E8D57u, c2), lo1 = 0xCD9E8D57u * c2;
+    uint32_t hi0, lo0, hi1, lo1;
+    sp_mulhilo(0xD2511F53u, c0, hi0, lo0);
+    sp_mulhilo(0xCD9E8D57u, c2, hi1, lo1);
     c0 = hi1 ^ c1 ^ k0;
     c1 = lo1;
     c2 = hi0 ^ c3 ^ k1;
@@ -65,14 +70,16 @@ DEVICE sp_u4 sp_philox(uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3,
   return r;
 }
 
-DEVICE uint32_t sp_word(sp_u4 v, uint32_t q) {
-  return q == 0 ? v.x : q == 1 ? v.y : q == 2 ? v.z : v.w;
-}
 
-// sp_uniform maps a word to ((w >> 9) + 0.5) * 2^-23: every step is exact, so
-// u lies in [2^-24, 1 - 2^-24], strictly inside (0,1).
+// sp_uniform maps a word to ((w >> 9) + 0.5) * 2^-23, so u lies in
+// [2^-24, 1 - 2^-24], strictly inside (0,1). It is computed as
+// (1 + m 2^-23) - (1 - 2^-24) with m = w >> 9: the first term is built from
+// bits, and the difference, (2m + 1) 2^-24, is representable, so the
+// subtraction is exact and equals the Go mirror's formula bit for bit while
+// skipping an integer-to-float conversion (a quarter-rate instruction on
+// NVIDIA GPUs, and the Gumbel kernel does one per element).
 DEVICE float sp_uniform(uint32_t w) {
-  return ((float)(w >> 9) + 0.5f) * 1.1920929e-07f;
+  return sp_u2f(0x3f800000u | (w >> 9)) - 0.99999994f;
 }
 
 // ---- log and exp in float32 ----
@@ -126,33 +133,54 @@ DEVICE float sp_exp(float x) {
 // sp_gumbel: -log(-log(u)) for the word's uniform. u in [2^-24, 1-2^-24]
 // gives -log u in [5.96e-8, 16.7] (positive and normal), so the noise is
 // finite: [-2.82, 16.7].
-//
-// On NVPTX the two logs use the hardware lg2.approx (relative error about
-// 2^-22) instead of sp_log, whose IEEE division and unfused products made
-// the Gumbel kernel compute-bound at 15-18% of copy bandwidth on an H200.
-// Where the hardware log's absolute error would swamp -log(u) (u near 1),
-// -log(u) comes from its series in t = 1 - u (exact for u >= 1/2). Tokens
-// then equal GumbelMaxCPU's except where two scores are within ~1e-5 (a
-// near-tie), which the GPU tests check in float64. Elsewhere (AMDGPU, and
-// the host emulation that checks the mirrors) sp_gumbel stays bit-exact.
-#if defined(__NVPTX__)
-DEVICE float sp_gumbel(uint32_t w) {
-  const float u = sp_uniform(w);
-  const float t = 1.0f - u;
-  float e;
-  if (t < 0.03125f) {  // -log(1-t) = t + t^2/2 + t^3/3 + t^4/4 + t^5/5 (next term < 5e-9 relative)
-    e = t + t * t * (0.5f + t * (0.333333343f + t * (0.25f + t * 0.2f)));
-  } else {
-    e = -__nvvm_lg2_approx_f(u) * 0.693147182f;
-  }
-  return -__nvvm_lg2_approx_f(e) * 0.693147182f;
-}
-#else
 DEVICE float sp_gumbel(uint32_t w) {
   const float u = sp_uniform(w);
   const float e = -sp_log(u);
   return -sp_log(e);
 }
+
+// sp_gumbel_score: the score the Gumbel kernel ranks for logit x, x/T + g.
+// Everywhere but NVPTX it is exactly sp_mul(x, inv_temp) + sp_gumbel(w), the
+// value GumbelMaxCPU computes, so the host emulation checks it bit for bit.
+//
+// On NVPTX it is (x/T + g) log2(e) - log2(ln 2): the same order of scores,
+// in log2 units shifted by a constant (the same for every element, so left
+// out), computed with the hardware lg2.approx (relative error about 2^-22)
+// instead of sp_log, whose IEEE division and unfused products made the
+// kernel compute-bound (15-18% of copy bandwidth on an H200). Where
+// lg2.approx's absolute error (2^-22 near 1) would swamp -log2(u) (u near
+// 1, t = 1 - u < 2^-7), -log2(u) = log2(e) (t + t^2/2) instead; its
+// truncation error (< t^2/3 relative, 2.0e-5 at t = 2^-7) is the size of
+// the hardware log's just above 2^-7 (2.1e-5). A third series term bought
+// nothing measurable in accuracy and cost 2% of the kernel's time. Tokens
+// then equal GumbelMaxCPU's except where two scores are within ~1e-4 (a
+// near-tie), which the GPU tests check in float64. The .ftz forms are
+// safe: u >= 2^-24 and -log2(u) >= 8.6e-8 are normal.
+#if defined(__NVPTX__)
+DEVICE float sp_gumbel_score(float x, float scale, uint32_t w) {
+  // t = 1 - u is exact (u >= 1/2 where it matters). t < 2^-7 exactly when
+  // w >= 0xFE000000 (u = (2m + 1) 2^-24, m = w >> 9 >= 2^23 - 2^16): an
+  // integer compare.
+  const float u = sp_uniform(w);
+  const float t = 1.0f - u;
+  const float nseries = t * (-1.44269502f + t * -0.72134751f);  // log2(1-t) to t^2
+  // log2(u) (negative), selected between the series and the hardware log;
+  // both sides are computed, so a warp never splits.
+  const float log2u = w >= 0xFE000000u ? nseries : __nvvm_lg2_approx_ftz_f(u);
+  return x * scale - __nvvm_lg2_approx_ftz_f(-log2u);
+}
+// sp_gumbel_scale: what the kernel passes sp_gumbel_score for inv_temp. On
+// NVPTX, inv_temp * log2(e), capped at FLT_MAX so that a huge finite 1/T
+// cannot overflow to +inf (which would turn a zero logit into NaN).
+DEVICE float sp_gumbel_scale(float inv_temp) {
+  const float c = inv_temp * 1.44269502f;
+  return c < SP_FLT_MAX ? c : SP_FLT_MAX;
+}
+#else
+DEVICE float sp_gumbel_score(float x, float inv_temp, uint32_t w) {
+  return sp_mul(x, inv_temp) + sp_gumbel(w);
+}
+DEVICE float sp_gumbel_scale(float inv_temp) { return inv_temp; }
 #endif
 
 // ---- 16-bit inputs, converted exactly in registers ----
@@ -196,34 +224,62 @@ DEVICE bool sp_row_vec(const float* row) { return ((__UINTPTR_TYPE__)row & 15u) 
 DEVICE bool sp_row_vec(const sp_bf16* row) { return ((__UINTPTR_TYPE__)row & 7u) == 0; }
 DEVICE bool sp_row_vec(const sp_f16* row) { return ((__UINTPTR_TYPE__)row & 7u) == 0; }
 
-DEVICE void sp_load4(const float* row, uint32_t V, uint32_t g, bool vec, float* o) {
+// sp_load4 cleans (NaN -> -inf). sp_load4_raw keeps NaN, for callers that
+// only ever ask "is this strictly greater", which NaN never is.
+template <bool Clean>
+DEVICE float sp_maybe_clean(float x) { return Clean ? sp_clean(x) : x; }
+
+template <bool Clean>
+DEVICE void sp_load4_any(const float* row, uint32_t V, uint32_t g, bool vec, float* o) {
   const uint32_t i = g * 4u;
   if (vec && V - i >= 4u) {
     const sp_f32x4 x = *(const sp_f32x4*)(row + i);
-    for (int q = 0; q < 4; ++q) o[q] = sp_clean(x.v[q]);
+    for (int q = 0; q < 4; ++q) o[q] = sp_maybe_clean<Clean>(x.v[q]);
   } else {
-    for (uint32_t q = 0; q < 4; ++q) o[q] = (i + q < V) ? sp_clean(row[i + q]) : -SP_INF;
+    for (uint32_t q = 0; q < 4; ++q) o[q] = (i + q < V) ? sp_maybe_clean<Clean>(row[i + q]) : -SP_INF;
   }
 }
 
-template <typename H>
-DEVICE void sp_load4_16(const H* row, uint32_t V, uint32_t g, bool vec, float* o) {
+template <bool Clean, typename H>
+DEVICE void sp_load4_any(const H* row, uint32_t V, uint32_t g, bool vec, float* o) {
   const uint32_t i = g * 4u;
   if (vec && V - i >= 4u) {
     const sp_u16x4 x = *(const sp_u16x4*)(row + i);
     for (int q = 0; q < 4; ++q) {
       H h = {x.v[q]};
-      o[q] = sp_clean(sp_to_f32(h));
+      o[q] = sp_maybe_clean<Clean>(sp_to_f32(h));
     }
   } else {
-    for (uint32_t q = 0; q < 4; ++q) o[q] = (i + q < V) ? sp_clean(sp_to_f32(row[i + q])) : -SP_INF;
+    for (uint32_t q = 0; q < 4; ++q)
+      o[q] = (i + q < V) ? sp_maybe_clean<Clean>(sp_to_f32(row[i + q])) : -SP_INF;
   }
 }
-DEVICE void sp_load4(const sp_bf16* row, uint32_t V, uint32_t g, bool vec, float* o) {
-  sp_load4_16(row, V, g, vec, o);
+
+// sp_load4_full: group g when the row is aligned for vector loads and all
+// four elements are below V: one 16-byte (or 8-byte) load, no checks, NaN
+// kept.
+DEVICE void sp_load4_full(const float* row, uint32_t g, float* o) {
+  const sp_f32x4 x = ((const sp_f32x4*)row)[g];
+  for (int q = 0; q < 4; ++q) o[q] = x.v[q];
 }
-DEVICE void sp_load4(const sp_f16* row, uint32_t V, uint32_t g, bool vec, float* o) {
-  sp_load4_16(row, V, g, vec, o);
+template <typename H>
+DEVICE void sp_load4_full16(const H* row, uint32_t g, float* o) {
+  const sp_u16x4 x = ((const sp_u16x4*)row)[g];
+  for (int q = 0; q < 4; ++q) {
+    H h = {x.v[q]};
+    o[q] = sp_to_f32(h);
+  }
+}
+DEVICE void sp_load4_full(const sp_bf16* row, uint32_t g, float* o) { sp_load4_full16(row, g, o); }
+DEVICE void sp_load4_full(const sp_f16* row, uint32_t g, float* o) { sp_load4_full16(row, g, o); }
+
+template <typename In>
+DEVICE void sp_load4(const In* row, uint32_t V, uint32_t g, bool vec, float* o) {
+  sp_load4_any<true>(row, V, g, vec, o);
+}
+template <typename In>
+DEVICE void sp_load4_raw(const In* row, uint32_t V, uint32_t g, bool vec, float* o) {
+  sp_load4_any<false>(row, V, g, vec, o);
 }
 
 template <typename In>
@@ -255,6 +311,63 @@ DEVICE void sp_reduce_argmax(float* v, uint32_t* ix, uint32_t t) {
     block_sync();
   }
 }
+
+// sp_block_argmax: the block's best (value, lowest index) of every thread's
+// (bv, bi), left in v[0], ix[0] for thread 0 to read. On NVPTX warps reduce
+// with register shuffles and two barriers join the warps (the shared-memory
+// tree takes a barrier per level, nine for 512 threads; with two blocks per
+// multiprocessor a block in its tree left the SM half idle: the shuffles
+// measured 2-10% faster on an H200 at small and mid-size shapes).
+// Elsewhere it is the tree, which the host emulation checks. (max, lowest
+// index) is associative and commutative, so both give the same result.
+#if defined(__NVPTX__)
+// sp_shfl_xor: lane l gets lane (l ^ off)'s value, the whole warp taking
+// part. Inline PTX: clang's __nvvm_shfl_sync_* builtins demand a PTX-version
+// target feature that kernelc's flags do not set.
+DEVICE uint32_t sp_shfl_xor(uint32_t v, int off) {
+  uint32_t out;
+  asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=r"(out) : "r"(v), "r"(off));
+  return out;
+}
+DEVICE void sp_warp_argmax(float& bv, uint32_t& bi) {
+  for (int off = 16; off > 0; off >>= 1) {
+    const float ov = sp_u2f(sp_shfl_xor(sp_f2u(bv), off));
+    const uint32_t oi = sp_shfl_xor(bi, off);
+    if (sp_better(ov, oi, bv, bi)) {
+      bv = ov;
+      bi = oi;
+    }
+  }
+}
+template <uint32_t NT>
+DEVICE void sp_block_argmax(float* v, uint32_t* ix, uint32_t t, float bv, uint32_t bi) {
+  static_assert(NT % 32 == 0 && NT / 32 <= 32, "whole warps, at most 32 of them");
+  sp_warp_argmax(bv, bi);
+  if ((t & 31u) == 0) {
+    v[t >> 5] = bv;
+    ix[t >> 5] = bi;
+  }
+  block_sync();
+  if (t < 32) {
+    bv = t < NT / 32 ? v[t] : -SP_INF;
+    bi = t < NT / 32 ? ix[t] : SP_NONE;
+    sp_warp_argmax(bv, bi);
+  }
+  block_sync();
+  if (t == 0) {
+    v[0] = bv;
+    ix[0] = bi;
+  }
+}
+#else
+template <uint32_t NT>
+DEVICE void sp_block_argmax(float* v, uint32_t* ix, uint32_t t, float bv, uint32_t bi) {
+  v[t] = bv;
+  ix[t] = bi;
+  block_sync();
+  sp_reduce_argmax<NT>(v, ix, t);
+}
+#endif
 
 template <uint32_t NT>
 DEVICE void sp_reduce_sum(float* a, uint32_t t) {

@@ -34,10 +34,7 @@ using namespace metal;
 #define SP_STATUS_INVALID_ROW 2u
 
 #ifndef SP_GUMBEL_THREADS
-#define SP_GUMBEL_THREADS 256
-#endif
-#ifndef SP_MERGE_THREADS
-#define SP_MERGE_THREADS 256
+#define SP_GUMBEL_THREADS 512
 #endif
 #ifndef SP_REJ_THREADS
 #define SP_REJ_THREADS 1024
@@ -73,9 +70,9 @@ static inline sp_u4 sp_philox(uint c0, uint c1, uint c2, uint c3, uint k0, uint 
   return r;
 }
 
-static inline uint sp_word(sp_u4 v, uint q) { return q == 0 ? v.x : q == 1 ? v.y : q == 2 ? v.z : v.w; }
 
-static inline float sp_uniform(uint w) { return ((float)(w >> 9) + 0.5f) * 1.1920929e-07f; }
+// (1 + m 2^-23) - (1 - 2^-24) = (m + 0.5) 2^-23 exactly (see sampling_common.h).
+static inline float sp_uniform(uint w) { return sp_u2f(0x3f800000u | (w >> 9)) - 0.99999994f; }
 
 // ---- log and exp in float32 ----
 static inline float sp_log(float x) {
@@ -239,16 +236,17 @@ static inline void sp_scan_incl(threadgroup float* a, uint t) {
 // =====================================================================
 // Gumbel-max (see sampling.cu).
 // =====================================================================
+// gumbel_block_best: block blk's slice (split s of row r) reduced to
+// (sv[0], si[0]); false for a block with no row.
 template <typename In>
-static inline void gumbel_partial(device const In* logits, uint B, uint V, uint ld, float inv_temp,
-                                  uint key0, uint key1, uint splits, device float* part_val,
-                                  device uint* part_idx, threadgroup float* sv, threadgroup uint* si,
-                                  uint t, uint blk) {
+static inline bool gumbel_block_best(device const In* logits, uint B, uint V, uint ld, float inv_temp,
+                                     uint key0, uint key1, uint splits, thread uint& r, thread uint& s,
+                                     threadgroup float* sv, threadgroup uint* si, uint t, uint blk) {
   const uint NT = SP_GUMBEL_THREADS;
-  if (splits == 0) return;
-  const uint r = blk / splits;
-  const uint s = blk - r * splits;
-  if (r >= B) return;
+  if (splits == 0) return false;
+  r = blk / splits;
+  s = blk - r * splits;
+  if (r >= B) return false;
   device const In* row = logits + (ulong)r * ld;
   const bool greedy = !(inv_temp > 0.0f && inv_temp <= SP_FLT_MAX);
   const uint ngroups = V / 4u + (V % 4u != 0);
@@ -262,17 +260,21 @@ static inline void gumbel_partial(device const In* logits, uint B, uint V, uint 
   for (ulong gg = g0 + t; gg < g1; gg += NT) {
     const uint g = (uint)gg;
     float x[4];
-    sp_load4(row, V, g, x);
-    sp_u4 w = {0, 0, 0, 0};
-    if (!greedy) w = sp_philox(g, 0u, r, 0u, key0, key1);
+    sp_load4(row, V, g, x);  // -inf past V
+    float sc[4] = {x[0], x[1], x[2], x[3]};
+    if (!greedy) {
+      const sp_u4 w = sp_philox(g, 0u, r, 0u, key0, key1);
+      sc[0] = sp_mul(x[0], inv_temp) + sp_gumbel(w.x);
+      sc[1] = sp_mul(x[1], inv_temp) + sp_gumbel(w.y);
+      sc[2] = sp_mul(x[2], inv_temp) + sp_gumbel(w.z);
+      sc[3] = sp_mul(x[3], inv_temp) + sp_gumbel(w.w);
+    }
+    // Indices only grow within a thread: strictly greater keeps the lowest
+    // index of a tie, and -inf past V never wins.
     for (uint q = 0; q < 4; ++q) {
-      const uint i = g * 4u + q;
-      if (i >= V) break;
-      float sc = x[q];
-      if (!greedy) sc = sp_mul(x[q], inv_temp) + sp_gumbel(sp_word(w, q));
-      if (sp_better(sc, i, bv, bi)) {
-        bv = sc;
-        bi = i;
+      if (sc[q] > bv) {
+        bv = sc[q];
+        bi = g * 4u + q;
       }
     }
   }
@@ -280,41 +282,42 @@ static inline void gumbel_partial(device const In* logits, uint B, uint V, uint 
   si[t] = bi;
   block_sync();
   sp_reduce_argmax<SP_GUMBEL_THREADS>(sv, si, t);
+  return true;
+}
+
+static inline void gumbel_write_row(float bv, uint bi, uint V, device uint* token, device uint* status) {
+  const bool valid = bv > -SP_INF && bi < V;
+  *token = valid ? bi : 0u;
+  *status = valid ? SP_STATUS_OK : SP_STATUS_INVALID_ROW;
+}
+
+// gumbel_fused: see sampling.cu. The cross-threadgroup handoff uses a
+// device-scope fence, atomic_thread_fence(mem_device, seq_cst,
+// thread_scope_device), which needs MSL 3.2 (macOS 15 / iOS 18).
+template <typename In>
+static inline void gumbel_fused(device const In* logits, uint B, uint V, uint ld, float inv_temp,
+                                uint key0, uint key1, uint splits, device float* part_val,
+                                device uint* part_idx, device atomic_uint* arrivals, device uint* tokens,
+                                device uint* status, threadgroup float* sv, threadgroup uint* si,
+                                threadgroup uint* last, uint t, uint blk) {
+  uint r, s;
+  if (!gumbel_block_best(logits, B, V, ld, inv_temp, key0, key1, splits, r, s, sv, si, t, blk)) return;
+  if (splits == 1) {
+    if (t == 0) gumbel_write_row(sv[0], si[0], V, tokens + r, status + r);
+    return;
+  }
   if (t == 0) {
     part_val[(ulong)r * splits + s] = sv[0];
     part_idx[(ulong)r * splits + s] = si[0];
+    atomic_thread_fence(mem_flags::mem_device, memory_order_seq_cst, thread_scope_device);
+    *last = atomic_fetch_add_explicit(arrivals + r, 1u, memory_order_relaxed) == splits - 1u;
   }
-}
-
-#define SP_GUMBEL_PARTIAL(NAME, TYPE)                                                              \
-  kernel void NAME(device const TYPE* logits [[buffer(0)]], constant uint& B [[buffer(1)]],        \
-                   constant uint& V [[buffer(2)]], constant uint& ld [[buffer(3)]],                \
-                   constant float& inv_temp [[buffer(4)]], constant uint& key0 [[buffer(5)]],      \
-                   constant uint& key1 [[buffer(6)]], constant uint& splits [[buffer(7)]],         \
-                   device float* part_val [[buffer(8)]], device uint* part_idx [[buffer(9)]],      \
-                   threadgroup float* sv [[threadgroup(0)]], threadgroup uint* si [[threadgroup(1)]], \
-                   uint t [[thread_position_in_threadgroup]],                                      \
-                   uint blk [[threadgroup_position_in_grid]]) {                                    \
-    gumbel_partial<TYPE>(logits, B, V, ld, inv_temp, key0, key1, splits, part_val, part_idx, sv,  \
-                         si, t, blk);                                                              \
-  }
-
-SP_GUMBEL_PARTIAL(gumbel_max_partial_f32, float)
-SP_GUMBEL_PARTIAL(gumbel_max_partial_bf16, sp_bf16)
-SP_GUMBEL_PARTIAL(gumbel_max_partial_f16, sp_f16)
-
-kernel void gumbel_max_merge(device const float* part_val [[buffer(0)]],
-                             device const uint* part_idx [[buffer(1)]], constant uint& B [[buffer(2)]],
-                             constant uint& V [[buffer(3)]], constant uint& splits [[buffer(4)]],
-                             device uint* tokens [[buffer(5)]], device uint* status [[buffer(6)]],
-                             threadgroup float* sv [[threadgroup(0)]],
-                             threadgroup uint* si [[threadgroup(1)]],
-                             uint t [[thread_position_in_threadgroup]],
-                             uint r [[threadgroup_position_in_grid]]) {
-  if (r >= B) return;
+  block_sync();
+  if (!*last) return;
+  atomic_thread_fence(mem_flags::mem_device, memory_order_seq_cst, thread_scope_device);
   float bv = -SP_INF;
   uint bi = SP_NONE;
-  for (uint j = t; j < splits; j += SP_MERGE_THREADS) {
+  for (uint j = t; j < splits; j += SP_GUMBEL_THREADS) {
     const float v = sp_clean(part_val[(ulong)r * splits + j]);
     const uint i = part_idx[(ulong)r * splits + j];
     if (sp_better(v, i, bv, bi)) {
@@ -325,13 +328,31 @@ kernel void gumbel_max_merge(device const float* part_val [[buffer(0)]],
   sv[t] = bv;
   si[t] = bi;
   block_sync();
-  sp_reduce_argmax<SP_MERGE_THREADS>(sv, si, t);
+  sp_reduce_argmax<SP_GUMBEL_THREADS>(sv, si, t);
   if (t == 0) {
-    const bool valid = sv[0] > -SP_INF && si[0] < V;
-    tokens[r] = valid ? si[0] : 0u;
-    status[r] = valid ? SP_STATUS_OK : SP_STATUS_INVALID_ROW;
+    gumbel_write_row(sv[0], si[0], V, tokens + r, status + r);
+    atomic_store_explicit(arrivals + r, 0u, memory_order_relaxed);
   }
 }
+
+#define SP_GUMBEL_FUSED(NAME, TYPE)                                                                \
+  kernel void NAME(device const TYPE* logits [[buffer(0)]], constant uint& B [[buffer(1)]],        \
+                   constant uint& V [[buffer(2)]], constant uint& ld [[buffer(3)]],                \
+                   constant float& inv_temp [[buffer(4)]], constant uint& key0 [[buffer(5)]],      \
+                   constant uint& key1 [[buffer(6)]], constant uint& splits [[buffer(7)]],         \
+                   device float* part_val [[buffer(8)]], device uint* part_idx [[buffer(9)]],      \
+                   device atomic_uint* arrivals [[buffer(10)]], device uint* tokens [[buffer(11)]], \
+                   device uint* status [[buffer(12)]], threadgroup float* sv [[threadgroup(0)]],   \
+                   threadgroup uint* si [[threadgroup(1)]], threadgroup uint* last [[threadgroup(2)]], \
+                   uint t [[thread_position_in_threadgroup]],                                      \
+                   uint blk [[threadgroup_position_in_grid]]) {                                    \
+    gumbel_fused<TYPE>(logits, B, V, ld, inv_temp, key0, key1, splits, part_val, part_idx,        \
+                       arrivals, tokens, status, sv, si, last, t, blk);                           \
+  }
+
+SP_GUMBEL_FUSED(gumbel_max_f32, float)
+SP_GUMBEL_FUSED(gumbel_max_bf16, sp_bf16)
+SP_GUMBEL_FUSED(gumbel_max_f16, sp_f16)
 
 // =====================================================================
 // Dual-pivot rejection sampling (see sampling.cu for the algorithm, the

@@ -2,7 +2,7 @@
 // (host_shim.h), for sampling's hostkernel_test.go. Build:
 //   clang++-19 -std=c++20 -O2 -pthread -fno-strict-aliasing \
 //     -DSAMPLING_HOST_SHIM='"<abs>/host_shim.h"' -I kernels/src \
-//     [-DSP_GUMBEL_THREADS=n -DSP_MERGE_THREADS=n -DSP_REJ_THREADS=n] driver.cc
+//     [-DSP_GUMBEL_THREADS=n -DSP_REJ_THREADS=n] driver.cc
 //
 // Protocol: stdin holds jobs, stdout gets one result per job; all values are
 // little-endian 32-bit words.
@@ -15,8 +15,9 @@
 // at an element offset given by the "shift" word that follows the job word,
 // so tests control which rows are aligned for vector loads.
 // After the outputs above, a 'G' job also writes the partials (part_val bits
-// and part_idx, B*splits each) and an 'R' job each row's SP_TRACE record
-// (a word count, then tag/value pairs).
+// and part_idx, B*splits each; written only when splits > 1) and the
+// arrival counters (B, which the kernel must leave at 0), and an 'R' job
+// each row's SP_TRACE record (a word count, then tag/value pairs).
 //
 // Built with -DSP_METAL (and -I testdata/hostkernel/metal), it runs
 // kernels/src/sampling.metal instead, through the wrappers below that pass
@@ -52,17 +53,14 @@ void trace(uint32_t tag, uint32_t v);
 void metal::threadgroup_barrier(metal::mem_flags) { hostemu::bar->arrive_and_wait(); }
 
 template <class T>
-static void run_gumbel_partial(const T* logits, uint32_t B, uint32_t V, uint32_t ld, float inv_temp,
-                               uint32_t key0, uint32_t key1, uint32_t splits, float* pv, uint32_t* pi) {
+static void run_gumbel(const T* logits, uint32_t B, uint32_t V, uint32_t ld, float inv_temp, uint32_t key0,
+                       uint32_t key1, uint32_t splits, float* pv, uint32_t* pi, uint32_t* arrivals,
+                       uint32_t* tok, uint32_t* st) {
   static float sv[SP_GUMBEL_THREADS];
   static uint32_t si[SP_GUMBEL_THREADS];
-  gumbel_partial<T>(logits, B, V, ld, inv_temp, key0, key1, splits, pv, pi, sv, si, hostemu::tid, hostemu::bid);
-}
-static void run_merge(const float* pv, const uint32_t* pi, uint32_t B, uint32_t V, uint32_t splits,
-                      uint32_t* tok, uint32_t* st) {
-  static float sv[SP_MERGE_THREADS];
-  static uint32_t si[SP_MERGE_THREADS];
-  gumbel_max_merge(pv, pi, B, V, splits, tok, st, sv, si, hostemu::tid, hostemu::bid);
+  static uint32_t last;
+  gumbel_fused<T>(logits, B, V, ld, inv_temp, key0, key1, splits, pv, pi, (metal::atomic_uint*)arrivals, tok,
+                  st, sv, si, &last, hostemu::tid, hostemu::bid);
 }
 template <class T>
 static void run_rejection(const T* logits, uint32_t B, uint32_t V, uint32_t ld, const float* params,
@@ -76,22 +74,14 @@ static void run_rejection(const T* logits, uint32_t B, uint32_t V, uint32_t ld, 
 }
 #else
 #include "sampling.cu"
-static void run_gumbel_partial(const float* l, uint32_t B, uint32_t V, uint32_t ld, float it, uint32_t k0,
-                               uint32_t k1, uint32_t s, float* pv, uint32_t* pi) {
-  gumbel_max_partial_f32(l, B, V, ld, it, k0, k1, s, pv, pi);
-}
-static void run_gumbel_partial(const sp_bf16* l, uint32_t B, uint32_t V, uint32_t ld, float it, uint32_t k0,
-                               uint32_t k1, uint32_t s, float* pv, uint32_t* pi) {
-  gumbel_max_partial_bf16(l, B, V, ld, it, k0, k1, s, pv, pi);
-}
-static void run_gumbel_partial(const sp_f16* l, uint32_t B, uint32_t V, uint32_t ld, float it, uint32_t k0,
-                               uint32_t k1, uint32_t s, float* pv, uint32_t* pi) {
-  gumbel_max_partial_f16(l, B, V, ld, it, k0, k1, s, pv, pi);
-}
-static void run_merge(const float* pv, const uint32_t* pi, uint32_t B, uint32_t V, uint32_t splits,
-                      uint32_t* tok, uint32_t* st) {
-  gumbel_max_merge(pv, pi, B, V, splits, tok, st);
-}
+#define SP_RUN_GUMBEL(T, K)                                                                            \
+  static void run_gumbel(const T* l, uint32_t B, uint32_t V, uint32_t ld, float it, uint32_t k0, uint32_t k1, \
+                         uint32_t s, float* pv, uint32_t* pi, uint32_t* arr, uint32_t* tok, uint32_t* st) {  \
+    K(l, B, V, ld, it, k0, k1, s, pv, pi, arr, tok, st);                                              \
+  }
+SP_RUN_GUMBEL(float, gumbel_max_f32)
+SP_RUN_GUMBEL(sp_bf16, gumbel_max_bf16)
+SP_RUN_GUMBEL(sp_f16, gumbel_max_f16)
 static void run_rejection(const float* l, uint32_t B, uint32_t V, uint32_t ld, const float* p, uint32_t k0,
                           uint32_t k1, uint32_t mr, uint32_t* tok, uint32_t* ok, uint32_t* rounds) {
   rejection_f32(l, B, V, ld, p, k0, k1, mr, tok, ok, rounds);
@@ -184,23 +174,27 @@ int main() {
       const float inv_temp = rdf();
       const uint32_t key0 = rd(), key1 = rd(), splits = rd();
       void* data = readElements(dtype, (uint64_t)B * ld, shift);
-      std::vector<float> pv((uint64_t)B * splits);
-      std::vector<uint32_t> pi((uint64_t)B * splits), tok(B, 0xdeadbeef), st(B, 0xdeadbeef);
+      std::vector<float> pv((uint64_t)B * splits, -1.0f);
+      std::vector<uint32_t> pi((uint64_t)B * splits, 0xdeadbeef), arrivals(B, 0), tok(B, 0xdeadbeef),
+          st(B, 0xdeadbeef);
       launch(splits * B, SP_GUMBEL_THREADS, [&] {
         if (dtype == 0)
-          run_gumbel_partial((const float*)data, B, V, ld, inv_temp, key0, key1, splits, pv.data(), pi.data());
+          run_gumbel((const float*)data, B, V, ld, inv_temp, key0, key1, splits, pv.data(), pi.data(),
+                     arrivals.data(), tok.data(), st.data());
         else if (dtype == 1)
-          run_gumbel_partial((const sp_bf16*)data, B, V, ld, inv_temp, key0, key1, splits, pv.data(), pi.data());
+          run_gumbel((const sp_bf16*)data, B, V, ld, inv_temp, key0, key1, splits, pv.data(), pi.data(),
+                     arrivals.data(), tok.data(), st.data());
         else
-          run_gumbel_partial((const sp_f16*)data, B, V, ld, inv_temp, key0, key1, splits, pv.data(), pi.data());
+          run_gumbel((const sp_f16*)data, B, V, ld, inv_temp, key0, key1, splits, pv.data(), pi.data(),
+                     arrivals.data(), tok.data(), st.data());
       });
-      launch(B, SP_MERGE_THREADS, [&] { run_merge(pv.data(), pi.data(), B, V, splits, tok.data(), st.data()); });
       wr(tok);
       wr(st);
       std::vector<uint32_t> pvb(pv.size());
       memcpy(pvb.data(), pv.data(), 4 * pv.size());
       wr(pvb);
       wr(pi);
+      wr(arrivals);
     } else if (job == 'R') {
       const uint32_t dtype = rd(), B = rd(), V = rd(), ld = rd();
       const uint32_t key0 = rd(), key1 = rd(), max_rounds = rd();

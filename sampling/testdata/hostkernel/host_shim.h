@@ -18,6 +18,7 @@
 #define KERNEL extern "C"
 #define DEVICE static inline
 #define KBOUNDS(n)
+#define KBOUNDS_OCC(n, b)
 
 namespace hostemu {
 extern thread_local uint32_t tid;
@@ -28,5 +29,9 @@ extern std::barrier<>* bar;
 DEVICE uint32_t thread_idx_x() { return hostemu::tid; }
 DEVICE uint32_t block_idx_x() { return hostemu::bid; }
 DEVICE void block_sync() { hostemu::bar->arrive_and_wait(); }
+DEVICE void grid_fence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+DEVICE uint32_t grid_atomic_add(uint32_t* p, uint32_t v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
+DEVICE float grid_load_f32(const float* p) { return *(const volatile float*)p; }
+DEVICE uint32_t grid_load_u32(const uint32_t* p) { return *(const volatile uint32_t*)p; }
 
 #endif
