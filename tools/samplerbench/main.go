@@ -5,8 +5,11 @@
 //	{"impl":"hipgo","op":"gumbel","B":64,"V":128256,"us":12.3}
 //
 // Every op is timed the same way as the PyTorch baselines: K back-to-back
-// calls over rotating inputs, then one synchronize, median of 5 blocks: the
-// cost per call a caller sees, launch overhead included. Logits are
+// calls over rotating inputs between two GPU timing events
+// (runtime.Stream.TimeGPU, as CUDA events for PyTorch), median of 5 blocks:
+// the cost per call on the device, gaps between launches included. Before
+// 2026-11-29 it used the host's wall clock around the block and a
+// Synchronize, which also counted the host's wake-up latency. Logits are
 // N(0, 5^2), the distribution torch_samplers.py draws.
 package main
 
@@ -21,7 +24,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/hipgo/hipgo/runtime"
 	"github.com/hipgo/hipgo/sampling"
@@ -127,18 +129,24 @@ func timed(ctx context.Context, s *runtime.Stream, call func(int) error, k int) 
 	if err := s.Synchronize(ctx); err != nil {
 		return 0, err
 	}
+	// Each block of k back-to-back calls is timed on the GPU's clock
+	// (Stream.TimeGPU: timing events around the block), as
+	// tools/gpubench/torch_samplers.py times PyTorch with CUDA events: the
+	// per-call cost with launch gaps included, without host wake-up latency.
 	var blocks []float64
 	for b := 0; b < 5; b++ {
-		t0 := time.Now()
-		for i := 0; i < k; i++ {
-			if err := call(i); err != nil {
-				return 0, err
+		d, err := s.TimeGPU(ctx, func() error {
+			for i := 0; i < k; i++ {
+				if err := call(i); err != nil {
+					return err
+				}
 			}
-		}
-		if err := s.Synchronize(ctx); err != nil {
+			return nil
+		})
+		if err != nil {
 			return 0, err
 		}
-		blocks = append(blocks, float64(time.Since(t0).Nanoseconds())/1000/float64(k))
+		blocks = append(blocks, float64(d.Nanoseconds())/1000/float64(k))
 	}
 	slices.Sort(blocks)
 	return blocks[len(blocks)/2], nil
