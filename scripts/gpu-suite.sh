@@ -8,6 +8,8 @@
 #   faults    tools/faultprobe
 #   launch    Go launch overhead against the C loop (tools/gpubench/launch_overhead.c)
 #   samplers  tools/samplerbench against PyTorch and the copy-bandwidth floor
+#   gumbel    the shipped Gumbel PTX alone, replayed in CUDA graphs (GPU time
+#             without launch gaps; tools/gpubench/gumbel_variants.py)
 #   train     train the demo model (tools/traindemo), last and alone on the GPU
 #   hf        model forward pass and decode speed against transformers (CPU)
 #   tok       the Go tokenizer against HF tokenizers (after train: the demo tokenizer too)
@@ -72,6 +74,13 @@ if has launch; then
   else
     status=1; note "launch: nvcc failed"; cat "$LOGS/launch.log"
   fi
+fi
+
+if has gumbel; then
+  GV_MODES=${GV_MODES:-fused,fused_greedy} GV_POLICIES=${GV_POLICIES:-hipgo} \
+    python3 tools/gpubench/gumbel_variants.py kernels/build/sampling/sm_90.ptx >"$LOGS/gumbel.jsonl" 2>&1 \
+    || { status=1; note "gumbel variants failed"; tail "$LOGS/gumbel.jsonl"; }
+  grep -E '"(fused|error|arrivals)' "$LOGS/gumbel.jsonl" | head -40
 fi
 
 if has samplers; then

@@ -4,8 +4,8 @@
 
 Each PTX file holds gumbel_max_f32 (one launch: the row's last block
 merges), or gumbel_max_partial_f32 and gumbel_max_merge (the two-launch
-design before it), or all three; a file named tN_* was built with N threads
-per block (default 256). For every shape, every file and every split rule in
+design before it), or all three; the block size comes from the kernel's
+.maxntid. For every shape, every file and every split rule in
 POLICIES, the launches are captured R times in a CUDA graph and the graph is
 replayed between CUDA events (median of 5 replays), so Python's launch cost
 is not measured. Modes: gumbel (partial + merge), partial (alone), greedy
@@ -39,12 +39,28 @@ def splits_for(B, V, blocks_per_cu, min_groups):
     return max(1, min(by_v, by_b, 1024))
 
 
-POLICIES = [("cur", 8, 512), ("b16", 16, 512), ("b20", 20, 512), ("b32", 32, 512), ("b48", 48, 256), ("w4", -4, 512), ("w5", -5, 512), ("w6", -6, 512), ("w8", -8, 512), ("w10", -10, 512), ("w12", -12, 512), ("w15", -15, 512)]
+# (name, blocks per CU in 256-thread units (negative: at most that many, in
+# whole waves), minimum groups per block in 256-thread units). "hipgo" is
+# sampling.GumbelSplits for the shipped 512-thread kernel; "cur" was the rule
+# of the two-launch kernel before it.
+POLICIES = [("hipgo", -4, 512), ("cur", 8, 512), ("b16", 16, 512), ("b20", 20, 512), ("b32", 32, 512), ("b48", 48, 256), ("w4", -4, 512), ("w5", -5, 512), ("w6", -6, 512), ("w8", -8, 512), ("w10", -10, 512), ("w12", -12, 512), ("w15", -15, 512)]
 # GV_SHAPES="512x262144,1x32000" and GV_POLICIES="cur,b32" narrow a run (e.g. under ncu).
 if os.environ.get("GV_SHAPES"):
     SHAPES = [tuple(int(n) for n in s.split("x")) for s in os.environ["GV_SHAPES"].split(",")]
 if os.environ.get("GV_POLICIES"):
     POLICIES = [p for p in POLICIES if p[0] in os.environ["GV_POLICIES"].split(",")]
+
+
+def block_threads(path):
+    """The Gumbel kernel's block size in a PTX file: its .maxntid (the
+    kernel's launch bound, which is also the block size it reduces over)."""
+    text = open(path).read()
+    for name in ("gumbel_max_f32", "gumbel_max_partial_f32"):
+        i = text.find(".entry " + name + "(")
+        if i >= 0:
+            j = text.find(".maxntid", i)
+            return int(text[j + len(".maxntid"):].split(",")[0])
+    raise SystemExit(f"{path}: no Gumbel kernel")
 
 
 def timed(fn, reps):
@@ -114,10 +130,9 @@ def main():
             S = splits_for(B, V, bpc, mg)
             ref = None
             for path, (part, merge, fused) in zip(paths, kern):
-                # A file named tN* was built with N threads per block; its
-                # split counts scale so a CU holds the same threads.
-                name = path.rsplit("/", 1)[-1]
-                threads = int(name[1:name.index("_")]) if name.startswith("t") and "_" in name else THREADS
+                # Split counts scale with the build's block size, so a CU
+                # holds the same threads under every policy.
+                threads = block_threads(path)
                 S = splits_for(B, V, bpc * THREADS // threads, mg * threads // THREADS)
                 modes = [(1.0, "gumbel"), (0.0, "greedy"), (1.0, "partial")] if part is not None else []
                 if fused is not None:
