@@ -2,6 +2,7 @@ package sampling
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -106,6 +107,7 @@ type Sampler struct {
 	partVal  *runtime.Buffer
 	partIdx  *runtime.Buffer
 	arrivals *runtime.Buffer // per-row counters of gumbel_max_*, zero between launches
+	retired  []retiredBuffer // outgrown scratch, freed once queued work is done
 	hostPar  []float32
 	slots    [launchSlots]launchSlot
 	next     int
@@ -164,24 +166,68 @@ func (sm *Sampler) kernel(port *Port, name string) (*runtime.Kernel, error) {
 	return k, nil
 }
 
-// growZeroed is grow for the Gumbel kernel's arrival counters: a new
-// allocation is zeroed, and every launch leaves the counters at zero, so
-// each launch finds them at zero.
-func (sm *Sampler) growZeroed(buf **runtime.Buffer, n int) (*runtime.Buffer, error) {
+// growOn is grow for scratch memory the kernels queued on s use (the
+// Gumbel kernel's partials and arrival counters). An outgrown buffer is not
+// freed at once, since cuMemFree and hipFree need not wait for kernels
+// still queued: it is retired with an event recorded on s, and freed by a
+// later call once that event has settled (reapRetired). zeroed fills a new
+// allocation with zeros. Callers hold sm.mu.
+func (sm *Sampler) growOn(s *runtime.Stream, buf **runtime.Buffer, n int, zeroed bool) (*runtime.Buffer, error) {
 	if *buf != nil && (*buf).Size() >= n {
 		return *buf, nil
 	}
-	b, err := sm.grow(buf, n)
+	if *buf != nil {
+		ev, err := s.Record() // settles once all work queued so far, which may read *buf, is done
+		if err != nil {
+			return nil, err
+		}
+		sm.retired = append(sm.retired, retiredBuffer{buf: *buf, ev: ev})
+		*buf = nil
+	}
+	b, err := sm.dev.Alloc(max(n, 4096))
 	if err != nil {
 		return nil, err
 	}
-	if err := b.Write(0, make([]byte, b.Size())); err != nil {
-		return nil, err
+	if zeroed {
+		if err := b.Write(0, make([]byte, b.Size())); err != nil {
+			return nil, errors.Join(err, b.Free())
+		}
 	}
+	*buf = b
 	return b, nil
 }
 
-// grow returns *buf, reallocated when it holds fewer than n bytes.
+// retiredBuffer is scratch memory replaced by a larger buffer, freed once
+// ev (recorded when it was replaced) has settled.
+type retiredBuffer struct {
+	buf *runtime.Buffer
+	ev  *runtime.Event
+}
+
+// reapRetired frees the retired buffers whose events have settled. A
+// buffer whose event failed belongs to a lost device: it is dropped, and
+// its Free error (the device is gone) is not reported. Callers hold sm.mu.
+func (sm *Sampler) reapRetired() error {
+	var errs []error
+	keep := sm.retired[:0]
+	for _, r := range sm.retired {
+		switch r.ev.State() {
+		case runtime.Pending:
+			keep = append(keep, r)
+		case runtime.Landed:
+			errs = append(errs, r.buf.Free())
+		default:
+			_ = r.buf.Free() // lost device: nothing left to free, and its error is the event's
+		}
+	}
+	clear(sm.retired[len(keep):])
+	sm.retired = keep
+	return errors.Join(errs...)
+}
+
+// grow returns *buf, reallocated when it holds fewer than n bytes. The old
+// buffer is freed at once: only for memory no queued kernel can still use
+// (a launch slot whose event has settled).
 func (sm *Sampler) grow(buf **runtime.Buffer, n int) (*runtime.Buffer, error) {
 	if *buf != nil && (*buf).Size() >= n {
 		return *buf, nil
@@ -232,15 +278,18 @@ func (sm *Sampler) GumbelMax(s *runtime.Stream, logits Logits, temperature float
 	if err != nil {
 		return err
 	}
-	pv, err := sm.grow(&sm.partVal, 4*B*splits)
+	if err := sm.reapRetired(); err != nil {
+		return err
+	}
+	pv, err := sm.growOn(s, &sm.partVal, 4*B*splits, false)
 	if err != nil {
 		return err
 	}
-	pi, err := sm.grow(&sm.partIdx, 4*B*splits)
+	pi, err := sm.growOn(s, &sm.partIdx, 4*B*splits, false)
 	if err != nil {
 		return err
 	}
-	arrivals, err := sm.growZeroed(&sm.arrivals, 4*B)
+	arrivals, err := sm.growOn(s, &sm.arrivals, 4*B, true)
 	if err != nil {
 		return err
 	}
