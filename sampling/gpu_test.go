@@ -37,6 +37,19 @@ func upload(t testing.TB, dev *runtime.Device, logits []float32) *runtime.Buffer
 	return b
 }
 
+// spinKernel loads the test kernels' spin_ns (args: nanoseconds, a 4-byte
+// flag buffer), to hold a stream busy.
+func spinKernel(t testing.TB, dev *runtime.Device) (*runtime.Kernel, *runtime.Buffer) {
+	t.Helper()
+	mod, err := dev.LoadModule("testkernels")
+	require.NoError(t, err)
+	spin, err := mod.Kernel("spin_ns")
+	require.NoError(t, err)
+	flag, err := dev.Alloc(4)
+	require.NoError(t, err)
+	return spin, flag
+}
+
 func outputs(t testing.TB, dev *runtime.Device, B int) Outputs {
 	t.Helper()
 	var o Outputs
@@ -364,12 +377,7 @@ func TestGPURouterChoosesTheKernel(t *testing.T) {
 // nothing); its flags are verified by the next call after the launch lands.
 func TestGPUDeferredPathNeverSynchronizes(t *testing.T) {
 	dev, s, sm := openGPU(t)
-	mod, err := dev.LoadModule("testkernels")
-	require.NoError(t, err)
-	spin, err := mod.Kernel("spin_ns")
-	require.NoError(t, err)
-	flag, err := dev.Alloc(4)
-	require.NoError(t, err)
+	spin, flag := spinKernel(t, dev)
 	const B, V = 4, 32000
 	rng := rand.New(rand.NewPCG(51, 52))
 	logits := Logits{Buf: upload(t, dev, gaussian(rng, B*V, 3)), B: B, V: V}

@@ -23,12 +23,7 @@ func TestGumbelScratchOutgrownWhileQueuedIsFreedOnlyAfterTheQueueDrains(t *testi
 	s, err := dev.NewStream()
 	require.NoError(t, err)
 	sm := NewSampler(dev)
-	mod, err := dev.LoadModule("testkernels")
-	require.NoError(t, err)
-	spin, err := mod.Kernel("spin_ns")
-	require.NoError(t, err)
-	flag, err := dev.Alloc(4)
-	require.NoError(t, err)
+	spin, flag := spinKernel(t, dev)
 	rng := rand.New(rand.NewPCG(5, 6))
 
 	draw := func(B, V int) {
