@@ -127,7 +127,6 @@ def main():
         floor_us = 4 * B * V / (copy_bw * 1e6)
         reps = 200 if B * V < (1 << 24) else 50
         for pname, bpc, mg in POLICIES:
-            S = splits_for(B, V, bpc, mg)
             ref = None
             for path, (part, merge, fused) in zip(paths, kern):
                 # Split counts scale with the build's block size, so a CU
