@@ -86,27 +86,35 @@ func TestMatMul(t *testing.T) {
 	p := NewPool(3)
 	for _, tc := range []struct{ rows, cols, T int }{{1, 5, 1}, {17, 33, 1}, {130, 64, 1}, {40, 24, 3}, {67, 40, 35}, {5, 8, 70}, {9, 13, 9}, {20, 3, 6}} {
 		for _, bf := range []bool{false, true} {
-			wv := randVec(r, tc.rows*tc.cols)
-			w := Matrix{Rows: tc.rows, Cols: tc.cols}
-			if bf {
-				w.BF16 = toBF16(wv)
-				BF16ToF32(wv, w.BF16)
-			} else {
-				w.F32 = wv
-			}
-			x := randVec(r, tc.T*tc.cols)
-			bias := randVec(r, tc.rows)
-			out := make([]float32, tc.T*tc.rows)
-			p.MatMul(out, x, tc.T, &w, bias)
-			for tt := range tc.T {
-				xt := x[tt*tc.cols : (tt+1)*tc.cols]
-				for j := range tc.rows {
-					row := wv[j*tc.cols : (j+1)*tc.cols]
-					want := dot64(row, xt) + float64(bias[j])
-					require.InDelta(t, want, float64(out[tt*tc.rows+j]), 1e-6*(sumAbs(row, xt)+math.Abs(float64(bias[j]))),
-						"%+v bf16=%v t=%d j=%d", tc, bf, tt, j)
-				}
-			}
+			checkMatMul(t, r, p, tc.rows, tc.cols, tc.T, bf, "")
+		}
+	}
+}
+
+// checkMatMul runs p.MatMul on random rows x cols weights (bf16 when bf) and
+// T input rows with a bias, and requires every output to equal the float64
+// dot product plus bias within 1e-6 of the summed magnitudes.
+func checkMatMul(t *testing.T, r *rand.Rand, p *Pool, rows, cols, T int, bf bool, label string) {
+	t.Helper()
+	wv := randVec(r, rows*cols)
+	w := Matrix{Rows: rows, Cols: cols}
+	if bf {
+		w.BF16 = toBF16(wv)
+		BF16ToF32(wv, w.BF16)
+	} else {
+		w.F32 = wv
+	}
+	x := randVec(r, T*cols)
+	bias := randVec(r, rows)
+	out := make([]float32, T*rows)
+	p.MatMul(out, x, T, &w, bias)
+	for tt := range T {
+		xt := x[tt*cols : (tt+1)*cols]
+		for j := range rows {
+			row := wv[j*cols : (j+1)*cols]
+			want := dot64(row, xt) + float64(bias[j])
+			require.InDelta(t, want, float64(out[tt*rows+j]), 1e-6*(sumAbs(row, xt)+math.Abs(float64(bias[j]))),
+				"%s rows=%d cols=%d T=%d bf16=%v t=%d j=%d", label, rows, cols, T, bf, tt, j)
 		}
 	}
 }
@@ -217,26 +225,7 @@ func TestKernelVariants(t *testing.T) {
 		require.Equal(t, name, SIMD())
 		for _, tc := range []struct{ rows, cols, T int }{{1, 5, 1}, {67, 40, 1}, {66, 37, 1}, {9, 13, 6}} {
 			for _, bf := range []bool{false, true} {
-				wv := randVec(r, tc.rows*tc.cols)
-				w := Matrix{Rows: tc.rows, Cols: tc.cols}
-				if bf {
-					w.BF16 = toBF16(wv)
-					BF16ToF32(wv, w.BF16)
-				} else {
-					w.F32 = wv
-				}
-				x := randVec(r, tc.T*tc.cols)
-				bias := randVec(r, tc.rows)
-				out := make([]float32, tc.T*tc.rows)
-				p.MatMul(out, x, tc.T, &w, bias)
-				for tt := range tc.T {
-					xt := x[tt*tc.cols : (tt+1)*tc.cols]
-					for j := range tc.rows {
-						row := wv[j*tc.cols : (j+1)*tc.cols]
-						require.InDelta(t, dot64(row, xt)+float64(bias[j]), float64(out[tt*tc.rows+j]),
-							1e-6*(sumAbs(row, xt)+math.Abs(float64(bias[j]))), "%s %+v bf16=%v", name, tc, bf)
-					}
-				}
+				checkMatMul(t, r, p, tc.rows, tc.cols, tc.T, bf, name)
 			}
 		}
 	}
