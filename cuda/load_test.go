@@ -20,13 +20,16 @@ func withoutDriver(f func()) {
 func TestCallsBeforeLoadFail(t *testing.T) {
 	withoutDriver(func() {
 		calls := map[string]func() error{
-			"Init":          Init,
-			"DeviceCount":   func() error { _, err := DeviceCount(); return err },
-			"MemAlloc":      func() error { _, err := MemAlloc(1); return err },
-			"ContextLock":   func() error { return Context(1).Lock() },
-			"StreamQuery":   func() error { _, err := Stream(0).Query(); return err },
-			"EventRecord":   func() error { return Event(1).Record(0) },
-			"LaunchKernel":  func() error { return LaunchKernel(1, Dim3{1, 1, 1}, Dim3{1, 1, 1}, 0, 0, nil, nil) },
+			"Init":         Init,
+			"DeviceCount":  func() error { _, err := DeviceCount(); return err },
+			"MemAlloc":     func() error { _, err := MemAlloc(1); return err },
+			"ContextLock":  func() error { return Context(1).Lock() },
+			"StreamQuery":  func() error { _, err := Stream(0).Query(); return err },
+			"EventRecord":  func() error { return Event(1).Record(0) },
+			"LaunchKernel": func() error { return LaunchKernel(1, Dim3{1, 1, 1}, Dim3{1, 1, 1}, 0, 0, nil, nil) },
+			"LaunchKernelEx": func() error {
+				return LaunchKernelEx(&LaunchConfig{Grid: Dim3{1, 1, 1}, Block: Dim3{1, 1, 1}}, 1, nil, nil)
+			},
 			"ModuleLoad":    func() error { _, err := ModuleLoadData([]byte("x")); return err },
 			"HostFunc":      func() error { return LaunchHostFunc(0, func() {}) },
 			"ErrorName":     func() error { _, err := ErrorName(ErrInvalidValue); return err },
@@ -40,6 +43,7 @@ func TestCallsBeforeLoadFail(t *testing.T) {
 		}
 		require.Equal(t, "", LibraryPath())
 		require.False(t, ParamInfoSupported())
+		require.False(t, LaunchKernelExSupported())
 	})
 }
 
