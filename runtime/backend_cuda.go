@@ -60,6 +60,10 @@ type cudaDevice struct {
 	dev  cuda.Device
 	ctx  cuda.Context
 	info driver.Info
+	// early: streams launch EarlyStart kernels with programmatic stream
+	// serialization (compute capability 9.0+ and a driver with
+	// cuLaunchKernelEx); otherwise they launch them plainly.
+	early bool
 
 	events handlePool[cuda.Event]
 }
@@ -75,6 +79,7 @@ func (d *cudaDevice) describe(ordinal int) (driver.Info, error) {
 		return info, err
 	}
 	info.Arch = fmt.Sprintf("sm_%d%d", major, minor)
+	d.early = major >= 9 && cuda.LaunchKernelExSupported()
 	if info.TotalMemory, err = d.dev.TotalMem(); err != nil {
 		return info, err
 	}
@@ -205,6 +210,38 @@ func (d *cudaDevice) Close() error {
 type cudaStream struct {
 	dev *cudaDevice
 	s   cuda.Stream
+	// launchEx holds the cuLaunchKernelEx config and its attribute, outside
+	// the Go heap (the driver reads them as C memory); made at the first
+	// early launch. The runtime's stream lock serialises launches.
+	launchEx []byte
+}
+
+// earlyLaunchMem is the cuLaunchKernelEx config followed by its attribute.
+type earlyLaunchMem struct {
+	cfg  cuda.LaunchConfig
+	attr cuda.LaunchAttribute
+}
+
+// LaunchEarly launches with programmatic stream serialization where the
+// device has it, else plainly (driver.EarlyLauncher).
+func (s *cudaStream) LaunchEarly(fn driver.Function, grid, block driver.Dim3, shmem uint32, params unsafe.Pointer) error {
+	if !s.dev.early {
+		return s.Launch(fn, grid, block, shmem, params)
+	}
+	if s.launchEx == nil {
+		mem, err := hostAlloc(int(unsafe.Sizeof(earlyLaunchMem{})))
+		if err != nil {
+			return err
+		}
+		s.launchEx = mem
+	}
+	m := (*earlyLaunchMem)(unsafe.Pointer(&s.launchEx[0]))
+	m.attr = cuda.LaunchAttribute{ID: cuda.LaunchAttributeProgrammaticStreamSerialization}
+	m.attr.Value[0] = 1 // programmaticStreamSerializationAllowed = 1 (a little-endian int)
+	m.cfg = cuda.LaunchConfig{Grid: cuda.Dim3(grid), Block: cuda.Dim3(block), SharedMem: shmem, Stream: s.s,
+		Attrs: unsafe.Pointer(&m.attr), NumAttrs: 1}
+	f := fn.(*cudaFunction).f
+	return s.dev.do(func() error { return cuda.LaunchKernelEx(&m.cfg, f, params, nil) })
 }
 
 func (s *cudaStream) Launch(fn driver.Function, grid, block driver.Dim3, shmem uint32, params unsafe.Pointer) error {
@@ -294,7 +331,14 @@ func (s *cudaStream) Query() error {
 }
 
 func (s *cudaStream) Synchronize() error { return s.dev.do(s.s.Synchronize) }
-func (s *cudaStream) Destroy() error     { return s.dev.do(s.s.Destroy) }
+func (s *cudaStream) Destroy() error {
+	err := s.dev.do(s.s.Destroy)
+	if s.launchEx != nil {
+		err = errors.Join(err, hostFree(s.launchEx))
+		s.launchEx = nil
+	}
+	return err
+}
 
 type cudaEvent struct {
 	dev *cudaDevice

@@ -205,6 +205,28 @@ func TestLaunchIsCheckedAgainstMetadataBeforeTheDriver(t *testing.T) {
 	r.fillAndCheck(t, s, 7)
 }
 
+// TestEarlyStartReachesTheDriverOnlyWhenAsked proves LaunchConfig.EarlyStart
+// picks the driver's early launch (CUDA: programmatic stream serialization)
+// and a plain config never does: an early launch of a kernel that does not
+// wait for the work ahead would race with it.
+func TestEarlyStartReachesTheDriverOnlyWhenAsked(t *testing.T) {
+	r := newRig(t, simgpu.Config{})
+	s, err := r.dev.NewStream()
+	require.NoError(t, err)
+	buf := mustAlloc(t, r.dev)
+	require.NoError(t, s.Launch(r.fill, one, buf, uint32(1), uint32(1)))
+	require.Zero(t, r.sim.EarlyLaunches.Load(), "a plain config launches plainly")
+	early := one
+	early.EarlyStart = true
+	require.NoError(t, s.Launch(r.fill, early, buf, uint32(9), uint32(1)))
+	require.EqualValues(t, 1, r.sim.EarlyLaunches.Load())
+	require.EqualValues(t, 2, r.sim.Launches.Load())
+	require.NoError(t, s.Synchronize(context.Background()))
+	got := make([]uint32, 1)
+	require.NoError(t, runtime.Download(buf, got))
+	require.EqualValues(t, 9, got[0], "the early launch ran, after the plain one")
+}
+
 func TestDriverRejectionLeavesTheDeviceUsable(t *testing.T) {
 	rejecting := simgpu.FillU32
 	rejecting.Name = "picky"

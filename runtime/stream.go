@@ -19,6 +19,13 @@ type Dim3 = driver.Dim3
 type LaunchConfig struct {
 	Grid, Block Dim3
 	SharedMem   int // dynamic shared memory in bytes
+	// EarlyStart lets the device schedule the kernel before the kernel
+	// ahead of it on the stream has finished, hiding the launch gap (CUDA
+	// programmatic dependent launch, compute capability 9.0 and later;
+	// elsewhere a plain launch). Set it only for a kernel that calls
+	// grid_dependency_wait (kernels/src/portable.h) before it reads or
+	// writes global memory: the stream no longer orders it, the kernel does.
+	EarlyStart bool
 }
 
 // Limits common to every backend: CUDA caps grid Y and Z at 65535 blocks;
@@ -112,7 +119,12 @@ func (s *Stream) Launch(k *Kernel, cfg LaunchConfig, args ...any) error {
 	if err != nil {
 		return &LaunchError{Kernel: k.spec.Name, Reason: err.Error()}
 	}
-	if err := s.drv.Launch(k.fn, cfg.Grid, cfg.Block, uint32(cfg.SharedMem), params); err != nil {
+	if el, ok := s.drv.(driver.EarlyLauncher); ok && cfg.EarlyStart {
+		err = el.LaunchEarly(k.fn, cfg.Grid, cfg.Block, uint32(cfg.SharedMem), params)
+	} else {
+		err = s.drv.Launch(k.fn, cfg.Grid, cfg.Block, uint32(cfg.SharedMem), params)
+	}
+	if err != nil {
 		return s.launchFailed(k, err)
 	}
 	s.last = k.spec.Name

@@ -169,11 +169,14 @@ type Device struct {
 	wg      sync.WaitGroup
 
 	// Counters for tests.
-	Launches    atomic.Int64
-	Callbacks   atomic.Int64
-	EventsLive  atomic.Int64
-	MarksLive   atomic.Int64 // timing marks created and not destroyed (Config.GPUTimer)
-	DriverCalls atomic.Int64
+	Launches atomic.Int64
+	// EarlyLaunches counts the launches among Launches that came through
+	// driver.EarlyLauncher (runtime.LaunchConfig.EarlyStart).
+	EarlyLaunches atomic.Int64
+	Callbacks     atomic.Int64
+	EventsLive    atomic.Int64
+	MarksLive     atomic.Int64 // timing marks created and not destroyed (Config.GPUTimer)
+	DriverCalls   atomic.Int64
 }
 
 func (d *Device) Info() driver.Info {

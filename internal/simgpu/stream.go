@@ -180,6 +180,17 @@ func (s *stream) Launch(fn driver.Function, grid, block driver.Dim3, shmem uint3
 	return nil
 }
 
+// LaunchEarly is driver.EarlyLauncher: the simulated stream runs kernels one
+// at a time in order, so an early launch is a launch, counted apart
+// (Device.EarlyLaunches) so tests see which launches asked for it.
+func (s *stream) LaunchEarly(fn driver.Function, grid, block driver.Dim3, shmem uint32, params unsafe.Pointer) error {
+	if err := s.Launch(fn, grid, block, shmem, params); err != nil {
+		return err
+	}
+	s.dev.EarlyLaunches.Add(1)
+	return nil
+}
+
 type event struct {
 	dev  *Device
 	done atomic.Bool

@@ -98,6 +98,16 @@ type Stream interface {
 	Destroy() error
 }
 
+// EarlyLauncher is implemented by streams that can start a kernel before
+// the kernel ahead of it on the stream has finished (CUDA's programmatic
+// dependent launch). The kernel must itself wait for the work ahead
+// (grid_dependency_wait in kernels/src/portable.h) before it touches memory;
+// the stream only lets it be scheduled early. A stream whose device cannot
+// (compute capability below 9.0) launches it plainly.
+type EarlyLauncher interface {
+	LaunchEarly(fn Function, grid, block Dim3, sharedMem uint32, params unsafe.Pointer) error
+}
+
 // Event is a driver event.
 type Event interface {
 	// Query reports completion without waiting: nil when complete,
