@@ -405,3 +405,44 @@ func TestGPUDeferredPathNeverSynchronizes(t *testing.T) {
 	require.Zero(t, sm.Router().OverflowRows())
 	t.Logf("production rejection call with a 300 ms kernel queued ahead returned in %v", took)
 }
+
+// TestGPUGumbelStartedEarlyReadsWhatTheKernelAheadWrote: the Gumbel launch
+// may start before the kernel ahead of it ends (EarlyStart: programmatic
+// dependent launch on sm_90), and its kernel waits for that kernel before
+// reading. Here the kernel ahead overwrites random logits with a constant,
+// right after a spin kernel held the stream, and the tokens must be the
+// draw from the constant rows, not from the random ones.
+func TestGPUGumbelStartedEarlyReadsWhatTheKernelAheadWrote(t *testing.T) {
+	dev, s, sm := openGPU(t)
+	spin, flag := spinKernel(t, dev)
+	mod, err := dev.LoadModule("testkernels")
+	require.NoError(t, err)
+	fill, err := mod.Kernel("fill_u32")
+	require.NoError(t, err)
+	const B, V = 64, 32000
+	rng := rand.New(rand.NewPCG(61, 62))
+	out := outputs(t, dev, B)
+	one := runtime.LaunchConfig{Grid: runtime.Dim3{X: 1, Y: 1, Z: 1}, Block: runtime.Dim3{X: 1, Y: 1, Z: 1}}
+	wide := runtime.LaunchConfig{Grid: runtime.Dim3{X: 264, Y: 1, Z: 1}, Block: runtime.Dim3{X: 256, Y: 1, Z: 1}}
+	for i := range 4 {
+		random := gaussian(rng, B*V, 3)
+		buf := upload(t, dev, random)
+		require.NoError(t, s.Synchronize(context.Background()))
+		c := float32(i) - 1.5
+		key := Key{rng.Uint32(), rng.Uint32()}
+		require.NoError(t, s.Launch(spin, one, uint64(20*time.Millisecond), flag))
+		require.NoError(t, s.Launch(fill, wide, buf, math.Float32bits(c), uint32(B*V)))
+		require.NoError(t, sm.GumbelMax(s, Logits{Buf: buf, B: B, V: V}, 1, key, out))
+		require.NoError(t, s.Synchronize(context.Background()))
+		constant := make([]float32, B*V)
+		for j := range constant {
+			constant[j] = c
+		}
+		want := make([]uint32, B)
+		require.NoError(t, GumbelMaxCPU(want, constant, B, V, 1, key))
+		stale := make([]uint32, B)
+		require.NoError(t, GumbelMaxCPU(stale, random, B, V, 1, key))
+		require.NotEqual(t, want, stale, "the two logit sets give different draws, so a stale read would show")
+		require.Equal(t, want, download(t, out.Tokens, B), "round %d: tokens from the logits the kernel ahead wrote", i)
+	}
+}

@@ -63,3 +63,31 @@ func TestGumbelScratchOutgrownWhileQueuedIsFreedOnlyAfterTheQueueDrains(t *testi
 	require.Len(t, download(t, sm.arrivals, B), B)
 	require.Equal(t, make([]uint32, B), download(t, sm.arrivals, B), "a new counter buffer starts at zero")
 }
+
+// The Gumbel launch asks to start early (runtime.LaunchConfig.EarlyStart:
+// its kernel waits for the work ahead before touching memory); the
+// rejection kernel has no such wait, so its launch must stay plain. On the
+// simulated "cuda" device of the plumbing check, which counts early
+// launches apart.
+func TestOnlyTheGumbelLaunchStartsEarly(t *testing.T) {
+	drv := plumbingDriver()
+	dev, err := runtime.Open(context.Background(), runtime.WithDrivers(drv))
+	require.NoError(t, err)
+	defer func() { require.NoError(t, dev.Close()) }()
+	sim := drv.Devices()[0]
+	s, err := dev.NewStream()
+	require.NoError(t, err)
+	sm := NewSampler(dev)
+	rng := rand.New(rand.NewPCG(7, 8))
+	const B, V = 3, 500
+	logits := Logits{Buf: upload(t, dev, gaussian(rng, B*V, 3)), B: B, V: V}
+	out := outputs(t, dev, B)
+	launches := sim.Launches.Load()
+	require.NoError(t, sm.GumbelMax(s, logits, 1, Key{1, 2}, out))
+	require.Equal(t, launches+1, sim.Launches.Load())
+	require.EqualValues(t, 1, sim.EarlyLaunches.Load(), "the Gumbel launch starts early")
+	require.NoError(t, sm.Rejection(s, logits, []Params{{Temperature: 1, TopP: 0.9}}, Key{1, 2}, MaxRounds, out))
+	require.Equal(t, launches+2, sim.Launches.Load())
+	require.EqualValues(t, 1, sim.EarlyLaunches.Load(), "the rejection launch is plain")
+	require.NoError(t, s.Synchronize(context.Background()))
+}

@@ -118,6 +118,22 @@ DEVICE uint32_t grid_atomic_add(uint32_t* p, uint32_t v) {
 DEVICE float grid_load_f32(const float* p) { return *(const volatile float*)p; }
 DEVICE uint32_t grid_load_u32(const uint32_t* p) { return *(const volatile uint32_t*)p; }
 
+// ---- programmatic dependent launch (NVPTX sm_90 and later) ----
+// A kernel launched with programmatic stream serialization may start while
+// the kernel before it on the stream is still running, once that kernel's
+// blocks have all called grid_launch_dependents (or exited).
+// grid_dependency_wait blocks until the kernels before it have finished and
+// their writes are visible; it returns at once for a plain launch. A kernel
+// that calls it before touching global memory is correct under both
+// launches. Elsewhere (sm_80, AMDGPU, the host emulation) both are no-ops.
+#if defined(__NVPTX__) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+DEVICE void grid_dependency_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+DEVICE void grid_launch_dependents() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
+#else
+DEVICE void grid_dependency_wait() {}
+DEVICE void grid_launch_dependents() {}
+#endif
+
 // ---- math without device libraries ----
 // NVPTX has no logf/expf without libdevice (clang: "no libcall available for
 // flog"), so both targets use the hardware approximations: lg2.approx.f32 /

@@ -210,6 +210,11 @@ DEVICE void gumbel_fused(const In* logits, uint32_t B, uint32_t V, uint32_t ld, 
                          uint32_t* part_idx, uint32_t* arrivals, uint32_t* tokens,
                          uint32_t* status, float* sv, uint32_t* si, uint32_t* last) {
   const uint32_t t = thread_idx_x();
+  // The next launch may be scheduled now (it waits for this one before it
+  // reads or writes memory); this one waits for the kernel before it, which
+  // may have written the logits or still be reading the tokens.
+  grid_launch_dependents();
+  grid_dependency_wait();
   uint32_t r, s;
   if (!gumbel_block_best(logits, B, V, ld, inv_temp, key0, key1, splits, r, s, sv, si)) return;
   if (splits == 1) {

@@ -300,6 +300,8 @@ static inline void gumbel_fused(device const In* logits, uint B, uint V, uint ld
                                 device uint* part_idx, device atomic_uint* arrivals, device uint* tokens,
                                 device uint* status, threadgroup float* sv, threadgroup uint* si,
                                 threadgroup uint* last, uint t, uint blk) {
+  // (sampling.cu's grid_launch_dependents/grid_dependency_wait: Metal has no
+  // programmatic dependent launch; its command encoder orders the kernels.)
   uint r, s;
   if (!gumbel_block_best(logits, B, V, ld, inv_temp, key0, key1, splits, r, s, sv, si, t, blk)) return;
   if (splits == 1) {

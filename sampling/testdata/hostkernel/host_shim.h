@@ -31,6 +31,9 @@ DEVICE uint32_t block_idx_x() { return hostemu::bid; }
 DEVICE void block_sync() { hostemu::bar->arrive_and_wait(); }
 DEVICE void grid_fence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 DEVICE uint32_t grid_atomic_add(uint32_t* p, uint32_t v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
+// Blocks run one after another, launches one after another: nothing to wait for.
+DEVICE void grid_dependency_wait() {}
+DEVICE void grid_launch_dependents() {}
 DEVICE float grid_load_f32(const float* p) { return *(const volatile float*)p; }
 DEVICE uint32_t grid_load_u32(const uint32_t* p) { return *(const volatile uint32_t*)p; }
 
