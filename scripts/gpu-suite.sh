@@ -9,7 +9,9 @@
 #   launch    Go launch overhead against the C loop (tools/gpubench/launch_overhead.c)
 #   samplers  tools/samplerbench against PyTorch and the copy-bandwidth floor
 #   gumbel    the shipped Gumbel PTX alone, replayed in CUDA graphs (GPU time
-#             without launch gaps; tools/gpubench/gumbel_variants.py)
+#             without launch gaps; tools/gpubench/gumbel_variants.py), then
+#             stream launches plain against early start
+#             (tools/gpubench/early_start.py)
 #   train     train the demo model (tools/traindemo), last and alone on the GPU
 #   hf        model forward pass and decode speed against transformers (CPU)
 #   tok       the Go tokenizer against HF tokenizers (after train: the demo tokenizer too)
@@ -81,6 +83,10 @@ if has gumbel; then
     python3 tools/gpubench/gumbel_variants.py kernels/build/sampling/sm_90.ptx >"$LOGS/gumbel.jsonl" 2>&1 \
     || { status=1; note "gumbel variants failed"; tail "$LOGS/gumbel.jsonl"; }
   grep -E '"(fused|error|arrivals)' "$LOGS/gumbel.jsonl" | head -40
+  python3 tools/gpubench/early_start.py >"$LOGS/early_start.jsonl" 2>&1 \
+    || { status=1; note "early start A/B failed"; tail "$LOGS/early_start.jsonl"; }
+  cat "$LOGS/early_start.jsonl"
+  if grep -q '"rows_wrong": [1-9]' "$LOGS/early_start.jsonl"; then status=1; note "early start: stale reads"; fi
 fi
 
 if has samplers; then
