@@ -125,8 +125,19 @@ func (d *cudaDevice) Free(p driver.Ptr) error {
 	return d.do(func() error { return cuda.MemFree(cuda.DevicePtr(p)) })
 }
 
+// CopyHtoD copies and then synchronizes the legacy stream. cuMemcpyHtoD
+// from pageable memory returns once the bytes are staged, "but the DMA to
+// final destination may not have completed" (the driver API's "API
+// synchronization behavior"), and it runs on the legacy stream, which the
+// runtime's non-blocking streams do not wait for: without the synchronize a
+// kernel enqueued next could read the old bytes.
 func (d *cudaDevice) CopyHtoD(dst driver.Ptr, src unsafe.Pointer, n uint64) error {
-	return d.do(func() error { return cuda.MemcpyHtoD(cuda.DevicePtr(dst), unsafe.Slice((*byte)(src), n)) })
+	return d.do(func() error {
+		if err := cuda.MemcpyHtoD(cuda.DevicePtr(dst), unsafe.Slice((*byte)(src), n)); err != nil {
+			return err
+		}
+		return cuda.Stream(0).Synchronize()
+	})
 }
 
 func (d *cudaDevice) CopyDtoH(dst unsafe.Pointer, src driver.Ptr, n uint64) error {

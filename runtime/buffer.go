@@ -78,7 +78,12 @@ func (b *Buffer) check(offset, n uint64) error {
 	return b.dev.usable()
 }
 
-// Write copies src into the buffer at offset bytes.
+// Write copies src into the buffer at offset bytes. It returns once the
+// bytes are in device memory, so work enqueued afterwards on any stream
+// reads them (CUDA: the copy's DMA is waited for, cudaDevice.CopyHtoD;
+// ROCm: hipMemcpyHtoD is taken to return complete, not checked on AMD
+// hardware). It does not wait for kernels queued on the runtime's streams:
+// overwriting a buffer that queued work still reads is the caller's race.
 func (b *Buffer) Write(offset int, src []byte) error {
 	if offset < 0 {
 		return fmt.Errorf("negative offset %d: %w", offset, ErrInvalidArgument)
