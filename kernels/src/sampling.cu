@@ -325,7 +325,9 @@ SP_GUMBEL_FUSED(gumbel_max_f16, sp_f16)
 // Passes over the row: one for the max, one for S and the first proposal
 // masses, then per round one sweep (skipped when the candidate is accepted
 // without statistics) plus the candidate search, which reads only the
-// crossing thread's groups (V / NT elements).
+// crossing thread's groups (V / NT elements). The sweep computes weights
+// only for the elements below pivot0, usually a handful: the exps of pass 2
+// are most of a row's work.
 // =====================================================================
 
 // Per-element weights, computed identically in every pass.
@@ -379,19 +381,24 @@ DEVICE void rejection(const In* logits, uint32_t B, uint32_t V, uint32_t ld,
   const uint32_t cap = max_rounds < 1u ? 1u : (max_rounds > 32u ? 32u : max_rounds);
 
   // ---- pass 1: max and argmax (lowest index) ----
+  // A group at a time: within a thread indices only grow, so a group
+  // replaces the running best only when its maximum is strictly greater,
+  // and then its lowest index holding that maximum is looked up (NaN and
+  // elements past V load as -inf). A thread whose elements are all -inf
+  // keeps its first element. The same (value, index) as an element-wise
+  // sp_better scan, with a quarter of the compares.
   float bv = -SP_INF;
   uint32_t bi = SP_NONE;
   for (uint32_t g = t; g < ngroups; g += NT) {
     float x[4];
     sp_load4(row, V, g, vec, x);
-    for (uint32_t q = 0; q < 4; ++q) {
-      const uint32_t i = g * 4u + q;
-      if (i < V && sp_better(x[q], i, bv, bi)) {
-        bv = x[q];
-        bi = i;
-      }
+    const float m = __builtin_fmaxf(__builtin_fmaxf(x[0], x[1]), __builtin_fmaxf(x[2], x[3]));
+    if (m > bv) {
+      bv = m;
+      bi = g * 4u + (x[0] == m ? 0u : x[1] == m ? 1u : x[2] == m ? 2u : 3u);
     }
   }
+  if (bi == SP_NONE && t < ngroups) bi = t * 4u;
   sa[t] = bv;
   sc[t] = bi;
   block_sync();
@@ -420,14 +427,18 @@ DEVICE void rejection(const In* logits, uint32_t B, uint32_t V, uint32_t ld,
   }
 
   // ---- pass 2: S = sum f, and this thread's mass of the first proposal ----
+  // The element loops skip the past-V tail with continue, never break: a
+  // loop that can exit early was left rolled, x[] went to local memory (a
+  // store and a load per element on NVPTX) and the four exps to one copy.
   float lo = 0.0f;
   float bound = SP_INF;
   float S_t = 0.0f, D_t = 0.0f;
   for (uint32_t g = t; g < ngroups; g += NT) {
     float x[4];
     sp_load4(row, V, g, vec, x);
+    #pragma unroll
     for (uint32_t q = 0; q < 4; ++q) {
-      if (g * 4u + q >= V) break;
+      if (g * 4u + q >= V) continue;  // not break: see pass 2
       const sp_w w = sp_weights(x[q], M, invT);
       S_t = S_t + w.f;
       if (w.y < bound && (!m_on || w.f >= mp)) D_t = D_t + w.d;
@@ -485,8 +496,9 @@ DEVICE void rejection(const In* logits, uint32_t B, uint32_t V, uint32_t ld,
           g = tstar + j * NT;
           float x[4];
           sp_load4(row, V, g, vec, x);
+          #pragma unroll
           for (uint32_t q = 0; q < 4; ++q) {
-            if (g * 4u + q >= V) break;
+            if (g * 4u + q >= V) continue;  // not break: see pass 2
             const sp_w w = sp_weights(x[q], M, invT);
             if (w.y < bound && (!m_on || w.f >= mp)) wq[q] = w.d;
             wj = wj + wq[q];
@@ -545,15 +557,18 @@ DEVICE void rejection(const In* logits, uint32_t B, uint32_t V, uint32_t ld,
     for (uint32_t g = t; g < ngroups; g += NT) {
       float x[4];
       sp_load4(row, V, g, vec, x);
+      #pragma unroll
       for (uint32_t q = 0; q < 4; ++q) {
-        if (g * 4u + q >= V) break;
+        if (g * 4u + q >= V) continue;  // not break: see pass 2
+        // Only elements below pivot0 count (pivot1 <= pivot0), and usually
+        // few are: the weights (one or two exps) are computed for those
+        // alone. The sums see the same terms in the same order.
+        if (!(M - x[q] < pv0)) continue;
         const sp_w w = sp_weights(x[q], M, invT);
         const bool mok = !m_on || w.f >= mp;
-        if (w.y < pv0) {
-          c0n += 1u;
-          m0 = m0 + w.f;
-          if (mok) D0 = D0 + w.d;
-        }
+        c0n += 1u;
+        m0 = m0 + w.f;
+        if (mok) D0 = D0 + w.d;
         if (w.y < pv1) {
           c1n += 1u;
           m1 = m1 + w.f;
@@ -597,8 +612,15 @@ DEVICE void rejection(const In* logits, uint32_t B, uint32_t V, uint32_t ld,
   }
 }
 
+// Room for two blocks of 1024 per multiprocessor (32 registers on NVPTX):
+// without it the unrolled element loops took 57 registers, one block per SM,
+// and 512 rows of 128256 ran 25% slower on an H200 (docs/sampling.md).
+#ifndef SP_REJ_MIN_BLOCKS
+#define SP_REJ_MIN_BLOCKS 2
+#endif
+#define SP_REJ_BOUNDS KBOUNDS_OCC(SP_REJ_THREADS, SP_REJ_MIN_BLOCKS)
 #define SP_REJECTION(NAME, TYPE)                                                                \
-  KERNEL KBOUNDS(SP_REJ_THREADS) void NAME(                                                     \
+  KERNEL SP_REJ_BOUNDS void NAME(                                                             \
       const TYPE* logits, uint32_t B, uint32_t V, uint32_t ld, const float* params,           \
       uint32_t key0, uint32_t key1, uint32_t max_rounds, uint32_t* tokens, uint32_t* ok,     \
       uint32_t* rounds) {                                                                       \

@@ -404,19 +404,24 @@ static inline void rejection(device const In* logits, uint B, uint V, uint ld, d
   const uint cap = max_rounds < 1u ? 1u : (max_rounds > 32u ? 32u : max_rounds);
 
   // ---- pass 1 ----
+  // A group at a time: within a thread indices only grow, so a group
+  // replaces the running best only when its maximum is strictly greater,
+  // and then its lowest index holding that maximum is looked up (NaN and
+  // elements past V load as -inf). A thread whose elements are all -inf
+  // keeps its first element. The same (value, index) as an element-wise
+  // sp_better scan, with a quarter of the compares.
   float bv = -SP_INF;
   uint bi = SP_NONE;
   for (uint g = t; g < ngroups; g += NT) {
     float x[4];
     sp_load4(row, V, g, x);
-    for (uint q = 0; q < 4; ++q) {
-      const uint i = g * 4u + q;
-      if (i < V && sp_better(x[q], i, bv, bi)) {
-        bv = x[q];
-        bi = i;
-      }
+    const float m = fmax(fmax(x[0], x[1]), fmax(x[2], x[3]));
+    if (m > bv) {
+      bv = m;
+      bi = g * 4u + (x[0] == m ? 0u : x[1] == m ? 1u : x[2] == m ? 2u : 3u);
     }
   }
+  if (bi == SP_NONE && t < ngroups) bi = t * 4u;
   sa[t] = bv;
   sc[t] = bi;
   block_sync();
@@ -445,14 +450,17 @@ static inline void rejection(device const In* logits, uint B, uint V, uint ld, d
   }
 
   // ---- pass 2 ----
+  // The element loops skip the past-V tail with continue, never break
+  // (sampling.cu: a loop that can exit early was left rolled).
   float lo = 0.0f;
   float bound = SP_INF;
   float S_t = 0.0f, D_t = 0.0f;
   for (uint g = t; g < ngroups; g += NT) {
     float x[4];
     sp_load4(row, V, g, x);
+    #pragma unroll
     for (uint q = 0; q < 4; ++q) {
-      if (g * 4u + q >= V) break;
+      if (g * 4u + q >= V) continue;  // not break: see pass 2
       const sp_w w = sp_weights(x[q], M, invT);
       S_t = S_t + w.f;
       if (w.y < bound && (!m_on || w.f >= mp)) D_t = D_t + w.d;
@@ -501,8 +509,9 @@ static inline void rejection(device const In* logits, uint B, uint V, uint ld, d
           g = tstar + j * NT;
           float x[4];
           sp_load4(row, V, g, x);
+          #pragma unroll
           for (uint q = 0; q < 4; ++q) {
-            if (g * 4u + q >= V) break;
+            if (g * 4u + q >= V) continue;  // not break: see pass 2
             const sp_w w = sp_weights(x[q], M, invT);
             if (w.y < bound && (!m_on || w.f >= mp)) wq[q] = w.d;
             wj = wj + wq[q];
@@ -561,15 +570,18 @@ static inline void rejection(device const In* logits, uint B, uint V, uint ld, d
     for (uint g = t; g < ngroups; g += NT) {
       float x[4];
       sp_load4(row, V, g, x);
+      #pragma unroll
       for (uint q = 0; q < 4; ++q) {
-        if (g * 4u + q >= V) break;
+        if (g * 4u + q >= V) continue;  // not break: see pass 2
+        // Only elements below pivot0 count (pivot1 <= pivot0), and usually
+        // few are: the weights (one or two exps) are computed for those
+        // alone. The sums see the same terms in the same order.
+        if (!(M - x[q] < pv0)) continue;
         const sp_w w = sp_weights(x[q], M, invT);
         const bool mok = !m_on || w.f >= mp;
-        if (w.y < pv0) {
-          c0n += 1u;
-          m0 = m0 + w.f;
-          if (mok) D0 = D0 + w.d;
-        }
+        c0n += 1u;
+        m0 = m0 + w.f;
+        if (mok) D0 = D0 + w.d;
         if (w.y < pv1) {
           c1n += 1u;
           m1 = m1 + w.f;
