@@ -48,7 +48,11 @@ var ops = []op{
 	{"rejection_min_p", sampling.Params{Temperature: 1, TopP: 1, MinP: 0.05}},
 }
 
-var onlyOps = flag.String("ops", "", "comma-separated ops to run (default: all)")
+var (
+	onlyOps    = flag.String("ops", "", "comma-separated ops to run (default: all)")
+	onlyShapes = flag.String("shapes", "", "comma-separated BxV shapes to run instead of the grid above, e.g. 512x131072")
+	callbacks  = flag.Bool("callbacks", true, "land events with host callbacks (the default device); false opens the device with runtime.WithoutCallbacks, a diagnostic whose lines say impl \"hipgo-nocallbacks\"")
+)
 
 func main() {
 	flag.Parse()
@@ -60,7 +64,13 @@ func main() {
 
 func run() error {
 	ctx := context.Background()
-	dev, err := runtime.Open(ctx)
+	impl := "hipgo"
+	var opts []runtime.Option
+	if !*callbacks {
+		impl = "hipgo-nocallbacks"
+		opts = append(opts, runtime.WithoutCallbacks())
+	}
+	dev, err := runtime.Open(ctx, opts...)
 	if err != nil {
 		return err
 	}
@@ -69,7 +79,14 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	maxN := slices.Max(shapesB) * slices.Max(shapesV)
+	shapes, err := parseShapes(*onlyShapes)
+	if err != nil {
+		return err
+	}
+	maxN, maxB := 0, 0
+	for _, sh := range shapes {
+		maxN, maxB = max(maxN, sh[0]*sh[1]), max(maxB, sh[0])
+	}
 	// Two rotating inputs of the largest shape; smaller shapes use a prefix.
 	const R = 2
 	var inputs [R]*runtime.Buffer
@@ -84,36 +101,35 @@ func run() error {
 	sm := sampling.NewSampler(dev)
 	out := sampling.Outputs{}
 	for _, b := range []**runtime.Buffer{&out.Tokens, &out.Status, &out.Rounds} {
-		if *b, err = dev.Alloc(4 * slices.Max(shapesB)); err != nil {
+		if *b, err = dev.Alloc(4 * maxB); err != nil {
 			return err
 		}
 	}
 	enc := json.NewEncoder(os.Stdout)
-	for _, B := range shapesB {
-		for _, V := range shapesV {
-			k := 200
-			if B*V >= 1<<24 {
-				k = 50
+	for _, sh := range shapes {
+		B, V := sh[0], sh[1]
+		k := 200
+		if B*V >= 1<<24 {
+			k = 50
+		}
+		for _, o := range ops {
+			if *onlyOps != "" && !slices.Contains(strings.Split(*onlyOps, ","), o.name) {
+				continue
 			}
-			for _, o := range ops {
-				if *onlyOps != "" && !slices.Contains(strings.Split(*onlyOps, ","), o.name) {
-					continue
+			call := func(i int) error {
+				l := sampling.Logits{Buf: inputs[i%R], B: B, V: V}
+				key := sampling.Key{uint32(i), 7}
+				if o.name == "gumbel" {
+					return sm.GumbelMax(s, l, o.params.Temperature, key, out)
 				}
-				call := func(i int) error {
-					l := sampling.Logits{Buf: inputs[i%R], B: B, V: V}
-					key := sampling.Key{uint32(i), 7}
-					if o.name == "gumbel" {
-						return sm.GumbelMax(s, l, o.params.Temperature, key, out)
-					}
-					return sm.Rejection(s, l, []sampling.Params{o.params}, key, sampling.MaxRounds, out)
-				}
-				us, err := timed(ctx, s, call, k)
-				if err != nil {
-					return fmt.Errorf("%s B=%d V=%d: %w", o.name, B, V, err)
-				}
-				if err := enc.Encode(map[string]any{"impl": "hipgo", "op": o.name, "B": B, "V": V, "us": round2(us)}); err != nil {
-					return err
-				}
+				return sm.Rejection(s, l, []sampling.Params{o.params}, key, sampling.MaxRounds, out)
+			}
+			us, err := timed(ctx, s, call, k)
+			if err != nil {
+				return fmt.Errorf("%s B=%d V=%d: %w", o.name, B, V, err)
+			}
+			if err := enc.Encode(map[string]any{"impl": impl, "op": o.name, "B": B, "V": V, "us": round2(us)}); err != nil {
+				return err
 			}
 		}
 	}
@@ -174,6 +190,27 @@ func gaussian(n int, seed uint64) []float32 {
 	}
 	wg.Wait()
 	return out
+}
+
+// parseShapes reads "BxV,BxV"; empty means the grid shapesB × shapesV.
+func parseShapes(spec string) ([][2]int, error) {
+	var out [][2]int
+	if spec == "" {
+		for _, B := range shapesB {
+			for _, V := range shapesV {
+				out = append(out, [2]int{B, V})
+			}
+		}
+		return out, nil
+	}
+	for _, f := range strings.Split(spec, ",") {
+		var B, V int
+		if n, err := fmt.Sscanf(f, "%dx%d", &B, &V); err != nil || n != 2 || B < 1 || V < 1 {
+			return nil, fmt.Errorf("shape %q: want BxV with B, V >= 1", f)
+		}
+		out = append(out, [2]int{B, V})
+	}
+	return out, nil
 }
 
 func round2(v float64) float64 { return float64(int64(v*100+0.5)) / 100 }
