@@ -28,6 +28,13 @@
 // timers), for benchmarks; the simulated backend refuses it with an error
 // wrapping errors.ErrUnsupported unless built with a timer.
 //
+// Early start: LaunchConfig.EarlyStart lets the device schedule a kernel
+// before the kernel ahead of it on the stream ends (CUDA programmatic
+// dependent launch on compute capability 9.0+; a plain launch elsewhere).
+// Only for kernels that wait for the work ahead themselves
+// (grid_dependency_wait in kernels/src/portable.h); sampling's Gumbel kernel
+// is one.
+//
 // Thread model: CUDA contexts and HIP's current device are per OS thread and
 // goroutines migrate, so each backend call locks the OS thread and makes the
 // device current for its duration (see the backend files for the measured
