@@ -633,3 +633,43 @@ func TestTimeGPUReturnsTheEnqueueError(t *testing.T) {
 	require.ErrorIs(t, err, boom)
 	require.Zero(t, r.sim.MarksLive.Load(), "the start mark leaked")
 }
+
+// TestRecordPolledLandsWithoutACallback proves RecordPolled queues no host
+// callback (each one holds a real stream about 20 µs) and its event still
+// lands, found by the monitor, with nobody waiting; Record queues one.
+func TestRecordPolledLandsWithoutACallback(t *testing.T) {
+	r := newRig(t, simgpu.Config{})
+	s, err := r.dev.NewStream()
+	require.NoError(t, err)
+	buf := mustAlloc(t, r.dev)
+	for i := range 20 {
+		require.NoError(t, s.Launch(r.fill, one, buf, uint32(i), uint32(1)))
+		ev, err := s.RecordPolled()
+		require.NoError(t, err)
+		require.Eventually(t, func() bool { return ev.State() == runtime.Landed }, 5*time.Second, 100*time.Microsecond,
+			"a polled event lands without a waiter")
+	}
+	require.Zero(t, r.sim.Callbacks.Load(), "RecordPolled queued no host callback")
+	ev, err := s.Record()
+	require.NoError(t, err)
+	require.NoError(t, ev.Wait(context.Background()))
+	require.Eventually(t, func() bool { return r.sim.Callbacks.Load() == 1 }, 5*time.Second, time.Millisecond, "Record queues one")
+}
+
+// TestRecordPolledReportsAFault: a polled event after a faulting kernel
+// fails with the fault, as every event does (the monitor is the authority
+// for faults, callbacks never were).
+func TestRecordPolledReportsAFault(t *testing.T) {
+	r := newRig(t, simgpu.Config{})
+	s, err := r.dev.NewStream()
+	require.NoError(t, err)
+	buf := mustAlloc(t, r.dev)
+	require.NoError(t, s.Launch(r.spin, one, uint64(20*time.Millisecond), buf))
+	require.NoError(t, s.Launch(r.oob, one, buf, uint32(1), uint64(1)<<40))
+	ev, err := s.RecordPolled()
+	require.NoError(t, err)
+	var fe *runtime.FaultError
+	require.ErrorAs(t, ev.Wait(context.Background()), &fe)
+	require.Contains(t, fe.InFlight, "oob_write_u32")
+	require.Zero(t, r.sim.Callbacks.Load())
+}
