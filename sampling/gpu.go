@@ -177,10 +177,7 @@ func (sm *Sampler) growOn(s *runtime.Stream, buf **runtime.Buffer, n int, zeroed
 		return *buf, nil
 	}
 	if *buf != nil {
-		// Settles once all work queued so far, which may read *buf, is done;
-		// polled, since only a later call looks (no host callback to hold the
-		// stream).
-		ev, err := s.RecordPolled()
+		ev, err := s.Record() // settles once all work queued so far, which may read *buf, is done
 		if err != nil {
 			return nil, err
 		}
@@ -392,10 +389,7 @@ func (sm *Sampler) rejection(port *Port, s *runtime.Stream, sl *launchSlot, logi
 		key[0], key[1], uint32(maxRounds), out.Tokens, out.Status, out.Rounds); err != nil {
 		return nil, err
 	}
-	// The slot's event is read by a later call (slot reuse, the deferred
-	// check), never waited for at once: polled, it holds the stream for no
-	// host callback, which cost back-to-back launches about 20 µs each.
-	ev, err := s.RecordPolled()
+	ev, err := s.Record()
 	if err != nil {
 		return nil, err
 	}
