@@ -205,22 +205,8 @@ func (s *Stream) launchFailed(k *Kernel, err error) error {
 }
 
 // Record returns an event that completes when all work enqueued on the
-// stream so far completes. Unless a host callback is already queued on the
-// stream, it queues one, which lands the event as soon as the stream gets
-// there: the low-latency path, which holds the stream about 20 µs on an
-// H200 when it runs.
-func (s *Stream) Record() (*Event, error) { return s.record(true) }
-
-// RecordPolled is Record without queuing a host callback: the event lands
-// when the runtime's monitor finds it done (it polls while events are
-// pending, within 20 µs to 1 ms, and at once while someone waits), or with
-// a later event's callback on the same stream. For bookkeeping events whose
-// landing nobody needs at once, such as the sampler's launch slots: back to
-// back, a callback per call cost its rejection launches about 20 µs each
-// (docs/sampling.md). Faults reach it as they reach every event.
-func (s *Stream) RecordPolled() (*Event, error) { return s.record(false) }
-
-func (s *Stream) record(callback bool) (*Event, error) {
+// stream so far completes.
+func (s *Stream) Record() (*Event, error) {
 	d := s.dev
 	if err := d.usable(); err != nil {
 		return nil, err
@@ -237,7 +223,7 @@ func (s *Stream) record(callback bool) (*Event, error) {
 	}
 	e := newEvent(s, de, s.last)
 	d.mon.add(e) // tracked and listed on the stream in one step
-	if callback && d.notify && s.cbOutstanding.CompareAndSwap(false, true) {
+	if d.notify && s.cbOutstanding.CompareAndSwap(false, true) {
 		// The callback is the low-latency path for success only; if it cannot
 		// be enqueued the monitor still settles the event.
 		err := s.drv.Notify(func() {
