@@ -296,7 +296,10 @@ func (sm *Sampler) GumbelMax(s *runtime.Stream, logits Logits, temperature float
 	// The kernel waits for the work ahead of it before it touches memory
 	// (grid_dependency_wait), so it may be scheduled early: on sm_90 its
 	// blocks are resident when the kernel ahead ends, which hides the
-	// launch gap (1.5-2 µs of 25 at 64 MB of logits on an H200).
+	// launch gap (1.5-2 µs of 25 at 64 MB of logits on an H200). Only
+	// devices of compute capability 9.0 and later start it early, and they
+	// all load the sm_90 PTX (kernels.Load), whose kernel has the wait; the
+	// sm_80 PTX compiles it to nothing.
 	cfg := grid(uint32(splits*B), 1, GumbelThreads)
 	cfg.EarlyStart = true
 	return s.Launch(k, cfg, logits.Buf, uint32(B), uint32(V), uint32(logits.ld()),
