@@ -16,11 +16,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	goruntime "runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -51,15 +53,42 @@ var ops = []op{
 var (
 	onlyOps    = flag.String("ops", "", "comma-separated ops to run (default: all)")
 	onlyShapes = flag.String("shapes", "", "comma-separated BxV shapes to run instead of the grid above, e.g. 512x131072")
+	cpuProfile = flag.String("cpuprofile", "", "write a Go CPU profile of the run to this file")
 	callbacks  = flag.Bool("callbacks", true, "land events with host callbacks (the default device); false opens the device with runtime.WithoutCallbacks, a diagnostic whose lines say impl \"hipgo-nocallbacks\"")
 )
 
 func main() {
 	flag.Parse()
-	if err := run(); err != nil {
+	stop, err := startProfile(*cpuProfile)
+	if err == nil {
+		err = run()
+		stop()
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "samplerbench:", err)
 		os.Exit(1)
 	}
+}
+
+// startProfile starts a CPU profile into path ("" for none) and returns
+// the function that ends it.
+func startProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		return nil, errors.Join(err, f.Close())
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			fmt.Fprintln(os.Stderr, "samplerbench: cpu profile:", err)
+		}
+	}, nil
 }
 
 func run() error {
