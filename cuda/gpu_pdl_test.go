@@ -82,17 +82,11 @@ func launchPDL(t *testing.T, f Function, s Stream, early bool, args ...any) {
 	for i, a := range args {
 		switch v := a.(type) {
 		case uint64:
-			p := &v
-			pin.Pin(p)
-			params[i] = unsafe.Pointer(p)
+			params[i] = pinnedCopy(&pin, v)
 		case DevicePtr:
-			p := &v
-			pin.Pin(p)
-			params[i] = unsafe.Pointer(p)
+			params[i] = pinnedCopy(&pin, v)
 		case uint32:
-			p := &v
-			pin.Pin(p)
-			params[i] = unsafe.Pointer(p)
+			params[i] = pinnedCopy(&pin, v)
 		default:
 			t.Fatalf("argument %d: %T", i, a)
 		}
@@ -107,6 +101,14 @@ func launchPDL(t *testing.T, f Function, s Stream, early bool, args ...any) {
 	pin.Pin(attr)
 	pin.Pin(cfg)
 	require.NoError(t, LaunchKernelEx(cfg, f, unsafe.Pointer(&params[0]), nil))
+}
+
+// pinnedCopy returns a pointer to a pinned heap copy of v, for a kernel's
+// argument array.
+func pinnedCopy[T any](pin *runtime.Pinner, v T) unsafe.Pointer {
+	p := &v
+	pin.Pin(p)
+	return unsafe.Pointer(p)
 }
 
 // TestGPUProgrammaticDependentLaunch proves what sampling's Gumbel launch

@@ -245,10 +245,11 @@ func (s *cudaStream) LaunchEarly(fn driver.Function, grid, block driver.Dim3, sh
 			return err
 		}
 		s.launchEx = mem
+		m := (*earlyLaunchMem)(unsafe.Pointer(&s.launchEx[0]))
+		m.attr = cuda.LaunchAttribute{ID: cuda.LaunchAttributeProgrammaticStreamSerialization}
+		m.attr.Value[0] = 1 // programmaticStreamSerializationAllowed = 1 (a little-endian int)
 	}
-	m := (*earlyLaunchMem)(unsafe.Pointer(&s.launchEx[0]))
-	m.attr = cuda.LaunchAttribute{ID: cuda.LaunchAttributeProgrammaticStreamSerialization}
-	m.attr.Value[0] = 1 // programmaticStreamSerializationAllowed = 1 (a little-endian int)
+	m := (*earlyLaunchMem)(unsafe.Pointer(&s.launchEx[0])) // the attribute, set once above
 	m.cfg = cuda.LaunchConfig{Grid: cuda.Dim3(grid), Block: cuda.Dim3(block), SharedMem: shmem, Stream: s.s,
 		Attrs: unsafe.Pointer(&m.attr), NumAttrs: 1}
 	f := fn.(*cudaFunction).f
