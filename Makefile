@@ -16,6 +16,7 @@ deps:
 	scripts/deps.sh
 
 vet:
+	$(GO) mod tidy -diff
 	$(GO) vet ./...
 	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) vet ./...
 
