@@ -5,7 +5,9 @@
 //
 //	go run ./tools/gpuinfo [-json] [-timeout 30s]
 //
-// It exits 0 whenever it could report, GPU or not.
+// It exits 0 when at least one backend is usable, 2 when it could report
+// but no backend is usable (so scripts can tell), and 1 when it could not
+// report.
 package main
 
 import (
@@ -28,23 +30,40 @@ type jsonBackend struct {
 	Devices []driver.Info `json:"devices,omitempty"`
 }
 
+// Exit codes.
+const (
+	exitUsable   = 0 // at least one backend has a usable device
+	exitFailed   = 1 // the report could not be written
+	exitNoDevice = 2 // reported, but no backend is usable
+)
+
 func main() {
 	asJSON := flag.Bool("json", false, "print JSON instead of text")
 	timeout := flag.Duration("timeout", 30*time.Second, "give up on a backend's probe after this long")
 	flag.Parse()
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	reports := runtime.Survey(ctx)
+	os.Exit(report(os.Stdout, os.Stderr, runtime.Survey(ctx), *asJSON))
+}
+
+// report writes the survey and returns the exit code.
+func report(stdout, stderr io.Writer, reports []runtime.BackendReport, asJSON bool) int {
 	var err error
-	if *asJSON {
-		err = writeJSON(os.Stdout, reports)
+	if asJSON {
+		err = writeJSON(stdout, reports)
 	} else {
-		err = writeText(os.Stdout, reports)
+		err = writeText(stdout, reports)
 	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "gpuinfo:", err)
-		os.Exit(1)
+		fmt.Fprintln(stderr, "gpuinfo:", err)
+		return exitFailed
 	}
+	for _, r := range reports {
+		if r.Err == nil && len(r.Devices) > 0 {
+			return exitUsable
+		}
+	}
+	return exitNoDevice
 }
 
 func writeJSON(w io.Writer, reports []runtime.BackendReport) error {
