@@ -5,7 +5,10 @@
 //
 //	go run ./tools/faultprobe [-json]
 //
-// It exits 1 when any class misbehaves. Without a GPU it says so and exits 0.
+// With -json, standard output carries exactly one JSON document (a report:
+// the device, every class's result, and whether all behaved); everything
+// else goes to standard error. It exits 1 when any class misbehaves. Without
+// a GPU it says so (in the report's no_gpu field under -json) and exits 0.
 package main
 
 import (
@@ -14,6 +17,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -28,33 +32,53 @@ func main() {
 	if faultprobe.ChildMain() {
 		return
 	}
-	asJSON := flag.Bool("json", false, "print JSON results")
+	asJSON := flag.Bool("json", false, "print one JSON report on standard output (messages go to standard error)")
 	flag.Parse()
-	os.Exit(run(*asJSON))
+	os.Exit(run(context.Background(), *asJSON, os.Stdout, os.Stderr))
 }
 
-func run(asJSON bool) int {
-	ctx := context.Background()
+// report is the -json document.
+type report struct {
+	Backend string              `json:"backend,omitempty"`
+	Arch    string              `json:"arch,omitempty"`
+	Device  string              `json:"device,omitempty"`
+	NoGPU   string              `json:"no_gpu,omitempty"` // why nothing ran, when there is no GPU
+	Results []faultprobe.Result `json:"results"`
+	OK      bool                `json:"ok"` // every class behaved
+}
+
+// run probes and reports; text goes to stdout, unless asJSON, where stdout
+// gets only the report and text goes to stderr.
+func run(ctx context.Context, asJSON bool, stdout, stderr io.Writer) int {
+	text := stdout
+	if asJSON {
+		text = stderr
+	}
+	rep := report{Results: []faultprobe.Result{}}
 	env, err := faultprobe.Open(ctx)
 	if errors.Is(err, runtime.ErrNoDevice) {
-		fmt.Printf("faultprobe: no GPU here, nothing to provoke.\n%v\n", err)
+		fmt.Fprintf(text, "faultprobe: no GPU here, nothing to provoke.\n%v\n", err)
+		if asJSON {
+			rep.NoGPU, rep.OK = err.Error(), true
+			return encode(stdout, stderr, rep, 0)
+		}
 		return 0
 	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "faultprobe:", err)
+		fmt.Fprintln(stderr, "faultprobe:", err)
 		return 1
 	}
 	backend := env.Dev.Backend()
-	fmt.Printf("faultprobe on %s (arch %s)\n", env.Dev, env.Dev.Info().Arch)
-	var results []faultprobe.Result
+	rep.Backend, rep.Arch, rep.Device = string(backend), env.Dev.Info().Arch, env.Dev.String()
+	fmt.Fprintf(text, "faultprobe on %s (arch %s)\n", env.Dev, rep.Arch)
 	for _, c := range faultprobe.Classes {
 		if c.Fatal() {
 			continue
 		}
-		results = append(results, faultprobe.Run(ctx, env, c))
+		rep.Results = append(rep.Results, faultprobe.Run(ctx, env, c))
 	}
 	if err := env.Close(); err != nil {
-		fmt.Fprintln(os.Stderr, "faultprobe: close:", err)
+		fmt.Fprintln(stderr, "faultprobe: close:", err)
 		return 1
 	}
 	for _, c := range faultprobe.Classes {
@@ -64,34 +88,43 @@ func run(asJSON bool) int {
 		if c == faultprobe.OOBWriteDriverSync && backend != driver.CUDA {
 			continue // the driver-only baseline is written for CUDA
 		}
-		results = append(results, faultprobe.RunChild(ctx, c))
+		rep.Results = append(rep.Results, faultprobe.RunChild(ctx, c))
 	}
-	if asJSON {
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(results); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-	} else {
-		printTable(results)
+	if !asJSON {
+		printTable(text, rep.Results)
 	}
 	bad := 0
-	for _, r := range results {
+	for _, r := range rep.Results {
 		if !r.OK {
 			bad++
 		}
 	}
+	rep.OK = bad == 0
+	code := 0
 	if bad > 0 {
-		fmt.Printf("faultprobe: %d of %d classes misbehaved\n", bad, len(results))
-		return 1
+		fmt.Fprintf(text, "faultprobe: %d of %d classes misbehaved\n", bad, len(rep.Results))
+		code = 1
+	} else {
+		fmt.Fprintf(text, "faultprobe: all %d classes behaved\n", len(rep.Results))
 	}
-	fmt.Printf("faultprobe: all %d classes behaved\n", len(results))
-	return 0
+	if asJSON {
+		return encode(stdout, stderr, rep, code)
+	}
+	return code
 }
 
-func printTable(results []faultprobe.Result) {
-	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+func encode(stdout, stderr io.Writer, rep report, code int) int {
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(rep); err != nil {
+		fmt.Fprintln(stderr, "faultprobe:", err)
+		return 1
+	}
+	return code
+}
+
+func printTable(out io.Writer, results []faultprobe.Result) {
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "class\tok\ttime to error\tusable after\tgot")
 	var ours, baseline float64
 	for _, r := range results {
@@ -109,16 +142,16 @@ func printTable(results []faultprobe.Result) {
 	}
 	w.Flush()
 	for _, r := range results {
-		fmt.Printf("  %s: expected: %s\n", r.Class, r.Expected)
+		fmt.Fprintf(out, "  %s: expected: %s\n", r.Class, r.Expected)
 		if len(r.Metrics) > 0 {
-			fmt.Printf("  %s: metrics: %v\n", r.Class, r.Metrics)
+			fmt.Fprintf(out, "  %s: metrics: %v\n", r.Class, r.Metrics)
 		}
 		if r.Detail != "" {
-			fmt.Printf("  %s: %s\n", r.Class, r.Detail)
+			fmt.Fprintf(out, "  %s: %s\n", r.Class, r.Detail)
 		}
 	}
 	if ours > 0 && baseline > 0 {
-		fmt.Printf("out-of-bounds write, launch to error: hipgo Wait %.1f ms, cuStreamSynchronize %.1f ms, ratio %.2f\n", ours, baseline, ours/baseline)
+		fmt.Fprintf(out, "out-of-bounds write, launch to error: hipgo Wait %.1f ms, cuStreamSynchronize %.1f ms, ratio %.2f\n", ours, baseline, ours/baseline)
 	}
 }
 
