@@ -1,6 +1,18 @@
 // Package sampling draws tokens from logits: the Gumbel-max and dual-pivot
 // rejection sampler kernels' ports, typed refusal and routing, and their CPU
-// references and fallbacks. docs/sampling.md is the full contract; in brief:
+// references and fallbacks. docs/sampling.md is the full contract.
+//
+// Which function to call:
+//   - logits on a GPU: NewSampler(dev) once per device, then Sampler.Sample
+//     per step. It routes each call to a kernel or the CPU fallback, and only
+//     the tokens (4 bytes per row) need come back to the host.
+//   - logits on the host: Argpartition (top-k, top-p, min-p) or Categorical
+//     (temperature only).
+//   - GumbelMax and Rejection (Sampler methods) are the kernels' direct entry
+//     points; GumbelMaxCPU and RejectionCPU their bit-exact CPU mirrors, for
+//     tests and references.
+//
+// In brief:
 //
 // Input is logits [B, V] (row-major float32 here; f32, bf16 or f16 for the
 // kernels), output one uint32 token per row. NaN counts as -inf. A row with

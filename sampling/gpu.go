@@ -453,7 +453,7 @@ func (sm *Sampler) sampleDeferred(ctx context.Context, s *runtime.Stream, logits
 	if err != nil {
 		return err
 	}
-	sm.router.Defer(&deferredLaunch{ev: ev, ok: sl.status, rounds: sl.rounds, B: logits.B}, MaxRounds)
+	sm.router.deferLaunch(&deferredLaunch{ev: ev, ok: sl.status, rounds: sl.rounds, B: logits.B}, MaxRounds)
 	return nil
 }
 

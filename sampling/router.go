@@ -115,7 +115,8 @@ type Decision struct {
 }
 
 // Router chooses kernel or fallback for each call, counts each outcome and
-// verifies earlier rejection launches without synchronizing (Drain, Defer).
+// verifies earlier rejection launches without synchronizing (Drain; the
+// Sampler queues each launch for it).
 // One Router per device; it is safe for concurrent use.
 type Router struct {
 	backend Backend

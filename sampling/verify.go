@@ -44,11 +44,11 @@ type verifyRing struct {
 	next  int // round-robin victim when all slots are taken
 }
 
-// Defer queues launch l (run with round cap maxRounds) for verification. If
+// deferLaunch queues launch l (run with round cap maxRounds) for verification. If
 // every slot is taken, the slot at the round-robin position is settled first:
 // verified if it has landed, dropped if it failed, dropped unverified
 // (ReasonVerifyEvicted) if it is still pending. It never blocks on the GPU.
-func (r *Router) Defer(l pendingLaunch, maxRounds uint32) {
+func (r *Router) deferLaunch(l pendingLaunch, maxRounds uint32) {
 	r.ring.mu.Lock()
 	defer r.ring.mu.Unlock()
 	for i := range r.ring.slots {

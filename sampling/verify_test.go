@@ -48,8 +48,8 @@ func TestDrainVerifiesOnlyLandedLaunches(t *testing.T) {
 	landed := newFake(launchLanded,
 		[]uint32{1, 0, 0, 0, 2, 1},
 		[]uint32{3, 32, 0, 5, 0, 31})
-	r.Defer(pending, 32)
-	r.Defer(landed, 32)
+	r.deferLaunch(pending, 32)
+	r.deferLaunch(landed, 32)
 	r.Drain()
 	require.Equal(t, int32(0), pending.flagReads.Load())
 	require.Equal(t, int32(1), landed.flagReads.Load())
@@ -71,7 +71,7 @@ func TestDrainVerifiesOnlyLandedLaunches(t *testing.T) {
 func TestDrainDropsFailedLaunchWithoutReadingIt(t *testing.T) {
 	r := quietRouter()
 	failed := newFake(launchFailed, []uint32{0}, []uint32{32})
-	r.Defer(failed, 32)
+	r.deferLaunch(failed, 32)
 	r.Drain()
 	require.Equal(t, int32(0), failed.flagReads.Load())
 	require.Equal(t, uint64(1), r.Count(ReasonLaunchFailed))
@@ -79,7 +79,7 @@ func TestDrainDropsFailedLaunchWithoutReadingIt(t *testing.T) {
 	require.Equal(t, 0, r.Pending())
 }
 
-// With all four slots taken, Defer settles the slot at the round-robin
+// With all four slots taken, deferLaunch settles the slot at the round-robin
 // position: a landed victim is verified, a failed one dropped, a pending one
 // evicted unverified (counted). The position advances 0, 1, 2, 3, 0.
 func TestDeferRoundRobinVictim(t *testing.T) {
@@ -91,32 +91,32 @@ func TestDeferRoundRobinVictim(t *testing.T) {
 		newFake(launchPending, nil, nil),
 	}
 	for _, f := range slots {
-		r.Defer(f, 4)
+		r.deferLaunch(f, 4)
 	}
 	require.Equal(t, 4, r.Pending())
 	slots[0].state.Store(uint32(launchLanded))
 	slots[0].ok, slots[0].rnd = []uint32{0}, []uint32{4}
-	r.Defer(newFake(launchPending, nil, nil), 4) // victim: slot 0, landed
+	r.deferLaunch(newFake(launchPending, nil, nil), 4) // victim: slot 0, landed
 	require.Equal(t, int32(1), slots[0].flagReads.Load())
 	require.Equal(t, uint64(1), r.OverflowRows())
 	require.Equal(t, uint64(0), r.Count(ReasonVerifyEvicted))
 
 	slots[1].state.Store(uint32(launchFailed))
-	r.Defer(newFake(launchPending, nil, nil), 4) // victim: slot 1, failed
+	r.deferLaunch(newFake(launchPending, nil, nil), 4) // victim: slot 1, failed
 	require.Equal(t, uint64(1), r.Count(ReasonLaunchFailed))
 	require.Equal(t, int32(0), slots[1].flagReads.Load())
 
-	r.Defer(newFake(launchPending, nil, nil), 4) // victim: slot 2, pending
+	r.deferLaunch(newFake(launchPending, nil, nil), 4) // victim: slot 2, pending
 	require.Equal(t, uint64(1), r.Count(ReasonVerifyEvicted))
 	require.Equal(t, int32(0), slots[2].flagReads.Load())
-	r.Defer(newFake(launchPending, nil, nil), 4) // slot 3
-	r.Defer(newFake(launchPending, nil, nil), 4) // back to slot 0
+	r.deferLaunch(newFake(launchPending, nil, nil), 4) // slot 3
+	r.deferLaunch(newFake(launchPending, nil, nil), 4) // back to slot 0
 	require.Equal(t, uint64(3), r.Count(ReasonVerifyEvicted))
 	require.Equal(t, 4, r.Pending())
 	require.Equal(t, 1, r.ring.next)
 }
 
-// Concurrent Defer and Drain from many goroutines keep the counts exact (run
+// Concurrent deferLaunch and Drain from many goroutines keep the counts exact (run
 // under -race to check the locking).
 func TestRingConcurrentUse(t *testing.T) {
 	r := quietRouter()
@@ -127,7 +127,7 @@ func TestRingConcurrentUse(t *testing.T) {
 			defer wg.Done()
 			for i := 0; i < 200; i++ {
 				r.Drain()
-				r.Defer(newFake(launchLanded, []uint32{0, 1}, []uint32{32, 2}), 32)
+				r.deferLaunch(newFake(launchLanded, []uint32{0, 1}, []uint32{32, 2}), 32)
 			}
 		}()
 	}
