@@ -127,12 +127,33 @@ type launchSlot struct {
 
 const launchSlots = 2 * ringSlots
 
+// SamplerOption configures NewSampler.
+type SamplerOption func(*samplerConfig)
+
+type samplerConfig struct {
+	policy *Policy
+}
+
+// WithPolicy replaces the backend's DefaultPolicy (for measurements such as
+// samplerbench -routes, or a deployment that measured its own machine).
+func WithPolicy(p Policy) SamplerOption {
+	return func(c *samplerConfig) { c.policy = &p }
+}
+
 // NewSampler returns a sampler for dev. Nothing is loaded until a kernel
 // entry point is called, so a device without a port gets the typed refusal
 // from that call.
-func NewSampler(dev *runtime.Device) *Sampler {
+func NewSampler(dev *runtime.Device, opts ...SamplerOption) *Sampler {
 	b := Backend(dev.Backend())
-	return &Sampler{dev: dev, backend: b, router: NewRouter(b, DefaultPolicy(b)), kernels: map[string]*runtime.Kernel{}}
+	var c samplerConfig
+	for _, o := range opts {
+		o(&c)
+	}
+	p := DefaultPolicy(b)
+	if c.policy != nil {
+		p = *c.policy
+	}
+	return &Sampler{dev: dev, backend: b, router: NewRouter(b, p), kernels: map[string]*runtime.Kernel{}}
 }
 
 // Router is the sampler's production router (counters, verification ring).

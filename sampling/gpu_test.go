@@ -446,3 +446,40 @@ func TestGPUGumbelStartedEarlyReadsWhatTheKernelAheadWrote(t *testing.T) {
 		require.Equal(t, want, download(t, out.Tokens, B), "round %d: tokens from the logits the kernel ahead wrote", i)
 	}
 }
+
+// TestGPUWithPolicyDecidesTheRoute: a Sampler built WithPolicy routes by that
+// policy, not the backend's default, and both routes of one call write
+// in-range tokens: the kernel's when the policy admits the combination, the
+// argpartition fallback's (equal to Argpartition on the host) when it does not.
+func TestGPUWithPolicyDecidesTheRoute(t *testing.T) {
+	dev, s, _ := openGPU(t)
+	const B, V = 4, 32000
+	host := gaussian(rand.New(rand.NewPCG(3, 4)), B*V, 3)
+	logits := Logits{Buf: upload(t, dev, host), B: B, V: V}
+	tokens, err := dev.Alloc(4 * B)
+	require.NoError(t, err)
+	p := []Params{withP(1, 40, 1, 0.05)} // top-k + min-p
+	key := Key{5, 6}
+	for _, c := range []struct {
+		policy Policy
+		want   Decision
+	}{
+		{KernelEverywhere(), Decision{RouteRejection, ReasonRejectionKernel}},
+		{FallbackEverywhere(), Decision{RouteArgpartition, ReasonRejectionNotRouted}},
+	} {
+		sm := NewSampler(dev, WithPolicy(c.policy))
+		d, err := sm.Sample(context.Background(), s, logits, p, key, tokens)
+		require.NoError(t, err)
+		require.Equal(t, c.want, d)
+		require.NoError(t, s.Synchronize(context.Background()))
+		got := download(t, tokens, B)
+		for _, tok := range got {
+			require.Less(t, tok, uint32(V))
+		}
+		if c.want.Route == RouteArgpartition {
+			want := make([]uint32, B)
+			require.NoError(t, Argpartition(want, host, B, V, p, key))
+			require.Equal(t, want, got)
+		}
+	}
+}

@@ -80,32 +80,114 @@ func (r Reason) String() string {
 	return fmt.Sprintf("Reason(%d)", uint8(r))
 }
 
-// Policy says which filter combinations go to the rejection kernel. The
-// defaults follow mlxcel's measurements (reference/mlxcel.md §2b): route when
-// top-p is active; top-k alone and min-p alone were measured slower than the
-// sort-free fallback; top-k + top-p only up to JointVocabMax. Revise after
-// benchmarking these kernels.
-type Policy struct {
-	TopKAlone     bool // route rows whose only active filters are top-k (and min-p if MinPAlone)
-	MinPAlone     bool // route rows whose only active filters are min-p (and top-k if TopKAlone)
-	JointVocabMax int  // top-k + top-p routes only when V <= this
+// Filters is a set of active filters: the key of a Policy.
+type Filters uint8
+
+const (
+	FilterTopK Filters = 1 << iota
+	FilterTopP
+	FilterMinP
+	numFilterSets = 8
+)
+
+// FilterSets lists every non-empty combination, in Policy order.
+var FilterSets = []Filters{
+	FilterTopK, FilterTopP, FilterMinP,
+	FilterTopK | FilterTopP, FilterTopK | FilterMinP, FilterTopP | FilterMinP,
+	FilterTopK | FilterTopP | FilterMinP,
 }
 
-// DefaultPolicy is mlxcel's measured rule: 152064 joint vocabulary on ROCm,
-// 32768 elsewhere.
-func DefaultPolicy(b Backend) Policy {
-	if b == BackendROCm {
-		return Policy{JointVocabMax: 152064}
+func (f Filters) String() string {
+	if f == 0 {
+		return "none"
 	}
-	return Policy{JointVocabMax: 32768}
+	var s string
+	for _, n := range []struct {
+		f    Filters
+		name string
+	}{{FilterTopK, "top-k"}, {FilterTopP, "top-p"}, {FilterMinP, "min-p"}} {
+		if f&n.f != 0 {
+			if s != "" {
+				s += "+"
+			}
+			s += n.name
+		}
+	}
+	return s
+}
+
+// ActiveFilters is the set of filters p applies to a row of V logits.
+func (p Params) ActiveFilters(V int) Filters {
+	var f Filters
+	if p.TopKActive(V) {
+		f |= FilterTopK
+	}
+	if p.TopPActive() {
+		f |= FilterTopP
+	}
+	if p.MinPActive() {
+		f |= FilterMinP
+	}
+	return f
+}
+
+// Policy says which filter combinations go to the rejection kernel:
+// MaxVocab[f] is the largest vocabulary for which rows whose active filters
+// are exactly f are routed (0: never; AnyVocab: always). Each backend's
+// default comes from a measurement of the kernel against the fallback on the
+// same machine (samplerbench -routes; docs/sampling.md has the table).
+type Policy struct {
+	MaxVocab [numFilterSets]int
+}
+
+// AnyVocab in a Policy routes a combination at every vocabulary size.
+const AnyVocab = int(^uint(0) >> 1)
+
+// KernelEverywhere routes every filter combination to the kernel.
+func KernelEverywhere() Policy {
+	var p Policy
+	for _, f := range FilterSets {
+		p.MaxVocab[f] = AnyVocab
+	}
+	return p
+}
+
+// FallbackEverywhere routes no filter combination to the kernel.
+func FallbackEverywhere() Policy { return Policy{} }
+
+// DefaultPolicy is the measured rule for backend b:
+//   - CUDA: every combination to the kernel. On the H200 the kernel was
+//     faster than the argpartition fallback (which must also copy the logits
+//     to the host) for every combination and shape samplerbench -routes
+//     measured (docs/sampling.md).
+//   - ROCm: mlxcel's measurements on gfx1151, since nothing here runs on AMD
+//     hardware: top-p routes (with top-k only up to V = 152064); top-k alone,
+//     min-p alone and top-k + min-p were slower than its sort-free fallback.
+//   - elsewhere (Metal, unmeasured): mlxcel's Metal rule, top-k + top-p only
+//     up to V = 32768.
+func DefaultPolicy(b Backend) Policy {
+	switch b {
+	case BackendCUDA:
+		return KernelEverywhere()
+	case BackendROCm:
+		return mlxcelPolicy(152064)
+	}
+	return mlxcelPolicy(32768)
+}
+
+// mlxcelPolicy routes rows with top-p, top-k with top-p only up to
+// jointVocabMax, and nothing without top-p.
+func mlxcelPolicy(jointVocabMax int) Policy {
+	var p Policy
+	p.MaxVocab[FilterTopP] = AnyVocab
+	p.MaxVocab[FilterTopP|FilterMinP] = AnyVocab
+	p.MaxVocab[FilterTopK|FilterTopP] = jointVocabMax
+	p.MaxVocab[FilterTopK|FilterTopP|FilterMinP] = jointVocabMax
+	return p
 }
 
 func (p Policy) admits(q Params, V int) bool {
-	k, tp, mp := q.TopKActive(V), q.TopPActive(), q.MinPActive()
-	if tp {
-		return !k || V <= p.JointVocabMax
-	}
-	return (!k || p.TopKAlone) && (!mp || p.MinPAlone)
+	return V <= p.MaxVocab[q.ActiveFilters(V)]
 }
 
 // Decision is the router's answer for one call.

@@ -33,12 +33,17 @@ func TestRouterDecide(t *testing.T) {
 		{"no port", "sim", []Params{plain}, V, Decision{RouteCategorical, ReasonGumbelNoPort}},
 		{"top-p", BackendCUDA, []Params{withP(1, 0, 0.9, 0)}, V, Decision{RouteRejection, ReasonRejectionKernel}},
 		{"top-p + min-p, mixed rows", BackendCUDA, []Params{withP(1, 0, 0.9, 0.1), plain}, V, Decision{RouteRejection, ReasonRejectionKernel}},
-		{"top-k alone", BackendCUDA, []Params{withP(1, 40, 1, 0)}, V, Decision{RouteArgpartition, ReasonRejectionNotRouted}},
-		{"min-p alone", BackendCUDA, []Params{withP(1, 0, 1, 0.05)}, V, Decision{RouteArgpartition, ReasonRejectionNotRouted}},
-		{"top-k + top-p, small V", BackendCUDA, []Params{withP(1, 40, 0.9, 0)}, 32768, Decision{RouteRejection, ReasonRejectionKernel}},
-		{"top-k + top-p, large V", BackendCUDA, []Params{withP(1, 40, 0.9, 0)}, 128256, Decision{RouteArgpartition, ReasonRejectionNotRouted}},
-		{"top-k + top-p, large V, ROCm", BackendROCm, []Params{withP(1, 40, 0.9, 0)}, 128256, Decision{RouteRejection, ReasonRejectionKernel}},
-		{"one row not admitted", BackendCUDA, []Params{withP(1, 0, 0.9, 0), withP(1, 5, 1, 0)}, V, Decision{RouteArgpartition, ReasonRejectionNotRouted}},
+		{"top-k alone, CUDA", BackendCUDA, []Params{withP(1, 40, 1, 0)}, V, Decision{RouteRejection, ReasonRejectionKernel}},
+		{"min-p alone, CUDA", BackendCUDA, []Params{withP(1, 0, 1, 0.05)}, V, Decision{RouteRejection, ReasonRejectionKernel}},
+		{"top-k + top-p, large V, CUDA", BackendCUDA, []Params{withP(1, 40, 0.95, 0)}, 128256, Decision{RouteRejection, ReasonRejectionKernel}},
+		{"top-k alone, ROCm", BackendROCm, []Params{withP(1, 40, 1, 0)}, V, Decision{RouteArgpartition, ReasonRejectionNotRouted}},
+		{"min-p alone, ROCm", BackendROCm, []Params{withP(1, 0, 1, 0.05)}, V, Decision{RouteArgpartition, ReasonRejectionNotRouted}},
+		{"top-k + min-p, ROCm", BackendROCm, []Params{withP(1, 40, 1, 0.05)}, V, Decision{RouteArgpartition, ReasonRejectionNotRouted}},
+		{"top-k + top-p, ROCm, V = 152064", BackendROCm, []Params{withP(1, 40, 0.9, 0)}, 152064, Decision{RouteRejection, ReasonRejectionKernel}},
+		{"top-k + top-p, ROCm, V = 262144", BackendROCm, []Params{withP(1, 40, 0.9, 0)}, 262144, Decision{RouteArgpartition, ReasonRejectionNotRouted}},
+		{"top-k + top-p, Metal, small V", BackendMetal, []Params{withP(1, 40, 0.9, 0)}, 32768, Decision{RouteRejection, ReasonRejectionKernel}},
+		{"top-k + top-p, Metal, large V", BackendMetal, []Params{withP(1, 40, 0.9, 0)}, 128256, Decision{RouteArgpartition, ReasonRejectionNotRouted}},
+		{"one row not admitted", BackendROCm, []Params{withP(1, 0, 0.9, 0), withP(1, 5, 1, 0)}, V, Decision{RouteArgpartition, ReasonRejectionNotRouted}},
 		{"filtered, no port", "sim", []Params{withP(1, 0, 0.9, 0)}, V, Decision{RouteArgpartition, ReasonRejectionNoPort}},
 	}
 	for _, c := range cases {
@@ -49,13 +54,34 @@ func TestRouterDecide(t *testing.T) {
 		require.Equal(t, c.want, d, c.name)
 		require.Equal(t, uint64(1), r.Count(c.want.Reason), c.name)
 	}
-	// A policy that admits top-k alone routes it.
-	r := NewRouter(BackendCUDA, Policy{TopKAlone: true, JointVocabMax: 32768})
-	d, err := r.Decide([]Params{withP(1, 40, 1, 0)}, 1, V)
-	require.NoError(t, err)
-	require.Equal(t, RouteRejection, d.Route)
+	// A policy decides per combination and vocabulary: exactly the
+	// combination it names, up to the size it names.
+	var p Policy
+	p.MaxVocab[FilterTopK] = V
+	r := NewRouter(BackendCUDA, p)
+	for _, c := range []struct {
+		params Params
+		V      int
+		want   Route
+	}{
+		{withP(1, 40, 1, 0), V, RouteRejection},
+		{withP(1, 40, 1, 0), V + 1, RouteArgpartition},
+		{withP(1, 40, 0.9, 0), V, RouteArgpartition},
+		{withP(1, 0, 0.9, 0), V, RouteArgpartition},
+	} {
+		d, err := r.Decide([]Params{c.params}, 1, c.V)
+		require.NoError(t, err)
+		require.Equal(t, c.want, d.Route, "%+v V=%d", c.params, c.V)
+	}
+	require.Equal(t, "top-k+min-p", (FilterTopK | FilterMinP).String())
+	require.Equal(t, FilterTopK|FilterTopP, withP(1, 40, 0.9, 0).ActiveFilters(V))
+	require.Equal(t, FilterTopP, withP(1, V, 0.9, 0).ActiveFilters(V), "k >= V is off")
+	for _, f := range FilterSets {
+		require.Equal(t, AnyVocab, KernelEverywhere().MaxVocab[f], f.String())
+		require.Zero(t, FallbackEverywhere().MaxVocab[f], f.String())
+	}
 	// Invalid parameters and shapes are errors, not routes.
-	_, err = r.Decide([]Params{withP(1, 0, 2, 0)}, 1, V)
+	_, err := r.Decide([]Params{withP(1, 0, 2, 0)}, 1, V)
 	require.ErrorIs(t, err, ErrInvalidParameter)
 	_, err = r.Decide([]Params{plain, plain}, 3, V)
 	require.ErrorIs(t, err, ErrShape)

@@ -8,6 +8,8 @@
 #   faults    tools/faultprobe
 #   launch    Go launch overhead against the C loop (tools/gpubench/launch_overhead.c)
 #   samplers  tools/samplerbench against PyTorch and the copy-bandwidth floor
+#   routes    samplerbench -routes: kernel against CPU fallback per filter
+#             combination, one decode step end to end (the router's Policy)
 #   gumbel    the shipped Gumbel PTX alone, replayed in CUDA graphs (GPU time
 #             without launch gaps; tools/gpubench/gumbel_variants.py), then
 #             stream launches plain against early start
@@ -96,6 +98,14 @@ if has samplers; then
     $bin/samplerbench -ops "${SAMPLER_OPS:-}" >>"$OUT/samplers.jsonl" 2>>"$LOGS/samplers.err" || { status=1; note "samplerbench failed"; tail "$LOGS/samplers.err"; }
   fi
   python3 tools/gpubench/sampler_table.py "$OUT/samplers.jsonl" | tee "$LOGS/samplers.md"
+fi
+
+if has routes; then
+  # The router's Policy from measurement: kernel against fallback per filter
+  # combination, end to end per decode step (samplerbench -routes).
+  $bin/samplerbench -routes >"$LOGS/routes.jsonl" 2>&1 || { status=1; note "samplerbench -routes failed"; }
+  cat "$LOGS/routes.jsonl"
+  note "routes: $(tail -1 "$LOGS/routes.jsonl")"
 fi
 
 if has hf; then

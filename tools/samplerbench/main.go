@@ -4,6 +4,10 @@
 //
 //	{"impl":"hipgo","op":"gumbel","B":64,"V":128256,"us":12.3}
 //
+// With -routes it measures what the router's Policy is decided by instead:
+// per filter combination and shape, a decode step's sampling end to end
+// through the kernel and through the CPU fallback (routes.go).
+//
 // Every op is timed the same way as the PyTorch baselines: K back-to-back
 // calls over rotating inputs between two GPU timing events
 // (runtime.Stream.TimeGPU, as CUDA events for PyTorch), median of 5 blocks:
@@ -54,6 +58,7 @@ var (
 	onlyOps    = flag.String("ops", "", "comma-separated ops to run (default: all)")
 	onlyShapes = flag.String("shapes", "", "comma-separated BxV shapes to run instead of the grid above, e.g. 512x131072")
 	cpuProfile = flag.String("cpuprofile", "", "write a Go CPU profile of the run to this file")
+	routesMode = flag.Bool("routes", false, "instead of the kernel timings, time one decode step's sampling end to end (Sample and the tokens read back) through the rejection kernel and through the argpartition fallback, for every filter combination, and print the Policy that implies")
 	callbacks  = flag.Bool("callbacks", true, "land events with host callbacks (the default device); false opens the device with runtime.WithoutCallbacks, a diagnostic whose lines say impl \"hipgo-nocallbacks\"")
 )
 
@@ -111,6 +116,12 @@ func run() error {
 	shapes, err := parseShapes(*onlyShapes)
 	if err != nil {
 		return err
+	}
+	if *routesMode {
+		if *onlyShapes == "" {
+			shapes = routeShapes
+		}
+		return routes(ctx, dev, s, shapes, impl, os.Stdout)
 	}
 	maxN, maxB := 0, 0
 	for _, sh := range shapes {
