@@ -156,10 +156,10 @@ func KernelEverywhere() Policy {
 func FallbackEverywhere() Policy { return Policy{} }
 
 // DefaultPolicy is the measured rule for backend b:
-//   - CUDA: every combination to the kernel. On the H200 the kernel was
-//     faster than the argpartition fallback (which must also copy the logits
-//     to the host) for every combination and shape samplerbench -routes
-//     measured (docs/sampling.md).
+//   - CUDA: every combination to the kernel: on the H200 the kernel beat the
+//     argpartition fallback (which must also copy the logits to the host)
+//     end to end per decode step (samplerbench -routes; the table and its
+//     date are in docs/sampling.md).
 //   - ROCm: mlxcel's measurements on gfx1151, since nothing here runs on AMD
 //     hardware: top-p routes (with top-k only up to V = 152064); top-k alone,
 //     min-p alone and top-k + min-p were slower than its sort-free fallback.
