@@ -2,7 +2,10 @@ package sampling
 
 import (
 	"math"
+	goruntime "runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 )
 
 // Argpartition is the filtered CPU sampler and the rejection kernel's
@@ -21,7 +24,10 @@ import (
 //   - min-p: a token is kept when its probability is >= min_p times the
 //     largest.
 //
-// The draw is then weighted by the tempered row over the kept set: one
+// Only top-p needs every token's weight (the row's mass S, summed in chunks
+// of 8192 added in chunk order, spread over the cores when B < GOMAXPROCS);
+// the other filters decide on logits. The draw is then weighted by the
+// tempered row over the kept set: one
 // uniform per row (word 0 of philox(key, {0, 2, row, 0}), as Categorical),
 // inverse CDF in ascending index order. With every filter off it returns
 // exactly Categorical's tokens.
@@ -38,8 +44,11 @@ func Argpartition(tokens []uint32, logits []float32, B, V int, params []Params, 
 		return err
 	}
 	var bad badRows
+	// With fewer rows than cores, each row's weights are spread over the
+	// cores instead (B = 1 decode with a large vocabulary).
+	inner := B < goruntime.GOMAXPROCS(0) && V >= 2*weightChunk
 	forRows(B, V, &fbPool, func(r int, s *fbScratch) {
-		tok, ok := argpartitionRow(logits[r*V:(r+1)*V], uint32(r), rowParams(params, r), key, s)
+		tok, ok := argpartitionRow(logits[r*V:(r+1)*V], uint32(r), rowParams(params, r), key, s, inner)
 		tokens[r] = tok
 		if !ok {
 			bad.add(r)
@@ -48,7 +57,7 @@ func Argpartition(tokens []uint32, logits []float32, B, V int, params []Params, 
 	return bad.err(entry)
 }
 
-func argpartitionRow(row []float32, r uint32, p Params, key Key, s *fbScratch) (uint32, bool) {
+func argpartitionRow(row []float32, r uint32, p Params, key Key, s *fbScratch, inner bool) (uint32, bool) {
 	tok, ok, done, M := rowPrelude(row, p.Temperature)
 	if done {
 		return tok, ok
@@ -56,21 +65,35 @@ func argpartitionRow(row []float32, r uint32, p Params, key Key, s *fbScratch) (
 	V := len(row)
 	s.size(V)
 	x, e, keep := s.x, s.e, s.keep
-	finite, S := 0, 0.0
-	for i, l := range row {
-		x[i] = float64(clean(l)) - float64(M) // <= 0; -inf for -inf and NaN
-		e[i] = math.Exp(x[i])                 // P_i * S, with P_max * S = 1
-		S += e[i]
-		keep[i] = !math.IsInf(x[i], -1)
-		if keep[i] {
-			finite++
-		}
-	}
 	kOn, pOn, mOn := p.TopKActive(V), p.TopPActive(), p.MinPActive()
+	// Only top-p needs every token's weight (its mass is relative to the
+	// whole row); the other filters decide on x, and the draw weighs only
+	// the kept tokens.
+	var S float64
+	var finite int
+	if pOn {
+		S, finite = rowWeights(row, M, x, e, keep, inner)
+	} else {
+		finite = rowOffsets(row, M, x, keep)
+	}
 	if mOn {
 		// P_i >= min_p * P_max  <=>  exp(x_i) >= min_p, since x_max = 0.
+		// Far below log(min_p) the answer is no without an exp.
+		mp := float64(p.MinP)
+		cut := math.Log(mp) - 1e-9
 		for i := range x {
-			if keep[i] && !(e[i] >= float64(p.MinP)) {
+			if !keep[i] {
+				continue
+			}
+			if x[i] < cut {
+				keep[i] = false
+				continue
+			}
+			ei := e[i]
+			if !pOn {
+				ei = math.Exp(x[i])
+			}
+			if !(ei >= mp) {
 				keep[i] = false
 			}
 		}
@@ -103,21 +126,102 @@ func argpartitionRow(row []float32, r uint32, p Params, key Key, s *fbScratch) (
 			}
 		}
 	}
-	w := e // T = 1: the draw weights are the filter weights
-	if p.Temperature != 1 {
-		w = s.w
-		invT := 1 / float64(p.Temperature)
-		for i := range x {
-			w[i] = math.Exp(x[i] * invT)
-		}
-	}
+	// The draw weights: the tempered row over the kept set (drawIndex reads
+	// w only where keep is set).
+	w := s.w
+	invT := 1 / float64(p.Temperature)
 	total := 0.0
 	for i := range x {
 		if keep[i] {
+			switch {
+			case pOn && p.Temperature == 1:
+				w[i] = e[i]
+			default:
+				w[i] = math.Exp(x[i] * invT)
+			}
 			total += w[i]
 		}
 	}
 	return drawIndex(w, keep, total, float64(fallbackUniform(key, r))), true
+}
+
+// rowOffsets writes x = logit - max (-inf for -inf and NaN) and keep = x is
+// finite, and returns the number of finite tokens.
+func rowOffsets(row []float32, M float32, x []float64, keep []bool) int {
+	finite := 0
+	for i, l := range row {
+		x[i] = float64(clean(l)) - float64(M) // <= 0; -inf for -inf and NaN
+		keep[i] = !math.IsInf(x[i], -1)
+		if keep[i] {
+			finite++
+		}
+	}
+	return finite
+}
+
+// weightChunk is the span rowWeights sums as one partial: partials are added
+// in chunk order, so S does not depend on how many goroutines computed them.
+const weightChunk = 8192
+
+// rowWeights is rowOffsets plus e = exp(x) (P_i * S, with P_max * S = 1),
+// and returns S = sum(e) as well. With inner set (a call with fewer rows
+// than cores) the chunks are spread over GOMAXPROCS goroutines.
+func rowWeights(row []float32, M float32, x, e []float64, keep []bool, inner bool) (S float64, finite int) {
+	V := len(row)
+	chunks := (V + weightChunk - 1) / weightChunk
+	var partS [64]float64
+	var partN [64]int
+	if chunks > len(partS) {
+		// Rows past 512K tokens: one pass, still in chunk order.
+		inner = false
+	}
+	do := func(c int) (float64, int) {
+		lo, hi := c*weightChunk, min(V, (c+1)*weightChunk)
+		var sum float64
+		n := 0
+		for i := lo; i < hi; i++ {
+			xi := float64(clean(row[i])) - float64(M)
+			x[i] = xi
+			ei := math.Exp(xi)
+			e[i] = ei
+			sum += ei
+			keep[i] = !math.IsInf(xi, -1)
+			if keep[i] {
+				n++
+			}
+		}
+		return sum, n
+	}
+	workers := min(goruntime.GOMAXPROCS(0), chunks)
+	if !inner || workers <= 1 {
+		for c := range chunks {
+			sum, n := do(c)
+			S += sum
+			finite += n
+		}
+		return S, finite
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				c := int(next.Add(1) - 1)
+				if c >= chunks {
+					return
+				}
+				partS[c], partN[c] = do(c)
+			}
+		}()
+	}
+	wg.Wait()
+	for c := range chunks {
+		S += partS[c]
+		finite += partN[c]
+	}
+	return S, finite
 }
 
 // topPSorted: the kept candidates are an upper set (top-k and min-p keep
