@@ -106,6 +106,10 @@ if has routes; then
   $bin/samplerbench -routes >"$LOGS/routes.jsonl" 2>&1 || { status=1; note "samplerbench -routes failed"; }
   cat "$LOGS/routes.jsonl"
   note "routes: $(tail -1 "$LOGS/routes.jsonl")"
+  # The CPU fallback on this host's cores: one core against all of them.
+  if [ -x $bin/sampling.test ]; then
+    (cd sampling && ../$bin/sampling.test -test.run='^$' -test.bench=Argpartition -test.benchtime=20x -test.cpu=1,$(nproc)) 2>&1 | grep -E '^Benchmark' | tee "$LOGS/argpartition.txt"
+  fi
 fi
 
 if has hf; then
