@@ -7,6 +7,8 @@ export HIPGO_REQUIRE_HOST_TOOLS := 1
 # Real tokenizer files scripts/deps.sh fetches, for the tokenizer's golden tests.
 export HIPGO_TEST_LLAMA3_TOKENIZER := $(CURDIR)/.cache/tokenizers/llama3/tokenizer.json
 export HIPGO_TEST_QWEN3_TOKENIZER := $(CURDIR)/.cache/tokenizers/qwen3/tokenizer.json
+# Real Llama chat templates scripts/deps.sh fetches, for model/chat's golden tests.
+export HIPGO_TEST_CHAT_TEMPLATES := $(CURDIR)/.cache/chat_templates
 
 .PHONY: test deps vet build kernels kernels-check rocm-evidence test-nocgo test-race gpu-bundle
 

