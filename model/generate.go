@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -45,7 +46,7 @@ type StopReason string
 // Stop reasons.
 const (
 	StopMaxTokens     StopReason = "max_tokens"     // MaxTokens generated
-	StopEOS           StopReason = "eos"            // the model produced an end-of-sequence token
+	StopEOS           StopReason = "eos"            // the model produced an end-of-sequence token (or, in Chat, the end-of-turn token)
 	StopString        StopReason = "stop"           // a stop string appeared
 	StopContextLength StopReason = "context_length" // the sequence filled the context
 	StopCancelled     StopReason = "cancelled"      // ctx ended; Generate returns ctx.Err()
@@ -97,13 +98,13 @@ func (m *Model) Generate(ctx context.Context, prompt string, opts GenerateOption
 		// An empty prompt starts from BOS when the tokenizer adds none itself.
 		ids = []uint32{uint32(m.cfg.BOSTokenID)}
 	}
-	return m.generate(ctx, ids, opts, emit)
+	return m.generate(ctx, ids, opts, emit, nil)
 }
 
 // GenerateTokens is Generate from prompt token ids. Without a tokenizer the
 // emitted Text is empty and Stop must be empty.
 func (m *Model) GenerateTokens(ctx context.Context, prompt []uint32, opts GenerateOptions, emit func(Token) error) (Result, error) {
-	return m.generate(ctx, prompt, opts, emit)
+	return m.generate(ctx, prompt, opts, emit, nil)
 }
 
 func (m *Model) validate(prompt []uint32, opts GenerateOptions) (tokenSampler, error) {
@@ -134,7 +135,9 @@ func (m *Model) validate(prompt []uint32, opts GenerateOptions) (tokenSampler, e
 	return sampler, nil
 }
 
-func (m *Model) generate(ctx context.Context, prompt []uint32, opts GenerateOptions, emit func(Token) error) (Result, error) {
+// generate runs the loop; stopIDs end generation as EOS does (a chat
+// template's end-of-turn token).
+func (m *Model) generate(ctx context.Context, prompt []uint32, opts GenerateOptions, emit func(Token) error, stopIDs []uint32) (Result, error) {
 	res := Result{PromptTokens: len(prompt)}
 	sampler, err := m.validate(prompt, opts)
 	if err != nil {
@@ -183,7 +186,7 @@ func (m *Model) generate(ctx context.Context, prompt []uint32, opts GenerateOpti
 		if err != nil {
 			return fail(err)
 		}
-		if m.eos[id] {
+		if m.eos[id] || slices.Contains(stopIDs, id) {
 			res.Reason = StopEOS
 			var rest string
 			if stream != nil {

@@ -20,9 +20,14 @@ func specFS(t testing.TB, s modeltest.Spec) fstest.MapFS {
 		fsys[n] = &fstest.MapFile{Data: d}
 	}
 	if !s.NoTokenizer {
-		tok, err := modeltest.Tokenizer(s.Vocab)
+		tok, err := modeltest.TokenizerWith(s.Vocab, s.ChatTokens)
 		require.NoError(t, err)
 		fsys[TokenizerFile] = &fstest.MapFile{Data: tok}
+		if s.ChatTemplate != "" {
+			tc, err := modeltest.TokenizerConfig(s)
+			require.NoError(t, err)
+			fsys[TokenizerConfigFile] = &fstest.MapFile{Data: tc}
+		}
 	}
 	return fsys
 }

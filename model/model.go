@@ -8,6 +8,7 @@ import (
 	"path"
 	"path/filepath"
 
+	"github.com/hipgo/hipgo/model/chat"
 	"github.com/hipgo/hipgo/model/internal/cpu"
 	"github.com/hipgo/hipgo/model/safetensors"
 )
@@ -22,6 +23,11 @@ type Model struct {
 	threads int
 	eos     map[uint32]bool
 	bytes   int64 // weight memory
+
+	chat       *chat.Template // nil without one
+	chatErr    error          // why the checkpoint's template is unusable
+	turnEnd    uint32         // the chat template's end-of-turn token
+	hasTurnEnd bool
 }
 
 type options struct {
@@ -30,6 +36,10 @@ type options struct {
 	ctxLen   int
 	format   WeightFormat
 	noTok    bool
+
+	chatSource string // WithChatTemplate
+	chatTokens chat.Tokens
+	chatSet    bool
 }
 
 // Option configures Load and LoadFS.
@@ -58,7 +68,8 @@ func WithoutTokenizer() Option { return func(o *options) { o.noTok = true } }
 const TokenizerFile = "tokenizer.json"
 
 // Load reads config.json, model.safetensors (or a sharded index) and
-// tokenizer.json from dir. Weight files are memory-mapped while loading.
+// tokenizer.json from dir, and the chat template from chat_template.jinja or
+// tokenizer_config.json when there is one. Weight files are memory-mapped while loading.
 func Load(dir string, opts ...Option) (*Model, error) {
 	cfgPath := filepath.Join(dir, ConfigFile)
 	data, err := os.ReadFile(cfgPath)
@@ -71,8 +82,12 @@ func Load(dir string, opts ...Option) (*Model, error) {
 		return nil, err
 	}
 	var tok textCodec
+	var ct checkpointChat
 	if !o.noTok {
 		if tok, err = loadTokenizerFile(filepath.Join(dir, TokenizerFile)); err != nil {
+			return nil, err
+		}
+		if ct, err = readChatTemplate(os.DirFS(dir)); err != nil {
 			return nil, err
 		}
 	}
@@ -81,7 +96,14 @@ func Load(dir string, opts ...Option) (*Model, error) {
 		return nil, err
 	}
 	defer set.Close()
-	return build(cfg, set, tok, o)
+	m, err := build(cfg, set, tok, o)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.useChatTemplate(o, ct); err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
 // LoadFS is Load over the root of fsys (an embed.FS, say). Tensors are read
@@ -97,6 +119,7 @@ func LoadFS(fsys fs.FS, opts ...Option) (*Model, error) {
 		return nil, err
 	}
 	var tok textCodec
+	var ct checkpointChat
 	if !o.noTok {
 		tdata, err := fs.ReadFile(fsys, TokenizerFile)
 		if err != nil {
@@ -105,13 +128,23 @@ func LoadFS(fsys fs.FS, opts ...Option) (*Model, error) {
 		if tok, err = parseTokenizer(path.Clean(TokenizerFile), tdata); err != nil {
 			return nil, err
 		}
+		if ct, err = readChatTemplate(fsys); err != nil {
+			return nil, err
+		}
 	}
 	set, err := safetensors.OpenDirFS(fsys, ".")
 	if err != nil {
 		return nil, err
 	}
 	defer set.Close()
-	return build(cfg, set, tok, o)
+	m, err := build(cfg, set, tok, o)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.useChatTemplate(o, ct); err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
 func buildOptions(opts []Option) options {

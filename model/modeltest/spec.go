@@ -12,26 +12,31 @@ type Llama3Scaling struct {
 
 // Spec describes a random model.
 type Spec struct {
-	Arch          string // "llama" or "qwen2"
-	Hidden        int
-	Intermediate  int
-	Layers        int
-	Heads         int
-	KVHeads       int
-	HeadDim       int // 0: Hidden/Heads, and no head_dim key in the config
-	Vocab         int // at least 258 when a tokenizer is written
-	MaxPos        int
-	RopeTheta     float64
-	Llama3        *Llama3Scaling
-	Tie           bool
-	AttnBias      bool // llama attention_bias
-	MLPBias       bool // llama mlp_bias
-	RMSNormEps    float64
-	DType         safetensors.DType
-	Seed          uint64
-	Std           float32 // weight standard deviation
-	ShardTensors  int     // > 0: write shards of this many tensors with an index
-	NoTokenizer   bool
+	Arch         string // "llama" or "qwen2"
+	Hidden       int
+	Intermediate int
+	Layers       int
+	Heads        int
+	KVHeads      int
+	HeadDim      int // 0: Hidden/Heads, and no head_dim key in the config
+	Vocab        int // at least 258 when a tokenizer is written
+	MaxPos       int
+	RopeTheta    float64
+	Llama3       *Llama3Scaling
+	Tie          bool
+	AttnBias     bool // llama attention_bias
+	MLPBias      bool // llama mlp_bias
+	RMSNormEps   float64
+	DType        safetensors.DType
+	Seed         uint64
+	Std          float32 // weight standard deviation
+	ShardTensors int     // > 0: write shards of this many tensors with an index
+	NoTokenizer  bool
+	// ChatTokens are special tokens (chat markers such as "<|im_end|>")
+	// given the ids just below EndOfText's; ChatTemplate, when set, is
+	// written with EndOfText as bos and eos to tokenizer_config.json.
+	ChatTokens    []string
+	ChatTemplate  string
 	ConfigVersion int // 5: transformers 5 layout (rope_parameters, dtype); else 4 (rope_theta, rope_scaling, torch_dtype)
 }
 

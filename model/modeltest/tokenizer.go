@@ -29,9 +29,13 @@ func byteSymbols() [256]string {
 // Tokenizer renders a byte-level BPE tokenizer.json with exactly vocab
 // tokens: the 256 bytes (ids 0-255), vocab-257 two-byte merges (letters and
 // space first, so English text compresses a little), and EndOfText last.
-func Tokenizer(vocab int) ([]byte, error) {
-	if vocab < 258 {
-		return nil, fmt.Errorf("modeltest: tokenizer needs vocab >= 258, got %d", vocab)
+func Tokenizer(vocab int) ([]byte, error) { return TokenizerWith(vocab, nil) }
+
+// TokenizerWith is Tokenizer with extra special tokens, which take the ids
+// just below EndOfText's in order (in place of the last merges).
+func TokenizerWith(vocab int, special []string) ([]byte, error) {
+	if vocab < 258+len(special) {
+		return nil, fmt.Errorf("modeltest: tokenizer needs vocab >= %d, got %d", 258+len(special), vocab)
 	}
 	sym := byteSymbols()
 	vocabMap := map[string]int{}
@@ -52,7 +56,7 @@ func Tokenizer(vocab int) ([]byte, error) {
 	id := 256
 	for _, a := range order {
 		for _, b := range order {
-			if id >= vocab-1 {
+			if id >= vocab-1-len(special) {
 				break
 			}
 			tok := sym[a] + sym[b]
@@ -61,15 +65,20 @@ func Tokenizer(vocab int) ([]byte, error) {
 			id++
 		}
 	}
-	vocabMap[EndOfText] = vocab - 1
-	doc := map[string]any{
-		"version":    "1.0",
-		"truncation": nil,
-		"padding":    nil,
-		"added_tokens": []map[string]any{{
-			"id": vocab - 1, "content": EndOfText, "single_word": false, "lstrip": false,
+	var added []map[string]any
+	for i, s := range append(append([]string(nil), special...), EndOfText) {
+		tid := vocab - 1 - len(special) + i
+		vocabMap[s] = tid
+		added = append(added, map[string]any{
+			"id": tid, "content": s, "single_word": false, "lstrip": false,
 			"rstrip": false, "normalized": false, "special": true,
-		}},
+		})
+	}
+	doc := map[string]any{
+		"version":        "1.0",
+		"truncation":     nil,
+		"padding":        nil,
+		"added_tokens":   added,
 		"normalizer":     nil,
 		"pre_tokenizer":  map[string]any{"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true},
 		"post_processor": map[string]any{"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": false, "use_regex": true},

@@ -136,7 +136,8 @@ func Config(s Spec) ([]byte, error) {
 }
 
 // Write creates dir and writes config.json, the weights (one file, or shards
-// and an index when ShardTensors > 0) and, unless NoTokenizer, tokenizer.json.
+// and an index when ShardTensors > 0) and, unless NoTokenizer,
+// tokenizer.json (and tokenizer_config.json when ChatTemplate is set).
 func Write(dir string, s Spec) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -160,11 +161,32 @@ func Write(dir string, s Spec) error {
 	if s.NoTokenizer {
 		return nil
 	}
-	tok, err := Tokenizer(s.Vocab)
+	tok, err := TokenizerWith(s.Vocab, s.ChatTokens)
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, "tokenizer.json"), tok, 0o644)
+	if err := os.WriteFile(filepath.Join(dir, "tokenizer.json"), tok, 0o644); err != nil {
+		return err
+	}
+	if s.ChatTemplate == "" {
+		return nil
+	}
+	tc, err := TokenizerConfig(s)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "tokenizer_config.json"), tc, 0o644)
+}
+
+// TokenizerConfig renders tokenizer_config.json with s.ChatTemplate and
+// EndOfText as bos and eos.
+func TokenizerConfig(s Spec) ([]byte, error) {
+	return json.MarshalIndent(map[string]any{
+		"chat_template":   s.ChatTemplate,
+		"bos_token":       EndOfText,
+		"eos_token":       map[string]any{"content": EndOfText, "special": true},
+		"tokenizer_class": "PreTrainedTokenizerFast",
+	}, "", "  ")
 }
 
 // Safetensors encodes the weights: {"model.safetensors": ...}, or shards
