@@ -2,11 +2,18 @@
 //
 //	go run ./examples/generate                      # the embedded demo model
 //	go run ./examples/generate -model DIR -prompt "Once upon a time" -n 100
+//	go run ./examples/generate -model DIR -chat -system "Be brief." -prompt "What is the capital of France?"
 //
 // DIR holds a Hugging Face checkpoint: config.json, model.safetensors (or a
 // sharded model.safetensors.index.json) and tokenizer.json. Text goes to
 // stdout as it is generated; a progress bar while a large model loads and the
 // prompt and decode speeds at the end go to stderr.
+//
+// With -chat the prompt is one user message (after the -system message, if
+// given), formatted by the model's chat template (tokenizer_config.json or
+// chat_template.jinja), and only the assistant's reply is printed, ending at
+// the template's end-of-turn token. A model without a chat template (the
+// demo model is one) is an error with -chat.
 package main
 
 import (
@@ -22,6 +29,7 @@ import (
 	"time"
 
 	"github.com/hipgo/hipgo/model"
+	"github.com/hipgo/hipgo/model/chat"
 )
 
 func main() {
@@ -52,11 +60,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	minP := fl.Float64("min-p", 0, "keep tokens at least this fraction as probable as the best (0: off)")
 	seed := fl.Int64("seed", -1, "random seed (-1: pick one and print it)")
 	threads := fl.Int("threads", 0, "parallelism of each matrix product (0: GOMAXPROCS)")
+	chatMode := fl.Bool("chat", false, "the prompt is a user message: format it with the model's chat template and print the reply")
+	system := fl.String("system", "", "with -chat: a system message before the user's")
 	if err := fl.Parse(args); err != nil {
 		return err
 	}
 	if fl.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q (the prompt goes in -prompt)", fl.Args())
+	}
+	if *system != "" && !*chatMode {
+		return errors.New("-system needs -chat")
 	}
 	if *seed < 0 {
 		*seed = rand.Int64N(1 << 31)
@@ -83,18 +96,33 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stderr, "loaded %s in %.2fs (%d MB of weights, %d threads)\n",
 		modelName(*dir), time.Since(loadStart).Seconds(), m.WeightBytes()>>20, m.Threads())
 
-	fmt.Fprint(stdout, *prompt)
-	res, err := m.Generate(ctx, *prompt, model.GenerateOptions{
+	gopts := model.GenerateOptions{
 		MaxTokens:   *n,
 		Temperature: float32(*temp),
 		TopK:        *topK,
 		TopP:        float32(*topP),
 		MinP:        float32(*minP),
 		Seed:        uint64(*seed),
-	}, func(t model.Token) error {
+	}
+	emit := func(t model.Token) error {
 		_, err := io.WriteString(stdout, t.Text)
 		return err
-	})
+	}
+	var res model.Result
+	if *chatMode {
+		if m.ChatTemplate() == nil {
+			return fmt.Errorf("-chat: %s: %w (it is a plain text model: drop -chat)", modelName(*dir), model.ErrNoChatTemplate)
+		}
+		var msgs []chat.Message
+		if *system != "" {
+			msgs = append(msgs, chat.Message{Role: "system", Content: *system})
+		}
+		msgs = append(msgs, chat.Message{Role: "user", Content: *prompt})
+		res, err = m.Chat(ctx, msgs, gopts, emit)
+	} else {
+		fmt.Fprint(stdout, *prompt)
+		res, err = m.Generate(ctx, *prompt, gopts, emit)
+	}
 	fmt.Fprintln(stdout)
 	fmt.Fprintf(stderr, "prompt: %d tokens, %.1f tokens/s; decode: %d tokens, %.1f tokens/s; stopped: %s; seed %d\n",
 		res.PromptTokens, res.PromptTokensPerSecond(), len(res.Tokens), res.DecodeTokensPerSecond(), res.Reason, *seed)

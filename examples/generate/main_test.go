@@ -3,10 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"strings"
 	"testing"
 
 	"github.com/hipgo/hipgo/model"
+	"github.com/hipgo/hipgo/model/chat"
 	"github.com/hipgo/hipgo/model/modeltest"
 	"github.com/stretchr/testify/require"
 )
@@ -105,4 +107,44 @@ func TestDemoModel(t *testing.T) {
 	require.Contains(t, errOut.String(), "loaded the demo model")
 	require.Contains(t, errOut.String(), "decode: ")
 	t.Logf("%d/%d words among the corpus's commonest: %q", hits, len(words), out.String())
+}
+
+// TestRunChat proves -chat formats -system and -prompt with the model's chat
+// template, prints only the reply (what model.Chat returns for the same
+// messages and seed), and that -chat on a model without a template, or
+// -system without -chat, is a clear error.
+func TestRunChat(t *testing.T) {
+	src, err := os.ReadFile("../../model/chat/testdata/templates/smollm2.jinja")
+	require.NoError(t, err)
+	s := modeltest.SmolLMTiny()
+	s.ChatTokens = []string{"<|im_start|>", "<|im_end|>"}
+	s.ChatTemplate = string(src)
+	dir := t.TempDir()
+	require.NoError(t, modeltest.Write(dir, s))
+	var out, errOut bytes.Buffer
+	ctx := context.Background()
+	args := []string{"-model", dir, "-chat", "-system", "Be brief.", "-prompt", "Hi", "-n", "8", "-temp", "0", "-seed", "1"}
+	require.NoError(t, run(ctx, args, &out, &errOut))
+	m, err := model.Load(dir)
+	require.NoError(t, err)
+	res, err := m.Chat(ctx, []chat.Message{{Role: "system", Content: "Be brief."}, {Role: "user", Content: "Hi"}},
+		model.GenerateOptions{MaxTokens: 8, TopK: 40, TopP: 0.95, Seed: 1}, nil)
+	require.NoError(t, err)
+	require.Equal(t, res.Text+"\n", out.String(), "only the reply is printed")
+	require.NotContains(t, out.String(), "Hi")
+	want, err := m.ChatTemplate().Render([]chat.Message{{Role: "system", Content: "Be brief."}, {Role: "user", Content: "Hi"}}, true)
+	require.NoError(t, err)
+	require.Equal(t, len(m.Tokenizer().Encode(want, false)), res.PromptTokens)
+	require.Regexp(t, `prompt: \d+ tokens`, errOut.String())
+	t.Logf("reply %q (%s)", res.Text, res.Reason)
+
+	plain := t.TempDir()
+	require.NoError(t, modeltest.Write(plain, modeltest.SmolLMTiny()))
+	err = run(ctx, []string{"-model", plain, "-chat", "-prompt", "Hi"}, &out, &errOut)
+	require.ErrorIs(t, err, model.ErrNoChatTemplate)
+	require.ErrorContains(t, err, "drop -chat")
+	require.ErrorContains(t, run(ctx, []string{"-model", dir, "-system", "x"}, &out, &errOut), "-system needs -chat")
+	if demoModel != nil {
+		require.ErrorIs(t, run(ctx, []string{"-chat", "-n", "1"}, &out, &errOut), model.ErrNoChatTemplate)
+	}
 }
