@@ -19,6 +19,14 @@
 // on a 2-core AMD EPYC: 68 against 48 tokens/s). WeightsF32 widens
 // everything, for exact comparison with float32 references.
 //
+// Chat takes a conversation (package chat's Messages), renders it with the
+// checkpoint's chat template (chat_template.jinja, else tokenizer_config.json;
+// the GGUF loader passes tokenizer.chat_template to useChatTemplate) exactly
+// as transformers' apply_chat_template does, and generates the reply,
+// stopping at the template's end-of-turn token, which is found from what the
+// template writes after a reply and the tokenizer's special tokens rather
+// than from a table of models. WithChatTemplate supplies or replaces one.
+//
 // Generate streams tokens as they are produced and reports why it stopped
 // (max tokens, EOS, a stop string, the context length, cancellation). Its
 // sampling is the sampling package's CPU path, keyed by the seed. A *Model is
