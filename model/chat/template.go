@@ -3,6 +3,7 @@ package chat
 import (
 	"errors"
 	"fmt"
+	"math/big"
 	"strings"
 	"time"
 
@@ -80,6 +81,62 @@ func compile(source string) (prog *jinja.Template, err error) {
 	return jinja.Compile(source)
 }
 
+// maxRange is the most items range() makes, the limit (MAX_RANGE) of the
+// sandboxed Jinja transformers renders templates in. The library's own range
+// has none, so range(10**11) in a model file would exhaust memory.
+const maxRange = 100000
+
+// boundedRange is Python's range(stop) / range(start, stop[, step]) as a
+// list, refusing more than maxRange items before allocating them.
+func boundedRange(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	var n [3]int64
+	for i, a := range args {
+		if i >= 3 || !a.IsInt() {
+			return jinja.Undefined(), errors.New("range takes one to three integers")
+		}
+		n[i] = a.AsInt()
+	}
+	start, stop, step := int64(0), n[0], int64(1)
+	switch len(args) {
+	case 0:
+		return jinja.Undefined(), errors.New("range takes one to three integers")
+	case 2, 3:
+		start, stop = n[0], n[1]
+		if len(args) == 3 {
+			step = n[2]
+		}
+	}
+	if step == 0 {
+		return jinja.Undefined(), errors.New("range() arg 3 must not be zero")
+	}
+	// The exact item count, ceil((stop-start)/step) when positive, in big
+	// integers so neither the span nor the count can overflow.
+	span := new(big.Int).Sub(big.NewInt(stop), big.NewInt(start))
+	st := big.NewInt(step)
+	if step < 0 {
+		span.Neg(span)
+		st.Neg(st)
+	}
+	count := int64(0)
+	if span.Sign() > 0 {
+		c := new(big.Int).Add(span, new(big.Int).Sub(st, big.NewInt(1)))
+		c.Quo(c, st)
+		if !c.IsInt64() || c.Int64() > maxRange {
+			return jinja.Undefined(), fmt.Errorf("range too big: %s items (the sandbox allows %d)", c, maxRange)
+		}
+		count = c.Int64()
+	}
+	items := make([]jinja.Value, count)
+	v := start
+	for i := range items {
+		if i > 0 {
+			v += step // every emitted value lies in [start, stop): no overflow
+		}
+		items[i] = jinja.NewInt(v)
+	}
+	return jinja.NewList(items), nil
+}
+
 // Source is the template text.
 func (t *Template) Source() string { return t.src }
 
@@ -120,6 +177,7 @@ func (t *Template) render(messages []Message, addGenerationPrompt bool) (out str
 			}
 			return jinja.NewString(s), nil
 		}),
+		"range": jinja.NewCallable("range", boundedRange),
 		"raise_exception": jinja.NewCallable("raise_exception", func(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
 			msg := ""
 			switch {

@@ -181,3 +181,39 @@ func FuzzTemplate(f *testing.F) {
 		_, _ = tpl.Render([]Message{{Role: "user", Content: content}, {Role: "assistant", Content: content}}, true)
 	})
 }
+
+// TestRangeIsBoundedAsInTheSandbox proves range() refuses more than 100000
+// items, as transformers' sandboxed Jinja does (MAX_RANGE), instead of
+// allocating without bound: a template in a downloaded model file must not be
+// able to exhaust the process's memory that way. Smaller ranges work, with
+// Python's start/stop/step semantics.
+func TestRangeIsBoundedAsInTheSandbox(t *testing.T) {
+	tpl, err := New("{% for i in range(100000000000) %}{% endfor %}", Tokens{})
+	require.NoError(t, err)
+	_, err = tpl.Render([]Message{{Role: "user"}}, false)
+	require.ErrorIs(t, err, ErrRender)
+	require.ErrorContains(t, err, "100000")
+
+	for src, want := range map[string]string{
+		"{{ range(3)|list }}":                                             "[0, 1, 2]",
+		"{{ range(2, 5)|join(',') }}":                                     "2,3,4",
+		"{{ range(5, 0, -2)|join(',') }}":                                 "5,3,1",
+		"{{ range(0)|length }}":                                           "0",
+		"{{ range(100000)|length }}":                                      "100000",
+		"{{ range(-100000000000, 0, 1000000)|length }}":                   "100000",
+		"{{ range(9223372036854775800, 9223372036854775807, 100)|join }}": "9223372036854775800",
+		"{{ range(-9223372036854775807, 9223372036854775807, 9223372036854775807)|length }}": "2",
+	} {
+		tpl, err := New(src, Tokens{})
+		require.NoError(t, err, src)
+		got, err := tpl.Render([]Message{{Role: "user"}}, false)
+		require.NoError(t, err, src)
+		require.Equal(t, want, got, src)
+	}
+	for _, src := range []string{"{{ range(1, 2, 0) }}", "{{ range() }}", "{{ range('a') }}", "{{ range(0, 100001) }}"} {
+		tpl, err := New(src, Tokens{})
+		require.NoError(t, err, src)
+		_, err = tpl.Render([]Message{{Role: "user"}}, false)
+		require.ErrorIs(t, err, ErrRender, src)
+	}
+}
