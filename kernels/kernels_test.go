@@ -14,6 +14,7 @@ import (
 
 	"github.com/hipgo/hipgo/kernels/codeobj"
 	"github.com/hipgo/hipgo/kernels/manifest"
+	"github.com/hipgo/hipgo/kernels/msl"
 	"github.com/hipgo/hipgo/kernels/ptx"
 )
 
@@ -58,6 +59,9 @@ func TestManifestMatchesEmbeddedArtifacts(t *testing.T) {
 			src, err := os.ReadFile(filepath.Join("src", a.Module+".metal"))
 			require.NoError(t, err, "an MSL artifact is a copy of its source")
 			require.Equal(t, src, b, a.Path)
+			sig, err := msl.Parse(b)
+			require.NoError(t, err, a.Path)
+			require.Equal(t, manifest.FromMSL(sig), a.Kernels, a.Path)
 		}
 	}
 	err = fs.WalkDir(buildFS, "build", func(p string, d fs.DirEntry, err error) error {

@@ -3,9 +3,12 @@ package sampling
 import (
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/hipgo/hipgo/kernels"
 )
 
 var allBackends = []Backend{BackendROCm, BackendCUDA, BackendMetal, "sim", "vulkan", ""}
@@ -63,6 +66,47 @@ func TestPortTablesCoverEveryBackend(t *testing.T) {
 	for _, p := range []Ports{GumbelMaxPorts(), RejectionPorts()} {
 		for _, k := range p.Metal.Kernels {
 			require.NotEmpty(t, p.Metal.Threadgroup[k], k)
+		}
+	}
+}
+
+// TestPortsNameKernelsTheArtifactsShip holds each port table to the
+// embedded artifacts: a backend is listed only where its artifact has every
+// kernel the entry point launches (each dtype's variant), and a Metal port's
+// threadgroup sizes are the ones its MSL source declares (the manifest's,
+// which the Metal adapter sets at dispatch).
+func TestPortsNameKernelsTheArtifactsShip(t *testing.T) {
+	formats := map[Backend]struct {
+		format kernels.Format
+		arch   string
+	}{
+		BackendROCm:  {kernels.FormatHSACO, "gfx1100"},
+		BackendCUDA:  {kernels.FormatPTX, "sm_90"},
+		BackendMetal: {kernels.FormatMSL, ""},
+	}
+	for _, p := range []Ports{GumbelMaxPorts(), RejectionPorts()} {
+		for b, f := range formats {
+			port := p.For(b)
+			if port == nil {
+				continue
+			}
+			_, infos, err := kernels.Load(port.Module, f.format, f.arch)
+			require.NoError(t, err, "%s on %s", p.Entry, b)
+			byName := map[string]kernels.KernelInfo{}
+			for _, ki := range infos {
+				byName[ki.Name] = ki
+			}
+			for _, k := range port.Kernels {
+				base := strings.TrimSuffix(k, "_f32")
+				for _, dt := range []DType{F32, BF16, F16} {
+					name := base + "_" + dt.suffix()
+					ki, ok := byName[name]
+					require.True(t, ok, "%s on %s: %s is not in %s's %s artifact", p.Entry, b, name, port.Module, f.format)
+					if b == BackendMetal {
+						require.Equal(t, port.Threadgroup[k], ki.Threadgroup, "%s: threadgroup sizes", name)
+					}
+				}
+			}
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/hipgo/hipgo/kernels/codeobj"
+	"github.com/hipgo/hipgo/kernels/msl"
 	"github.com/hipgo/hipgo/kernels/ptx"
 )
 
@@ -90,6 +91,10 @@ type KernelInfo struct {
 	SGPRs         int `json:"sgprs,omitempty"`
 	VGPRs         int `json:"vgprs,omitempty"`
 	AGPRs         int `json:"agprs,omitempty"`
+	// Threadgroup is the size in bytes of each [[threadgroup(n)]] argument
+	// of an MSL kernel, which the host sets (setThreadgroupMemoryLength)
+	// before a dispatch. MSL only.
+	Threadgroup []int `json:"threadgroup,omitempty"`
 	// UniformWorkGroupSize: the code assumes every block is full
 	// (.uniform_work_group_size); a launch API that allows a partial last
 	// block must not use one.
@@ -135,6 +140,9 @@ func (k KernelInfo) Clone() KernelInfo {
 	}
 	if k.RequiredBlock != nil {
 		k.RequiredBlock = append([]int(nil), k.RequiredBlock...)
+	}
+	if k.Threadgroup != nil {
+		k.Threadgroup = append([]int(nil), k.Threadgroup...)
 	}
 	return k
 }
@@ -235,6 +243,34 @@ func FromPTX(m *ptx.Module) []KernelInfo {
 		for _, p := range k.Params {
 			ki.KernargAlign = max(ki.KernargAlign, p.Align)
 			ki.Params = append(ki.Params, Param{Offset: p.Offset, Size: p.Size, Align: p.Align, Kind: p.Type})
+		}
+		out = append(out, ki)
+	}
+	return out
+}
+
+// FromMSL derives the kernel table of an MSL source. Buffer argument i sits
+// where argument i of the .cu twin does (natural alignment); a pointer is a
+// device address ("global_buffer", 8 bytes), a constant value its scalar
+// type. The block size is left to the pipeline Metal builds at run time.
+func FromMSL(m *msl.Module) []KernelInfo {
+	out := make([]KernelInfo, 0, len(m.Kernels))
+	for _, k := range m.Kernels {
+		ki := KernelInfo{Name: k.Name, Params: make([]Param, 0, len(k.Args)), KernargAlign: 1}
+		off := 0
+		for _, a := range k.Args {
+			off = (off + a.Size - 1) / a.Size * a.Size
+			p := Param{Offset: off, Size: a.Size, Align: a.Size, Kind: a.Type, AddressSpace: a.AddressSpace}
+			if a.Pointer {
+				p.Kind = "global_buffer"
+			}
+			ki.Params = append(ki.Params, p)
+			ki.KernargAlign = max(ki.KernargAlign, a.Size)
+			off += a.Size
+		}
+		ki.KernargSize = off
+		for _, tg := range k.Threadgroup {
+			ki.Threadgroup = append(ki.Threadgroup, tg.Bytes)
 		}
 		out = append(out, ki)
 	}

@@ -4,8 +4,9 @@
 //   - thread and threadgroup indices arrive as [[thread_position_in_threadgroup]]
 //     and [[threadgroup_position_in_grid]] and are passed down;
 //   - shared memory is threadgroup buffers the host sizes with
-//     setThreadgroupMemoryLength:atIndex: (sampling.Port.Threadgroup lists
-//     them), not static arrays;
+//     setThreadgroupMemoryLength:atIndex:, not static arrays; each says its
+//     size in a /* hipgo: N bytes */ comment, which kernelc copies into the
+//     manifest (kernels/msl) and sampling.Port.Threadgroup must equal;
 //   - group loads use packed vectors, which need only element alignment, so
 //     there is no row-alignment test;
 //   - as_type replaces __builtin_bit_cast, mulhi the 64-bit product,
@@ -344,8 +345,10 @@ static inline void gumbel_fused(device const In* logits, uint B, uint V, uint ld
                    constant uint& key1 [[buffer(6)]], constant uint& splits [[buffer(7)]],         \
                    device float* part_val [[buffer(8)]], device uint* part_idx [[buffer(9)]],      \
                    device atomic_uint* arrivals [[buffer(10)]], device uint* tokens [[buffer(11)]], \
-                   device uint* status [[buffer(12)]], threadgroup float* sv [[threadgroup(0)]],   \
-                   threadgroup uint* si [[threadgroup(1)]], threadgroup uint* last [[threadgroup(2)]], \
+                   device uint* status [[buffer(12)]],                                             \
+                   threadgroup float* sv [[threadgroup(0)]] /* hipgo: 2048 bytes */,               \
+                   threadgroup uint* si [[threadgroup(1)]] /* hipgo: 2048 bytes */,                \
+                   threadgroup uint* last [[threadgroup(2)]] /* hipgo: 4 bytes */,                 \
                    uint t [[thread_position_in_threadgroup]],                                      \
                    uint blk [[threadgroup_position_in_grid]]) {                                    \
     gumbel_fused<TYPE>(logits, B, V, ld, inv_temp, key0, key1, splits, part_val, part_idx,        \
@@ -631,10 +634,12 @@ static inline void rejection(device const In* logits, uint B, uint V, uint ld, d
                    device const float* params [[buffer(4)]], constant uint& key0 [[buffer(5)]],    \
                    constant uint& key1 [[buffer(6)]], constant uint& max_rounds [[buffer(7)]],     \
                    device uint* tokens [[buffer(8)]], device uint* ok [[buffer(9)]],               \
-                   device uint* rounds [[buffer(10)]], threadgroup float* sa [[threadgroup(0)]],   \
-                   threadgroup float* sb [[threadgroup(1)]], threadgroup uint* sc [[threadgroup(2)]], \
-                   threadgroup uint* sd [[threadgroup(3)]],                                        \
-                   threadgroup atomic_uint* smu [[threadgroup(4)]],                                \
+                   device uint* rounds [[buffer(10)]],                                             \
+                   threadgroup float* sa [[threadgroup(0)]] /* hipgo: 4096 bytes */,               \
+                   threadgroup float* sb [[threadgroup(1)]] /* hipgo: 4096 bytes */,               \
+                   threadgroup uint* sc [[threadgroup(2)]] /* hipgo: 4096 bytes */,                \
+                   threadgroup uint* sd [[threadgroup(3)]] /* hipgo: 4096 bytes */,                \
+                   threadgroup atomic_uint* smu [[threadgroup(4)]] /* hipgo: 16 bytes */,          \
                    uint t [[thread_position_in_threadgroup]],                                      \
                    uint r [[threadgroup_position_in_grid]]) {                                      \
     rejection<TYPE>(logits, B, V, ld, params, key0, key1, max_rounds, tokens, ok, rounds, sa, sb,  \

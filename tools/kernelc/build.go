@@ -17,6 +17,7 @@ import (
 
 	"github.com/hipgo/hipgo/kernels/codeobj"
 	"github.com/hipgo/hipgo/kernels/manifest"
+	"github.com/hipgo/hipgo/kernels/msl"
 	"github.com/hipgo/hipgo/kernels/ptx"
 )
 
@@ -214,9 +215,13 @@ func buildTree(ctx context.Context, tc *toolchain, kernelsDir, outDir string, lo
 		if err := os.WriteFile(filepath.Join(outDir, filepath.FromSlash(rel)), src, 0o644); err != nil {
 			return err
 		}
+		sig, err := msl.Parse(src)
+		if err != nil {
+			return fmt.Errorf("%s.metal: %w", m.name, err)
+		}
 		man.Artifacts = append(man.Artifacts, manifest.Artifact{
 			Module: m.name, Format: manifest.FormatMSL, Arch: manifest.MSLArch, Path: rel,
-			Size: len(src), SHA256: digest(src),
+			Size: len(src), SHA256: digest(src), Kernels: manifest.FromMSL(sig),
 		})
 	}
 	if err := checkConsistent(man); err != nil {
@@ -274,8 +279,10 @@ func checkConsistent(m *manifest.Manifest) error {
 	}
 	ref := map[string]map[string]sig{} // module -> kernel -> signature
 	first := map[string]string{}       // module -> first artifact path
+	var mslArtifacts []manifest.Artifact
 	for _, a := range m.Artifacts {
 		if a.Format == manifest.FormatMSL {
+			mslArtifacts = append(mslArtifacts, a)
 			continue
 		}
 		got := map[string]sig{}
@@ -303,6 +310,27 @@ func checkConsistent(m *manifest.Manifest) error {
 			}
 			if fmt.Sprint(w.params) != fmt.Sprint(s.params) {
 				return fmt.Errorf("kernel %s: parameter sizes %v in %s but %v in %s", name, s.params, a.Path, w.params, w.from)
+			}
+		}
+	}
+	// An MSL kernel binds buffer i to argument i of its .cu twin, so it must
+	// take the same sizes (a .cu kernel without an MSL twin has no Metal port).
+	for _, a := range mslArtifacts {
+		want, ok := ref[a.Module]
+		if !ok {
+			continue
+		}
+		for _, k := range a.Kernels {
+			w, ok := want[k.Name]
+			if !ok {
+				return fmt.Errorf("%s has kernel %s that %s lacks", a.Path, k.Name, first[a.Module])
+			}
+			var sizes []int
+			for _, p := range k.Params {
+				sizes = append(sizes, p.Size)
+			}
+			if fmt.Sprint(w.params) != fmt.Sprint(sizes) {
+				return fmt.Errorf("kernel %s: parameter sizes %v in %s but %v in %s", k.Name, sizes, a.Path, w.params, w.from)
 			}
 		}
 	}

@@ -1,0 +1,78 @@
+package msl
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestSamplingKernelsSignatures reads the shipped sampler source: six
+// kernels through two macros, each argument's binding and size as the .cu
+// twin passes it, and the threadgroup sizes from their comments.
+func TestSamplingKernelsSignatures(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("..", "src", "sampling.metal"))
+	require.NoError(t, err)
+	m, err := Parse(src)
+	require.NoError(t, err)
+	var names []string
+	for _, k := range m.Kernels {
+		names = append(names, k.Name)
+	}
+	require.Equal(t, []string{"gumbel_max_f32", "gumbel_max_bf16", "gumbel_max_f16", "rejection_f32", "rejection_bf16", "rejection_f16"}, names)
+
+	g, _ := m.Kernel("gumbel_max_bf16")
+	require.Len(t, g.Args, 13)
+	require.Equal(t, Arg{Index: 0, Name: "logits", Type: "sp_bf16", AddressSpace: "device", Pointer: true, Size: 8}, g.Args[0])
+	require.Equal(t, Arg{Index: 4, Name: "inv_temp", Type: "float", AddressSpace: "constant", Size: 4}, g.Args[4])
+	require.Equal(t, Arg{Index: 10, Name: "arrivals", Type: "atomic_uint", AddressSpace: "device", Pointer: true, Size: 8}, g.Args[10])
+	require.Equal(t, []Threadgroup{{0, "sv", 2048}, {1, "si", 2048}, {2, "last", 4}}, g.Threadgroup)
+
+	r, _ := m.Kernel("rejection_f32")
+	var sizes []int
+	for _, a := range r.Args {
+		sizes = append(sizes, a.Size)
+	}
+	require.Equal(t, []int{8, 4, 4, 4, 8, 4, 4, 4, 8, 8, 8}, sizes)
+	require.Equal(t, []Threadgroup{{0, "sa", 4096}, {1, "sb", 4096}, {2, "sc", 4096}, {3, "sd", 4096}, {4, "smu", 16}}, r.Threadgroup)
+}
+
+func TestParseRefusesWhatItCannotBind(t *testing.T) {
+	for _, c := range []struct {
+		name, src, want string
+	}{
+		{"out of order", `kernel void k(constant uint& a [[buffer(1)]], device uint* b [[buffer(0)]]) {}`, "indices must run 0, 1, 2"},
+		{"no size", `kernel void k(device uint* b [[buffer(0)]], threadgroup float* s [[threadgroup(0)]]) {}`, "no /* hipgo: N bytes */ size"},
+		{"struct value", `kernel void k(constant Params& p [[buffer(0)]]) {}`, "not a scalar"},
+		{"no attribute", `kernel void k(device uint* b) {}`, "exactly one [[attribute]]"},
+		{"thread space", `kernel void k(thread uint* b [[buffer(0)]]) {}`, "neither the device nor the constant"},
+		{"unterminated", `/* kernel void k(`, "unterminated"},
+		{"bad macro use", "#define K(N, T) kernel void N(device T* p [[buffer(0)]]) {}\nK(a)\n", "takes 2 arguments"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse([]byte(c.src))
+			require.ErrorIs(t, err, ErrMalformed)
+			require.ErrorContains(t, err, c.want)
+		})
+	}
+}
+
+func TestParseIgnoresCommentsAndBuiltins(t *testing.T) {
+	src := `// kernel void not_me(device uint* x [[buffer(0)]]) in a comment
+/* kernel void nor_me( */
+#define TG 7
+kernel void k(device const float* in [[buffer(0)]], constant ushort& n [[buffer(1)]],
+              threadgroup uint* s [[threadgroup(0)]] /* hipgo: 64 bytes */,
+              uint i [[thread_position_in_grid]], uint t [[thread_index_in_threadgroup]]) {
+  const char* s2 = "/* not a comment";
+}`
+	m, err := Parse([]byte(src))
+	require.NoError(t, err)
+	require.Len(t, m.Kernels, 1)
+	require.Equal(t, []Arg{
+		{Index: 0, Name: "in", Type: "float", AddressSpace: "device", Pointer: true, Size: 8},
+		{Index: 1, Name: "n", Type: "ushort", AddressSpace: "constant", Size: 2},
+	}, m.Kernels[0].Args)
+	require.Equal(t, []Threadgroup{{0, "s", 64}}, m.Kernels[0].Threadgroup)
+}
