@@ -57,24 +57,26 @@ func (c *CommandBuffer) OnCompleted(fn func(Status, error)) {
 	block := objc.NewBlock(func(_ objc.Block, cb objc.ID) {
 		var st Status
 		var err error
-		l.withPool(func() { st, err = l.fate(cb) })
+		l.withPool(func() {
+			st = Status(l.send.u64(cb, l.sels[selStatus]))
+			err = l.fate(cb, st)
+		})
 		fn(st, err)
 	})
 	l.send.voidID(c.id, l.sels[selAddCompletedHandler], objc.ID(block))
 	block.Release() // Metal copied it
 }
 
-// fate reads a finished command buffer's status and error. Callers are
-// inside withPool.
-func (l *lib) fate(cb objc.ID) (Status, error) {
-	st := Status(l.send.u64(cb, l.sels[selStatus]))
+// fate is the error of a command buffer whose status is st: nil unless
+// StatusError. Callers are inside withPool.
+func (l *lib) fate(cb objc.ID, st Status) error {
 	if st != StatusError {
-		return st, nil
+		return nil
 	}
 	if e := l.nsError("command buffer", l.send.id(cb, l.sels[selError])); e != nil {
-		return st, e
+		return e
 	}
-	return st, &Error{Call: "command buffer", Domain: CommandBufferErrorDomain, Code: int64(ErrInternal),
+	return &Error{Call: "command buffer", Domain: CommandBufferErrorDomain, Code: int64(ErrInternal),
 		Description: "status MTLCommandBufferStatusError without an error"}
 }
 
@@ -87,7 +89,7 @@ func (c *CommandBuffer) Status() Status { return Status(c.l.send.u64(c.id, c.l.s
 // Err is the command buffer's error: nil unless its status is StatusError.
 func (c *CommandBuffer) Err() error {
 	var err error
-	c.l.withPool(func() { _, err = c.l.fate(c.id) })
+	c.l.withPool(func() { err = c.l.fate(c.id, c.Status()) })
 	return err
 }
 
