@@ -1,6 +1,7 @@
 // Package runtime is hipgo's backend-neutral GPU runtime: devices, buffers,
 // streams, kernels and events, with the fault semantics written once for every
-// backend (ROCm, CUDA; Metal later) behind one driver interface.
+// backend (ROCm, CUDA, Metal; Metal has never run on Apple hardware) behind
+// one driver interface.
 //
 // The contract:
 //   - An Event is Pending, then exactly once Landed or Failed(err). State and
