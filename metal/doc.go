@@ -35,6 +35,10 @@
 //     purego/objc, which shares one C callback among every block of a type,
 //     so they do not use up purego's callback slots.
 //
+// Importing it on darwin runs purego/objc's init, which opens
+// /usr/lib/libobjc.A.dylib and panics if it cannot: every macOS has it, so
+// that is the one failure this binding does not turn into an error.
+//
 // The package holds no policy: events, fault tracking, device loss and the
 // watchdog live in the runtime package above it.
 package metal

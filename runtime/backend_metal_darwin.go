@@ -366,6 +366,10 @@ func (s *metalStream) Launch(fn driver.Function, grid, block driver.Dim3, shmem 
 			s.d.mu.Unlock()
 			return metalArgError(f.name, i, "address %#x is inside no live buffer", uint64(a.addr))
 		}
+		if a.constant && off%256 != 0 {
+			s.d.mu.Unlock()
+			return metalArgError(f.name, i, "a constant-space buffer at offset %d: macOS wants a multiple of 256", off)
+		}
 		bufs[i], offs[i] = b, off
 	}
 	s.d.mu.Unlock()

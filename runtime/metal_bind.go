@@ -93,9 +93,12 @@ var errMetalOutOfMemory = errors.New("metal: buffer allocation failed")
 type metalArg struct {
 	index   uint64
 	pointer bool
-	addr    driver.Ptr     // pointer arguments: the device address passed
-	value   unsafe.Pointer // value arguments: the bytes, valid for the launch call
-	size    uint64
+	// constant: a pointer into the constant address space, whose offset
+	// macOS wants 256-byte aligned (setBuffer:offset:atIndex:).
+	constant bool
+	addr     driver.Ptr     // pointer arguments: the device address passed
+	value    unsafe.Pointer // value arguments: the bytes, valid for the launch call
+	size     uint64
 }
 
 // metalArgs reads params (argument i at *params[i], as Stream.pack lays
@@ -107,7 +110,7 @@ func metalArgs(params unsafe.Pointer, k msl.Kernel) []metalArg {
 	}
 	ptrs := unsafe.Slice((*unsafe.Pointer)(params), len(k.Args))
 	for i, a := range k.Args {
-		out[i] = metalArg{index: uint64(a.Index), pointer: a.Pointer, size: uint64(a.Size)}
+		out[i] = metalArg{index: uint64(a.Index), pointer: a.Pointer, constant: a.Pointer && a.AddressSpace == "constant", size: uint64(a.Size)}
 		if a.Pointer {
 			out[i].addr = driver.Ptr(*(*uint64)(ptrs[i]))
 		} else {
