@@ -242,3 +242,23 @@ func TestMetalCompletionsFromForeignGoroutines(t *testing.T) {
 	require.True(t, c.notify(n, func() {}), "work already done: the caller runs it")
 	require.True(t, c.releaseAfter(n))
 }
+
+// TestMetalArgsMarkConstantSpacePointers: a constant-space pointer is bound
+// as a buffer but flagged, so its offset can be held to macOS's 256-byte
+// alignment; a device pointer and a constant value are not flagged.
+func TestMetalArgsMarkConstantSpacePointers(t *testing.T) {
+	m, err := msl.Parse([]byte(`kernel void k(constant float* table [[buffer(0)]], device float* out [[buffer(1)]],
+		constant uint& n [[buffer(2)]]) {}`))
+	require.NoError(t, err)
+	addr0, addr1, n := uint64(metalAddrBase+256), uint64(metalAddrBase+4), uint32(9)
+	params := []unsafe.Pointer{unsafe.Pointer(&addr0), unsafe.Pointer(&addr1), unsafe.Pointer(&n)}
+	got := metalArgs(unsafe.Pointer(&params[0]), m.Kernels[0])
+	require.True(t, got[0].pointer)
+	require.True(t, got[0].constant)
+	require.EqualValues(t, addr0, got[0].addr)
+	require.True(t, got[1].pointer)
+	require.False(t, got[1].constant)
+	require.False(t, got[2].pointer)
+	require.False(t, got[2].constant)
+	require.Equal(t, n, *(*uint32)(got[2].value))
+}
