@@ -15,11 +15,12 @@ export CGO_ENABLED=0 GOOS=linux GOARCH=amd64
 
 target=${1:-cuda}
 # Every package with tests that touch a GPU (named *GPU* by convention),
-# except the other vendor's bindings: every test in the bundle must pass with
-# HIPGO_REQUIRE_GPU=1 on the target machine.
+# except the other vendors' bindings (metal's GPU tests build only for
+# darwin): every test in the bundle must pass with HIPGO_REQUIRE_GPU=1 on the
+# target machine.
 case "$target" in
-  cuda) other='^\./(hip|hsa)$' ;;
-  rocm) other='^\./cuda$' ;;
+  cuda) other='^\./(hip|hsa|metal)$' ;;
+  rocm) other='^\./(cuda|metal)$' ;;
   *) echo "gpu-bundle: target must be cuda or rocm" >&2; exit 2 ;;
 esac
 pkgs=$(grep -rl --include='*_test.go' -E 'func (Test|Benchmark)GPU' . | xargs -n1 dirname | sort -u | grep -Ev "$other")
