@@ -8,7 +8,8 @@
 // facts of each kernel (parameter offsets and sizes, argument-buffer size,
 // maximum block size, static shared memory, wavefront size). Those facts come
 // from manifest.json, which kernelc derives from the artifacts themselves
-// (the code object's metadata note, the PTX .entry lines); a test re-parses
+// (the code object's metadata note, the PTX .entry lines, the MSL kernel
+// signatures read by kernels/msl); a test re-parses
 // every embedded artifact and requires the same result.
 //
 // Choosing the artifact for a device (arch):

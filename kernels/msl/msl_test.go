@@ -76,3 +76,20 @@ kernel void k(device const float* in [[buffer(0)]], constant ushort& n [[buffer(
 	}, m.Kernels[0].Args)
 	require.Equal(t, []Threadgroup{{0, "s", 64}}, m.Kernels[0].Threadgroup)
 }
+
+// FuzzParse: any input gives a module or an error, never a panic (library
+// code reads kernel sources it did not write).
+func FuzzParse(f *testing.F) {
+	src, err := os.ReadFile(filepath.Join("..", "src", "sampling.metal"))
+	require.NoError(f, err)
+	f.Add(src)
+	f.Add([]byte("#define K(N, T) kernel void N(device T* p [[buffer(0)]]) {}\nK(a, float)\n"))
+	f.Add([]byte("kernel void k(threadgroup uint* s [[threadgroup(0)]] /* hipgo: 16 bytes */) {}"))
+	f.Add([]byte("kernel void k(constant uint& n [[buffer(]]) {}"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := Parse(b)
+		if err == nil {
+			require.NotNil(t, m)
+		}
+	})
+}
