@@ -95,6 +95,29 @@ DEVICE void block_sync() {
 DEVICE void block_sync() { __syncthreads(); }
 #endif
 
+// ---- exchange within 32 lanes ----
+// lane_xor_f32(v, m): v as held by the thread whose index is (this thread's
+// index) ^ m, for m < 32: a butterfly step inside each aligned group of 32
+// threads of the block (a whole warp on NVPTX, half of a 64-wide wave or a
+// whole 32-wide wave on AMDGPU). Every thread of the 32-group must call it
+// together (group-uniform control flow). AMDGPU: ds_bpermute, whose byte
+// address selects the source lane within the wave.
+#if defined(__AMDGCN__)
+DEVICE float lane_xor_f32(float v, uint32_t m) {
+  const uint32_t lane = (thread_idx_x() ^ m) & (uint32_t)(__builtin_amdgcn_wavefrontsize() - 1);
+  return __builtin_bit_cast(float, __builtin_amdgcn_ds_bpermute((int)(lane << 2), __builtin_bit_cast(int, v)));
+}
+#else
+// Inline PTX: without a CUDA installation clang does not enable the ptx60
+// feature its __nvvm_shfl_sync_* builtins ask for; the emitted .version
+// (7.0 for sm_80) has the instruction.
+DEVICE float lane_xor_f32(float v, uint32_t m) {
+  float r;
+  asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=f"(r) : "f"(v), "r"(m));
+  return r;
+}
+#endif
+
 // ---- device-wide atomics and fences (the last-block-done pattern) ----
 // grid_fence: this thread's global-memory writes before it are visible to
 // every block before its writes after it (CUDA's __threadfence).

@@ -1,0 +1,485 @@
+// forward.cu: the transformer forward-pass kernels (Llama family): embedding
+// gather, RMSNorm, matmul over f32/f16/bf16 weights, RoPE, the block-table
+// KV-cache store, attention, SiLU times up, residual add and row gather. One
+// text, compiled as HIP for every AMDGPU target and as CUDA for NVPTX
+// (portable.h), and on the host by model/internal/hostkern's emulation test
+// (HIPGO_HOST_SHIM names the header that stands in for portable.h there).
+//
+// The argument lists and semantics are the backend's ABI: every pointer is a
+// device pointer, every count a u32, activations are f32, weights keep their
+// file's dtype (the _f32/_f16/_bf16 suffix), matrices are row-major [out, in].
+// No kernel faults on bad data: out-of-range token ids give zero rows,
+// out-of-range slots are skipped; NaN propagates.
+//
+// Launch shapes: each kernel's comment gives its threads per block (the
+// FW_*_THREADS define, also its KBOUNDS) and its grid (1-D). The kernels
+// take the block size from the define, never from the launch, so a launch
+// must use exactly that many threads.
+#ifdef HIPGO_HOST_SHIM
+#include HIPGO_HOST_SHIM
+#else
+#include "portable.h"
+#endif
+#include "mathf.h"
+
+#define FW_EMBED_THREADS 256
+#define FW_NORM_THREADS 256
+#define FW_MM_THREADS 256
+#define FW_ROPE_THREADS 256
+#define FW_KV_THREADS 256
+#define FW_ATT_THREADS 128
+#define FW_EW_THREADS 256
+#define FW_COPY_THREADS 256
+
+// matmul tiling (see matmul_W): the matvec path gives each 32-lane group one
+// output column and FW_MM_VEC_ROWS input rows; at rows >= FW_MM_GEMM_ROWS
+// the block computes a FW_MM_TILE x FW_MM_TILE tile through shared memory.
+#define FW_MM_GROUPS (FW_MM_THREADS / 32)
+#define FW_MM_VEC_ROWS 8
+#define FW_MM_GEMM_ROWS 64
+#define FW_MM_TILE 64
+#define FW_MM_TK 16
+
+// attention: head_dim at most FW_ATT_MAX_HEADDIM (the host checks; a larger
+// one makes the kernel write nothing).
+#define FW_ATT_MAX_HEADDIM 256
+#define FW_ATT_GROUPS (FW_ATT_THREADS / 32)
+#define FW_ATT_LANE_DIMS (FW_ATT_MAX_HEADDIM / 32)
+
+// ---- element types ----
+struct fw_bf16 {
+  uint16_t bits;
+};
+struct fw_f16 {
+  uint16_t bits;
+};
+
+DEVICE float fw_u2f(uint32_t x) { return __builtin_bit_cast(float, x); }
+DEVICE uint32_t fw_f2u(float x) { return __builtin_bit_cast(uint32_t, x); }
+DEVICE float fw_bf16_f32(uint32_t h) { return fw_u2f(h << 16); }
+// IEEE binary16 to float32, exact (subnormals included).
+DEVICE float fw_f16_f32(uint32_t h) {
+  const uint32_t sign = (h & 0x8000u) << 16;
+  const uint32_t ex = (h >> 10) & 0x1fu;
+  const uint32_t man = h & 0x3ffu;
+  if (ex == 0) return fw_u2f(fw_f2u((float)man * 5.96046448e-08f) | sign);
+  if (ex == 31) return fw_u2f(sign | 0x7f800000u | (man << 13));
+  return fw_u2f(sign | ((ex + 112u) << 23) | (man << 13));
+}
+DEVICE float fw_to_f32(float v) { return v; }
+DEVICE float fw_to_f32(fw_bf16 v) { return fw_bf16_f32(v.bits); }
+DEVICE float fw_to_f32(fw_f16 v) { return fw_f16_f32(v.bits); }
+
+struct __attribute__((aligned(16))) fw_f32x4 {
+  float v[4];
+};
+struct __attribute__((aligned(16))) fw_u32x4 {
+  uint32_t v[4];
+};
+
+// fw_load8: eight consecutive weights starting at p (16-byte aligned for the
+// 16-bit types: one 16-byte load; f32: two).
+DEVICE void fw_load8(const float* p, float* o) {
+  const fw_f32x4 a = ((const fw_f32x4*)p)[0], b = ((const fw_f32x4*)p)[1];
+  for (int i = 0; i < 4; ++i) o[i] = a.v[i], o[4 + i] = b.v[i];
+}
+DEVICE void fw_load8(const fw_bf16* p, float* o) {
+  const fw_u32x4 a = *(const fw_u32x4*)p;
+  for (int i = 0; i < 4; ++i) o[2 * i] = fw_u2f(a.v[i] << 16), o[2 * i + 1] = fw_u2f(a.v[i] & 0xffff0000u);
+}
+DEVICE void fw_load8(const fw_f16* p, float* o) {
+  const fw_u32x4 a = *(const fw_u32x4*)p;
+  for (int i = 0; i < 4; ++i) o[2 * i] = fw_f16_f32(a.v[i] & 0xffffu), o[2 * i + 1] = fw_f16_f32(a.v[i] >> 16);
+}
+
+DEVICE bool fw_aligned16(const void* p) { return ((__UINTPTR_TYPE__)p & 15u) == 0; }
+
+// fw_group_sum: the sum of v over this thread's aligned group of 32 threads,
+// by butterfly (every thread gets the same value).
+DEVICE float fw_group_sum(float v) {
+  for (uint32_t m = 16; m >= 1; m >>= 1) v += lane_xor_f32(v, m);
+  return v;
+}
+
+// fw_block_sum: the sum of v over the block of NT threads (NT a multiple of
+// 32, at most 1024); every thread gets it. Starts and ends with the block
+// in step (all threads must call it).
+template <uint32_t NT>
+DEVICE float fw_block_sum(float v) {
+  __shared__ float part[NT / 32];
+  v = fw_group_sum(v);
+  const uint32_t t = thread_idx_x();
+  if ((t & 31u) == 0) part[t / 32] = v;
+  block_sync();
+  float s = 0.0f;
+  for (uint32_t i = 0; i < NT / 32; ++i) s += part[i];
+  block_sync();
+  return s;
+}
+
+// =====================================================================
+// embed_W: out[t] = f32(table[tokens[t]]) for t < n; a token >= vocab gives
+// a zero row. Block FW_EMBED_THREADS, grid n (block t copies row t).
+// =====================================================================
+template <typename W>
+DEVICE void embed(float* out, const W* table, const uint32_t* tokens, uint32_t n, uint32_t hidden,
+                  uint32_t vocab) {
+  const uint32_t t = block_idx_x();
+  if (t >= n) return;
+  const uint32_t id = tokens[t];
+  float* o = out + (uint64_t)t * hidden;
+  const W* row = table + (uint64_t)id * hidden;
+  for (uint32_t i = thread_idx_x(); i < hidden; i += FW_EMBED_THREADS)
+    o[i] = id < vocab ? fw_to_f32(row[i]) : 0.0f;
+}
+
+// =====================================================================
+// rmsnorm_W: out[r] = x[r] * (1/sqrt(mean(x[r]^2) + eps)) * weight, per row
+// of dim values; out may alias x. The sum of squares is a float32 block
+// reduction; the scale is one correctly rounded sqrt and divide in float32,
+// as transformers computes rsqrt; each output is weight * (x * scale) in
+// that order, as the CPU backend's. Block FW_NORM_THREADS, grid rows.
+// =====================================================================
+template <typename W>
+DEVICE void rmsnorm(float* out, const float* x, const W* weight, uint32_t rows, uint32_t dim, float eps) {
+  const uint32_t r = block_idx_x();
+  if (r >= rows) return;
+  const float* xr = x + (uint64_t)r * dim;
+  float* orow = out + (uint64_t)r * dim;
+  float ss = 0.0f;
+  for (uint32_t i = thread_idx_x(); i < dim; i += FW_NORM_THREADS) ss += xr[i] * xr[i];
+  ss = fw_block_sum<FW_NORM_THREADS>(ss);
+  const float inv = 1.0f / sqrt_f32(ss / (float)dim + eps);
+  for (uint32_t i = thread_idx_x(); i < dim; i += FW_NORM_THREADS)
+    orow[i] = fw_to_f32(weight[i]) * (xr[i] * inv);
+}
+
+// =====================================================================
+// matmul_W: y[r, o] (+)= x[r] . w[o] (+ bias[o]) for r < rows, o < out, with
+// x [rows, in] f32, w [out, in] of type W, bias [out] f32 or null, f32
+// accumulation; accumulate != 0 adds into y (the fused residual add).
+// Block FW_MM_THREADS (256). Grid:
+//   rows <  64: ceil(out / 8) * ceil(rows / 8)    (matvec path)
+//   rows >= 64: ceil(out / 64) * ceil(rows / 64)  (tiled path)
+// Matvec path: block b takes outputs [8c, 8c+8) with c = b / ceil(rows/8)
+// and input rows [8s, 8s+8) with s = b % ceil(rows/8); each 32-lane group
+// streams one weight row once (16-byte loads when w, x and in allow) against
+// up to 8 input rows, so blocks that share weights run side by side and the
+// repeats hit in L2. Tiled path: block b computes the 64 x 64 tile of rows
+// [64s, 64s+64) and outputs [64c, 64c+64), s = b % ceil(rows/64),
+// c = b / ceil(rows/64), over 16-wide slices of in staged in shared memory.
+// =====================================================================
+DEVICE void fw_mm_store(float* y, const float* bias, uint64_t i, uint32_t o, float acc, uint32_t accumulate) {
+  float v = acc;
+  if (bias) v += bias[o];
+  if (accumulate) v += y[i];
+  y[i] = v;
+}
+
+template <typename W>
+DEVICE void matvec_rows(float* y, const float* x, const W* w, const float* bias, uint32_t rows, uint32_t in,
+                        uint32_t out, uint32_t accumulate) {
+  const uint32_t tiles = (rows + FW_MM_VEC_ROWS - 1) / FW_MM_VEC_ROWS;
+  const uint32_t b = block_idx_x();
+  const uint32_t c = b / tiles, s = b % tiles;
+  const uint32_t lane = thread_idx_x() & 31u;
+  const uint32_t o = c * FW_MM_GROUPS + thread_idx_x() / 32;
+  if (o >= out) return;  // whole 32-groups leave together: no block_sync below
+  const uint32_t r0 = s * FW_MM_VEC_ROWS;
+  const uint32_t nr = rows - r0 < FW_MM_VEC_ROWS ? rows - r0 : FW_MM_VEC_ROWS;
+  const W* wr = w + (uint64_t)o * in;
+  const float* xr = x + (uint64_t)r0 * in;
+  float acc[FW_MM_VEC_ROWS];
+#pragma unroll
+  for (int r = 0; r < FW_MM_VEC_ROWS; ++r) acc[r] = 0.0f;
+  const bool vec = (in % 8u) == 0 && fw_aligned16(w) && fw_aligned16(x);
+  if (vec) {
+    const uint32_t chunks = in / 8u;
+#pragma unroll 2
+    for (uint32_t k = lane; k < chunks; k += 32) {
+      float wv[8];
+      fw_load8(wr + (uint64_t)k * 8u, wv);
+#pragma unroll
+      for (uint32_t r = 0; r < FW_MM_VEC_ROWS; ++r) {
+        if (r < nr) {
+          const fw_f32x4* xp = (const fw_f32x4*)(xr + (uint64_t)r * in + (uint64_t)k * 8u);
+          const fw_f32x4 a = xp[0], bq = xp[1];
+          float d = acc[r];
+#pragma unroll
+          for (int i = 0; i < 4; ++i) d += wv[i] * a.v[i];
+#pragma unroll
+          for (int i = 0; i < 4; ++i) d += wv[4 + i] * bq.v[i];
+          acc[r] = d;
+        }
+      }
+    }
+  } else {
+    for (uint32_t k = lane; k < in; k += 32) {
+      const float wv = fw_to_f32(wr[k]);
+#pragma unroll
+      for (uint32_t r = 0; r < FW_MM_VEC_ROWS; ++r)
+        if (r < nr) acc[r] += wv * xr[(uint64_t)r * in + k];
+    }
+  }
+#pragma unroll
+  for (uint32_t r = 0; r < FW_MM_VEC_ROWS; ++r) {
+    const float v = fw_group_sum(acc[r]);
+    if (r < nr && lane == 0) fw_mm_store(y, bias, (uint64_t)(r0 + r) * out + o, o, v, accumulate);
+  }
+}
+
+template <typename W>
+DEVICE void matmul_tiled(float* y, const float* x, const W* w, const float* bias, uint32_t rows, uint32_t in,
+                         uint32_t out, uint32_t accumulate) {
+  // xs[k][r], ws[k][o]: a 16-wide slice of in for the tile's 64 rows and 64
+  // outputs; +4 keeps the float4 reads aligned and spreads the stores.
+  __shared__ float xs[FW_MM_TK][FW_MM_TILE + 4];
+  __shared__ float ws[FW_MM_TK][FW_MM_TILE + 4];
+  const uint32_t tiles = (rows + FW_MM_TILE - 1) / FW_MM_TILE;
+  const uint32_t b = block_idx_x();
+  const uint32_t c = b / tiles, s = b % tiles;
+  if (c >= (out + FW_MM_TILE - 1) / FW_MM_TILE) return;  // whole block
+  const uint32_t r0 = s * FW_MM_TILE, o0 = c * FW_MM_TILE;
+  const uint32_t t = thread_idx_x();
+  const uint32_t tr = (t / 16u) * 4u, tc = (t % 16u) * 4u;  // this thread's 4 x 4 of the tile
+  float acc[4][4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) acc[i][j] = 0.0f;
+  for (uint32_t k0 = 0; k0 < in; k0 += FW_MM_TK) {
+    // 1024 values of each slice, 4 per thread: thread t loads row/output
+    // (t / 16) + 16q at k0 + t % 16 (16 consecutive k per row: coalesced).
+#pragma unroll
+    for (uint32_t q = 0; q < 4; ++q) {
+      const uint32_t i = t / 16u + 16u * q, k = k0 + t % 16u;
+      const uint32_t r = r0 + i, o = o0 + i;
+      xs[t % 16u][i] = (r < rows && k < in) ? x[(uint64_t)r * in + k] : 0.0f;
+      ws[t % 16u][i] = (o < out && k < in) ? fw_to_f32(w[(uint64_t)o * in + k]) : 0.0f;
+    }
+    block_sync();
+#pragma unroll
+    for (uint32_t k = 0; k < FW_MM_TK; ++k) {
+      const fw_f32x4 xv = *(const fw_f32x4*)&xs[k][tr];
+      const fw_f32x4 wv = *(const fw_f32x4*)&ws[k][tc];
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) acc[i][j] += xv.v[i] * wv.v[j];
+    }
+    block_sync();
+  }
+#pragma unroll
+  for (uint32_t i = 0; i < 4; ++i) {
+    const uint32_t r = r0 + tr + i;
+    if (r >= rows) continue;
+#pragma unroll
+    for (uint32_t j = 0; j < 4; ++j) {
+      const uint32_t o = o0 + tc + j;
+      if (o < out) fw_mm_store(y, bias, (uint64_t)r * out + o, o, acc[i][j], accumulate);
+    }
+  }
+}
+
+template <typename W>
+DEVICE void matmul(float* y, const float* x, const W* w, const float* bias, uint32_t rows, uint32_t in,
+                   uint32_t out, uint32_t accumulate) {
+  if (rows >= FW_MM_GEMM_ROWS)
+    matmul_tiled(y, x, w, bias, rows, in, out, accumulate);
+  else
+    matvec_rows(y, x, w, bias, rows, in, out, accumulate);
+}
+
+// =====================================================================
+// rope_f32: rotates, in place, heads vectors of headdim values per token in
+// Hugging Face's rotate_half layout (element i pairs with i + headdim/2):
+// token t's head h starts at x + t*stride + h*headdim. The angle of pair i
+// is f32(inv_freq[i] * f32(pos[t])), then an accurate cos/sin of it
+// (mf_sincosf), then lo' = lo*cos - hi*sin, hi' = hi*cos + lo*sin.
+// Block FW_ROPE_THREADS, grid tokens (block t rotates token t).
+// =====================================================================
+KERNEL KBOUNDS(FW_ROPE_THREADS) void rope_f32(float* x, const uint32_t* pos, const float* inv_freq,
+                                              uint32_t tokens, uint32_t heads, uint32_t headdim,
+                                              uint32_t stride) {
+  const uint32_t t = block_idx_x();
+  if (t >= tokens) return;
+  const uint32_t half = headdim / 2;
+  const float p = (float)pos[t];
+  float* xt = x + (uint64_t)t * stride;
+  for (uint32_t j = thread_idx_x(); j < heads * half; j += FW_ROPE_THREADS) {
+    const uint32_t h = j / half, i = j % half;
+    float sn, cs;
+    mf_sincosf(inv_freq[i] * p, &sn, &cs);
+    float* v = xt + (uint64_t)h * headdim;
+    const float a = v[i], b = v[i + half];
+    v[i] = a * cs - b * sn;
+    v[i + half] = b * cs + a * sn;
+  }
+}
+
+// =====================================================================
+// kv_store_f32: k_cache[slots[t]*kv_dim + j] = qkv[t*stride + k_off + j] and
+// v_cache likewise from v_off, for j < kv_dim; a slot >= num_slots is
+// skipped. Block FW_KV_THREADS, grid tokens.
+// =====================================================================
+KERNEL KBOUNDS(FW_KV_THREADS) void kv_store_f32(float* k_cache, float* v_cache, const float* qkv,
+                                                const uint32_t* slots, uint32_t tokens, uint32_t kv_dim,
+                                                uint32_t k_off, uint32_t v_off, uint32_t stride,
+                                                uint32_t num_slots) {
+  const uint32_t t = block_idx_x();
+  if (t >= tokens) return;
+  const uint32_t slot = slots[t];
+  if (slot >= num_slots) return;
+  const float* row = qkv + (uint64_t)t * stride;
+  float* kc = k_cache + (uint64_t)slot * kv_dim;
+  float* vc = v_cache + (uint64_t)slot * kv_dim;
+  for (uint32_t j = thread_idx_x(); j < kv_dim; j += FW_KV_THREADS) {
+    kc[j] = row[k_off + j];
+    vc[j] = row[v_off + j];
+  }
+}
+
+// =====================================================================
+// attention_f32: for query token t (sequence q_seq[t], position q_pos[t])
+// and head h: softmax over keys j = 0..q_pos[t] of (q . k_j) * scale, then
+// the weighted sum of the v_j; q is qkv + t*stride + h*headdim, key j of kv
+// head h / (heads / kv_heads) is at slot block_tables[q_seq[t]*max_blocks +
+// j / block_size] * block_size + j % block_size of k_cache/v_cache
+// ([slots, kv_heads*headdim]). Keys past max_blocks*block_size are not
+// read. The block tables are the host's own (trusted) data.
+// Block FW_ATT_THREADS, grid tokens * heads (block b: t = b / heads,
+// h = b % heads). Each 32-lane group walks every FW_ATT_GROUPS-th key with
+// an online softmax (running max, sum and output), then the groups merge.
+// =====================================================================
+KERNEL KBOUNDS(FW_ATT_THREADS) void attention_f32(float* out, const float* qkv, const float* k_cache,
+                                                  const float* v_cache, const uint32_t* q_seq,
+                                                  const uint32_t* q_pos, const uint32_t* block_tables,
+                                                  uint32_t max_blocks, uint32_t block_size, uint32_t tokens,
+                                                  uint32_t heads, uint32_t kv_heads, uint32_t headdim,
+                                                  uint32_t stride, float scale) {
+  __shared__ float qs[FW_ATT_MAX_HEADDIM];
+  __shared__ float gm[FW_ATT_GROUPS], gl[FW_ATT_GROUPS];
+  __shared__ float go[FW_ATT_GROUPS][FW_ATT_MAX_HEADDIM];
+  const uint32_t b = block_idx_x();
+  if (heads == 0 || kv_heads == 0 || kv_heads > heads || block_size == 0) return;
+  if (headdim > FW_ATT_MAX_HEADDIM) return;
+  const uint32_t t = b / heads, h = b % heads;
+  if (t >= tokens) return;
+  const uint32_t group = heads / kv_heads;
+  uint32_t kvh = h / group;
+  if (kvh >= kv_heads) kvh = kv_heads - 1;
+  const uint32_t kv_dim = kv_heads * headdim;
+  const uint32_t tid = thread_idx_x(), lane = tid & 31u, g = tid / 32u;
+  const float* q = qkv + (uint64_t)t * stride + (uint64_t)h * headdim;
+  for (uint32_t d = tid; d < headdim; d += FW_ATT_THREADS) qs[d] = q[d];
+  block_sync();
+  uint64_t n = (uint64_t)q_pos[t] + 1;
+  const uint64_t cap = (uint64_t)max_blocks * block_size;
+  if (n > cap) n = cap;
+  const uint32_t* table = block_tables + (uint64_t)q_seq[t] * max_blocks;
+  float m = -__builtin_inff(), l = 0.0f;
+  float o[FW_ATT_LANE_DIMS];
+#pragma unroll
+  for (int i = 0; i < FW_ATT_LANE_DIMS; ++i) o[i] = 0.0f;
+  for (uint64_t j = g; j < n; j += FW_ATT_GROUPS) {
+    const uint64_t slot = (uint64_t)table[j / block_size] * block_size + j % block_size;
+    const float* kr = k_cache + slot * kv_dim + (uint64_t)kvh * headdim;
+    const float* vr = v_cache + slot * kv_dim + (uint64_t)kvh * headdim;
+    float d = 0.0f;
+#pragma unroll
+    for (uint32_t i = 0; i < FW_ATT_LANE_DIMS; ++i) {
+      const uint32_t e = lane + 32u * i;
+      if (e < headdim) d += qs[e] * kr[e];
+    }
+    const float s = fw_group_sum(d) * scale;
+    const float mn = fmax_f32(m, s);
+    const float c = mf_expf(m - mn), p = mf_expf(s - mn);
+    l = l * c + p;
+#pragma unroll
+    for (uint32_t i = 0; i < FW_ATT_LANE_DIMS; ++i) {
+      const uint32_t e = lane + 32u * i;
+      if (e < headdim) o[i] = o[i] * c + p * vr[e];
+    }
+    m = mn;
+  }
+  if (lane == 0) gm[g] = m, gl[g] = l;
+#pragma unroll
+  for (uint32_t i = 0; i < FW_ATT_LANE_DIMS; ++i) {
+    const uint32_t e = lane + 32u * i;
+    if (e < headdim) go[g][e] = o[i];
+  }
+  block_sync();
+  float M = gm[0];
+  for (uint32_t k = 1; k < FW_ATT_GROUPS; ++k) M = fmax_f32(M, gm[k]);
+  float L = 0.0f;
+  float wk[FW_ATT_GROUPS];
+  for (uint32_t k = 0; k < FW_ATT_GROUPS; ++k) {
+    wk[k] = gl[k] == 0.0f ? 0.0f : mf_expf(gm[k] - M);  // a group with no key has m = -inf
+    L += gl[k] * wk[k];
+  }
+  float* orow = out + (uint64_t)t * heads * headdim + (uint64_t)h * headdim;
+  for (uint32_t d = tid; d < headdim; d += FW_ATT_THREADS) {
+    float acc = 0.0f;
+    for (uint32_t k = 0; k < FW_ATT_GROUPS; ++k) acc += go[k][d] * wk[k];
+    orow[d] = acc / L;
+  }
+}
+
+// =====================================================================
+// silu_mul_f32: out[r, i] = silu(gu[r, i]) * gu[r, inter + i] with
+// silu(g) = g / (1 + exp(-g)) (accurate exp). Block FW_EW_THREADS; any grid
+// (grid-stride over rows*inter), ceil(rows*inter / 256) at most 65535 is
+// the intended one.
+// =====================================================================
+KERNEL KBOUNDS(FW_EW_THREADS) void silu_mul_f32(float* out, const float* gu, uint32_t rows, uint32_t inter) {
+  const uint64_t n = (uint64_t)rows * inter;
+  for (uint64_t k = (uint64_t)block_idx_x() * FW_EW_THREADS + thread_idx_x(); k < n;
+       k += grid_threads_x()) {
+    const uint64_t r = k / inter, i = k % inter;
+    const float g = gu[r * 2 * inter + i];
+    out[k] = g / (1.0f + mf_expf(-g)) * gu[r * 2 * inter + inter + i];
+  }
+}
+
+// =====================================================================
+// add_f32: y[i] += x[i] for i < n. Block FW_EW_THREADS; any grid
+// (grid-stride), ceil(n / 256) at most 65535 intended.
+// =====================================================================
+KERNEL KBOUNDS(FW_EW_THREADS) void add_f32(float* y, const float* x, uint32_t n) {
+  for (uint64_t k = (uint64_t)block_idx_x() * FW_EW_THREADS + thread_idx_x(); k < n;
+       k += grid_threads_x())
+    y[k] += x[k];
+}
+
+// =====================================================================
+// copy_rows_f32: dst[i] = src[rows[i]] (dim values each) for i < n.
+// Block FW_COPY_THREADS, grid n.
+// =====================================================================
+KERNEL KBOUNDS(FW_COPY_THREADS) void copy_rows_f32(float* dst, const float* src, const uint32_t* rows, uint32_t n,
+                                                   uint32_t dim) {
+  const uint32_t i = block_idx_x();
+  if (i >= n) return;
+  const float* s = src + (uint64_t)rows[i] * dim;
+  float* d = dst + (uint64_t)i * dim;
+  for (uint32_t k = thread_idx_x(); k < dim; k += FW_COPY_THREADS) d[k] = s[k];
+}
+
+// ---- the per-dtype entry points ----
+#define FW_WEIGHT_KERNELS(SUF, W)                                                                              \
+  KERNEL KBOUNDS(FW_EMBED_THREADS) void embed_##SUF(float* out, const W* table, const uint32_t* tokens,       \
+                                                    uint32_t n, uint32_t hidden, uint32_t vocab) {            \
+    embed(out, table, tokens, n, hidden, vocab);                                                              \
+  }                                                                                                           \
+  KERNEL KBOUNDS(FW_NORM_THREADS) void rmsnorm_##SUF(float* out, const float* x, const W* weight,             \
+                                                     uint32_t rows, uint32_t dim, float eps) {                \
+    rmsnorm(out, x, weight, rows, dim, eps);                                                                  \
+  }                                                                                                           \
+  KERNEL KBOUNDS(FW_MM_THREADS) void matmul_##SUF(float* y, const float* x, const W* w, const float* bias,    \
+                                                  uint32_t rows, uint32_t in, uint32_t out,                   \
+                                                  uint32_t accumulate) {                                      \
+    matmul(y, x, w, bias, rows, in, out, accumulate);                                                         \
+  }
+
+FW_WEIGHT_KERNELS(f32, float)
+FW_WEIGHT_KERNELS(f16, fw_f16)
+FW_WEIGHT_KERNELS(bf16, fw_bf16)

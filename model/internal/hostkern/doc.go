@@ -1,0 +1,12 @@
+// Package hostkern runs the forward kernels of kernels/src/forward.cu on the
+// host, for tests: the kernel source is compiled with clang++-19 around
+// kernels/hostemu/hostemu.h (one std::thread per GPU thread, barriers for
+// block_sync and for exchanges within 32-thread groups) and driven through
+// a small binary protocol (kernels/hostemu/forward_driver.cc). The tests in this package check every
+// kernel against the CPU backend's ops (model/internal/cpu); package model
+// composes them into a whole layer and checks it against the CPU forward.
+//
+// It proves the kernels' indexing, reductions, barriers and numerics as C++
+// on the host; it does not prove what the GPU compilers and hardware do
+// with them (tools/gpubench/forward_kernels.py does, on a GPU).
+package hostkern

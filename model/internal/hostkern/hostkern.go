@@ -1,0 +1,186 @@
+package hostkern
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+)
+
+// Driver is a compiled host build of the forward kernels.
+type Driver struct{ path string }
+
+// repoRoot walks up from the working directory to the directory holding
+// go.mod.
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("hostkern: no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// Build compiles the driver with clang (a clang++ 19 path) into dir.
+func Build(clang, dir string) (*Driver, error) {
+	root, err := repoRoot()
+	if err != nil {
+		return nil, err
+	}
+	out := filepath.Join(dir, "forward-driver")
+	shim := filepath.Join(root, "kernels", "hostemu", "hostemu.h")
+	cmd := exec.Command(clang, "-std=c++20", "-O2", "-pthread", "-ffp-contract=off",
+		"-Wall", "-Wno-unknown-pragmas", "-Wno-unused-function", "-Werror",
+		fmt.Sprintf("-DHIPGO_HOST_SHIM=%q", shim), "-I", filepath.Join(root, "kernels", "src"),
+		filepath.Join(root, "kernels", "hostemu", "forward_driver.cc"), "-o", out)
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("hostkern: %s: %w\n%s", cmd, err, msg)
+	}
+	return &Driver{path: out}, nil
+}
+
+// Arg is one kernel argument: a *Buf, U32, F32 or Null.
+type Arg interface{ isArg() }
+
+// Buf is a device buffer: Data is copied in before the launch and replaced
+// by the kernel's result after it. Shift places it that many bytes past a
+// 64-byte boundary (to reach the kernels' unaligned paths).
+type Buf struct {
+	Data  []byte
+	Shift int
+}
+
+// U32 and F32 are scalar arguments; Null is a null pointer.
+type (
+	U32  uint32
+	F32  float32
+	Null struct{}
+)
+
+func (*Buf) isArg() {}
+func (U32) isArg()  {}
+func (F32) isArg()  {}
+func (Null) isArg() {}
+
+// Launch is one kernel launch of Grid blocks (the block size is the
+// kernel's own).
+type Launch struct {
+	Kernel string
+	Grid   int
+	Args   []Arg
+}
+
+func pad4(b []byte) []byte {
+	for len(b)%4 != 0 {
+		b = append(b, 0)
+	}
+	return b
+}
+
+// Run executes the launches in order in one driver process. Every launch
+// copies its buffers in before it runs and out after it (each *Buf is
+// updated when Run returns), so a buffer one launch writes and a later one
+// reads needs separate Run calls.
+func (d *Driver) Run(ctx context.Context, launches ...Launch) error {
+	var in bytes.Buffer
+	w := func(v uint32) { _ = binary.Write(&in, binary.LittleEndian, v) }
+	for _, l := range launches {
+		w(uint32(len(l.Kernel)))
+		in.Write(pad4([]byte(l.Kernel)))
+		w(uint32(l.Grid))
+		w(uint32(len(l.Args)))
+		for _, a := range l.Args {
+			switch a := a.(type) {
+			case *Buf:
+				w(0)
+				w(uint32(a.Shift))
+				w(uint32(len(a.Data)))
+				in.Write(pad4(append([]byte(nil), a.Data...)))
+			case U32:
+				w(1)
+				w(uint32(a))
+			case F32:
+				w(2)
+				w(math.Float32bits(float32(a)))
+			case Null:
+				w(3)
+			default:
+				return fmt.Errorf("hostkern: argument type %T", a)
+			}
+		}
+	}
+	w(0)
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, d.path)
+	cmd.Stdin = &in
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("hostkern: driver (a hang means a barrier not reached by every thread): %w: %s", err, errb.String())
+	}
+	for _, l := range launches {
+		for _, a := range l.Args {
+			b, ok := a.(*Buf)
+			if !ok {
+				continue
+			}
+			n := (len(b.Data) + 3) / 4 * 4
+			if out.Len() < n {
+				return fmt.Errorf("hostkern: short output for %s", l.Kernel)
+			}
+			copy(b.Data, out.Next(n))
+		}
+	}
+	if out.Len() != 0 {
+		return fmt.Errorf("hostkern: %d bytes of output left over", out.Len())
+	}
+	return nil
+}
+
+// F32s and U32s encode values as a buffer; Floats decodes one.
+func F32s(v []float32) *Buf {
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+	}
+	return &Buf{Data: b}
+}
+
+func U32s(v []uint32) *Buf {
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], x)
+	}
+	return &Buf{Data: b}
+}
+
+// U16s encodes 16-bit patterns (bf16 or f16 weights).
+func U16s(v []uint16) *Buf {
+	b := make([]byte, 2*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint16(b[2*i:], x)
+	}
+	return &Buf{Data: b}
+}
+
+func (b *Buf) Floats() []float32 {
+	v := make([]float32, len(b.Data)/4)
+	for i := range v {
+		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b.Data[4*i:]))
+	}
+	return v
+}
