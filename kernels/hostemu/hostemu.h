@@ -2,14 +2,18 @@
 // stands in for portable.h (the module includes it in place of portable.h
 // when HIPGO_HOST_SHIM names it) and provides hostemu::launch.
 //
-// Emulation: each GPU thread of a block is a std::thread; block_sync is a
-// std::barrier over the block; lane_xor_f32 (the butterfly inside a group of
-// 32 threads) is an exchange through a buffer between two barriers of that
-// group only, so it needs group-uniform control flow exactly as the GPU's
-// shuffle does; __shared__ variables are function statics, shared by the
-// threads of the block that is running (blocks run one after another). The
-// kernels' arithmetic is plain C++ float arithmetic (compile the driver with
-// -ffp-contract=off to keep every rounding explicit).
+// Emulation: each GPU thread of a block is a fiber (ucontext), all on one
+// OS thread, switched only at barriers: block_sync waits for the whole
+// block, lane_xor_f32 (the butterfly inside a group of 32 threads) is an
+// exchange through a buffer between two barriers of that group only, so it
+// needs group-uniform control flow exactly as the GPU's shuffle does. A
+// barrier that can never complete (some thread left, or waits elsewhere)
+// is reported as a deadlock and exits the process with status 3 instead of
+// hanging. __shared__ variables are function statics, shared by the threads
+// of the block that is running (blocks run one after another). The
+// kernels' arithmetic is plain C++ float arithmetic (compile with
+// -ffp-contract=off to keep every rounding explicit). Runs are
+// deterministic: fibers are scheduled round-robin.
 //
 // This checks a kernel's logic, indexing, reductions and barriers. It does
 // not check the GPU compilers, the hardware's float behaviour, or memory
@@ -19,10 +23,12 @@
 
 #include <stdint.h>
 
-#include <barrier>
+#include <stdio.h>
+#include <stdlib.h>
+#include <ucontext.h>
+
 #include <cmath>
-#include <memory>
-#include <thread>
+#include <functional>
 #include <vector>
 
 #define __global__
@@ -34,40 +40,90 @@
 #define KBOUNDS_OCC(n, b)
 
 namespace hostemu {
-inline thread_local uint32_t tid;
-inline thread_local uint32_t bid;
+inline uint32_t tid;  // the running fiber's thread and block
+inline uint32_t bid;
 inline uint32_t block_threads;
 inline uint32_t grid_blocks;
-inline std::barrier<>* bar;
-inline std::vector<std::unique_ptr<std::barrier<>>> group_bars;
+
+struct Fiber {
+  ucontext_t ctx;
+  int state;  // 0 runnable, 1 waiting at a barrier, 2 done
+  uint32_t barrier;
+};
+struct Barrier {
+  uint32_t expected, count;
+};
+inline std::vector<Fiber> fibers;
+inline std::vector<Barrier> barriers;  // 0: the block; 1 + g: 32-group g
+inline std::vector<char> stacks;
+inline ucontext_t scheduler;
+inline std::function<void()> body;
 inline float lane_buf[1024];
+constexpr size_t kStack = 256 * 1024;
+
+// arrive: this fiber reaches barrier b; the last to arrive releases the
+// others and runs on.
+inline void arrive(uint32_t b) {
+  Barrier& B = barriers[b];
+  if (++B.count == B.expected) {
+    B.count = 0;
+    for (auto& f : fibers)
+      if (f.state == 1 && f.barrier == b) f.state = 0;
+    return;
+  }
+  Fiber& me = fibers[tid];
+  me.state = 1;
+  me.barrier = b;
+  swapcontext(&me.ctx, &scheduler);
+}
+
+inline void entry() {
+  body();
+  fibers[tid].state = 2;  // returns to uc_link, the scheduler
+}
 
 // launch runs blocks 0..blocks-1 one after another, each with `threads`
-// std::threads (at most 1024; a multiple of 32 when the kernel exchanges
-// within 32-groups). The barrier after each block keeps its shared statics
-// from being overwritten while its threads still read them.
+// fibers (at most 1024), calling f in each.
 template <class F>
 void launch(uint32_t blocks, uint32_t threads, F f) {
-  std::barrier<> b(threads);
-  bar = &b;
   block_threads = threads;
   grid_blocks = blocks;
-  group_bars.clear();
-  for (uint32_t g = 0; g < (threads + 31) / 32; ++g)
-    group_bars.emplace_back(new std::barrier<>(threads - 32 * g < 32 ? threads - 32 * g : 32));
-  std::vector<std::thread> ts;
-  ts.reserve(threads);
-  for (uint32_t t = 0; t < threads; ++t) {
-    ts.emplace_back([&, t] {
-      tid = t;
-      for (uint32_t k = 0; k < blocks; ++k) {
-        bid = k;
-        f();
-        b.arrive_and_wait();
+  body = f;
+  fibers.assign(threads, Fiber{});
+  if (stacks.size() < threads * kStack) stacks.resize(threads * kStack);
+  const uint32_t groups = (threads + 31) / 32;
+  for (uint32_t k = 0; k < blocks; ++k) {
+    bid = k;
+    barriers.assign(1 + groups, Barrier{});
+    barriers[0].expected = threads;
+    for (uint32_t g = 0; g < groups; ++g) barriers[1 + g].expected = threads - 32 * g < 32 ? threads - 32 * g : 32;
+    for (uint32_t t = 0; t < threads; ++t) {
+      Fiber& fb = fibers[t];
+      fb.state = 0;
+      getcontext(&fb.ctx);
+      fb.ctx.uc_stack.ss_sp = &stacks[t * kStack];
+      fb.ctx.uc_stack.ss_size = kStack;
+      fb.ctx.uc_link = &scheduler;
+      makecontext(&fb.ctx, entry, 0);
+    }
+    for (uint32_t done = 0; done < threads;) {
+      bool ran = false;
+      done = 0;
+      for (uint32_t t = 0; t < threads; ++t) {
+        if (fibers[t].state == 0) {
+          tid = t;
+          ran = true;
+          swapcontext(&scheduler, &fibers[t].ctx);
+        }
+        done += fibers[t].state == 2;
       }
-    });
+      if (!ran && done < threads) {
+        fprintf(stderr, "hostemu: deadlock in block %u: %u of %u threads finished, the rest wait at barriers\n", k,
+                done, threads);
+        exit(3);
+      }
+    }
   }
-  for (auto& t : ts) t.join();
 }
 }  // namespace hostemu
 
@@ -76,15 +132,14 @@ DEVICE uint32_t block_idx_x() { return hostemu::bid; }
 DEVICE uint32_t block_dim_x() { return hostemu::block_threads; }
 DEVICE uint64_t grid_threads_x() { return (uint64_t)hostemu::grid_blocks * hostemu::block_threads; }
 DEVICE uint64_t global_idx_x() { return (uint64_t)block_idx_x() * block_dim_x() + thread_idx_x(); }
-DEVICE void block_sync() { hostemu::bar->arrive_and_wait(); }
+DEVICE void block_sync() { hostemu::arrive(0); }
 
 DEVICE float lane_xor_f32(float v, uint32_t m) {
   const uint32_t t = hostemu::tid;
-  std::barrier<>& g = *hostemu::group_bars[t / 32];
   hostemu::lane_buf[t] = v;
-  g.arrive_and_wait();
+  hostemu::arrive(1 + t / 32);
   const float r = hostemu::lane_buf[t ^ m];
-  g.arrive_and_wait();
+  hostemu::arrive(1 + t / 32);
   return r;
 }
 

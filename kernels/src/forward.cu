@@ -223,8 +223,9 @@ DEVICE void matvec_rows(float* y, const float* x, const W* w, const float* bias,
   }
 #pragma unroll
   for (uint32_t r = 0; r < FW_MM_VEC_ROWS; ++r) {
+    if (r >= nr) break;  // nr is the same for the whole block
     const float v = fw_group_sum(acc[r]);
-    if (r < nr && lane == 0) fw_mm_store(y, bias, (uint64_t)(r0 + r) * out + o, o, v, accumulate);
+    if (lane == 0) fw_mm_store(y, bias, (uint64_t)(r0 + r) * out + o, o, v, accumulate);
   }
 }
 
