@@ -14,6 +14,9 @@
 #             without launch gaps; tools/gpubench/gumbel_variants.py), then
 #             stream launches plain against early start
 #             (tools/gpubench/early_start.py)
+#   forward   the forward kernels' PTX against PyTorch (max relative error per
+#             kernel) and matmul at SmolLM2-135M / Llama-3-8B decode shapes
+#             against the weight-read floor and torch (tools/gpubench/forward_kernels.py)
 #   train     train the demo model (tools/traindemo), last and alone on the GPU
 #   hf        model forward pass and decode speed against transformers (CPU)
 #   tok       the Go tokenizer against HF tokenizers (after train: the demo tokenizer too)
@@ -89,6 +92,14 @@ if has gumbel; then
     || { status=1; note "early start A/B failed"; tail "$LOGS/early_start.jsonl"; }
   cat "$LOGS/early_start.jsonl"
   if grep -q '"rows_wrong": [1-9]' "$LOGS/early_start.jsonl"; then status=1; note "early start: stale reads"; fi
+fi
+
+if has forward; then
+  python3 tools/gpubench/forward_kernels.py kernels/build/forward/sm_90.ptx >"$LOGS/forward.jsonl" 2>&1 \
+    || { status=1; note "forward kernels: FAILED"; }
+  grep -E '"ok": false|"failed"|Error|error' "$LOGS/forward.jsonl" | head -20
+  grep -cE '"ok": true' "$LOGS/forward.jsonl" | xargs -I{} echo "forward checks passed: {}"
+  grep -E '"(copy_TBps|case)"' "$LOGS/forward.jsonl"
 fi
 
 if has samplers; then

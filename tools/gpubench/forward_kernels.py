@@ -1,0 +1,287 @@
+"""Check and time the forward kernels (kernels/src/forward.cu) on one GPU.
+
+    python3 tools/gpubench/forward_kernels.py [kernels/build/forward/sm_90.ptx]
+
+Loads the PTX with CuPy, runs every kernel on random data and compares it
+with a PyTorch reference computed in float64 from the same inputs (one JSON
+line per check: "check", "max_rel_err" (max |kernel - ref| / max |ref|),
+"tol" and "ok"), then times matmul at decode shapes of SmolLM2-135M and
+Llama-3-8B with bf16 weights (one JSON line per case: microseconds per
+call from CUDA-graph replays, the weight-read floor = weight bytes / the
+copy bandwidth measured in this run, the percentage of that floor reached,
+and torch's bf16 F.linear on the same shape, graph-replayed too).
+
+Launch shapes follow the comments in forward.cu (FW_*_THREADS, grid rules).
+FK_CASES=name,... narrows the timed cases; FK_SKIP_CHECKS=1 skips the checks.
+Exits 1 if any check fails.
+"""
+import json
+import math
+import os
+import sys
+
+import cupy as cp
+import numpy as np
+import torch
+
+PTX = sys.argv[1] if len(sys.argv) > 1 else "kernels/build/forward/sm_90.ptx"
+DEV = torch.device("cuda")
+mod = cp.RawModule(path=PTX)
+failed = []
+
+
+def u32(v):
+    return np.uint32(v)
+
+
+def f32(v):
+    return np.float32(v)
+
+
+def ptr(t):
+    """A tensor's device pointer as the kernel's 8-byte pointer argument
+    (0 for None: an absent optional argument)."""
+    return np.uint64(0 if t is None else t.data_ptr())
+
+
+def u32t(values):
+    """A device tensor of u32 values (held as int32 bits: torch has no uint32)."""
+    return torch.from_numpy(np.array(values, dtype=np.uint64).astype(np.uint32).view(np.int32)).to(DEV)
+
+
+def launch(name, grid, block, *args):
+    mod.get_function(name)((int(grid),), (int(block),), args)
+
+
+def cdiv(a, b):
+    return (a + b - 1) // b
+
+
+def mm_grid(rows, out):
+    return cdiv(out, 64) * cdiv(rows, 64) if rows >= 64 else cdiv(out, 8) * cdiv(rows, 8)
+
+
+def report(name, got, ref, tol):
+    got = got.double().cpu()
+    ref = ref.double().cpu()
+    err = (got - ref).abs().max().item() / max(ref.abs().max().item(), 1e-30)
+    ok = bool(err <= tol) and not math.isnan(err)
+    if not ok:
+        failed.append(name)
+    print(json.dumps({"check": name, "max_rel_err": float(f"{err:.3g}"), "tol": tol, "ok": ok}), flush=True)
+
+
+WDT = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
+
+
+def checks():
+    torch.manual_seed(1)
+    sync = torch.cuda.synchronize
+    # embed
+    for s, dt in WDT.items():
+        vocab, hidden = 1000, 577
+        table = torch.randn(vocab, hidden, device=DEV).to(dt)
+        tokens = u32t([0, 999, 5, 1000, 2**31, 17])
+        out = torch.full((6, hidden), float("nan"), device=DEV)
+        launch("embed_" + s, 6, 256, ptr(out), ptr(table), ptr(tokens), u32(6), u32(hidden), u32(vocab))
+        sync()
+        ref = torch.zeros(6, hidden, dtype=torch.float64)
+        for i, t in enumerate([0, 999, 5, 1000, 2**31, 17]):
+            if t < vocab:
+                ref[i] = table[t].double().cpu()
+        report(f"embed_{s}", out, ref, 0.0)
+    # rmsnorm
+    for s, dt in WDT.items():
+        for dim in (576, 4096, 1001):
+            x = torch.randn(5, dim, device=DEV) * 3
+            w = torch.randn(dim, device=DEV).to(dt)
+            out = torch.empty_like(x)
+            launch("rmsnorm_" + s, 5, 256, ptr(out), ptr(x), ptr(w), u32(5), u32(dim), f32(1e-5))
+            sync()
+            xd = x.double()
+            ref = xd * torch.rsqrt((xd * xd).mean(-1, keepdim=True) + 1e-5) * w.double()
+            report(f"rmsnorm_{s}/dim{dim}", out, ref, 2e-6)
+    # matmul, both paths, bias, accumulate
+    for s, dt in WDT.items():
+        for rows, k, n in ((1, 4096, 1000), (1, 577, 301), (4, 576, 960), (33, 1536, 576), (64, 576, 577), (200, 1024, 300)):
+            x = torch.randn(rows, k, device=DEV)
+            w = (torch.randn(n, k, device=DEV) / math.sqrt(k)).to(dt)
+            b = torch.randn(n, device=DEV)
+            y0 = torch.randn(rows, n, device=DEV)
+            y = y0.clone()
+            launch("matmul_" + s, mm_grid(rows, n), 256, ptr(y), ptr(x), ptr(w), ptr(b), u32(rows), u32(k), u32(n), u32(1))
+            sync()
+            ref = x.double() @ w.double().T + b.double() + y0.double()
+            report(f"matmul_{s}/{rows}x{k}x{n}/bias+acc", y, ref, 1e-5)
+            y = torch.empty(rows, n, device=DEV)
+            launch("matmul_" + s, mm_grid(rows, n), 256, ptr(y), ptr(x), ptr(w), ptr(None), u32(rows), u32(k), u32(n), u32(0))
+            sync()
+            report(f"matmul_{s}/{rows}x{k}x{n}", y, x.double() @ w.double().T, 1e-5)
+    # rope (llama3-like base), positions up to 2^20
+    for heads, hd in ((32, 128), (9, 64), (3, 10)):
+        half = hd // 2
+        inv = (1.0 / (500000.0 ** (torch.arange(0, half, device=DEV, dtype=torch.float64) * 2 / hd))).float()
+        pos = torch.tensor([0, 1, 100, 8191, 131071, 131072, 1 << 20], device=DEV, dtype=torch.int32)
+        T = pos.numel()
+        stride = heads * hd + 7
+        x = torch.randn(T, stride, device=DEV)
+        x0 = x.clone()
+        launch("rope_f32", T, 256, ptr(x), ptr(pos), ptr(inv), u32(T), u32(heads), u32(hd), u32(stride))
+        sync()
+        ang = (inv[None, :] * pos[:, None].float()).double()  # float32 angle, as transformers
+        c, sn = torch.cos(ang), torch.sin(ang)
+        v = x0[:, : heads * hd].double().view(T, heads, hd)
+        lo, hi = v[..., :half], v[..., half:]
+        ref = torch.cat([lo * c[:, None] - hi * sn[:, None], hi * c[:, None] + lo * sn[:, None]], -1).view(T, -1)
+        ref = torch.cat([ref, x0[:, heads * hd:].double()], -1)
+        report(f"rope_f32/h{heads}/d{hd}", x, ref, 1e-6)
+    # kv_store + attention over a scattered block table (decode and prefill)
+    for H, KV, hd, ctx, nq in ((32, 8, 128, [300, 17, 1], [1, 1, 1]), (9, 3, 64, [130], [130]), (8, 8, 64, [40, 64], [40, 1])):
+        bs = 16
+        kvd = KV * hd
+        stride = (H + 2 * KV) * hd
+        max_blocks = max(cdiv(n, bs) for n in ctx) + 1
+        nseq = len(ctx)
+        tables = torch.randperm(nseq * max_blocks, device=DEV).int().view(nseq, max_blocks)
+        slots_total = nseq * max_blocks * bs
+        kc = torch.zeros(slots_total, kvd, device=DEV)
+        vc = torch.zeros(slots_total, kvd, device=DEV)
+        # fill every position of every sequence through kv_store
+        all_rows, all_slots, keys, vals = [], [], {}, {}
+        for sq, n in enumerate(ctx):
+            r = torch.randn(n, stride, device=DEV)
+            sl = torch.tensor([int(tables[sq, j // bs]) * bs + j % bs for j in range(n)], device=DEV, dtype=torch.int32)
+            launch("kv_store_f32", n, 256, ptr(kc), ptr(vc), ptr(r), ptr(sl), u32(n), u32(kvd), u32(H * hd), u32(H * hd + kvd), u32(stride), u32(slots_total))
+            keys[sq] = r[:, H * hd:H * hd + kvd].double().cpu()
+            vals[sq] = r[:, H * hd + kvd:].double().cpu()
+            all_rows.append(r)
+        sync()
+        ok_store = all(torch.equal(kc[int(tables[sq, j // bs]) * bs + j % bs].double().cpu(), keys[sq][j]) for sq, n in enumerate(ctx) for j in range(n))
+        print(json.dumps({"check": f"kv_store_f32/h{H}/kv{KV}", "ok": ok_store}), flush=True)
+        if not ok_store:
+            failed.append("kv_store_f32")
+        qseq, qpos = [], []
+        for sq, n in enumerate(ctx):
+            for p in range(n - nq[sq], n):
+                qseq.append(sq)
+                qpos.append(p)
+        T = len(qseq)
+        qkv = torch.randn(T, stride, device=DEV)
+        out = torch.empty(T, H * hd, device=DEV)
+        scale = 1 / math.sqrt(hd)
+        launch("attention_f32", T * H, 128, ptr(out), ptr(qkv), ptr(kc), ptr(vc), ptr(torch.tensor(qseq, device=DEV, dtype=torch.int32)),
+               ptr(torch.tensor(qpos, device=DEV, dtype=torch.int32)), ptr(tables.contiguous()), u32(max_blocks), u32(bs), u32(T), u32(H), u32(KV), u32(hd), u32(stride), f32(scale))
+        sync()
+        ref = torch.empty(T, H * hd, dtype=torch.float64)
+        qd = qkv.double().cpu()
+        g = H // KV
+        for i in range(T):
+            sq, p = qseq[i], qpos[i]
+            for h in range(H):
+                kh = keys[sq][: p + 1, (h // g) * hd:(h // g + 1) * hd]
+                vh = vals[sq][: p + 1, (h // g) * hd:(h // g + 1) * hd]
+                a = torch.softmax(kh @ qd[i, h * hd:(h + 1) * hd] * scale, 0)
+                ref[i, h * hd:(h + 1) * hd] = a @ vh
+        report(f"attention_f32/h{H}/kv{KV}/d{hd}/T{T}", out, ref, 2e-6)
+    # silu_mul, add, copy_rows
+    rows, inter = 3, 1537
+    gu = torch.randn(rows, 2 * inter, device=DEV) * 4
+    out = torch.empty(rows, inter, device=DEV)
+    launch("silu_mul_f32", cdiv(rows * inter, 256), 256, ptr(out), ptr(gu), u32(rows), u32(inter))
+    sync()
+    gd = gu.double()
+    report("silu_mul_f32", out, torch.nn.functional.silu(gd[:, :inter]) * gd[:, inter:], 1e-6)
+    y = torch.randn(10001, device=DEV)
+    x = torch.randn(10001, device=DEV)
+    ref = y.double() + x.double()
+    launch("add_f32", cdiv(10001, 256), 256, ptr(y), ptr(x), u32(10001))
+    sync()
+    report("add_f32", y, ref, 1e-7)
+    src = torch.randn(7, 577, device=DEV)
+    idx = torch.tensor([6, 0, 6, 3], device=DEV, dtype=torch.int32)
+    dst = torch.empty(4, 577, device=DEV)
+    launch("copy_rows_f32", 4, 256, ptr(dst), ptr(src), ptr(idx), u32(4), u32(577))
+    sync()
+    report("copy_rows_f32", dst, src[idx.long()].double(), 0.0)
+
+
+def graph_us(fn, reps=50):
+    """Median over 5 replays of a CUDA graph of reps calls, in us per call."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        fn()
+    torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for _ in range(reps):
+            fn()
+    g.replay()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(5):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        g.replay()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b) * 1000 / reps)
+    return sorted(times)[2]
+
+
+def copy_bw():
+    n = 1 << 28  # 1 GiB of f32
+    a = torch.empty(n, device=DEV)
+    b = torch.empty(n, device=DEV)
+    us = graph_us(lambda: b.copy_(a), reps=10)
+    return 2 * a.numel() * 4 / us / 1e6  # TB/s, read + write
+
+
+# (case, out, in): decode projections, q|k|v and gate|up fused as the backend does.
+CASES = [
+    ("smollm2-135m/qkv", 960, 576), ("smollm2-135m/o", 576, 576), ("smollm2-135m/gate_up", 3072, 576),
+    ("smollm2-135m/down", 576, 1536), ("smollm2-135m/lm_head", 49152, 576),
+    ("llama3-8b/qkv", 6144, 4096), ("llama3-8b/o", 4096, 4096), ("llama3-8b/gate_up", 28672, 4096),
+    ("llama3-8b/up", 14336, 4096), ("llama3-8b/down", 4096, 14336), ("llama3-8b/lm_head", 128256, 4096),
+]
+
+
+def timings():
+    bw = copy_bw()
+    print(json.dumps({"copy_TBps": round(bw, 3)}), flush=True)
+    want = os.environ.get("FK_CASES")
+    fn = mod.get_function("matmul_bf16")
+    for name, n, k in CASES:
+        if want and name not in want.split(","):
+            continue
+        w = (torch.randn(n, k, device=DEV) / math.sqrt(k)).bfloat16()
+        for rows in (1, 8, 32):
+            x = torch.randn(rows, k, device=DEV)
+            y = torch.empty(rows, n, device=DEV)
+            grid = mm_grid(rows, n)
+            args = (ptr(y), ptr(x), ptr(w), ptr(None), u32(rows), u32(k), u32(n), u32(0))
+
+            def ours():
+                with cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream):
+                    fn((grid,), (256,), args)
+
+            us = graph_us(ours)
+            xb = x.bfloat16()
+            tus = graph_us(lambda: torch.nn.functional.linear(xb, w))
+            bytes_ = n * k * 2 + rows * k * 4 + rows * n * 4
+            floor = bytes_ / (bw * 1e6)
+            err = ((y.double() - x.double() @ w.double().T).abs().max() / (x.double() @ w.double().T).abs().max()).item()
+            print(json.dumps({"case": name, "rows": rows, "out": n, "in": k, "dtype": "bf16", "us": round(us, 2),
+                              "floor_us": round(floor, 2), "pct_floor": round(100 * floor / us, 1),
+                              "GBps": round(bytes_ / us / 1e3, 1), "torch_bf16_us": round(tus, 2),
+                              "max_rel_err": float(f"{err:.2g}")}), flush=True)
+
+
+if __name__ == "__main__":
+    if not os.environ.get("FK_SKIP_CHECKS"):
+        checks()
+    timings()
+    if failed:
+        print(json.dumps({"failed": failed}), flush=True)
+        sys.exit(1)
