@@ -8,15 +8,19 @@
 // by a 0 word:
 //   name_len, name bytes (padded to 4), grid, nargs, then per argument a kind
 //   and its payload:
-//     0 buffer: shift (bytes from a 64-byte boundary), nbytes, the bytes
-//       (padded to 4)
+//     0 buffer: id, offset (bytes into the buffer), and, the first time an
+//       id appears, shift (bytes past a 64-byte boundary), nbytes and the
+//       bytes (padded to 4). Buffers live until the end of the input, so
+//       later launches see what earlier ones wrote.
 //     1 u32: the value;  2 f32: its bits;  3 null pointer
-// After each launch stdout gets every buffer argument's bytes (padded to 4)
-// in argument order. The kernel's block size is its FW_*_THREADS.
+// At the end stdout gets every buffer's bytes (padded to 4) in id order
+// (ids are 0, 1, 2, ... in order of first appearance). The kernel's block
+// size is its FW_*_THREADS.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <string>
@@ -25,10 +29,14 @@
 
 namespace {
 
+struct Buffer {
+  char* base;  // allocation
+  uint32_t shift, nbytes;
+};
+
 struct Arg {
-  uint32_t kind = 0, value = 0, nbytes = 0;
-  char* base = nullptr;  // allocation
-  void* ptr = nullptr;   // base + shift
+  uint32_t kind = 0, value = 0;
+  void* ptr = nullptr;  // a buffer's data + offset, or null
 };
 
 uint32_t rd() {
@@ -111,6 +119,7 @@ const std::map<std::string, Kernel> kernels = {
 }  // namespace
 
 int main() {
+  std::vector<Buffer> bufs;
   for (;;) {
     const uint32_t len = rd();
     if (len == 0) break;
@@ -122,11 +131,19 @@ int main() {
       a.kind = rd();
       switch (a.kind) {
         case 0: {
-          const uint32_t shift = rd();
-          a.nbytes = rd();
-          a.base = (char*)aligned_alloc(64, (shift + a.nbytes + 63) / 64 * 64 + 64);
-          a.ptr = a.base + shift;
-          rdbytes(a.ptr, a.nbytes);
+          const uint32_t id = rd(), off = rd();
+          if (id == bufs.size()) {
+            Buffer b;
+            b.shift = rd();
+            b.nbytes = rd();
+            b.base = (char*)aligned_alloc(64, (b.shift + b.nbytes + 63) / 64 * 64 + 64);
+            rdbytes(b.base + b.shift, b.nbytes);
+            bufs.push_back(b);
+          } else if (id > bufs.size()) {
+            fprintf(stderr, "driver: buffer id %u out of order\n", id);
+            return 2;
+          }
+          a.ptr = bufs[id].base + bufs[id].shift + off;
           break;
         }
         case 1:
@@ -145,16 +162,19 @@ int main() {
       fprintf(stderr, "driver: unknown kernel %s\n", name.c_str());
       return 2;
     }
+    const auto t0 = std::chrono::steady_clock::now();
     hostemu::launch(grid, k->second.threads, [&] { k->second.call(args); });
-    for (auto& a : args) {
-      if (a.kind != 0) continue;
-      const uint32_t padded = (a.nbytes + 3) / 4 * 4;
-      std::string tmp(padded, '\0');
-      memcpy(&tmp[0], a.ptr, a.nbytes);
-      fwrite(tmp.data(), 1, padded, stdout);
-      free(a.base);
-    }
-    fflush(stdout);
+    if (getenv("HOSTEMU_PROFILE"))
+      fprintf(stderr, "%s grid %u: %.1f ms\n", name.c_str(), grid,
+              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
+  for (auto& b : bufs) {
+    const uint32_t padded = (b.nbytes + 3) / 4 * 4;
+    std::string tmp(padded, '\0');
+    memcpy(&tmp[0], b.base + b.shift, b.nbytes);
+    fwrite(tmp.data(), 1, padded, stdout);
+    free(b.base);
+  }
+  fflush(stdout);
   return 0;
 }

@@ -52,15 +52,24 @@ func Build(clang, dir string) (*Driver, error) {
 	return &Driver{path: out}, nil
 }
 
-// Arg is one kernel argument: a *Buf, U32, F32 or Null.
+// Arg is one kernel argument: a *Buf, View, U32, F32 or Null.
 type Arg interface{ isArg() }
 
-// Buf is a device buffer: Data is copied in before the launch and replaced
-// by the kernel's result after it. Shift places it that many bytes past a
-// 64-byte boundary (to reach the kernels' unaligned paths).
+// Buf is a device buffer. Its Data is copied in at its first use in a Run
+// and replaced by the final contents when Run returns; launches of one Run
+// share it, so later ones see what earlier ones wrote. Shift places it that
+// many bytes past a 64-byte boundary (to reach the kernels' unaligned
+// paths).
 type Buf struct {
 	Data  []byte
 	Shift int
+}
+
+// View points Off bytes into a buffer (a kernel argument that starts
+// inside another buffer, such as the k part of the qkv rows).
+type View struct {
+	B   *Buf
+	Off int
 }
 
 // U32 and F32 are scalar arguments; Null is a null pointer.
@@ -71,6 +80,7 @@ type (
 )
 
 func (*Buf) isArg() {}
+func (View) isArg() {}
 func (U32) isArg()  {}
 func (F32) isArg()  {}
 func (Null) isArg() {}
@@ -90,13 +100,28 @@ func pad4(b []byte) []byte {
 	return b
 }
 
-// Run executes the launches in order in one driver process. Every launch
-// copies its buffers in before it runs and out after it (each *Buf is
-// updated when Run returns), so a buffer one launch writes and a later one
-// reads needs separate Run calls.
+// Run executes the launches in order in one driver process.
 func (d *Driver) Run(ctx context.Context, launches ...Launch) error {
 	var in bytes.Buffer
 	w := func(v uint32) { _ = binary.Write(&in, binary.LittleEndian, v) }
+	ids := map[*Buf]uint32{}
+	var bufs []*Buf
+	buffer := func(b *Buf, off int) {
+		w(0)
+		id, seen := ids[b]
+		if !seen {
+			id = uint32(len(bufs))
+			ids[b] = id
+			bufs = append(bufs, b)
+		}
+		w(id)
+		w(uint32(off))
+		if !seen {
+			w(uint32(b.Shift))
+			w(uint32(len(b.Data)))
+			in.Write(pad4(append([]byte(nil), b.Data...)))
+		}
+	}
 	for _, l := range launches {
 		w(uint32(len(l.Kernel)))
 		in.Write(pad4([]byte(l.Kernel)))
@@ -105,10 +130,12 @@ func (d *Driver) Run(ctx context.Context, launches ...Launch) error {
 		for _, a := range l.Args {
 			switch a := a.(type) {
 			case *Buf:
-				w(0)
-				w(uint32(a.Shift))
-				w(uint32(len(a.Data)))
-				in.Write(pad4(append([]byte(nil), a.Data...)))
+				buffer(a, 0)
+			case View:
+				if a.Off < 0 || a.Off > len(a.B.Data) {
+					return fmt.Errorf("hostkern: view offset %d into %d bytes", a.Off, len(a.B.Data))
+				}
+				buffer(a.B, a.Off)
 			case U32:
 				w(1)
 				w(uint32(a))
@@ -129,21 +156,18 @@ func (d *Driver) Run(ctx context.Context, launches ...Launch) error {
 	cmd.Stdin = &in
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("hostkern: driver (a hang means a barrier not reached by every thread): %w: %s", err, errb.String())
+	if os.Getenv("HOSTEMU_PROFILE") != "" {
+		cmd.Stderr = os.Stderr
 	}
-	for _, l := range launches {
-		for _, a := range l.Args {
-			b, ok := a.(*Buf)
-			if !ok {
-				continue
-			}
-			n := (len(b.Data) + 3) / 4 * 4
-			if out.Len() < n {
-				return fmt.Errorf("hostkern: short output for %s", l.Kernel)
-			}
-			copy(b.Data, out.Next(n))
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("hostkern: driver: %w: %s", err, errb.String())
+	}
+	for _, b := range bufs {
+		n := (len(b.Data) + 3) / 4 * 4
+		if out.Len() < n {
+			return fmt.Errorf("hostkern: short output")
 		}
+		copy(b.Data, out.Next(n))
 	}
 	if out.Len() != 0 {
 		return fmt.Errorf("hostkern: %d bytes of output left over", out.Len())
