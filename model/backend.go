@@ -1,25 +1,74 @@
 package model
 
-import "context"
+import (
+	"context"
+	"fmt"
 
-// backend is the seam for a second compute backend (MLX on Apple silicon is
-// planned): it owns the weights in its own memory and creates sequences. The
-// CPU backend below is the only implementation today.
+	"github.com/hipgo/hipgo/sampling"
+)
+
+// backend is the compute seam: the forward pass and sampling over one kind of
+// memory. It owns the weights and creates sequences. Implementations: the CPU
+// backend (forward.go, pure Go) and the GPU backend (gpuBackend over
+// model/internal/gpu); an MLX backend will come through the same seam.
 type backend interface {
 	// newSequence returns an empty sequence that can hold capacity tokens.
 	newSequence(capacity int) sequence
-	// name identifies the backend in reports ("cpu").
+	// step feeds each item's tokens to its sequence (a prompt, or the last
+	// sampled token) and samples the next token of each into out[i]. On an
+	// error every item of the step failed; the sequences must not be
+	// stepped again.
+	step(ctx context.Context, items []stepItem, out []uint32) error
+	// name identifies the backend in reports ("cpu", "gpu cuda:0 NVIDIA H200").
 	name() string
+	// close frees what the backend holds.
+	close() error
+}
+
+// stepItem is one sequence's part of a step.
+type stepItem struct {
+	seq    sequence
+	tokens []uint32
+	params sampling.Params
+	key    sampling.Key
 }
 
 // sequence is one generation's state on a backend: its KV cache and scratch.
 // It is used by one goroutine at a time.
 type sequence interface {
 	// forward runs tokens at positions len() .. len()+len(tokens)-1 and
-	// writes logits: for every token (len(tokens)*vocab values) when all is
-	// set, else for the last token only (vocab values). It checks ctx between
-	// layers and returns ctx.Err() (the cache then holds no partial tokens).
+	// writes logits to the host: for every token (len(tokens)*vocab values)
+	// when all is set, else for the last token only (vocab values). It
+	// checks ctx between layers and returns ctx.Err() (the cache then holds
+	// no partial tokens).
 	forward(ctx context.Context, tokens []uint32, all bool, logits []float32) error
 	// len is the number of tokens in the cache.
 	len() int
+	// release frees the sequence's cache; it is not used afterwards.
+	release()
 }
+
+// step on the CPU runs each sequence in turn and samples on the CPU:
+// sampling's Argpartition keyed by the item's key (with no filter active it
+// draws exactly as Categorical).
+func (b *cpuBackend) step(ctx context.Context, items []stepItem, out []uint32) error {
+	return hostStep(ctx, b.cfg.VocabSize, items, out)
+}
+
+// hostStep is step for sequences whose logits are on the host.
+func hostStep(ctx context.Context, V int, items []stepItem, out []uint32) error {
+	logits := make([]float32, V)
+	for i, it := range items {
+		if err := it.seq.forward(ctx, it.tokens, false, logits); err != nil {
+			return err
+		}
+		if err := sampling.Argpartition(out[i:i+1], logits, 1, V, []sampling.Params{it.params}, it.key); err != nil {
+			return fmt.Errorf("model: sampling: %w", err)
+		}
+	}
+	return nil
+}
+
+func (b *cpuBackend) close() error { return nil }
+
+func (s *cpuSequence) release() { s.kv = nil }

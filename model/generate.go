@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/hipgo/hipgo/sampling"
 )
 
 // GenerateOptions control one generation. The zero value generates greedily
@@ -59,8 +61,9 @@ type Result struct {
 	Tokens       []uint32 // generated token ids, EOS excluded
 	PromptTokens int
 	Reason       StopReason
-	// PromptDuration is the prefill time; DecodeDuration the time of the
-	// DecodeSteps single-token forward passes that followed (sampling included).
+	// PromptDuration is the prefill time (with the first draw);
+	// DecodeDuration the time of the DecodeSteps single-token forward passes
+	// that followed (sampling included).
 	PromptDuration time.Duration
 	DecodeDuration time.Duration
 	DecodeSteps    int
@@ -107,45 +110,48 @@ func (m *Model) GenerateTokens(ctx context.Context, prompt []uint32, opts Genera
 	return m.generate(ctx, prompt, opts, emit, nil)
 }
 
-func (m *Model) validate(prompt []uint32, opts GenerateOptions) (tokenSampler, error) {
+func (m *Model) validate(prompt []uint32, opts GenerateOptions) (sampling.Params, error) {
 	if opts.MaxTokens < 0 {
-		return nil, fmt.Errorf("model: MaxTokens %d is negative: %w", opts.MaxTokens, ErrOptions)
+		return sampling.Params{}, fmt.Errorf("model: MaxTokens %d is negative: %w", opts.MaxTokens, ErrOptions)
 	}
 	for i, s := range opts.Stop {
 		if s == "" {
-			return nil, fmt.Errorf("model: Stop[%d] is empty: %w", i, ErrOptions)
+			return sampling.Params{}, fmt.Errorf("model: Stop[%d] is empty: %w", i, ErrOptions)
 		}
 	}
 	if len(opts.Stop) > 0 && m.tok == nil {
-		return nil, fmt.Errorf("model: stop strings need a tokenizer: %w", ErrNoTokenizer)
+		return sampling.Params{}, fmt.Errorf("model: stop strings need a tokenizer: %w", ErrNoTokenizer)
 	}
-	sampler, err := newSampler(opts, m.cfg.VocabSize)
+	params, err := samplingParams(opts)
 	if err != nil {
-		return nil, err
+		return params, err
 	}
 	if len(prompt) == 0 {
-		return nil, fmt.Errorf("model: empty prompt (the tokenizer added no BOS token): %w", ErrOptions)
+		return params, fmt.Errorf("model: empty prompt (the tokenizer added no BOS token): %w", ErrOptions)
 	}
 	if len(prompt) > m.ctxLen {
-		return nil, &ContextError{Tokens: len(prompt), Context: m.ctxLen, What: "prompt"}
+		return params, &ContextError{Tokens: len(prompt), Context: m.ctxLen, What: "prompt"}
 	}
 	if err := m.checkTokens(prompt); err != nil {
-		return nil, err
+		return params, err
 	}
-	return sampler, nil
+	return params, nil
 }
 
-// generate runs the loop; stopIDs end generation as EOS does (a chat
-// template's end-of-turn token).
+// generate runs one sequence through a Batch of its own; stopIDs end
+// generation as EOS does (a chat template's end-of-turn token).
 func (m *Model) generate(ctx context.Context, prompt []uint32, opts GenerateOptions, emit func(Token) error, stopIDs []uint32) (Result, error) {
 	res := Result{PromptTokens: len(prompt)}
-	sampler, err := m.validate(prompt, opts)
-	if err != nil {
+	if _, err := m.validate(prompt, opts); err != nil {
 		res.Reason = StopError
 		return res, err
 	}
 	var text strings.Builder // everything released so far
 	fail := func(err error) (Result, error) {
+		var be *BatchError
+		if errors.As(err, &be) {
+			err = be.Err // one sequence: the cause is the generation's error
+		}
 		res.Text = text.String()
 		res.Reason = StopError
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
@@ -157,10 +163,14 @@ func (m *Model) generate(ctx context.Context, prompt []uint32, opts GenerateOpti
 		return fail(err)
 	}
 
-	seq := m.be.newSequence(m.ctxLen)
-	logits := make([]float32, m.cfg.VocabSize)
+	batch := m.NewBatch()
+	defer batch.Close()
+	if _, err := batch.Add(prompt, opts); err != nil {
+		return fail(err)
+	}
 	start := time.Now()
-	if err := seq.forward(ctx, prompt, false, logits); err != nil {
+	next, err := batch.Step(ctx) // the prefill and the first draw
+	if err != nil {
 		return fail(err)
 	}
 	res.PromptDuration = time.Since(start)
@@ -178,14 +188,8 @@ func (m *Model) generate(ctx context.Context, prompt []uint32, opts GenerateOpti
 		return emit(Token{ID: id, Text: piece})
 	}
 	decodeStart := time.Now()
-	for step := uint64(0); ; step++ {
-		if err := ctx.Err(); err != nil {
-			return fail(err)
-		}
-		id, err := sampler.sample(logits, step)
-		if err != nil {
-			return fail(err)
-		}
+	for {
+		id := next[0].ID
 		if m.eos[id] || slices.Contains(stopIDs, id) {
 			res.Reason = StopEOS
 			var rest string
@@ -234,7 +238,10 @@ func (m *Model) generate(ctx context.Context, prompt []uint32, opts GenerateOpti
 			res.Reason = StopContextLength
 			break
 		}
-		if err := seq.forward(ctx, []uint32{id}, false, logits); err != nil {
+		if err := ctx.Err(); err != nil {
+			return fail(err)
+		}
+		if next, err = batch.Step(ctx); err != nil {
 			return fail(err)
 		}
 		res.DecodeSteps++

@@ -83,6 +83,12 @@ type scriptSeq struct {
 }
 
 func (s *scriptSeq) len() int { return s.n }
+func (s *scriptSeq) release()  {}
+
+func (b *scriptBackend) step(ctx context.Context, items []stepItem, out []uint32) error {
+	return hostStep(ctx, b.vocab, items, out)
+}
+func (b *scriptBackend) close() error { return nil }
 func (s *scriptSeq) forward(ctx context.Context, tokens []uint32, _ bool, logits []float32) error {
 	s.b.forwards.Add(1)
 	if s.b.blockFirst && s.step == 0 {

@@ -2,6 +2,7 @@ package model
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"github.com/hipgo/hipgo/model/chat"
 	"github.com/hipgo/hipgo/model/internal/cpu"
 	"github.com/hipgo/hipgo/model/safetensors"
+	"github.com/hipgo/hipgo/runtime"
 )
 
 // Model is a loaded llama-family model. It is safe for concurrent use: its
@@ -28,6 +30,8 @@ type Model struct {
 	chatErr    error          // why the checkpoint's template is unusable
 	turnEnd    uint32         // the chat template's end-of-turn token
 	hasTurnEnd bool
+	// cpuReason is why DeviceAuto runs on the CPU; nil otherwise.
+	cpuReason error
 }
 
 type options struct {
@@ -40,6 +44,12 @@ type options struct {
 	chatSource string // WithChatTemplate
 	chatTokens chat.Tokens
 	chatSet    bool
+	dev        *runtime.Device
+	mode       string
+	kvTokens   int
+	// gpuModule replaces the embedded forward kernels (tests on simulated
+	// devices before a module is built).
+	gpuModule *runtime.Module
 }
 
 // Option configures Load and LoadFS.
@@ -155,7 +165,8 @@ func buildOptions(opts []Option) options {
 	return o
 }
 
-// build assembles a model from a parsed config and open weights.
+// build assembles a model from a parsed config and open weights, on the
+// device the options choose.
 func build(cfg *Config, set *safetensors.Set, tok textCodec, o options) (*Model, error) {
 	pool := cpu.Shared()
 	threads := o.threads
@@ -172,18 +183,59 @@ func build(cfg *Config, set *safetensors.Set, tok textCodec, o options) (*Model,
 	if o.format != WeightsAuto && o.format != WeightsF32 {
 		return nil, fmt.Errorf("model: weight format %d: %w", o.format, ErrOptions)
 	}
-	w, err := loadWeights(cfg, set, o.format, o.progress)
+	if _, err := kvTokens(o, ctxLen); err != nil {
+		return nil, err
+	}
+	where, err := choose(o)
 	if err != nil {
 		return nil, err
 	}
-	m := &Model{cfg: *cfg, tok: tok, ctxLen: ctxLen, threads: threads, eos: map[uint32]bool{}}
+	m := &Model{cfg: *cfg, tok: tok, ctxLen: ctxLen, threads: threads, eos: map[uint32]bool{}, cpuReason: where.cpuReason}
 	for _, id := range cfg.EOSTokenIDs {
 		m.eos[uint32(id)] = true
+	}
+	if where.dev != nil {
+		be, bytes, err := buildGPU(cfg, set, o, where.dev, ctxLen)
+		switch {
+		case err == nil:
+			if where.owned {
+				be.closeDev = where.dev.Close
+			}
+			m.be, m.bytes = be, bytes
+			return m, nil
+		case where.owned && o.mode == DeviceAuto && !errors.Is(err, ErrWeights):
+			// The GPU is there but cannot run this model (no kernels for
+			// its arch, out of memory): auto says so and uses the CPU.
+			m.cpuReason = errors.Join(err, where.dev.Close())
+		default:
+			if where.owned {
+				err = errors.Join(err, where.dev.Close())
+			}
+			return nil, err
+		}
+	}
+	w, err := loadWeights(cfg, set, o.format, o.progress)
+	if err != nil {
+		return nil, err
 	}
 	m.be = newCPUBackend(cfg, w, pool, threads)
 	m.bytes = w.size()
 	return m, nil
 }
+
+// Backend names where the model runs: "cpu", or "gpu " and the device
+// ("gpu cuda:0 NVIDIA H200").
+func (m *Model) Backend() string { return m.be.name() }
+
+// CPUReason is why a model loaded with DeviceAuto runs on the CPU (no GPU
+// found, with runtime.Open's reasons; or the GPU could not hold the model),
+// or nil.
+func (m *Model) CPUReason() error { return m.cpuReason }
+
+// Close frees the model's device memory and closes a device the model
+// opened itself (WithDeviceMode). Generations must have ended. On the CPU it
+// does nothing.
+func (m *Model) Close() error { return m.be.close() }
 
 // size is the memory the weights occupy (a tied head counted once).
 func (w *weights) size() int64 {
@@ -218,13 +270,24 @@ func (m *Model) IsEOS(id uint32) bool { return m.eos[id] }
 // tokens are fed. It is for callers that run their own sampling loop. A
 // Session is used by one goroutine at a time; many may share a Model.
 type Session struct {
-	m   *Model
-	seq sequence
+	m      *Model
+	seq    sequence
+	closed bool
 }
 
 // NewSession starts an empty sequence that can hold ContextLength tokens.
+// Close it to free its KV cache (on the GPU the cache comes from a shared
+// pool).
 func (m *Model) NewSession() *Session {
 	return &Session{m: m, seq: m.be.newSequence(m.ctxLen)}
+}
+
+// Close frees the session's KV cache; Forward then fails.
+func (s *Session) Close() {
+	if !s.closed {
+		s.closed = true
+		s.seq.release()
+	}
 }
 
 // Len is the number of tokens fed so far.
@@ -237,6 +300,9 @@ func (s *Session) Len() int { return s.seq.len() }
 func (s *Session) Forward(ctx context.Context, tokens []uint32, all bool) ([]float32, error) {
 	if len(tokens) == 0 {
 		return nil, fmt.Errorf("model: forward: no tokens: %w", ErrOptions)
+	}
+	if s.closed {
+		return nil, fmt.Errorf("model: forward on a closed session: %w", ErrOptions)
 	}
 	if err := s.m.checkTokens(tokens); err != nil {
 		return nil, err

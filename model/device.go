@@ -1,0 +1,107 @@
+package model
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hipgo/hipgo/model/internal/gpu"
+	"github.com/hipgo/hipgo/model/safetensors"
+	"github.com/hipgo/hipgo/runtime"
+)
+
+// Device modes for WithDeviceMode.
+const (
+	// DeviceAuto runs on the GPU when runtime.Open finds a usable one (and
+	// the model loads on it), else on the CPU; Model.CPUReason says why.
+	DeviceAuto = "auto"
+	// DeviceCPU runs in pure Go on the CPU (the default).
+	DeviceCPU = "cpu"
+	// DeviceGPU runs on the GPU runtime.Open finds; none is an error naming why.
+	DeviceGPU = "gpu"
+)
+
+// ErrNoGPU: DeviceGPU was asked for and no usable GPU was found; the error
+// wraps the reason (runtime's *OpenError lists every backend tried).
+var ErrNoGPU = errors.New("model: no usable GPU")
+
+// openTimeout bounds runtime.Open in the device modes: vendor initialisation
+// can hang on a broken install.
+const openTimeout = 30 * time.Second
+
+// WithDevice runs the model on dev through hipgo's forward kernels. The
+// caller owns dev and closes it after the model.
+func WithDevice(dev *runtime.Device) Option { return func(o *options) { o.dev = dev } }
+
+// WithDeviceMode picks the device by name: DeviceAuto, DeviceCPU or
+// DeviceGPU. In the GPU modes the model opens the device (runtime.Open) and
+// closes it in Model.Close. Another name is an ErrOptions error from Load.
+func WithDeviceMode(mode string) Option { return func(o *options) { o.mode = mode } }
+
+// WithKVCacheTokens sizes the GPU backend's KV-cache pool, in tokens over
+// all sequences (default: four contexts, at most 65536 tokens, never less
+// than one context).
+func WithKVCacheTokens(n int) Option { return func(o *options) { o.kvTokens = n } }
+
+// placement is where build puts the model: dev nil means the CPU, with
+// cpuReason saying why when a GPU was asked for by auto.
+type placement struct {
+	dev       *runtime.Device
+	owned     bool // the model opened dev and closes it
+	cpuReason error
+}
+
+func choose(o options) (placement, error) {
+	if o.dev != nil {
+		if o.mode != "" && o.mode != DeviceGPU && o.mode != DeviceAuto {
+			return placement{}, fmt.Errorf("model: WithDevice with device mode %q: %w", o.mode, ErrOptions)
+		}
+		return placement{dev: o.dev}, nil
+	}
+	switch o.mode {
+	case "", DeviceCPU:
+		return placement{}, nil
+	case DeviceAuto, DeviceGPU:
+	default:
+		return placement{}, fmt.Errorf("model: device %q is not auto, cpu or gpu: %w", o.mode, ErrOptions)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
+	defer cancel()
+	dev, err := runtime.Open(ctx)
+	if err != nil {
+		if o.mode == DeviceGPU {
+			return placement{}, fmt.Errorf("%w: %w", ErrNoGPU, err)
+		}
+		return placement{cpuReason: err}, nil
+	}
+	return placement{dev: dev, owned: true}, nil
+}
+
+// kvTokens is the pool size for a context of ctxLen.
+func kvTokens(o options, ctxLen int) (int, error) {
+	if o.kvTokens < 0 {
+		return 0, fmt.Errorf("model: KV cache of %d tokens: %w", o.kvTokens, ErrOptions)
+	}
+	if o.kvTokens > 0 {
+		return o.kvTokens, nil
+	}
+	return max(ctxLen, min(4*ctxLen, 1<<16)), nil
+}
+
+// buildGPU loads the weights in their file dtype and uploads them to dev.
+func buildGPU(cfg *Config, set *safetensors.Set, o options, dev *runtime.Device, ctxLen int) (*gpuBackend, int64, error) {
+	n, err := kvTokens(o, ctxLen)
+	if err != nil {
+		return nil, 0, err
+	}
+	w, err := loadRawWeights(cfg, set, o.format, o.progress)
+	if err != nil {
+		return nil, 0, err
+	}
+	b, err := gpu.New(context.Background(), dev, cfg.gpuConfig(), w, gpu.Options{KVTokens: n, Module: o.gpuModule})
+	if err != nil {
+		return nil, 0, fmt.Errorf("model: on %s: %w", dev, err)
+	}
+	return &gpuBackend{b: b, label: "gpu " + dev.String()}, rawSize(w), nil
+}

@@ -1,0 +1,330 @@
+package gpu
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/hipgo/hipgo/runtime"
+	"github.com/hipgo/hipgo/sampling"
+)
+
+// BlockSize is the tokens per KV-cache block.
+const BlockSize = 16
+
+// defaultStepTokens bounds the tokens one pass through the layers carries
+// (a longer step runs in chunks of this many): it sizes the activation
+// scratch and lets ctx interrupt a long prompt between chunks.
+const defaultStepTokens = 512
+
+// ErrCacheFull: the KV-cache pool has no free block for a sequence's new
+// tokens. The step ran nothing; other sequences are untouched.
+var ErrCacheFull = errors.New("gpu: KV cache full")
+
+// Options tune a Backend.
+type Options struct {
+	// KVTokens is the KV-cache pool's size in tokens, over all sequences
+	// (rounded up to whole blocks). Required.
+	KVTokens int
+	// StepTokens bounds the tokens of one pass (default 512).
+	StepTokens int
+	// Module is the forward-kernel module; nil loads the embedded "forward"
+	// module for the device's arch. For tests on simulated devices.
+	Module *runtime.Module
+}
+
+// Backend holds a model's weights, KV-cache pool and scratch on one device.
+type Backend struct {
+	cfg     Config
+	dev     *runtime.Device
+	s       *runtime.Stream
+	mod     *runtime.Module
+	kernels map[string]*runtime.Kernel
+	sampler *sampling.Sampler
+
+	mu    sync.Mutex // one call at a time
+	owned []*runtime.Buffer
+	w     deviceWeights
+
+	invFreq    *runtime.Buffer
+	kc, vc     []*runtime.Buffer // per layer, [numSlots, kvDim] f32
+	numBlocks  int
+	free       []uint32 // free KV blocks
+	stepTokens int
+	sc         scratch
+	dirty      bool // work of a call that returned early may still be queued
+	closed     bool
+}
+
+type matrix struct {
+	buf   *runtime.Buffer
+	dtype DType
+}
+
+type deviceLayer struct {
+	attnNorm, mlpNorm, qkv, o, gateUp, down matrix
+	qkvBias, oBias, gateUpBias, downBias    *runtime.Buffer // nil: none
+}
+
+type deviceWeights struct {
+	embed, lmHead, norm matrix
+	layers              []deviceLayer
+}
+
+// New uploads w to dev and allocates the KV-cache pool. ctx bounds nothing
+// on the device yet (uploads are synchronous) but is checked between layers.
+func New(ctx context.Context, dev *runtime.Device, cfg Config, w *Weights, opts Options) (_ *Backend, err error) {
+	if err := w.check(cfg); err != nil {
+		return nil, err
+	}
+	if opts.KVTokens <= 0 {
+		return nil, fmt.Errorf("gpu: KV cache of %d tokens: %w", opts.KVTokens, runtime.ErrInvalidArgument)
+	}
+	b := &Backend{cfg: cfg, dev: dev, kernels: map[string]*runtime.Kernel{}, stepTokens: opts.StepTokens}
+	if b.stepTokens <= 0 {
+		b.stepTokens = defaultStepTokens
+	}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, b.release())
+		}
+	}()
+	if b.mod = opts.Module; b.mod == nil {
+		if b.mod, err = dev.LoadModule("forward"); err != nil {
+			return nil, err
+		}
+	}
+	if b.s, err = dev.NewStream(); err != nil {
+		return nil, err
+	}
+	b.sampler = sampling.NewSampler(dev)
+	if err := b.upload(ctx, w); err != nil {
+		return nil, err
+	}
+	b.numBlocks = (opts.KVTokens + BlockSize - 1) / BlockSize
+	slotBytes := b.numBlocks * BlockSize * cfg.kvDim() * 4
+	for range cfg.Layers {
+		k, err := b.alloc(slotBytes)
+		if err != nil {
+			return nil, fmt.Errorf("gpu: KV cache (%d tokens): %w", b.numBlocks*BlockSize, err)
+		}
+		v, err := b.alloc(slotBytes)
+		if err != nil {
+			return nil, fmt.Errorf("gpu: KV cache (%d tokens): %w", b.numBlocks*BlockSize, err)
+		}
+		b.kc, b.vc = append(b.kc, k), append(b.vc, v)
+	}
+	b.free = make([]uint32, b.numBlocks)
+	for i := range b.free {
+		b.free[i] = uint32(b.numBlocks - 1 - i) // pop from the end: block 0 first
+	}
+	// Resolve every kernel now, so a module without one fails the load,
+	// not the first generation.
+	for _, name := range b.kernelNames() {
+		if _, err := b.kernel(name); err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
+}
+
+// kernelNames lists the kernels this model launches.
+func (b *Backend) kernelNames() []string {
+	names := map[string]bool{
+		"embed_" + b.w.embed.dtype.Suffix(): true, "rmsnorm_" + b.w.norm.dtype.Suffix(): true,
+		"matmul_" + b.w.lmHead.dtype.Suffix(): true,
+		"rope_f32":                            true, "kv_store_f32": true, "attention_f32": true, "silu_mul_f32": true, "copy_rows_f32": true,
+	}
+	for _, l := range b.w.layers {
+		for _, m := range []matrix{l.qkv, l.o, l.gateUp, l.down} {
+			names["matmul_"+m.dtype.Suffix()] = true
+		}
+		for _, m := range []matrix{l.attnNorm, l.mlpNorm} {
+			names["rmsnorm_"+m.dtype.Suffix()] = true
+		}
+	}
+	out := make([]string, 0, len(names))
+	for n := range names {
+		out = append(out, n)
+	}
+	return out
+}
+
+func (b *Backend) kernel(name string) (*runtime.Kernel, error) {
+	if k := b.kernels[name]; k != nil {
+		return k, nil
+	}
+	k, err := b.mod.Kernel(name)
+	if err != nil {
+		return nil, err
+	}
+	b.kernels[name] = k
+	return k, nil
+}
+
+func (b *Backend) alloc(n int) (*runtime.Buffer, error) {
+	buf, err := b.dev.Alloc(max(n, 4))
+	if err != nil {
+		return nil, err
+	}
+	b.owned = append(b.owned, buf)
+	return buf, nil
+}
+
+func (b *Backend) uploadBytes(data []byte) (*runtime.Buffer, error) {
+	buf, err := b.alloc(len(data))
+	if err != nil {
+		return nil, err
+	}
+	if err := buf.Write(0, data); err != nil {
+		return nil, err
+	}
+	return buf, nil
+}
+
+func (b *Backend) uploadTensor(name string, t Tensor) (matrix, error) {
+	buf, err := b.uploadBytes(t.Data)
+	if err != nil {
+		return matrix{}, fmt.Errorf("gpu: upload %s (%d bytes): %w", name, len(t.Data), err)
+	}
+	return matrix{buf: buf, dtype: t.DType}, nil
+}
+
+func (b *Backend) uploadBias(name string, v []float32) (*runtime.Buffer, error) {
+	if v == nil {
+		return nil, nil
+	}
+	buf, err := b.uploadBytes(F32Tensor(v).Data)
+	if err != nil {
+		return nil, fmt.Errorf("gpu: upload %s: %w", name, err)
+	}
+	return buf, nil
+}
+
+func (b *Backend) upload(ctx context.Context, w *Weights) error {
+	var err error
+	if b.w.embed, err = b.uploadTensor("embed", w.Embed); err != nil {
+		return err
+	}
+	if b.w.norm, err = b.uploadTensor("norm", w.Norm); err != nil {
+		return err
+	}
+	if w.Tied {
+		b.w.lmHead = b.w.embed
+	} else if b.w.lmHead, err = b.uploadTensor("lm_head", w.LMHead); err != nil {
+		return err
+	}
+	if b.invFreq, err = b.uploadBytes(F32Tensor(b.cfg.InvFreq).Data); err != nil {
+		return err
+	}
+	b.w.layers = make([]deviceLayer, len(w.Layers))
+	for i, l := range w.Layers {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		d := &b.w.layers[i]
+		p := fmt.Sprintf("layer %d ", i)
+		for _, m := range []struct {
+			dst *matrix
+			t   Tensor
+			n   string
+		}{{&d.attnNorm, l.AttnNorm, "attn norm"}, {&d.mlpNorm, l.MLPNorm, "mlp norm"}, {&d.qkv, l.QKV, "qkv"},
+			{&d.o, l.O, "o"}, {&d.gateUp, l.GateUp, "gate|up"}, {&d.down, l.Down, "down"}} {
+			if *m.dst, err = b.uploadTensor(p+m.n, m.t); err != nil {
+				return err
+			}
+		}
+		for _, v := range []struct {
+			dst **runtime.Buffer
+			v   []float32
+			n   string
+		}{{&d.qkvBias, l.QKVBias, "qkv bias"}, {&d.oBias, l.OBias, "o bias"}, {&d.gateUpBias, l.GateUpBias, "gate|up bias"}, {&d.downBias, l.DownBias, "down bias"}} {
+			if *v.dst, err = b.uploadBias(p+v.n, v.v); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Device is the backend's device.
+func (b *Backend) Device() *runtime.Device { return b.dev }
+
+// Sampler is the backend's device sampler (its Router counts the routes).
+func (b *Backend) Sampler() *sampling.Sampler { return b.sampler }
+
+// FreeBlocks is the number of KV-cache blocks no sequence holds.
+func (b *Backend) FreeBlocks() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.free)
+}
+
+// Close waits for queued work (bounded by the device's own rules on a lost
+// device) and frees every buffer. The device stays open: it is the caller's.
+func (b *Backend) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil
+	}
+	b.closed = true
+	var errs []error
+	if b.s != nil && b.dev.Lost() == nil {
+		errs = append(errs, b.s.Synchronize(context.Background()))
+	}
+	errs = append(errs, b.release())
+	return errors.Join(errs...)
+}
+
+func (b *Backend) release() error {
+	var errs []error
+	lost := b.dev.Lost() != nil
+	for _, buf := range b.owned {
+		if !lost {
+			errs = append(errs, buf.Free())
+		}
+	}
+	b.owned = nil
+	b.sc = scratch{}
+	if b.s != nil {
+		if err := b.s.Close(); err != nil && !lost {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Sequence is one token sequence's KV-cache state: its length and block
+// table. It is used through its Backend, one call at a time.
+type Sequence struct {
+	b        *Backend
+	n        int
+	capacity int
+	blocks   []uint32
+	released bool
+}
+
+// NewSequence returns an empty sequence that may grow to capacity tokens.
+// It holds no blocks until tokens are fed.
+func (b *Backend) NewSequence(capacity int) *Sequence {
+	return &Sequence{b: b, capacity: capacity}
+}
+
+// Len is the number of tokens in the sequence's cache.
+func (s *Sequence) Len() int { return s.n }
+
+// Release gives the sequence's blocks back to the pool; it must not be used
+// afterwards. A second Release does nothing.
+func (s *Sequence) Release() {
+	b := s.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if s.released {
+		return
+	}
+	s.released = true
+	b.free = append(b.free, s.blocks...)
+	s.blocks = nil
+}

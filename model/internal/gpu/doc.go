@@ -1,0 +1,23 @@
+// Package gpu is the model's GPU backend: the llama forward pass on a
+// runtime.Device through hipgo's own forward kernels (kernels/src/forward.cu,
+// the ABI in its header comment), with sampling on the device.
+//
+// Weights are uploaded once in their file's dtype (f32, f16, bf16), q|k|v and
+// gate|up concatenated as the CPU backend concatenates them. The KV cache is
+// a pool of fixed-size blocks (BlockSize tokens, f32) per layer on the
+// device; each Sequence holds a block table whose blocks come from the
+// pool's free list as it grows and go back on Release.
+//
+// Step advances any number of sequences together: their new tokens (a whole
+// prompt for a sequence that just joined, one token for the others) are laid
+// out in one token list whose attention reads each sequence's own blocks, so
+// N decoding sequences make [N, hidden] matrix products. The last token of
+// each sequence goes through the final norm and the LM head, the logits stay
+// on the device and sampling.Sampler draws there; only the token ids (4
+// bytes a sequence) come back.
+//
+// Every failure of the device (a launch the runtime rejects, a fault, a lost
+// device, a watchdog) is returned from the call whose work it hit, as the
+// runtime's typed error; ctx ends a call with ctx.Err(). A Backend serves one
+// call at a time (calls from several goroutines are serialized).
+package gpu

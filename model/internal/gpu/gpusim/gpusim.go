@@ -1,0 +1,550 @@
+// Package gpusim is test support for the GPU backend: the forward kernels of
+// the ABI (kernels/src/forward.cu) and the sampler kernels as Go functions
+// on internal/simgpu's simulated device, doing the math with the CPU
+// backend's own operations (model/internal/cpu) over the device's bytes.
+//
+// The simulated device poses as CUDA sm_90, so the runtime loads the real
+// PTX artifacts' metadata and checks every launch's argument list against
+// it, while the kernels run here. It proves the backend's plumbing (uploads,
+// block tables, token layout, batching, sampling on the device, error
+// paths), never the kernels' numerics: those run on a real GPU.
+package gpusim
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/hipgo/hipgo/internal/simgpu"
+	"github.com/hipgo/hipgo/model/internal/cpu"
+	"github.com/hipgo/hipgo/model/safetensors"
+	"github.com/hipgo/hipgo/runtime/driver"
+	"github.com/hipgo/hipgo/sampling"
+)
+
+// Faults injects failures into forward-kernel launches: the launch numbered
+// At (counting from 1 over every forward kernel) fails, asynchronously with
+// Code when Code is sticky, or synchronously (a launch rejection) otherwise.
+// Zero At injects nothing. Safe for concurrent use.
+type Faults struct {
+	mu       sync.Mutex
+	at       int64
+	code     simgpu.Code
+	launches atomic.Int64
+}
+
+// Arm makes the n-th forward launch from now fail with code.
+func (f *Faults) Arm(n int64, code simgpu.Code) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.at, f.code = f.launches.Load()+n, code
+}
+
+// Launches counts forward-kernel launches so far (rejected ones included).
+func (f *Faults) Launches() int64 { return f.launches.Load() }
+
+func (f *Faults) hit() (simgpu.Code, bool) {
+	n := f.launches.Add(1)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.at != 0 && n == f.at {
+		f.at = 0
+		return f.code, true
+	}
+	return 0, false
+}
+
+// Driver is a simulated CUDA sm_90 device with the forward and sampler
+// kernels. memory is its size in bytes.
+func Driver(memory uint64, faults *Faults) *simgpu.Driver {
+	if faults == nil {
+		faults = &Faults{}
+	}
+	var ks []simgpu.KernelDef
+	for _, k := range forwardKernels() {
+		ks = append(ks, faults.wrap(k))
+	}
+	ks = append(ks, samplerKernels()...)
+	return simgpu.New(simgpu.Config{Devices: 1, Kind: driver.CUDA, Format: driver.PTX, Arch: "sm_90", Memory: memory, Kernels: ks})
+}
+
+// wrap makes a kernel fail when faults says so. A sticky code fails the
+// kernel as it runs (an asynchronous fault); another is a synchronous
+// rejection from Launch. The rejected launch still counts, so a retry does
+// not hit the same number.
+func (f *Faults) wrap(k simgpu.KernelDef) simgpu.KernelDef {
+	run := k.Run
+	var pendingFault atomic.Pointer[simgpu.Code]
+	k.Reject = func(_, _ driver.Dim3) error {
+		code, ok := f.hit()
+		if !ok {
+			return nil
+		}
+		if code.Sticky() {
+			pendingFault.Store(&code)
+			return nil
+		}
+		return code
+	}
+	k.Run = func(d *simgpu.Device, g, b driver.Dim3, a []uint64, stop <-chan struct{}) error {
+		if c := pendingFault.Swap(nil); c != nil {
+			return *c
+		}
+		return run(d, g, b, a, stop)
+	}
+	return k
+}
+
+// Names are the forward kernels the simulation provides.
+func Names() []string {
+	var out []string
+	for _, k := range forwardKernels() {
+		out = append(out, k.Name)
+	}
+	return out
+}
+
+func forwardKernels() []simgpu.KernelDef {
+	ks := []simgpu.KernelDef{
+		{Name: "rope_f32", ParamSizes: []int{8, 8, 8, 4, 4, 4, 4}, Run: rope},
+		{Name: "kv_store_f32", ParamSizes: []int{8, 8, 8, 8, 4, 4, 4, 4, 4, 4}, Run: kvStore},
+		{Name: "attention_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, Run: attention},
+		{Name: "silu_mul_f32", ParamSizes: []int{8, 8, 4, 4}, Run: siluMul},
+		{Name: "add_f32", ParamSizes: []int{8, 8, 4}, Run: add},
+		{Name: "copy_rows_f32", ParamSizes: []int{8, 8, 8, 4, 4}, Run: copyRows},
+	}
+	for _, dt := range []wtype{wF32, wF16, wBF16} {
+		ks = append(ks,
+			simgpu.KernelDef{Name: "embed_" + dt.suffix(), ParamSizes: []int{8, 8, 8, 4, 4, 4}, Run: embed(dt)},
+			simgpu.KernelDef{Name: "rmsnorm_" + dt.suffix(), ParamSizes: []int{8, 8, 8, 4, 4, 4}, Run: rmsnorm(dt)},
+			simgpu.KernelDef{Name: "matmul_" + dt.suffix(), ParamSizes: []int{8, 8, 8, 8, 4, 4, 4, 4}, Run: matmul(dt)})
+	}
+	return ks
+}
+
+type wtype int
+
+const (
+	wF32 wtype = iota
+	wF16
+	wBF16
+)
+
+func (t wtype) suffix() string { return [...]string{"f32", "f16", "bf16"}[t] }
+func (t wtype) size() int {
+	if t == wF32 {
+		return 4
+	}
+	return 2
+}
+
+// mem returns n bytes at p, or the simulated illegal address.
+func mem(d *simgpu.Device, p uint64, n int) ([]byte, error) {
+	if n == 0 {
+		return nil, nil
+	}
+	return d.Bytes(driver.Ptr(p), uint64(n))
+}
+
+func f32s(d *simgpu.Device, p uint64, n int) ([]float32, error) {
+	b, err := mem(d, p, 4*n)
+	if err != nil || n == 0 {
+		return nil, err
+	}
+	return unsafe.Slice((*float32)(unsafe.Pointer(&b[0])), n), nil
+}
+
+func u32s(d *simgpu.Device, p uint64, n int) ([]uint32, error) {
+	b, err := mem(d, p, 4*n)
+	if err != nil || n == 0 {
+		return nil, err
+	}
+	return unsafe.Slice((*uint32)(unsafe.Pointer(&b[0])), n), nil
+}
+
+// widen reads n weights of type t at p as float32 (a copy).
+func widen(d *simgpu.Device, t wtype, p uint64, n int) ([]float32, error) {
+	b, err := mem(d, p, n*t.size())
+	if err != nil {
+		return nil, err
+	}
+	out := make([]float32, n)
+	for i := range out {
+		switch t {
+		case wF32:
+			out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+		case wF16:
+			out[i] = safetensors.F16ToFloat32(binary.LittleEndian.Uint16(b[2*i:]))
+		case wBF16:
+			out[i] = safetensors.BF16ToFloat32(binary.LittleEndian.Uint16(b[2*i:]))
+		}
+	}
+	return out, nil
+}
+
+func f32arg(a uint64) float32 { return math.Float32frombits(uint32(a)) }
+
+// embed_W: out, table, tokens, n, hidden, vocab.
+func embed(t wtype) simgpu.KernelFunc {
+	return func(d *simgpu.Device, _, _ driver.Dim3, a []uint64, _ <-chan struct{}) error {
+		n, D, V := int(a[3]), int(a[4]), int(a[5])
+		out, err := f32s(d, a[0], n*D)
+		if err != nil {
+			return err
+		}
+		toks, err := u32s(d, a[2], n)
+		if err != nil {
+			return err
+		}
+		for i, id := range toks {
+			row := out[i*D : (i+1)*D]
+			if int(id) >= V {
+				clear(row)
+				continue
+			}
+			w, err := widen(d, t, a[1]+uint64(int(id)*D*t.size()), D)
+			if err != nil {
+				return err
+			}
+			copy(row, w)
+		}
+		return nil
+	}
+}
+
+// rmsnorm_W: out, x, weight, rows, dim, eps.
+func rmsnorm(t wtype) simgpu.KernelFunc {
+	return func(d *simgpu.Device, _, _ driver.Dim3, a []uint64, _ <-chan struct{}) error {
+		rows, D := int(a[3]), int(a[4])
+		out, err := f32s(d, a[0], rows*D)
+		if err != nil {
+			return err
+		}
+		x, err := f32s(d, a[1], rows*D)
+		if err != nil {
+			return err
+		}
+		w, err := widen(d, t, a[2], D)
+		if err != nil {
+			return err
+		}
+		for r := range rows {
+			cpu.RMSNorm(out[r*D:(r+1)*D], x[r*D:(r+1)*D], w, f32arg(a[5]))
+		}
+		return nil
+	}
+}
+
+var pool = cpu.NewPool(1)
+
+// matmul_W: y, x, w, bias, rows, in, out, accumulate. Each row is its own
+// product (as on a GPU, a row's result does not depend on the others).
+func matmul(t wtype) simgpu.KernelFunc {
+	return func(d *simgpu.Device, _, _ driver.Dim3, a []uint64, _ <-chan struct{}) error {
+		rows, K, N, acc := int(a[4]), int(a[5]), int(a[6]), a[7] != 0
+		y, err := f32s(d, a[0], rows*N)
+		if err != nil {
+			return err
+		}
+		x, err := f32s(d, a[1], rows*K)
+		if err != nil {
+			return err
+		}
+		m := cpu.Matrix{Rows: N, Cols: K}
+		switch t {
+		case wF32:
+			if m.F32, err = f32s(d, a[2], N*K); err != nil {
+				return err
+			}
+		case wBF16:
+			b, err := mem(d, a[2], 2*N*K)
+			if err != nil {
+				return err
+			}
+			m.BF16 = unsafe.Slice((*uint16)(unsafe.Pointer(&b[0])), N*K)
+		case wF16:
+			if m.F32, err = widen(d, t, a[2], N*K); err != nil {
+				return err
+			}
+		}
+		var bias []float32
+		if a[3] != 0 {
+			if bias, err = f32s(d, a[3], N); err != nil {
+				return err
+			}
+		}
+		r := make([]float32, N)
+		for row := range rows {
+			pool.MatMul(r, x[row*K:(row+1)*K], 1, &m, bias)
+			yr := y[row*N : (row+1)*N]
+			if acc {
+				for i := range yr {
+					yr[i] += r[i]
+				}
+			} else {
+				copy(yr, r)
+			}
+		}
+		return nil
+	}
+}
+
+// rope_f32: x, pos, inv_freq, tokens, heads, headdim, stride. Angles as the
+// CPU backend computes them.
+func rope(d *simgpu.Device, _, _ driver.Dim3, a []uint64, _ <-chan struct{}) error {
+	T, H, hd, stride := int(a[3]), int(a[4]), int(a[5]), int(a[6])
+	pos, err := u32s(d, a[1], T)
+	if err != nil {
+		return err
+	}
+	inv, err := f32s(d, a[2], hd/2)
+	if err != nil {
+		return err
+	}
+	cos, sin := make([]float32, hd/2), make([]float32, hd/2)
+	for t := range T {
+		p := float32(pos[t])
+		for i, f := range inv {
+			ang := float64(f * p)
+			cos[i], sin[i] = float32(math.Cos(ang)), float32(math.Sin(ang))
+		}
+		x, err := f32s(d, a[0]+uint64(4*t*stride), H*hd)
+		if err != nil {
+			return err
+		}
+		cpu.RoPE(x, H, hd, cos, sin)
+	}
+	return nil
+}
+
+// kv_store_f32: k_cache, v_cache, qkv, slots, tokens, kv_dim, k_off, v_off, stride, num_slots.
+func kvStore(d *simgpu.Device, _, _ driver.Dim3, a []uint64, _ <-chan struct{}) error {
+	T, kvD, kOff, vOff, stride, slots := int(a[4]), int(a[5]), int(a[6]), int(a[7]), int(a[8]), int(a[9])
+	kc, err := f32s(d, a[0], slots*kvD)
+	if err != nil {
+		return err
+	}
+	vc, err := f32s(d, a[1], slots*kvD)
+	if err != nil {
+		return err
+	}
+	qkv, err := f32s(d, a[2], (T-1)*stride+max(kOff, vOff)+kvD)
+	if err != nil {
+		return err
+	}
+	sl, err := u32s(d, a[3], T)
+	if err != nil {
+		return err
+	}
+	for t, s := range sl {
+		if int(s) >= slots {
+			continue
+		}
+		copy(kc[int(s)*kvD:(int(s)+1)*kvD], qkv[t*stride+kOff:])
+		copy(vc[int(s)*kvD:(int(s)+1)*kvD], qkv[t*stride+vOff:])
+	}
+	return nil
+}
+
+// attention_f32: out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables,
+// max_blocks, block_size, tokens, heads, kv_heads, headdim, stride, scale.
+// The CPU backend's attention, key by key through the block table.
+func attention(d *simgpu.Device, _, _ driver.Dim3, a []uint64, _ <-chan struct{}) error {
+	maxBlocks, bs, T, H, KV, hd, stride := int(a[7]), int(a[8]), int(a[9]), int(a[10]), int(a[11]), int(a[12]), int(a[13])
+	scale := f32arg(a[14])
+	kvD := KV * hd
+	out, err := f32s(d, a[0], T*H*hd)
+	if err != nil {
+		return err
+	}
+	qkv, err := f32s(d, a[1], T*stride)
+	if err != nil {
+		return err
+	}
+	qSeq, err := u32s(d, a[4], T)
+	if err != nil {
+		return err
+	}
+	qPos, err := u32s(d, a[5], T)
+	if err != nil {
+		return err
+	}
+	nseq := 0
+	for _, s := range qSeq {
+		nseq = max(nseq, int(s)+1)
+	}
+	tables, err := u32s(d, a[6], nseq*maxBlocks)
+	if err != nil {
+		return err
+	}
+	group := H / KV
+	for t := range T {
+		n := int(qPos[t]) + 1
+		table := tables[int(qSeq[t])*maxBlocks : (int(qSeq[t])+1)*maxBlocks]
+		keys, vals := make([][]float32, n), make([][]float32, n)
+		for j := range n {
+			slot := int(table[j/bs])*bs + j%bs
+			if keys[j], err = f32s(d, a[2]+uint64(4*slot*kvD), kvD); err != nil {
+				return err
+			}
+			if vals[j], err = f32s(d, a[3]+uint64(4*slot*kvD), kvD); err != nil {
+				return err
+			}
+		}
+		sc := make([]float32, n)
+		for h := range H {
+			qh := qkv[t*stride+h*hd : t*stride+(h+1)*hd]
+			off := (h / group) * hd
+			for j := range n {
+				sc[j] = cpu.Dot(qh, keys[j][off:off+hd]) * scale
+			}
+			cpu.Softmax(sc)
+			o := out[t*H*hd+h*hd : t*H*hd+(h+1)*hd]
+			clear(o)
+			for j, p := range sc {
+				cpu.Axpy(p, vals[j][off:off+hd], o)
+			}
+		}
+	}
+	return nil
+}
+
+// silu_mul_f32: out, gu, rows, inter.
+func siluMul(d *simgpu.Device, _, _ driver.Dim3, a []uint64, _ <-chan struct{}) error {
+	rows, I := int(a[2]), int(a[3])
+	out, err := f32s(d, a[0], rows*I)
+	if err != nil {
+		return err
+	}
+	gu, err := f32s(d, a[1], rows*2*I)
+	if err != nil {
+		return err
+	}
+	for r := range rows {
+		cpu.SwiGLU(out[r*I:(r+1)*I], gu[r*2*I:r*2*I+I], gu[r*2*I+I:(r+1)*2*I])
+	}
+	return nil
+}
+
+// add_f32: y, x, n.
+func add(d *simgpu.Device, _, _ driver.Dim3, a []uint64, _ <-chan struct{}) error {
+	y, err := f32s(d, a[0], int(a[2]))
+	if err != nil {
+		return err
+	}
+	x, err := f32s(d, a[1], int(a[2]))
+	if err != nil {
+		return err
+	}
+	for i := range y {
+		y[i] += x[i]
+	}
+	return nil
+}
+
+// copy_rows_f32: dst, src, rows, n, dim.
+func copyRows(d *simgpu.Device, _, _ driver.Dim3, a []uint64, _ <-chan struct{}) error {
+	n, dim := int(a[3]), int(a[4])
+	rows, err := u32s(d, a[2], n)
+	if err != nil {
+		return err
+	}
+	dst, err := f32s(d, a[0], n*dim)
+	if err != nil {
+		return err
+	}
+	for i, r := range rows {
+		src, err := f32s(d, a[1]+uint64(4*int(r)*dim), dim)
+		if err != nil {
+			return err
+		}
+		copy(dst[i*dim:(i+1)*dim], src)
+	}
+	return nil
+}
+
+// samplerKernels are sampling.cu's entry points through the sampling
+// package's bit-exact CPU references, f32 logits (the only dtype the
+// forward pass writes).
+func samplerKernels() []simgpu.KernelDef {
+	return []simgpu.KernelDef{
+		{Name: "gumbel_max_f32", ParamSizes: []int{8, 4, 4, 4, 4, 4, 4, 4, 8, 8, 8, 8, 8}, Run: gumbel},
+		{Name: "rejection_f32", ParamSizes: []int{8, 4, 4, 4, 8, 4, 4, 4, 8, 8, 8}, Run: rejection},
+	}
+}
+
+func rowsOf(d *simgpu.Device, p uint64, B, V, ld int) ([]float32, error) {
+	out := make([]float32, 0, B*V)
+	for r := range B {
+		row, err := f32s(d, p+uint64(4*r*ld), V)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, row...)
+	}
+	return out, nil
+}
+
+// gumbel_max_f32: logits, B, V, ld, inv_temp, key0, key1, splits, part_val,
+// part_idx, arrivals, tokens, status.
+func gumbel(d *simgpu.Device, _, _ driver.Dim3, a []uint64, _ <-chan struct{}) error {
+	B, V, ld := int(a[1]), int(a[2]), int(a[3])
+	rows, err := rowsOf(d, a[0], B, V, ld)
+	if err != nil {
+		return err
+	}
+	var temp float32
+	if inv := f32arg(a[4]); inv > 0 {
+		temp = 1 / inv
+	}
+	toks, err := u32s(d, a[11], B)
+	if err != nil {
+		return err
+	}
+	st, err := u32s(d, a[12], B)
+	if err != nil {
+		return err
+	}
+	if err := sampling.GumbelMaxCPU(toks, rows, B, V, temp, sampling.Key{uint32(a[5]), uint32(a[6])}); err != nil {
+		return fmt.Errorf("simulated gumbel_max: %w", err)
+	}
+	for i := range st {
+		st[i] = uint32(sampling.StatusOK)
+	}
+	return nil
+}
+
+// rejection_f32: logits, B, V, ld, params, key0, key1, max_rounds, tokens, ok, rounds.
+func rejection(d *simgpu.Device, _, _ driver.Dim3, a []uint64, _ <-chan struct{}) error {
+	B, V, ld := int(a[1]), int(a[2]), int(a[3])
+	rows, err := rowsOf(d, a[0], B, V, ld)
+	if err != nil {
+		return err
+	}
+	prm, err := f32s(d, a[4], 4*B)
+	if err != nil {
+		return err
+	}
+	params := make([]sampling.Params, B)
+	for r := range params {
+		p := sampling.Params{Temperature: prm[4*r], TopK: int(prm[4*r+1]), TopP: prm[4*r+2], MinP: prm[4*r+3]}
+		params[r] = p
+	}
+	res := sampling.RejectionResult{}
+	if res.Tokens, err = u32s(d, a[8], B); err != nil {
+		return err
+	}
+	if res.OK, err = u32s(d, a[9], B); err != nil {
+		return err
+	}
+	if res.Rounds, err = u32s(d, a[10], B); err != nil {
+		return err
+	}
+	if err := sampling.RejectionCPU(res, rows, B, V, params, sampling.Key{uint32(a[5]), uint32(a[6])}, int(a[7])); err != nil {
+		return fmt.Errorf("simulated rejection: %w", err)
+	}
+	return nil
+}

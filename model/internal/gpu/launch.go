@@ -1,0 +1,91 @@
+package gpu
+
+import (
+	"fmt"
+
+	"github.com/hipgo/hipgo/runtime"
+)
+
+// defaultThreads is the block size for a kernel whose metadata declares no
+// bound (the forward kernels all declare one).
+const defaultThreads = 256
+
+// launch enqueues kernel name with a grid of grid blocks; the block is the
+// size the kernel was built for (its KBOUNDS, read from the metadata).
+func (b *Backend) launch(name string, grid runtime.Dim3, args ...any) error {
+	k, err := b.kernel(name)
+	if err != nil {
+		return err
+	}
+	threads := k.Spec().MaxThreads
+	if threads <= 0 {
+		threads = defaultThreads
+	}
+	if err := b.s.Launch(k, runtime.LaunchConfig{Grid: grid, Block: runtime.Dim3{X: uint32(threads), Y: 1, Z: 1}}, args...); err != nil {
+		return fmt.Errorf("gpu: %s: %w", name, err)
+	}
+	return nil
+}
+
+func g1(x int) runtime.Dim3 { return runtime.Dim3{X: uint32(max(x, 1)), Y: 1, Z: 1} }
+
+func g2(x, y int) runtime.Dim3 { return runtime.Dim3{X: uint32(max(x, 1)), Y: uint32(max(y, 1)), Z: 1} }
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+// The launchers below follow the grid rule each kernel states above itself
+// in kernels/src/forward.cu.
+
+func (b *Backend) embed(out runtime.DevicePtr, tokens runtime.DevicePtr, n int) error {
+	c := b.cfg
+	return b.launch("embed_"+b.w.embed.dtype.Suffix(), g1(n), out, b.w.embed.buf, tokens, u32(n), u32(c.Hidden), u32(c.Vocab))
+}
+
+func (b *Backend) rmsnorm(out, x runtime.DevicePtr, w matrix, rows int) error {
+	c := b.cfg
+	return b.launch("rmsnorm_"+w.dtype.Suffix(), g1(rows), out, x, w.buf, u32(rows), u32(c.Hidden), c.Eps)
+}
+
+// matmulRowsPerBlock is how many output features one block of matmul_W
+// computes.
+const matmulRowsPerBlock = 1
+
+func (b *Backend) matmul(y, x runtime.DevicePtr, w matrix, bias *runtime.Buffer, rows, in, out int, accumulate bool) error {
+	var bp any = runtime.DevicePtr(0)
+	if bias != nil {
+		bp = bias
+	}
+	acc := uint32(0)
+	if accumulate {
+		acc = 1
+	}
+	return b.launch("matmul_"+w.dtype.Suffix(), g2(ceilDiv(out, matmulRowsPerBlock), rows), y, x, w.buf, bp, u32(rows), u32(in), u32(out), acc)
+}
+
+func (b *Backend) rope(x, pos runtime.DevicePtr, tokens, heads, stride int) error {
+	c := b.cfg
+	return b.launch("rope_f32", g2(heads, tokens), x, pos, b.invFreq, u32(tokens), u32(heads), u32(c.HeadDim), u32(stride))
+}
+
+func (b *Backend) kvStore(layer int, qkv, slots runtime.DevicePtr, tokens int) error {
+	c := b.cfg
+	return b.launch("kv_store_f32", g1(tokens), b.kc[layer], b.vc[layer], qkv, slots, u32(tokens), u32(c.kvDim()),
+		u32(c.qDim()), u32(c.qDim()+c.kvDim()), u32(c.qkvDim()), u32(b.numBlocks*BlockSize))
+}
+
+func (b *Backend) attention(layer int, out, qkv, qSeq, qPos, tables runtime.DevicePtr, maxBlocks, tokens int, scale float32) error {
+	c := b.cfg
+	return b.launch("attention_f32", g2(c.Heads, tokens), out, qkv, b.kc[layer], b.vc[layer], qSeq, qPos, tables,
+		u32(maxBlocks), u32(BlockSize), u32(tokens), u32(c.Heads), u32(c.KVHeads), u32(c.HeadDim), u32(c.qkvDim()), scale)
+}
+
+func (b *Backend) siluMul(out, gu runtime.DevicePtr, rows int) error {
+	return b.launch("silu_mul_f32", g1(rows), out, gu, u32(rows), u32(b.cfg.Intermediate))
+}
+
+func (b *Backend) copyRows(dst, src, rows runtime.DevicePtr, n, dim int) error {
+	return b.launch("copy_rows_f32", g1(n), dst, src, rows, u32(n), u32(dim))
+}
+
+// u32 converts a count the host has already bounded.
+func u32(n int) uint32 { return uint32(n) }

@@ -1,0 +1,411 @@
+package gpu
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/hipgo/hipgo/runtime"
+	"github.com/hipgo/hipgo/sampling"
+)
+
+// Item is one sequence's part of a Step: the tokens to feed (its prompt when
+// it just joined, else the token sampled last) and how to sample its next one.
+type Item struct {
+	Seq    *Sequence
+	Tokens []uint32
+	Params sampling.Params
+	Key    sampling.Key
+}
+
+// CacheFullError: the pool could not hold the new tokens of the listed items
+// (indices into the step's items). Nothing ran.
+type CacheFullError struct {
+	Items      []int
+	Need, Free int // blocks
+	PoolBlocks int
+}
+
+func (e *CacheFullError) Error() string {
+	return fmt.Sprintf("gpu: KV cache full: items %v need %d more blocks of %d tokens, %d of %d free", e.Items, e.Need, BlockSize, e.Free, e.PoolBlocks)
+}
+
+func (e *CacheFullError) Unwrap() error { return ErrCacheFull }
+
+// scratch is device memory reused by every call, grown on demand while the
+// stream is idle.
+type scratch struct {
+	x, xb, qkv, att, gu, act *runtime.Buffer // one chunk's activations
+	last, logits             *runtime.Buffer // the rows that reach the LM head
+	meta                     *runtime.Buffer // the call's u32 metadata
+	tokens                   *runtime.Buffer
+	rowLogits, rowTokens     []*runtime.Buffer // per-row copies for rows sampled alone
+}
+
+// ensure makes *buf hold at least n bytes. Only called before a call's first
+// launch, when no queued work reads the old buffer.
+func (b *Backend) ensure(buf **runtime.Buffer, n int) error {
+	n = max(n, 4)
+	if *buf != nil && (*buf).Size() >= n {
+		return nil
+	}
+	if *buf != nil {
+		old := *buf
+		for i, o := range b.owned {
+			if o == old {
+				b.owned = append(b.owned[:i], b.owned[i+1:]...)
+				break
+			}
+		}
+		*buf = nil
+		if err := old.Free(); err != nil {
+			return err
+		}
+	}
+	nb, err := b.alloc(n + n/4) // headroom: steps grow a little at a time
+	if err != nil {
+		return fmt.Errorf("gpu: scratch of %d bytes: %w", n, err)
+	}
+	*buf = nb
+	return nil
+}
+
+// plan is one call's token layout on the device.
+type plan struct {
+	T, rows   int // tokens fed; rows reaching the LM head
+	maxBlocks int
+	meta      []uint32
+	// offsets into meta, in u32 elements
+	tok, pos, seq, slot, tables, gather, ident int
+	chunks                                     []chunk
+}
+
+type chunk struct {
+	t0, t1 int // token range
+	g0, g1 int // gather range (into meta[gather:]), also the output rows
+}
+
+func (b *Backend) prepare(ctx context.Context, seqs []*Sequence, toks [][]uint32, all bool) (*plan, error) {
+	if b.closed {
+		return nil, fmt.Errorf("gpu: backend closed: %w", runtime.ErrClosed)
+	}
+	if err := b.dev.Lost(); err != nil {
+		return nil, &runtime.DeviceLostError{Device: b.dev.String(), Cause: asFault(err)}
+	}
+	if b.dirty {
+		// A call that returned early (ctx, an error) may have left work on
+		// the stream; nothing below may overwrite memory it reads.
+		if err := b.s.Synchronize(ctx); err != nil {
+			return nil, err
+		}
+		b.dirty = false
+	}
+	p := &plan{}
+	need := make([]int, len(seqs))
+	total := 0
+	for i, s := range seqs {
+		switch {
+		case s == nil || s.b != b:
+			return nil, fmt.Errorf("gpu: item %d: sequence of another backend: %w", i, runtime.ErrInvalidArgument)
+		case s.released:
+			return nil, fmt.Errorf("gpu: item %d: sequence used after Release: %w", i, runtime.ErrClosed)
+		case len(toks[i]) == 0:
+			return nil, fmt.Errorf("gpu: item %d: no tokens: %w", i, runtime.ErrInvalidArgument)
+		case s.n+len(toks[i]) > s.capacity:
+			return nil, fmt.Errorf("gpu: item %d: %d tokens exceed the sequence's capacity %d: %w", i, s.n+len(toks[i]), s.capacity, runtime.ErrInvalidArgument)
+		}
+		for _, id := range toks[i] {
+			if int(id) >= b.cfg.Vocab {
+				return nil, fmt.Errorf("gpu: item %d: token %d with vocab %d: %w", i, id, b.cfg.Vocab, runtime.ErrInvalidArgument)
+			}
+		}
+		need[i] = ceilDiv(s.n+len(toks[i]), BlockSize) - len(s.blocks)
+		total += need[i]
+		p.T += len(toks[i])
+	}
+	if total > len(b.free) {
+		e := &CacheFullError{Need: total, Free: len(b.free), PoolBlocks: b.numBlocks}
+		for i, n := range need {
+			if n > 0 {
+				e.Items = append(e.Items, i)
+			}
+		}
+		return nil, e
+	}
+	for i, s := range seqs {
+		for range need[i] {
+			s.blocks = append(s.blocks, b.free[len(b.free)-1])
+			b.free = b.free[:len(b.free)-1]
+		}
+		p.maxBlocks = max(p.maxBlocks, len(s.blocks))
+	}
+	if all {
+		p.rows = p.T
+	} else {
+		p.rows = len(seqs)
+	}
+	T, nseq := p.T, len(seqs)
+	p.tok, p.pos, p.seq, p.slot = 0, T, 2*T, 3*T
+	p.tables = 4 * T
+	p.gather = p.tables + nseq*p.maxBlocks
+	p.ident = p.gather + p.rows
+	m := make([]uint32, p.ident+p.rows)
+	t := 0
+	for i, s := range seqs {
+		copy(m[p.tables+i*p.maxBlocks:], s.blocks)
+		for j, id := range toks[i] {
+			pos := s.n + j
+			m[p.tok+t], m[p.pos+t], m[p.seq+t] = id, uint32(pos), uint32(i)
+			m[p.slot+t] = s.blocks[pos/BlockSize]*BlockSize + uint32(pos%BlockSize)
+			t++
+		}
+	}
+	// Rows for the LM head: every token, or each sequence's last, in token
+	// order; chunks gather them as local indices.
+	var rows []int
+	t = 0
+	for i := range seqs {
+		if all {
+			for j := range toks[i] {
+				rows = append(rows, t+j)
+			}
+		} else {
+			rows = append(rows, t+len(toks[i])-1)
+		}
+		t += len(toks[i])
+	}
+	r := 0
+	for t0 := 0; t0 < T; t0 += b.stepTokens {
+		c := chunk{t0: t0, t1: min(T, t0+b.stepTokens), g0: r}
+		for r < len(rows) && rows[r] < c.t1 {
+			m[p.gather+r] = uint32(rows[r] - t0)
+			r++
+		}
+		c.g1 = r
+		p.chunks = append(p.chunks, c)
+	}
+	for i := range p.rows {
+		m[p.ident+i] = uint32(i)
+	}
+	p.meta = m
+	return p, nil
+}
+
+// asFault recovers the *FaultError behind Device.Lost.
+func asFault(err error) *runtime.FaultError {
+	var f *runtime.FaultError
+	if errors.As(err, &f) {
+		return f
+	}
+	return &runtime.FaultError{Err: err}
+}
+
+// run enqueues the forward pass of plan p; the LM head's rows land in
+// b.sc.logits ([p.rows, vocab] f32). On error the caller marks the stream
+// dirty.
+func (b *Backend) run(ctx context.Context, p *plan) error {
+	c := b.cfg
+	D, I, V := c.Hidden, c.Intermediate, c.Vocab
+	qD, qkvD := c.qDim(), c.qkvDim()
+	C := min(p.T, b.stepTokens)
+	for _, e := range []struct {
+		buf **runtime.Buffer
+		n   int
+	}{
+		{&b.sc.x, C * D}, {&b.sc.xb, C * D}, {&b.sc.qkv, C * qkvD}, {&b.sc.att, C * qD},
+		{&b.sc.gu, C * 2 * I}, {&b.sc.act, C * I}, {&b.sc.last, p.rows * D}, {&b.sc.logits, p.rows * V},
+		{&b.sc.meta, len(p.meta)}, {&b.sc.tokens, p.rows},
+	} {
+		if err := b.ensure(e.buf, 4*e.n); err != nil {
+			return err
+		}
+	}
+	if err := runtime.Upload(b.sc.meta, p.meta); err != nil {
+		return err
+	}
+	meta := func(off int) runtime.DevicePtr { return b.sc.meta.At(4 * off) }
+	x, xb, qkv, att, gu, act := b.sc.x.Ptr(), b.sc.xb.Ptr(), b.sc.qkv.Ptr(), b.sc.att.Ptr(), b.sc.gu.Ptr(), b.sc.act.Ptr()
+	scale := float32(1 / math.Sqrt(float64(c.HeadDim)))
+	for _, ch := range p.chunks {
+		n := ch.t1 - ch.t0
+		tok, pos, seq, slot := meta(p.tok+ch.t0), meta(p.pos+ch.t0), meta(p.seq+ch.t0), meta(p.slot+ch.t0)
+		if err := b.embed(x, tok, n); err != nil {
+			return err
+		}
+		for l := range b.w.layers {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			w := &b.w.layers[l]
+			steps := []func() error{
+				func() error { return b.rmsnorm(xb, x, w.attnNorm, n) },
+				func() error { return b.matmul(qkv, xb, w.qkv, w.qkvBias, n, D, qkvD, false) },
+				func() error { return b.rope(qkv, pos, n, c.Heads, qkvD) },
+				func() error { return b.rope(qkv+runtime.DevicePtr(4*qD), pos, n, c.KVHeads, qkvD) },
+				func() error { return b.kvStore(l, qkv, slot, n) },
+				func() error { return b.attention(l, att, qkv, seq, pos, meta(p.tables), p.maxBlocks, n, scale) },
+				func() error { return b.matmul(x, att, w.o, w.oBias, n, qD, D, true) },
+				func() error { return b.rmsnorm(xb, x, w.mlpNorm, n) },
+				func() error { return b.matmul(gu, xb, w.gateUp, w.gateUpBias, n, D, 2*I, false) },
+				func() error { return b.siluMul(act, gu, n) },
+				func() error { return b.matmul(x, act, w.down, w.downBias, n, I, D, true) },
+			}
+			for _, f := range steps {
+				if err := f(); err != nil {
+					return err
+				}
+			}
+		}
+		if ch.g1 > ch.g0 {
+			if err := b.copyRows(b.sc.last.At(4*D*ch.g0), x, meta(p.gather+ch.g0), ch.g1-ch.g0, D); err != nil {
+				return err
+			}
+		}
+	}
+	last := b.sc.last.Ptr()
+	if err := b.rmsnorm(last, last, b.w.norm, p.rows); err != nil {
+		return err
+	}
+	return b.matmul(b.sc.logits.Ptr(), last, b.w.lmHead, nil, p.rows, D, V, false)
+}
+
+// finish waits for the call's work.
+func (b *Backend) finish(ctx context.Context) error {
+	ev, err := b.s.Record()
+	if err != nil {
+		return err
+	}
+	return ev.Wait(ctx)
+}
+
+// advance records the fed tokens once the call has succeeded.
+func advance(seqs []*Sequence, toks [][]uint32) {
+	for i, s := range seqs {
+		s.n += len(toks[i])
+	}
+}
+
+// Forward feeds tokens to seq and copies logits back: every token's row
+// (len(tokens)*vocab values) when all is set, else the last token's. It is
+// for callers that need logits on the host (model.Session, tests); Step
+// keeps them on the device.
+func (b *Backend) Forward(ctx context.Context, seq *Sequence, tokens []uint32, all bool, logits []float32) (err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	seqs, toks := []*Sequence{seq}, [][]uint32{tokens}
+	p, err := b.prepare(ctx, seqs, toks, all)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			b.dirty = true
+		}
+	}()
+	if want := p.rows * b.cfg.Vocab; len(logits) < want {
+		return fmt.Errorf("gpu: logits hold %d values, want %d: %w", len(logits), want, runtime.ErrInvalidArgument)
+	}
+	if err := b.run(ctx, p); err != nil {
+		return err
+	}
+	if err := b.finish(ctx); err != nil {
+		return err
+	}
+	if err := runtime.Download(b.sc.logits, logits[:p.rows*b.cfg.Vocab]); err != nil {
+		return err
+	}
+	advance(seqs, toks)
+	return nil
+}
+
+// Step feeds each item's tokens to its sequence, samples each sequence's
+// next token on the device and writes it to out[i]. On an error no sequence
+// advanced (every item of the step failed), except a *CacheFullError, which
+// ran nothing. Rows that all decode greedily are sampled in one call; a
+// sampled row is drawn alone with its own key, so its tokens do not depend
+// on the rows beside it.
+func (b *Backend) Step(ctx context.Context, items []Item, out []uint32) (err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(items) == 0 {
+		return nil
+	}
+	if len(out) < len(items) {
+		return fmt.Errorf("gpu: %d outputs for %d items: %w", len(out), len(items), runtime.ErrInvalidArgument)
+	}
+	seqs, toks := make([]*Sequence, len(items)), make([][]uint32, len(items))
+	greedy := true
+	for i, it := range items {
+		seqs[i], toks[i] = it.Seq, it.Tokens
+		if err := it.Params.Validate(); err != nil {
+			return fmt.Errorf("gpu: item %d: %w", i, err)
+		}
+		greedy = greedy && it.Params.Greedy()
+	}
+	p, err := b.prepare(ctx, seqs, toks, false)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			b.dirty = true
+		}
+	}()
+	if err := b.run(ctx, p); err != nil {
+		return err
+	}
+	N, V := len(items), b.cfg.Vocab
+	if greedy {
+		params := make([]sampling.Params, N)
+		for i := range params {
+			params[i] = items[i].Params
+		}
+		logits := sampling.Logits{Buf: b.sc.logits, B: N, V: V}
+		if _, err := b.sampler.Sample(ctx, b.s, logits, params, items[0].Key, b.sc.tokens); err != nil {
+			return fmt.Errorf("gpu: sample: %w", err)
+		}
+	} else {
+		for len(b.sc.rowLogits) < N {
+			lb, err := b.alloc(4 * V)
+			if err != nil {
+				return err
+			}
+			tb, err := b.alloc(4)
+			if err != nil {
+				return err
+			}
+			b.sc.rowLogits, b.sc.rowTokens = append(b.sc.rowLogits, lb), append(b.sc.rowTokens, tb)
+		}
+		for i, it := range items {
+			if err := b.copyRows(b.sc.rowLogits[i].Ptr(), b.sc.logits.Ptr(), b.sc.meta.At(4*(p.ident+i)), 1, V); err != nil {
+				return err
+			}
+			logits := sampling.Logits{Buf: b.sc.rowLogits[i], B: 1, V: V}
+			if _, err := b.sampler.Sample(ctx, b.s, logits, []sampling.Params{it.Params}, it.Key, b.sc.rowTokens[i]); err != nil {
+				return fmt.Errorf("gpu: sample item %d: %w", i, err)
+			}
+		}
+	}
+	if err := b.finish(ctx); err != nil {
+		return err
+	}
+	if greedy {
+		if err := runtime.Download(b.sc.tokens, out[:N]); err != nil {
+			return err
+		}
+	} else {
+		for i := range N {
+			if err := runtime.Download(b.sc.rowTokens[i], out[i:i+1]); err != nil {
+				return err
+			}
+		}
+	}
+	for i, id := range out[:N] {
+		if int(id) >= V {
+			return fmt.Errorf("gpu: sampler returned token %d for item %d with vocab %d", id, i, V)
+		}
+	}
+	advance(seqs, toks)
+	return nil
+}
