@@ -154,7 +154,9 @@ func (b *Batch) fail(failed []*batchSeq, err error) error {
 	e := &BatchError{Err: err}
 	for _, s := range failed {
 		e.Seqs = append(e.Seqs, s.id)
-		_ = b.Remove(s.id)
+	}
+	for _, id := range e.Seqs { // failed may alias b.seqs, which Remove edits
+		_ = b.Remove(id)
 	}
 	return e
 }

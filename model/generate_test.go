@@ -83,7 +83,7 @@ type scriptSeq struct {
 }
 
 func (s *scriptSeq) len() int { return s.n }
-func (s *scriptSeq) release()  {}
+func (s *scriptSeq) release() {}
 
 func (b *scriptBackend) step(ctx context.Context, items []stepItem, out []uint32) error {
 	return hostStep(ctx, b.vocab, items, out)

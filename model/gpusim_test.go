@@ -1,0 +1,350 @@
+package model
+
+// The GPU backend end to end on the simulated device (internal/simgpu posing
+// as CUDA sm_90, kernels from model/internal/gpu/gpusim doing the math with
+// the CPU backend's operations): uploads, block tables, batching, sampling
+// on the device and the error paths, against the CPU backend. The numerics
+// of the real kernels are the GPU tests' business (gpu_test.go).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hipgo/hipgo/internal/simgpu"
+	"github.com/hipgo/hipgo/model/demo"
+	"github.com/hipgo/hipgo/model/internal/gpu/gpusim"
+	"github.com/hipgo/hipgo/model/modeltest"
+	"github.com/hipgo/hipgo/model/safetensors"
+	"github.com/hipgo/hipgo/runtime"
+)
+
+// simDevice opens a simulated GPU and its forward module.
+func simDevice(t testing.TB, faults *gpusim.Faults) (*runtime.Device, Option) {
+	t.Helper()
+	dev, err := runtime.Open(context.Background(), runtime.WithDrivers(gpusim.Driver(2<<30, faults)))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = dev.Close() })
+	mod, real, err := gpusim.LoadForward(dev)
+	require.NoError(t, err)
+	t.Logf("forward module: real PTX metadata %v", real)
+	return dev, func(o *options) { o.gpuModule = mod }
+}
+
+// simSpecs are the layouts the GPU backend must reproduce: GQA with llama3
+// rope scaling (f32), Qwen2 biases in f16, tied bf16.
+func simSpecs() map[string]modeltest.Spec {
+	qwenF16 := modeltest.Qwen2Tiny()
+	qwenF16.DType = safetensors.F16
+	return map[string]modeltest.Spec{
+		"llama3-gqa-f32":   modeltest.Llama3Tiny(),
+		"qwen2-bias-f16":   qwenF16,
+		"smollm-tied-bf16": modeltest.SmolLMTiny(),
+	}
+}
+
+// relDiff32 is max|a-b| / max|a|.
+func relDiff32(a, b []float32) float64 {
+	var d, m float64
+	for i := range a {
+		d = math.Max(d, math.Abs(float64(a[i])-float64(b[i])))
+		m = math.Max(m, math.Abs(float64(a[i])))
+	}
+	return d / m
+}
+
+type modelPair struct {
+	name     string
+	cpu, gpu *Model
+	vocab    int
+}
+
+func simPairs(t *testing.T, faults *gpusim.Faults) []modelPair {
+	var out []modelPair
+	for name, spec := range simSpecs() {
+		dev, mod := simDevice(t, faults)
+		out = append(out, modelPair{name: name, cpu: loadSpec(t, spec), gpu: loadSpec(t, spec, WithDevice(dev), mod), vocab: spec.Vocab})
+	}
+	dev, mod := simDevice(t, faults)
+	c, err := LoadFS(demo.FS())
+	require.NoError(t, err)
+	g, err := LoadFS(demo.FS(), WithDevice(dev), mod)
+	require.NoError(t, err)
+	return append(out, modelPair{name: "demo", cpu: c, gpu: g, vocab: c.cfg.VocabSize})
+}
+
+// TestSimGPULogitsAndGreedyTokensMatchTheCPU proves the GPU backend computes
+// the CPU backend's logits (prefill of every position, then decode through
+// the block-table cache across block boundaries) and that greedy decoding,
+// sampled on the device, gives the CPU's tokens.
+func TestSimGPULogitsAndGreedyTokensMatchTheCPU(t *testing.T) {
+	ctx := context.Background()
+	for _, p := range simPairs(t, nil) {
+		t.Run(p.name, func(t *testing.T) {
+			require.Contains(t, p.gpu.Backend(), "gpu cuda:0")
+			prompt := testTokens(21, p.vocab)
+			cs, gs := p.cpu.NewSession(), p.gpu.NewSession()
+			defer gs.Close()
+			want, err := cs.Forward(ctx, prompt, true)
+			require.NoError(t, err)
+			got, err := gs.Forward(ctx, prompt, true)
+			require.NoError(t, err)
+			d := relDiff32(want, got)
+			t.Logf("prefill logits: max|d|/max|logit| = %.2g", d)
+			require.Less(t, d, 1e-5)
+			for i := range 20 { // positions 21..40: blocks 2 and 3
+				tok := []uint32{uint32((i*37 + 3) % p.vocab)}
+				want, err := cs.Forward(ctx, tok, false)
+				require.NoError(t, err)
+				got, err := gs.Forward(ctx, tok, false)
+				require.NoError(t, err)
+				require.Less(t, relDiff32(want, got), 1e-5, "decode step %d", i)
+			}
+
+			opts := GenerateOptions{MaxTokens: 24}
+			wantRes, err := p.cpu.GenerateTokens(ctx, prompt[:5], opts, nil)
+			require.NoError(t, err)
+			gotRes, err := p.gpu.GenerateTokens(ctx, prompt[:5], opts, nil)
+			require.NoError(t, err)
+			require.Equal(t, wantRes.Tokens, gotRes.Tokens)
+			require.Equal(t, wantRes.Reason, gotRes.Reason)
+		})
+	}
+}
+
+// batchRef is what a sequence generates alone.
+type batchCase struct {
+	prompt []uint32
+	opts   GenerateOptions
+	join   int // the step before which it is added
+	steps  int // tokens it takes before it is removed
+}
+
+// TestBatchGivesEachSequenceItsAloneTokens proves, on both backends, that
+// sequences of different lengths stepping together, joining and leaving
+// between steps, each get exactly the tokens they get alone: greedy, sampled
+// (the Gumbel kernel on the device) and filtered (the rejection kernel).
+// Removing sequences frees their KV-cache blocks.
+func TestBatchGivesEachSequenceItsAloneTokens(t *testing.T) {
+	ctx := context.Background()
+	spec := modeltest.Llama3Tiny()
+	dev, mod := simDevice(t, nil)
+	models := map[string]*Model{"cpu": loadSpec(t, spec), "gpu": loadSpec(t, spec, WithDevice(dev), mod)}
+	cases := []batchCase{
+		{prompt: testTokens(3, spec.Vocab), opts: GenerateOptions{}, join: 0, steps: 12},
+		{prompt: testTokens(17, spec.Vocab)[4:], opts: GenerateOptions{Temperature: 0.9, Seed: 5}, join: 0, steps: 5},
+		{prompt: testTokens(30, spec.Vocab), opts: GenerateOptions{Temperature: 1.1, TopK: 20, TopP: 0.9, Seed: 9}, join: 2, steps: 9},
+		{prompt: testTokens(1, spec.Vocab), opts: GenerateOptions{}, join: 3, steps: 6},
+		{prompt: testTokens(9, spec.Vocab)[2:], opts: GenerateOptions{Temperature: 0.7, MinP: 0.05, Seed: 2}, join: 6, steps: 8},
+	}
+	for name, m := range models {
+		t.Run(name, func(t *testing.T) {
+			alone := make([][]uint32, len(cases))
+			for i, c := range cases {
+				o := c.opts
+				o.MaxTokens = c.steps
+				res, err := m.GenerateTokens(ctx, c.prompt, o, nil)
+				require.NoError(t, err)
+				require.Len(t, res.Tokens, c.steps, "no EOS in this model's vocabulary range")
+				alone[i] = res.Tokens
+			}
+			var freeBefore int
+			if g, ok := m.be.(*gpuBackend); ok {
+				freeBefore = g.b.FreeBlocks()
+			}
+			b := m.NewBatch()
+			ids := make([]SeqID, len(cases))
+			got := make([][]uint32, len(cases))
+			running := map[SeqID]int{}
+			for step := 0; step < 20; step++ {
+				for i, c := range cases {
+					if c.join == step {
+						id, err := b.Add(c.prompt, c.opts)
+						require.NoError(t, err)
+						ids[i], running[id] = id, i
+					}
+				}
+				if b.Len() == 0 {
+					break
+				}
+				toks, err := b.Step(ctx)
+				require.NoError(t, err)
+				require.Len(t, toks, b.Len())
+				for _, tok := range toks {
+					i := running[tok.Seq]
+					got[i] = append(got[i], tok.ID)
+					if len(got[i]) == cases[i].steps {
+						require.NoError(t, b.Remove(tok.Seq))
+						delete(running, tok.Seq)
+					}
+				}
+			}
+			require.Zero(t, b.Len())
+			for i := range cases {
+				require.Equal(t, alone[i], got[i], "sequence %d (%+v)", i, cases[i].opts)
+			}
+			require.ErrorIs(t, b.Remove(ids[0]), ErrUnknownSequence)
+			if g, ok := m.be.(*gpuBackend); ok {
+				require.Equal(t, freeBefore, g.b.FreeBlocks(), "every block back in the pool")
+			}
+		})
+	}
+}
+
+// TestSimGPUStepFailures proves a failure in the middle of a step fails
+// every sequence of that step with the runtime's typed error: a launch
+// rejection leaves the device usable and the next generation gives the
+// usual tokens; ctx cancelled mid-step returns ctx.Err() and the next
+// generation succeeds; a sticky fault loses the device and every later
+// generation fails at once with *runtime.DeviceLostError.
+func TestSimGPUStepFailures(t *testing.T) {
+	ctx := context.Background()
+	spec := modeltest.Qwen2Tiny()
+	faults := &gpusim.Faults{}
+	dev, mod := simDevice(t, faults)
+	m := loadSpec(t, spec, WithDevice(dev), mod)
+	prompt := testTokens(6, spec.Vocab)
+	opts := GenerateOptions{MaxTokens: 6}
+	want, err := m.GenerateTokens(ctx, prompt, opts, nil)
+	require.NoError(t, err)
+	perStep := faults.Launches() / int64(opts.MaxTokens)
+	require.Positive(t, perStep)
+
+	batchOf := func(n int) (*Batch, []SeqID) {
+		b := m.NewBatch()
+		var ids []SeqID
+		for i := range n {
+			id, err := b.Add(testTokens(3+i, spec.Vocab), GenerateOptions{})
+			require.NoError(t, err)
+			ids = append(ids, id)
+		}
+		return b, ids
+	}
+
+	t.Run("rejected launch", func(t *testing.T) {
+		b, ids := batchOf(3)
+		_, err := b.Step(ctx)
+		require.NoError(t, err)
+		faults.Arm(perStep/2, simgpu.CodeInvalidValue)
+		_, err = b.Step(ctx)
+		var be *BatchError
+		require.ErrorAs(t, err, &be)
+		require.ElementsMatch(t, ids, be.Seqs, "every sequence of the step failed")
+		var le *runtime.LaunchError
+		require.ErrorAs(t, err, &le)
+		require.Zero(t, b.Len(), "failed sequences leave the batch")
+		require.NoError(t, dev.Lost())
+
+		got, err := m.GenerateTokens(ctx, prompt, opts, nil)
+		require.NoError(t, err)
+		require.Equal(t, want.Tokens, got.Tokens)
+		// A batch keeps working for sequences added after the failure.
+		id, err := b.Add(prompt, opts)
+		require.NoError(t, err)
+		toks, err := b.Step(ctx)
+		require.NoError(t, err)
+		require.Equal(t, []BatchToken{{Seq: id, ID: want.Tokens[0]}}, toks)
+	})
+
+	t.Run("ctx cancelled mid-step", func(t *testing.T) {
+		cctx, cancel := context.WithCancel(ctx)
+		start := faults.Launches()
+		faults.OnLaunch(func(n int64) {
+			if n == start+perStep/3 {
+				cancel()
+			}
+		})
+		res, err := m.GenerateTokens(cctx, prompt, GenerateOptions{MaxTokens: 40}, nil)
+		faults.OnLaunch(nil)
+		require.ErrorIs(t, err, context.Canceled)
+		require.Equal(t, StopCancelled, res.Reason)
+		got, err := m.GenerateTokens(ctx, prompt, opts, nil)
+		require.NoError(t, err)
+		require.Equal(t, want.Tokens, got.Tokens)
+	})
+
+	t.Run("sticky fault", func(t *testing.T) {
+		b, ids := batchOf(2)
+		faults.Arm(perStep/2, simgpu.CodeIllegalAddr)
+		_, err := b.Step(ctx)
+		var be *BatchError
+		require.ErrorAs(t, err, &be)
+		require.ElementsMatch(t, ids, be.Seqs)
+		require.True(t, errors.Is(err, runtime.ErrDeviceFault) || errors.Is(err, runtime.ErrDeviceLost), "%v", err)
+		var fe *runtime.FaultError
+		require.ErrorAs(t, err, &fe, "the runtime's typed fault: %v", err)
+		require.Error(t, dev.Lost())
+
+		res, err := m.GenerateTokens(ctx, prompt, opts, nil)
+		var lost *runtime.DeviceLostError
+		require.ErrorAs(t, err, &lost, "%v", err)
+		require.Equal(t, StopError, res.Reason)
+		require.Empty(t, res.Tokens)
+	})
+}
+
+// TestSimGPUCacheFullFailsOnlyTheSequencesThatNeedBlocks proves a step that
+// the KV-cache pool cannot hold runs nothing, fails the sequences that
+// needed new blocks and leaves the others to step on.
+func TestSimGPUCacheFullFailsOnlyTheSequencesThatNeedBlocks(t *testing.T) {
+	ctx := context.Background()
+	spec := modeltest.Llama3Tiny()
+	dev, mod := simDevice(t, nil)
+	m := loadSpec(t, spec, WithDevice(dev), mod, WithContextLength(64), WithKVCacheTokens(64)) // 4 blocks
+	b := m.NewBatch()
+	small, err := b.Add(testTokens(4, spec.Vocab), GenerateOptions{}) // 1 block
+	require.NoError(t, err)
+	_, err = b.Step(ctx)
+	require.NoError(t, err)
+	big, err := b.Add(testTokens(60, spec.Vocab), GenerateOptions{}) // 4 blocks
+	require.NoError(t, err)
+	_, err = b.Step(ctx)
+	var be *BatchError
+	require.ErrorAs(t, err, &be)
+	require.Equal(t, []SeqID{big}, be.Seqs, "only the sequence that needed blocks")
+	require.ErrorContains(t, err, "KV cache full")
+	toks, err := b.Step(ctx)
+	require.NoError(t, err)
+	require.Len(t, toks, 1)
+	require.Equal(t, small, toks[0].Seq)
+}
+
+// TestDeviceModes proves the string forms: cpu needs no GPU, auto without
+// one runs on the CPU and says why, gpu without one is an error naming why,
+// and an unknown mode is an option error.
+func TestDeviceModes(t *testing.T) {
+	spec := modeltest.SmolLMTiny()
+	t.Setenv(runtime.EnvBackend, "") // the machine's own backends; CI has none
+	for _, tc := range []struct {
+		mode string
+		ok   bool
+	}{{DeviceCPU, true}, {DeviceAuto, true}, {DeviceGPU, false}, {"tpu", false}} {
+		t.Run(tc.mode, func(t *testing.T) {
+			m, err := LoadFS(specFS(t, spec), WithoutTokenizer(), WithDeviceMode(tc.mode))
+			if tc.mode == "tpu" {
+				require.ErrorIs(t, err, ErrOptions)
+				return
+			}
+			if _, oerr := runtime.Open(context.Background()); oerr == nil {
+				t.Skip("this machine has a GPU: the no-GPU paths cannot be shown here")
+			}
+			if !tc.ok {
+				require.ErrorIs(t, err, ErrNoGPU)
+				require.ErrorIs(t, err, runtime.ErrNoDevice, "the reason is runtime.Open's")
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, "cpu", m.Backend())
+			if tc.mode == DeviceAuto {
+				require.ErrorIs(t, m.CPUReason(), runtime.ErrNoDevice)
+				fmt.Println(m.CPUReason())
+			} else {
+				require.NoError(t, m.CPUReason())
+			}
+		})
+	}
+}
