@@ -24,7 +24,7 @@ const (
 
 // ErrNoGPU: DeviceGPU was asked for and no usable GPU was found; the error
 // wraps the reason (runtime's *OpenError lists every backend tried).
-var ErrNoGPU = errors.New("model: no usable GPU")
+var ErrNoGPU = errors.New("model: device gpu asked for")
 
 // openTimeout bounds runtime.Open in the device modes: vendor initialisation
 // can hang on a broken install.

@@ -1,8 +1,14 @@
-// Command generate streams text from a llama-family model on the CPU.
+// Command generate streams text from a llama-family model, on the GPU when
+// one is usable and otherwise on the CPU.
 //
 //	go run ./examples/generate                      # the embedded demo model
 //	go run ./examples/generate -model DIR -prompt "Once upon a time" -n 100
 //	go run ./examples/generate -model DIR -chat -system "Be brief." -prompt "What is the capital of France?"
+//	go run ./examples/generate -device gpu          # the GPU, or an error naming why not
+//
+// -device auto (the default) runs on the GPU that runtime.Open finds and
+// otherwise on the CPU, saying in one line why; -device cpu never looks for
+// a GPU; -device gpu fails when there is none.
 //
 // DIR holds a Hugging Face checkpoint: config.json, model.safetensors (or a
 // sharded model.safetensors.index.json) and tokenizer.json. Text goes to
@@ -59,7 +65,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	topP := fl.Float64("top-p", 0.95, "keep the smallest set of tokens with this probability (1: off)")
 	minP := fl.Float64("min-p", 0, "keep tokens at least this fraction as probable as the best (0: off)")
 	seed := fl.Int64("seed", -1, "random seed (-1: pick one and print it)")
-	threads := fl.Int("threads", 0, "parallelism of each matrix product (0: GOMAXPROCS)")
+	threads := fl.Int("threads", 0, "parallelism of each CPU matrix product (0: GOMAXPROCS)")
+	device := fl.String("device", model.DeviceAuto, "where to run: auto (the GPU when one is usable), cpu or gpu")
 	chatMode := fl.Bool("chat", false, "the prompt is a user message: format it with the model's chat template and print the reply")
 	system := fl.String("system", "", "with -chat: a system message before the user's")
 	if err := fl.Parse(args); err != nil {
@@ -76,7 +83,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 
 	bar := newProgressBar(stderr)
-	opts := []model.Option{model.WithProgress(bar.update), model.WithThreads(*threads)}
+	switch *device {
+	case model.DeviceAuto, model.DeviceCPU, model.DeviceGPU:
+	default:
+		return fmt.Errorf("-device %q is not auto, cpu or gpu: %w", *device, model.ErrOptions)
+	}
+	opts := []model.Option{model.WithProgress(bar.update), model.WithThreads(*threads), model.WithDeviceMode(*device)}
 	loadStart := time.Now()
 	var m *model.Model
 	var err error
@@ -93,8 +105,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "loaded %s in %.2fs (%d MB of weights, %d threads)\n",
-		modelName(*dir), time.Since(loadStart).Seconds(), m.WeightBytes()>>20, m.Threads())
+	defer m.Close()
+	if why := m.CPUReason(); why != nil {
+		fmt.Fprintf(stderr, "running on the CPU: %v\n", why)
+	}
+	fmt.Fprintf(stderr, "loaded %s in %.2fs (%d MB of weights, %s)\n",
+		modelName(*dir), time.Since(loadStart).Seconds(), m.WeightBytes()>>20, where(m))
 
 	gopts := model.GenerateOptions{
 		MaxTokens:   *n,
@@ -127,6 +143,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stderr, "prompt: %d tokens, %.1f tokens/s; decode: %d tokens, %.1f tokens/s; stopped: %s; seed %d\n",
 		res.PromptTokens, res.PromptTokensPerSecond(), len(res.Tokens), res.DecodeTokensPerSecond(), res.Reason, *seed)
 	return err
+}
+
+// where says what the model runs on.
+func where(m *model.Model) string {
+	if b := m.Backend(); b != "cpu" {
+		return "on " + b
+	}
+	return fmt.Sprintf("on the CPU, %d threads", m.Threads())
 }
 
 func modelName(dir string) string {

@@ -10,6 +10,7 @@ import (
 	"github.com/hipgo/hipgo/model"
 	"github.com/hipgo/hipgo/model/chat"
 	"github.com/hipgo/hipgo/model/modeltest"
+	"github.com/hipgo/hipgo/runtime"
 	"github.com/stretchr/testify/require"
 )
 
@@ -147,4 +148,33 @@ func TestRunChat(t *testing.T) {
 	if demoModel != nil {
 		require.ErrorIs(t, run(ctx, []string{"-chat", "-n", "1"}, &out, &errOut), model.ErrNoChatTemplate)
 	}
+}
+
+// TestDeviceFlag proves -device cpu runs on the CPU, -device auto without a
+// GPU says in one line why it runs on the CPU, -device gpu without one is
+// an error naming why, and another value is an option error.
+func TestDeviceFlag(t *testing.T) {
+	if _, err := runtime.Open(context.Background()); err == nil {
+		t.Skip("this machine has a GPU: the no-GPU paths cannot be shown here")
+	}
+	dir := t.TempDir()
+	require.NoError(t, modeltest.Write(dir, modeltest.SmolLMTiny()))
+	ctx := context.Background()
+	args := func(device string) []string {
+		return []string{"-model", dir, "-prompt", "Amen", "-n", "3", "-seed", "1", "-device", device}
+	}
+	var out, errOut bytes.Buffer
+	require.NoError(t, run(ctx, args("cpu"), &out, &errOut))
+	require.Contains(t, errOut.String(), "on the CPU, ")
+	require.NotContains(t, errOut.String(), "running on the CPU:")
+
+	out.Reset()
+	errOut.Reset()
+	require.NoError(t, run(ctx, args("auto"), &out, &errOut))
+	require.Regexp(t, `(?m)^running on the CPU: no usable GPU: \[.*\]$`, errOut.String())
+
+	err := run(ctx, args("gpu"), &out, &errOut)
+	require.ErrorIs(t, err, model.ErrNoGPU)
+	require.ErrorIs(t, err, runtime.ErrNoDevice)
+	require.ErrorIs(t, run(ctx, args("tpu"), &out, &errOut), model.ErrOptions)
 }
