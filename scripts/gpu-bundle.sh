@@ -33,7 +33,7 @@ done
 for tool in gpuinfo faultprobe samplerbench; do
   if compgen -G "tools/$tool/*.go" >/dev/null; then go build -ldflags="-s -w" -o "$out/bin/$tool" "./tools/$tool"; fi
 done
-for tool in model/internal/cmd/hfcompare model/tokenizer/internal/cmd/tokdump; do
+for tool in model/internal/cmd/hfcompare model/tokenizer/internal/cmd/tokdump examples/generate; do
   if compgen -G "$tool/*.go" >/dev/null; then go build -ldflags="-s -w" -o "$out/bin/$(basename "$tool")" "./$tool"; fi
 done
 cp scripts/gpu-suite.sh "$out/run.sh"

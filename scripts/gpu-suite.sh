@@ -20,6 +20,8 @@
 #   train     train the demo model (tools/traindemo), last and alone on the GPU
 #   hf        model forward pass and decode speed against transformers (CPU)
 #   tok       the Go tokenizer against HF tokenizers (after train: the demo tokenizer too)
+#   generate  examples/generate on the embedded demo model: -device gpu against
+#             -device cpu (greedy, the same text expected), then sampled on the GPU
 # Full logs go to $OUT (at most 8 files come back); the tail of stdout holds
 # the summary lines.
 set -uo pipefail
@@ -155,6 +157,31 @@ if has tok; then
     status=1; note "tokenizer: DIFFERENCES"
   fi
   tail -25 "$LOGS/tok.log"
+fi
+
+if has generate; then
+  if [ -x $bin/generate ]; then
+    : >"$LOGS/generate.log"
+    for dev in gpu cpu; do
+      echo "### -device $dev -temp 0 -n 128" >>"$LOGS/generate.log"
+      if $bin/generate -device $dev -temp 0 -n 128 -seed 7 >"/tmp/generate-$dev.txt" 2>>"$LOGS/generate.log"; then
+        cat "/tmp/generate-$dev.txt" >>"$LOGS/generate.log"
+      else
+        status=1; note "generate -device $dev: FAILED"
+      fi
+    done
+    if cmp -s /tmp/generate-gpu.txt /tmp/generate-cpu.txt; then
+      note "generate: greedy text on the GPU identical to the CPU's"
+    else
+      status=1; note "generate: greedy text on the GPU DIFFERS from the CPU's"
+    fi
+    echo "### -device gpu (sampled, default options) -n 200" >>"$LOGS/generate.log"
+    $bin/generate -device gpu -n 200 -seed 7 >>"$LOGS/generate.log" 2>&1 || { status=1; note "generate sampled: FAILED"; }
+    cat "$LOGS/generate.log"
+    while read -r l; do note "generate: $l"; done < <(grep -E '^(running on|loaded|prompt:)' "$LOGS/generate.log")
+  else
+    status=1; note "generate: no binary in the bundle"
+  fi
 fi
 
 for f in "$LOGS"/*; do echo "##### $(basename "$f")"; cat "$f"; done >"$OUT/misc.log" 2>/dev/null
