@@ -1,5 +1,6 @@
 // Package model runs llama-family language models from Hugging Face
-// checkpoints on the CPU, in pure Go (no cgo): Llama 2 and 3 (grouped-query
+// checkpoints, on the CPU in pure Go (no cgo) or on a GPU through hipgo's
+// runtime and forward kernels: Llama 2 and 3 (grouped-query
 // attention, RoPE with theta and Llama 3.1 rope scaling), Qwen2 and 2.5
 // (q/k/v biases) and SmolLM-style small models (tied embeddings).
 //
@@ -36,7 +37,13 @@
 // on amd64 with AVX2 and FMA the inner products use assembly kernels, with
 // portable Go everywhere else.
 //
-// The forward pass sits behind an internal backend interface so a second
-// compute backend (MLX on Apple silicon) can be added without touching
-// generation.
+// The forward pass sits behind an internal backend interface (backend.go):
+// the CPU backend here, the GPU backend in model/internal/gpu (WithDevice,
+// or WithDeviceMode "auto", "cpu", "gpu"), and later MLX through the same
+// seam. On a GPU the weights stay in their file dtype on the device, the KV
+// cache is a pool of fixed-size blocks, logits never leave the device
+// (sampling.Sampler draws there) and every device failure is the
+// generation's error, the runtime's typed one. Batch steps many sequences
+// together (continuous batching: they join and leave between steps), on
+// either backend; Generate runs one sequence through a batch of its own.
 package model
