@@ -11,7 +11,9 @@ import (
 const defaultThreads = 256
 
 // launch enqueues kernel name with a grid of grid blocks; the block is the
-// size the kernel was built for (its KBOUNDS, read from the metadata).
+// size the kernel was built for (its KBOUNDS, read from the metadata): the
+// forward kernels take their block size from their defines, so a launch
+// must use exactly that many threads.
 func (b *Backend) launch(name string, grid runtime.Dim3, args ...any) error {
 	k, err := b.kernel(name)
 	if err != nil {
@@ -29,12 +31,18 @@ func (b *Backend) launch(name string, grid runtime.Dim3, args ...any) error {
 
 func g1(x int) runtime.Dim3 { return runtime.Dim3{X: uint32(max(x, 1)), Y: 1, Z: 1} }
 
-func g2(x, y int) runtime.Dim3 { return runtime.Dim3{X: uint32(max(x, 1)), Y: uint32(max(y, 1)), Z: 1} }
-
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
-// The launchers below follow the grid rule each kernel states above itself
-// in kernels/src/forward.cu.
+// Launch-shape constants mirrored from kernels/src/forward.cu (FW_MM_*,
+// FW_EW_THREADS): the launchers below follow the 1-D grid rule each kernel
+// states above itself there.
+const (
+	mmVecRows  = 8  // FW_MM_VEC_ROWS: the matvec path's outputs and input rows per block
+	mmGemmRows = 64 // FW_MM_GEMM_ROWS: from this many rows on, the tiled path
+	mmTile     = 64 // FW_MM_TILE
+	ewThreads  = 256
+	maxEWGrid  = 65535 // the elementwise kernels stride over the grid
+)
 
 func (b *Backend) embed(out runtime.DevicePtr, tokens runtime.DevicePtr, n int) error {
 	c := b.cfg
@@ -46,9 +54,14 @@ func (b *Backend) rmsnorm(out, x runtime.DevicePtr, w matrix, rows int) error {
 	return b.launch("rmsnorm_"+w.dtype.Suffix(), g1(rows), out, x, w.buf, u32(rows), u32(c.Hidden), c.Eps)
 }
 
-// matmulRowsPerBlock is how many output features one block of matmul_W
-// computes.
-const matmulRowsPerBlock = 1
+// matmulGrid is matmul_W's grid: ceil(out/8)*ceil(rows/8) blocks below 64
+// rows (matvec path), ceil(out/64)*ceil(rows/64) from 64 rows (tiled path).
+func matmulGrid(rows, out int) int {
+	if rows < mmGemmRows {
+		return ceilDiv(out, mmVecRows) * ceilDiv(rows, mmVecRows)
+	}
+	return ceilDiv(out, mmTile) * ceilDiv(rows, mmTile)
+}
 
 func (b *Backend) matmul(y, x runtime.DevicePtr, w matrix, bias *runtime.Buffer, rows, in, out int, accumulate bool) error {
 	var bp any = runtime.DevicePtr(0)
@@ -59,12 +72,12 @@ func (b *Backend) matmul(y, x runtime.DevicePtr, w matrix, bias *runtime.Buffer,
 	if accumulate {
 		acc = 1
 	}
-	return b.launch("matmul_"+w.dtype.Suffix(), g2(ceilDiv(out, matmulRowsPerBlock), rows), y, x, w.buf, bp, u32(rows), u32(in), u32(out), acc)
+	return b.launch("matmul_"+w.dtype.Suffix(), g1(matmulGrid(rows, out)), y, x, w.buf, bp, u32(rows), u32(in), u32(out), acc)
 }
 
 func (b *Backend) rope(x, pos runtime.DevicePtr, tokens, heads, stride int) error {
 	c := b.cfg
-	return b.launch("rope_f32", g2(heads, tokens), x, pos, b.invFreq, u32(tokens), u32(heads), u32(c.HeadDim), u32(stride))
+	return b.launch("rope_f32", g1(tokens), x, pos, b.invFreq, u32(tokens), u32(heads), u32(c.HeadDim), u32(stride))
 }
 
 func (b *Backend) kvStore(layer int, qkv, slots runtime.DevicePtr, tokens int) error {
@@ -75,12 +88,13 @@ func (b *Backend) kvStore(layer int, qkv, slots runtime.DevicePtr, tokens int) e
 
 func (b *Backend) attention(layer int, out, qkv, qSeq, qPos, tables runtime.DevicePtr, maxBlocks, tokens int, scale float32) error {
 	c := b.cfg
-	return b.launch("attention_f32", g2(c.Heads, tokens), out, qkv, b.kc[layer], b.vc[layer], qSeq, qPos, tables,
+	return b.launch("attention_f32", g1(tokens*c.Heads), out, qkv, b.kc[layer], b.vc[layer], qSeq, qPos, tables,
 		u32(maxBlocks), u32(BlockSize), u32(tokens), u32(c.Heads), u32(c.KVHeads), u32(c.HeadDim), u32(c.qkvDim()), scale)
 }
 
 func (b *Backend) siluMul(out, gu runtime.DevicePtr, rows int) error {
-	return b.launch("silu_mul_f32", g1(rows), out, gu, u32(rows), u32(b.cfg.Intermediate))
+	grid := min(ceilDiv(rows*b.cfg.Intermediate, ewThreads), maxEWGrid)
+	return b.launch("silu_mul_f32", g1(grid), out, gu, u32(rows), u32(b.cfg.Intermediate))
 }
 
 func (b *Backend) copyRows(dst, src, rows runtime.DevicePtr, n, dim int) error {

@@ -77,6 +77,10 @@ type Weights struct {
 	Layers []Layer
 }
 
+// MaxHeadDim is the largest head_dim attention_f32 takes
+// (FW_ATT_MAX_HEADDIM in kernels/src/forward.cu).
+const MaxHeadDim = 256
+
 // Config is the model's shape.
 type Config struct {
 	Hidden, Intermediate int
@@ -132,6 +136,9 @@ func (w *Weights) check(c Config) error {
 	}
 	if len(c.InvFreq) != c.HeadDim/2 {
 		return fmt.Errorf("gpu: %d RoPE frequencies for head_dim %d", len(c.InvFreq), c.HeadDim)
+	}
+	if c.HeadDim > MaxHeadDim || c.HeadDim%2 != 0 {
+		return fmt.Errorf("gpu: head_dim %d: the attention kernel takes an even head_dim up to %d", c.HeadDim, MaxHeadDim)
 	}
 	if c.Heads%c.KVHeads != 0 {
 		return fmt.Errorf("gpu: %d heads are not a multiple of %d KV heads", c.Heads, c.KVHeads)
