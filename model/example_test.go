@@ -76,3 +76,63 @@ func ExampleSession_Forward() {
 	fmt.Println(len(logits) == 3*m.Config().VocabSize, s.Len())
 	// Output: true 3
 }
+
+// A Batch steps several sequences together, the loop a server runs for
+// continuous batching: sequences join with Add, each Step gives every
+// sequence one token, and the caller removes a sequence when it is done
+// (here after a fixed number of tokens; a server also checks IsEOS, stop
+// strings and BatchToken.Full).
+func ExampleBatch() {
+	dir, err := os.MkdirTemp("", "model-example")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer os.RemoveAll(dir)
+	if err := modeltest.Write(dir, modeltest.Llama3Tiny()); err != nil {
+		fmt.Println(err)
+		return
+	}
+	m, err := model.Load(dir, model.WithoutTokenizer(), model.WithDeviceMode(model.DeviceCPU))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer m.Close()
+
+	b := m.NewBatch()
+	defer b.Close()
+	want := map[model.SeqID]int{} // tokens each sequence still wants
+	for i, prompt := range [][]uint32{{1, 2, 3}, {4, 5, 6, 7, 8, 9}} {
+		id, err := b.Add(prompt, model.GenerateOptions{Temperature: 0.8, Seed: uint64(i)})
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		want[id] = 3 + 2*i
+	}
+	steps := 0
+	for b.Len() > 0 {
+		if steps == 2 { // a sequence joins between steps
+			id, err := b.Add([]uint32{10, 11}, model.GenerateOptions{})
+			if err != nil {
+				fmt.Println(err)
+				return
+			}
+			want[id] = 2
+		}
+		toks, err := b.Step(context.Background())
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		steps++
+		for _, t := range toks {
+			if want[t.Seq]--; want[t.Seq] == 0 {
+				_ = b.Remove(t.Seq)
+			}
+		}
+	}
+	fmt.Println("steps:", steps)
+	// Output: steps: 5
+}
