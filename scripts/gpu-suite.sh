@@ -21,7 +21,8 @@
 #   hf        model forward pass and decode speed against transformers (CPU)
 #   tok       the Go tokenizer against HF tokenizers (after train: the demo tokenizer too)
 #   generate  examples/generate on the embedded demo model: -device gpu against
-#             -device cpu (greedy, the same text expected), then sampled on the GPU
+#             -device cpu (greedy, the same text expected), then sampled on the GPU;
+#             then model's BenchmarkGPUDecode (batch 1 and 32)
 # Full logs go to $OUT (at most 8 files come back); the tail of stdout holds
 # the summary lines.
 set -uo pipefail
@@ -177,8 +178,12 @@ if has generate; then
     fi
     echo "### -device gpu (sampled, default options) -n 200" >>"$LOGS/generate.log"
     $bin/generate -device gpu -n 200 -seed 7 >>"$LOGS/generate.log" 2>&1 || { status=1; note "generate sampled: FAILED"; }
+    # Batched greedy decode on the GPU backend (random weights of SmolLM-135M's
+    # and the demo model's shapes, batch 1 and 32; tokens/s over the batch).
+    (cd model && ../$bin/model.test -test.run '^$' -test.bench '^BenchmarkGPUDecode' -test.benchtime 64x -test.count=1 2>&1) \
+      | grep -E '^(Benchmark|FAIL|panic)' | tee -a "$LOGS/generate.log"
     cat "$LOGS/generate.log"
-    while read -r l; do note "generate: $l"; done < <(grep -E '^(running on|loaded|prompt:)' "$LOGS/generate.log")
+    while read -r l; do note "generate: $l"; done < <(grep -E '^(running on|loaded|prompt:|BenchmarkGPUDecode)' "$LOGS/generate.log")
   else
     status=1; note "generate: no binary in the bundle"
   fi
