@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/hipgo/hipgo/runtime"
 	"github.com/hipgo/hipgo/sampling"
@@ -261,8 +262,12 @@ func (b *Backend) FreeBlocks() int {
 	return len(b.free)
 }
 
-// Close waits for queued work (bounded by the device's own rules on a lost
-// device) and frees every buffer. The device stays open: it is the caller's.
+// closeWait bounds Close's wait for queued work on a device that is not
+// known to be lost (a hung kernel without a watchdog).
+const closeWait = 10 * time.Second
+
+// Close waits for queued work (at most closeWait) and frees every buffer.
+// The device stays open: it is the caller's.
 func (b *Backend) Close() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -272,7 +277,9 @@ func (b *Backend) Close() error {
 	b.closed = true
 	var errs []error
 	if b.s != nil && b.dev.Lost() == nil {
-		errs = append(errs, b.s.Synchronize(context.Background()))
+		ctx, cancel := context.WithTimeout(context.Background(), closeWait)
+		errs = append(errs, b.s.Synchronize(ctx))
+		cancel()
 	}
 	errs = append(errs, b.release())
 	return errors.Join(errs...)
