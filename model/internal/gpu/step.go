@@ -356,7 +356,10 @@ func (b *Backend) Step(ctx context.Context, items []Item, out []uint32) (err err
 		return err
 	}
 	N, V := len(items), b.cfg.Vocab
-	if greedy {
+	// One call samples every row when the rows are greedy (the key does not
+	// matter) or there is one row (its own key, row 0 either way).
+	together := greedy || N == 1
+	if together {
 		params := make([]sampling.Params, N)
 		for i := range params {
 			params[i] = items[i].Params
@@ -390,7 +393,7 @@ func (b *Backend) Step(ctx context.Context, items []Item, out []uint32) (err err
 	if err := b.finish(ctx); err != nil {
 		return err
 	}
-	if greedy {
+	if together {
 		if err := runtime.Download(b.sc.tokens, out[:N]); err != nil {
 			return err
 		}
