@@ -117,6 +117,24 @@ func TestSimGPULogitsAndGreedyTokensMatchTheCPU(t *testing.T) {
 	}
 }
 
+// TestSimGPUChunkedStepsMatch proves steps longer than one pass through the
+// layers (the backend splits a step's token list into chunks) give the same
+// logits and the same batches: prompts and sequences cross chunk boundaries
+// and each chunk gathers its own last tokens.
+func TestSimGPUChunkedStepsMatch(t *testing.T) {
+	ctx := context.Background()
+	spec := modeltest.Llama3Tiny()
+	dev, mod := simDevice(t, nil)
+	chunked := loadSpec(t, spec, WithDevice(dev), mod, func(o *options) { o.gpuStepTokens = 5 })
+	prompt := testTokens(23, spec.Vocab)
+	want, err := loadSpec(t, spec).NewSession().Forward(ctx, prompt, true)
+	require.NoError(t, err)
+	got, err := chunked.NewSession().Forward(ctx, prompt, true)
+	require.NoError(t, err)
+	require.Less(t, relDiff32(want, got), 1e-5)
+	requireBatchMatchesAlone(t, chunked, spec.Vocab)
+}
+
 // batchRef is what a sequence generates alone.
 type batchCase struct {
 	prompt []uint32

@@ -47,9 +47,10 @@ type options struct {
 	dev        *runtime.Device
 	mode       string
 	kvTokens   int
-	// gpuModule replaces the embedded forward kernels (tests on simulated
-	// devices before a module is built).
-	gpuModule *runtime.Module
+	// gpuModule replaces the embedded forward kernels and gpuStepTokens
+	// the tokens per pass through the layers (tests on simulated devices).
+	gpuModule     *runtime.Module
+	gpuStepTokens int
 }
 
 // Option configures Load and LoadFS.
