@@ -99,7 +99,7 @@ func buildGPU(cfg *Config, set *safetensors.Set, o options, dev *runtime.Device,
 	if err != nil {
 		return nil, 0, err
 	}
-	b, err := gpu.New(context.Background(), dev, cfg.gpuConfig(), w, gpu.Options{KVTokens: n, Module: o.gpuModule, StepTokens: o.gpuStepTokens})
+	b, err := gpu.New(context.Background(), dev, cfg.gpuConfig(), w, gpu.Options{KVTokens: n, StepTokens: o.gpuStepTokens})
 	if err != nil {
 		return nil, 0, fmt.Errorf("model: on %s: %w", dev, err)
 	}

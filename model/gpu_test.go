@@ -4,24 +4,55 @@ package model
 // runtime.Open finds (the H200 in the GPU suite's tests section), against
 // the CPU backend. They skip without a GPU and fail instead under
 // HIPGO_REQUIRE_GPU=1.
+//
+// The plumbing check re-runs them in CI on the simulated CUDA device
+// (gpusim), which loads the real forward PTX's metadata and checks every
+// launch against it while the kernels run as Go: it proves the tests and
+// the backend's launches are well formed, nothing about the kernels'
+// numerics (those equalities are near-tautological there).
 
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"os/exec"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/hipgo/hipgo/internal/testenv"
 	"github.com/hipgo/hipgo/model/demo"
+	"github.com/hipgo/hipgo/model/internal/gpu/gpusim"
 	"github.com/hipgo/hipgo/model/modeltest"
 	"github.com/hipgo/hipgo/model/safetensors"
 	"github.com/hipgo/hipgo/runtime"
 )
 
-func openGPU(t *testing.T) *runtime.Device {
+const envPlumbing = "HIPGO_MODEL_PLUMBING"
+
+func TestPlumbingOfTheGPUTestsOnASimulatedCUDADevice(t *testing.T) {
+	if os.Getenv(envPlumbing) == "1" {
+		return
+	}
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	cmd := exec.Command(exe, "-test.run=^TestGPU", "-test.v", "-test.count=1")
+	cmd.Env = append(os.Environ(), envPlumbing+"=1", "HIPGO_REQUIRE_GPU=1")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.NotContains(t, string(out), "--- SKIP", "every GPU test ran against the simulation")
+	require.Contains(t, string(out), "--- PASS: TestGPUForwardMatchesTheCPU")
+	require.Contains(t, string(out), "--- PASS: TestGPUBatchGivesEachSequenceItsAloneTokens")
+}
+
+func openGPU(t testing.TB) *runtime.Device {
 	t.Helper()
-	dev, err := runtime.Open(context.Background())
+	var opts []runtime.Option
+	if os.Getenv(envPlumbing) == "1" {
+		opts = append(opts, runtime.WithDrivers(gpusim.Driver(4<<30, nil)))
+	}
+	dev, err := runtime.Open(context.Background(), opts...)
 	if errors.Is(err, runtime.ErrNoDevice) {
 		testenv.NeedGPU(t, err)
 	}
@@ -60,6 +91,8 @@ func gpuCases(t *testing.T) []gpuCase {
 	qwen.DType = safetensors.F16
 	smol := modeltest.SmolLMTiny()
 	smol.DType = safetensors.F32
+	// 64 prompt and 64 decode tokens must fit.
+	qwen.MaxPos, smol.MaxPos = 256, 256
 	return []gpuCase{
 		{"demo-bf16", func(opts ...Option) (*Model, error) { return LoadFS(demo.FS(), opts...) }, 4096, tolHalf},
 		{"llama3-gqa-scaling-bf16", spec(llama), llama.Vocab, tolHalf},
@@ -122,4 +155,55 @@ func TestGPUBatchGivesEachSequenceItsAloneTokens(t *testing.T) {
 	m := loadSpec(t, spec, WithDevice(dev))
 	defer func() { require.NoError(t, m.Close()) }()
 	requireBatchMatchesAlone(t, m, spec.Vocab)
+}
+
+// BenchmarkGPUDecode measures greedy batched decode on the GPU backend:
+// tokens/s over every sequence of the batch, after a 16-token prompt each
+// (prefill outside the timer), on random weights of SmolLM-135M's and the
+// demo model's shapes (bf16).
+func BenchmarkGPUDecode(b *testing.B) {
+	dev := openGPU(b)
+	ctx := context.Background()
+	for _, c := range []struct {
+		name string
+		spec modeltest.Spec
+	}{{"smollm135m", modeltest.SmolLM135M()}, {"demo", modeltest.DemoShaped()}} {
+		spec := c.spec
+		spec.NoTokenizer = true
+		m := loadSpec(b, spec, WithDevice(dev))
+		for _, n := range []int{1, 32} {
+			b.Run(fmt.Sprintf("%s/batch=%d", c.name, n), func(b *testing.B) {
+				var batch *Batch
+				steps := 0
+				start := func() {
+					b.StopTimer()
+					if batch != nil {
+						batch.Close()
+					}
+					batch = m.NewBatch()
+					for i := range n {
+						_, err := batch.Add(testTokens(16+i, spec.Vocab)[i:], GenerateOptions{})
+						require.NoError(b, err)
+					}
+					_, err := batch.Step(ctx) // prefill
+					require.NoError(b, err)
+					steps = 1
+					b.StartTimer()
+				}
+				start()
+				b.ResetTimer()
+				for b.Loop() {
+					if 16+steps+1 >= m.ContextLength() {
+						start()
+					}
+					_, err := batch.Step(ctx)
+					require.NoError(b, err)
+					steps++
+				}
+				b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
+				batch.Close()
+			})
+		}
+		require.NoError(b, m.Close())
+	}
 }

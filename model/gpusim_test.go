@@ -24,16 +24,14 @@ import (
 	"github.com/hipgo/hipgo/runtime"
 )
 
-// simDevice opens a simulated GPU and its forward module.
-func simDevice(t testing.TB, faults *gpusim.Faults) (*runtime.Device, Option) {
+// simDevice opens a simulated GPU (CUDA sm_90: the backend loads the real
+// forward and sampling PTX metadata).
+func simDevice(t testing.TB, faults *gpusim.Faults) *runtime.Device {
 	t.Helper()
 	dev, err := runtime.Open(context.Background(), runtime.WithDrivers(gpusim.Driver(2<<30, faults)))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = dev.Close() })
-	mod, real, err := gpusim.LoadForward(dev)
-	require.NoError(t, err)
-	t.Logf("forward module: real PTX metadata %v", real)
-	return dev, func(o *options) { o.gpuModule = mod }
+	return dev
 }
 
 // simSpecs are the layouts the GPU backend must reproduce: GQA with llama3
@@ -67,13 +65,13 @@ type modelPair struct {
 func simPairs(t *testing.T, faults *gpusim.Faults) []modelPair {
 	var out []modelPair
 	for name, spec := range simSpecs() {
-		dev, mod := simDevice(t, faults)
-		out = append(out, modelPair{name: name, cpu: loadSpec(t, spec), gpu: loadSpec(t, spec, WithDevice(dev), mod), vocab: spec.Vocab})
+		dev := simDevice(t, faults)
+		out = append(out, modelPair{name: name, cpu: loadSpec(t, spec), gpu: loadSpec(t, spec, WithDevice(dev)), vocab: spec.Vocab})
 	}
-	dev, mod := simDevice(t, faults)
+	dev := simDevice(t, faults)
 	c, err := LoadFS(demo.FS())
 	require.NoError(t, err)
-	g, err := LoadFS(demo.FS(), WithDevice(dev), mod)
+	g, err := LoadFS(demo.FS(), WithDevice(dev))
 	require.NoError(t, err)
 	return append(out, modelPair{name: "demo", cpu: c, gpu: g, vocab: c.cfg.VocabSize})
 }
@@ -124,8 +122,8 @@ func TestSimGPULogitsAndGreedyTokensMatchTheCPU(t *testing.T) {
 func TestSimGPUChunkedStepsMatch(t *testing.T) {
 	ctx := context.Background()
 	spec := modeltest.Llama3Tiny()
-	dev, mod := simDevice(t, nil)
-	chunked := loadSpec(t, spec, WithDevice(dev), mod, func(o *options) { o.gpuStepTokens = 5 })
+	dev := simDevice(t, nil)
+	chunked := loadSpec(t, spec, WithDevice(dev), func(o *options) { o.gpuStepTokens = 5 })
 	prompt := testTokens(23, spec.Vocab)
 	want, err := loadSpec(t, spec).NewSession().Forward(ctx, prompt, true)
 	require.NoError(t, err)
@@ -150,9 +148,9 @@ type batchCase struct {
 // Removing sequences frees their KV-cache blocks.
 func TestBatchGivesEachSequenceItsAloneTokens(t *testing.T) {
 	spec := modeltest.Llama3Tiny()
-	dev, mod := simDevice(t, nil)
+	dev := simDevice(t, nil)
 	t.Run("cpu", func(t *testing.T) { requireBatchMatchesAlone(t, loadSpec(t, spec), spec.Vocab) })
-	t.Run("gpu", func(t *testing.T) { requireBatchMatchesAlone(t, loadSpec(t, spec, WithDevice(dev), mod), spec.Vocab) })
+	t.Run("gpu", func(t *testing.T) { requireBatchMatchesAlone(t, loadSpec(t, spec, WithDevice(dev)), spec.Vocab) })
 }
 
 // requireBatchMatchesAlone runs sequences of different lengths and sampling
@@ -227,8 +225,8 @@ func TestSimGPUStepFailures(t *testing.T) {
 	ctx := context.Background()
 	spec := modeltest.Qwen2Tiny()
 	faults := &gpusim.Faults{}
-	dev, mod := simDevice(t, faults)
-	m := loadSpec(t, spec, WithDevice(dev), mod)
+	dev := simDevice(t, faults)
+	m := loadSpec(t, spec, WithDevice(dev))
 	prompt := testTokens(6, spec.Vocab)
 	opts := GenerateOptions{MaxTokens: 6}
 	want, err := m.GenerateTokens(ctx, prompt, opts, nil)
@@ -315,8 +313,8 @@ func TestSimGPUStepFailures(t *testing.T) {
 func TestSimGPUCacheFullFailsOnlyTheSequencesThatNeedBlocks(t *testing.T) {
 	ctx := context.Background()
 	spec := modeltest.Llama3Tiny()
-	dev, mod := simDevice(t, nil)
-	m := loadSpec(t, spec, WithDevice(dev), mod, WithContextLength(64), WithKVCacheTokens(64)) // 4 blocks
+	dev := simDevice(t, nil)
+	m := loadSpec(t, spec, WithDevice(dev), WithContextLength(64), WithKVCacheTokens(64)) // 4 blocks
 	b := m.NewBatch()
 	small, err := b.Add(testTokens(4, spec.Vocab), GenerateOptions{}) // 1 block
 	require.NoError(t, err)
@@ -376,8 +374,8 @@ func TestDeviceModes(t *testing.T) {
 // of sequential runs.
 func TestSimGPUConcurrentGenerations(t *testing.T) {
 	spec := modeltest.SmolLMTiny()
-	dev, mod := simDevice(t, nil)
-	m := loadSpec(t, spec, WithDevice(dev), mod)
+	dev := simDevice(t, nil)
+	m := loadSpec(t, spec, WithDevice(dev))
 	prompt := testTokens(7, spec.Vocab)
 	opts := func(seed uint64) GenerateOptions {
 		return GenerateOptions{MaxTokens: 10, Temperature: 1.2, TopK: 50, TopP: 0.95, Seed: seed}

@@ -47,9 +47,8 @@ type options struct {
 	dev        *runtime.Device
 	mode       string
 	kvTokens   int
-	// gpuModule replaces the embedded forward kernels and gpuStepTokens
-	// the tokens per pass through the layers (tests on simulated devices).
-	gpuModule     *runtime.Module
+	// gpuStepTokens replaces the GPU backend's tokens per pass through the
+	// layers (tests).
 	gpuStepTokens int
 }
 

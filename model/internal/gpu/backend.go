@@ -30,9 +30,6 @@ type Options struct {
 	KVTokens int
 	// StepTokens bounds the tokens of one pass (default 512).
 	StepTokens int
-	// Module is the forward-kernel module; nil loads the embedded "forward"
-	// module for the device's arch. For tests on simulated devices.
-	Module *runtime.Module
 }
 
 // Backend holds a model's weights, KV-cache pool and scratch on one device.
@@ -91,10 +88,8 @@ func New(ctx context.Context, dev *runtime.Device, cfg Config, w *Weights, opts 
 			err = errors.Join(err, b.release())
 		}
 	}()
-	if b.mod = opts.Module; b.mod == nil {
-		if b.mod, err = dev.LoadModule("forward"); err != nil {
-			return nil, err
-		}
+	if b.mod, err = dev.LoadModule("forward"); err != nil {
+		return nil, err
 	}
 	if b.s, err = dev.NewStream(); err != nil {
 		return nil, err

@@ -19,10 +19,8 @@ import (
 	"unsafe"
 
 	"github.com/hipgo/hipgo/internal/simgpu"
-	"github.com/hipgo/hipgo/kernels"
 	"github.com/hipgo/hipgo/model/internal/cpu"
 	"github.com/hipgo/hipgo/model/safetensors"
-	"github.com/hipgo/hipgo/runtime"
 	"github.com/hipgo/hipgo/runtime/driver"
 	"github.com/hipgo/hipgo/sampling"
 )
@@ -113,30 +111,6 @@ func (f *Faults) wrap(k simgpu.KernelDef) simgpu.KernelDef {
 		return run(d, g, b, a, stop)
 	}
 	return k
-}
-
-// LoadForward loads the forward module on a device of Driver: the embedded
-// PTX artifact when the kernels package ships one (so launches are checked
-// against its real metadata), else an image described by the simulation's
-// own parameter lists. real says which.
-func LoadForward(dev *runtime.Device) (mod *runtime.Module, real bool, err error) {
-	if _, err := kernels.Resolve("forward", kernels.FormatPTX, "sm_90"); err == nil {
-		mod, err := dev.LoadModule("forward")
-		return mod, true, err
-	}
-	var specs []runtime.KernelSpec
-	for _, k := range forwardKernels() {
-		s := runtime.KernelSpec{Name: k.Name, MaxThreads: 256}
-		off := 0
-		for _, size := range k.ParamSizes {
-			off = (off + size - 1) / size * size
-			s.Params = append(s.Params, runtime.ParamSpec{Offset: off, Size: size, Pointer: false})
-			off += size
-		}
-		specs = append(specs, s)
-	}
-	mod, err = dev.LoadImage([]byte("forward"), specs)
-	return mod, false, err
 }
 
 // Names are the forward kernels the simulation provides.
