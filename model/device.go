@@ -68,7 +68,11 @@ func choose(o options) (placement, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
 	defer cancel()
-	dev, err := runtime.Open(ctx)
+	open := o.openDevice
+	if open == nil {
+		open = func(ctx context.Context) (*runtime.Device, error) { return runtime.Open(ctx) }
+	}
+	dev, err := open(ctx)
 	if err != nil {
 		if o.mode == DeviceGPU {
 			return placement{}, fmt.Errorf("%w: %w", ErrNoGPU, err)

@@ -9,7 +9,6 @@ package model
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math"
 	"sync"
 	"testing"
@@ -361,7 +360,7 @@ func TestDeviceModes(t *testing.T) {
 			require.Equal(t, "cpu", m.Backend())
 			if tc.mode == DeviceAuto {
 				require.ErrorIs(t, m.CPUReason(), runtime.ErrNoDevice)
-				fmt.Println(m.CPUReason())
+				t.Log(m.CPUReason())
 			} else {
 				require.NoError(t, m.CPUReason())
 			}
@@ -399,4 +398,34 @@ func TestSimGPUConcurrentGenerations(t *testing.T) {
 	wg.Wait()
 	require.Equal(t, seq, par)
 	require.NotEqual(t, seq[0], seq[1], "different seeds sample differently")
+}
+
+// TestDeviceModesWhenTheGPUCannotHoldTheModel proves auto falls back to the
+// CPU when a GPU is found but the model does not fit (the reason is the
+// runtime's out-of-memory error, and the model still generates), that gpu
+// mode returns that error, and that both close the device they opened.
+func TestDeviceModesWhenTheGPUCannotHoldTheModel(t *testing.T) {
+	spec := modeltest.SmolLMTiny()
+	var opened []*runtime.Device
+	tiny := func(o *options) {
+		o.openDevice = func(ctx context.Context) (*runtime.Device, error) {
+			dev, err := runtime.Open(ctx, runtime.WithDrivers(gpusim.Driver(64<<10, nil)))
+			opened = append(opened, dev)
+			return dev, err
+		}
+	}
+	m, err := LoadFS(specFS(t, spec), WithoutTokenizer(), WithDeviceMode(DeviceAuto), tiny)
+	require.NoError(t, err)
+	require.Equal(t, "cpu", m.Backend())
+	require.ErrorIs(t, m.CPUReason(), runtime.ErrOutOfMemory)
+	_, err = m.GenerateTokens(context.Background(), testTokens(3, spec.Vocab), GenerateOptions{MaxTokens: 2}, nil)
+	require.NoError(t, err)
+
+	_, err = LoadFS(specFS(t, spec), WithoutTokenizer(), WithDeviceMode(DeviceGPU), tiny)
+	require.ErrorIs(t, err, runtime.ErrOutOfMemory)
+	require.Len(t, opened, 2)
+	for _, d := range opened {
+		_, err := d.Alloc(16)
+		require.ErrorIs(t, err, runtime.ErrClosed, "the model closed the device it opened")
+	}
 }

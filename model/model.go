@@ -48,8 +48,9 @@ type options struct {
 	mode       string
 	kvTokens   int
 	// gpuStepTokens replaces the GPU backend's tokens per pass through the
-	// layers (tests).
+	// layers, and openDevice runtime.Open in the device modes (tests).
 	gpuStepTokens int
+	openDevice    func(context.Context) (*runtime.Device, error)
 }
 
 // Option configures Load and LoadFS.
