@@ -180,8 +180,9 @@ if has generate; then
     $bin/generate -device gpu -n 200 -seed 7 >>"$LOGS/generate.log" 2>&1 || { status=1; note "generate sampled: FAILED"; }
     # Batched greedy decode on the GPU backend (random weights of SmolLM-135M's
     # and the demo model's shapes, batch 1 and 32; tokens/s over the batch).
-    (cd model && ../$bin/model.test -test.run '^$' -test.bench '^BenchmarkGPUDecode' -test.benchtime 64x -test.count=1 2>&1) \
-      | grep -E '^(Benchmark|FAIL|panic)' | tee -a "$LOGS/generate.log"
+    (cd model && ../$bin/model.test -test.run '^$' -test.bench '^BenchmarkGPUDecode' -test.benchtime 64x -test.count=1) >/tmp/generate-bench.txt 2>&1 \
+      || { status=1; note "BenchmarkGPUDecode: FAILED"; tail -20 /tmp/generate-bench.txt; }
+    grep -E '^Benchmark' /tmp/generate-bench.txt >>"$LOGS/generate.log"
     cat "$LOGS/generate.log"
     while read -r l; do note "generate: $l"; done < <(grep -E '^(running on|loaded|prompt:|BenchmarkGPUDecode)' "$LOGS/generate.log")
   else
