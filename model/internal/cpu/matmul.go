@@ -1,19 +1,92 @@
 package cpu
 
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/hipgo/hipgo/model/internal/quant"
+)
+
 // Matrix is a row-major [Rows, Cols] weight (a Linear layer's [out, in]):
-// exactly one of F32 and BF16 holds its Rows*Cols elements.
+// exactly one of F32, BF16 and Q holds its Rows*Cols elements. Q holds Rows
+// rows of quant.RowBytes(QType, Cols) bytes each, in a GGUF block format
+// (or F16), decoded inside the products and never widened whole.
 type Matrix struct {
 	Rows, Cols int
 	F32        []float32
 	BF16       []uint16
+	Q          []byte
+	QType      quant.Type
 }
+
+// ErrMatrix reports a Matrix whose storage does not match its shape.
+var ErrMatrix = errors.New("cpu: malformed matrix")
 
 // Bytes is the memory the weight occupies.
 func (m *Matrix) Bytes() int64 {
-	if m.BF16 != nil {
+	switch {
+	case m.Q != nil:
+		return int64(len(m.Q))
+	case m.BF16 != nil:
 		return int64(len(m.BF16)) * 2
 	}
 	return int64(len(m.F32)) * 4
+}
+
+// Validate checks that exactly one storage holds the matrix and that its
+// length matches Rows and Cols (for Q: whole blocks per row of QType).
+// The products assume a valid matrix; loaders call this once.
+func (m *Matrix) Validate() error {
+	set := 0
+	for _, nonNil := range []bool{m.F32 != nil, m.BF16 != nil, m.Q != nil} {
+		if nonNil {
+			set++
+		}
+	}
+	if set != 1 || m.Rows < 0 || m.Cols < 0 {
+		return fmt.Errorf("%w: [%d, %d] with %d storages set (want exactly one)", ErrMatrix, m.Rows, m.Cols, set)
+	}
+	n := int64(m.Rows) * int64(m.Cols)
+	switch {
+	case m.F32 != nil && int64(len(m.F32)) != n:
+		return fmt.Errorf("%w: [%d, %d] holds %d float32 values", ErrMatrix, m.Rows, m.Cols, len(m.F32))
+	case m.BF16 != nil && int64(len(m.BF16)) != n:
+		return fmt.Errorf("%w: [%d, %d] holds %d bfloat16 values", ErrMatrix, m.Rows, m.Cols, len(m.BF16))
+	case m.Q != nil:
+		rb, err := quant.RowBytes(m.QType, m.Cols)
+		if err != nil {
+			return fmt.Errorf("%w: [%d, %d]: %w", ErrMatrix, m.Rows, m.Cols, err)
+		}
+		if int64(len(m.Q)) != int64(m.Rows)*int64(rb) {
+			return fmt.Errorf("%w: [%d, %d] of %v holds %d bytes (want %d)", ErrMatrix, m.Rows, m.Cols, m.QType, len(m.Q), int64(m.Rows)*int64(rb))
+		}
+	}
+	return nil
+}
+
+// Row widens row j into dst (Cols values), whatever the storage: an
+// embedding lookup. It fails when j is out of range or the matrix invalid.
+func (m *Matrix) Row(dst []float32, j int) error {
+	if j < 0 || j >= m.Rows || len(dst) != m.Cols {
+		return fmt.Errorf("%w: row %d into %d values of a [%d, %d] matrix", ErrMatrix, j, len(dst), m.Rows, m.Cols)
+	}
+	K := m.Cols
+	switch {
+	case m.Q != nil:
+		rb, err := quant.RowBytes(m.QType, K)
+		if err != nil || len(m.Q) < (j+1)*rb {
+			return fmt.Errorf("%w: row %d of a [%d, %d] %v matrix of %d bytes", ErrMatrix, j, m.Rows, K, m.QType, len(m.Q))
+		}
+		return quant.DequantizeRow(m.QType, m.Q[j*rb:(j+1)*rb], dst)
+	case m.BF16 != nil && len(m.BF16) >= (j+1)*K:
+		BF16ToF32(dst, m.BF16[j*K:(j+1)*K])
+	case m.F32 != nil && len(m.F32) >= (j+1)*K:
+		copy(dst, m.F32[j*K:(j+1)*K])
+	default:
+		return fmt.Errorf("%w: row %d of a [%d, %d] matrix with short storage", ErrMatrix, j, m.Rows, K)
+	}
+	return nil
 }
 
 // tileT bounds how many input rows one pass over a weight row touches, so the
@@ -22,12 +95,18 @@ const tileT = 32
 
 // MatMul computes out[t*Rows+j] = x[t] · W[j] + bias[j] for t < T, where x
 // holds T rows of Cols values. Rows of W are split over the pool; each weight
-// row is read once per tile of tileT inputs.
+// row is read once per tile of tileT inputs. Quantized rows go through
+// quant.DotRow when T == 1 (decode); for prefill each row is widened once
+// per tile into a per-worker buffer, as bf16 rows are.
 func (p *Pool) MatMul(out, x []float32, T int, w *Matrix, bias []float32) {
 	K, N := w.Cols, w.Rows
+	rb := 0 // bytes per quantized row; shapes were validated at load
+	if w.Q != nil {
+		rb, _ = quant.RowBytes(w.QType, K)
+	}
 	p.For(N, 4*p.workers, 16, func(lo, hi int) {
-		var wide []float32 // a bf16 row widened once, reused across the tile
-		if w.BF16 != nil && T > 1 {
+		var wide []float32 // a bf16 or quantized row widened once, reused across the tile
+		if w.F32 == nil && T > 1 {
 			wide = make([]float32, K)
 		}
 		for t0 := 0; t0 < T; t0 += tileT {
@@ -41,6 +120,14 @@ func (p *Pool) MatMul(out, x []float32, T int, w *Matrix, bias []float32) {
 				switch {
 				case w.F32 != nil:
 					row = w.F32[j*K : (j+1)*K]
+				case w.Q != nil && T == 1:
+					out[j] = quant.DotRow(w.QType, w.Q[j*rb:(j+1)*rb], x[:K]) + b
+					continue
+				case w.Q != nil:
+					if err := quant.DequantizeRow(w.QType, w.Q[j*rb:(j+1)*rb], wide); err != nil {
+						fillNaN(wide) // unreachable for a validated matrix; never silently zero
+					}
+					row = wide
 				case T == 1:
 					out[j] = dotBF16(x[:K], w.BF16[j*K:(j+1)*K]) + b
 					continue
@@ -63,4 +150,11 @@ func (p *Pool) MatMul(out, x []float32, T int, w *Matrix, bias []float32) {
 			}
 		}
 	})
+}
+
+func fillNaN(v []float32) {
+	nan := float32(math.NaN())
+	for i := range v {
+		v[i] = nan
+	}
 }
