@@ -3,6 +3,8 @@ package cpu
 import (
 	"fmt"
 	"math"
+
+	"github.com/hipgo/hipgo/model/internal/quant"
 )
 
 // Dot returns sum(a[i]*b[i]) over len(a) elements (b must be at least as long).
@@ -36,13 +38,18 @@ var variants = map[string]kernels{"generic": {dotGeneric, dotBF16Generic, dot4Ge
 // SetKernels selects a kernel set by name, for measurements (the hfcompare
 // tool and benchmarks): "generic" everywhere, and "avx2" and
 // "avx2-prefetch" where AVX2 and FMA are present. The default is chosen at
-// start-up (dot_amd64.go). Not safe to call while products run.
+// start-up (dot_amd64.go). It selects package quant's set of the same name
+// too (its generic set where quant has no such set). Not safe to call while
+// products run.
 func SetKernels(name string) error {
 	k, ok := variants[name]
 	if !ok {
 		return fmt.Errorf("cpu: no kernel set %q on this machine", name)
 	}
 	dot, dotBF16, dot4, simd = k.dot, k.dotBF16, k.dot4, name
+	if quant.SetKernels(name) != nil {
+		_ = quant.SetKernels("generic")
+	}
 	return nil
 }
 

@@ -1,5 +1,7 @@
 package cpu
 
+import "github.com/hipgo/hipgo/model/internal/cpuid"
+
 //go:noescape
 func dotAVX2(a, b *float32, n int) float32
 
@@ -15,38 +17,8 @@ func dotBF16AVX2PF(x *float32, w *uint16, n int) float32
 //go:noescape
 func dot4AVX2(w, x *float32, n, stride int, out *[4]float32)
 
-func cpuid(eaxIn, ecxIn uint32) (eax, ebx, ecx, edx uint32)
-
-func xgetbv() (eax, edx uint32)
-
-// hasAVX2FMA reports AVX2 and FMA support by the CPU and the OS (which must
-// save the YMM registers: XCR0 bits 1 and 2).
-func hasAVX2FMA() bool {
-	maxID, _, _, _ := cpuid(0, 0)
-	if maxID < 7 {
-		return false
-	}
-	_, _, ecx1, _ := cpuid(1, 0)
-	const fma, osxsave, avx = 1 << 12, 1 << 27, 1 << 28
-	if ecx1&(fma|osxsave|avx) != fma|osxsave|avx {
-		return false
-	}
-	if xcr0, _ := xgetbv(); xcr0&6 != 6 {
-		return false
-	}
-	_, ebx7, _, _ := cpuid(7, 0)
-	return ebx7&(1<<5) != 0
-}
-
-// isIntel reports a GenuineIntel CPU (CPUID leaf 0 spells the vendor in
-// EBX, EDX, ECX).
-func isIntel() bool {
-	_, b, c, d := cpuid(0, 0)
-	return b == 0x756e6547 && d == 0x49656e69 && c == 0x6c65746e // "Genu" "ineI" "ntel"
-}
-
 func init() {
-	if !hasAVX2FMA() {
+	if !cpuid.AVX2FMA() {
 		return
 	}
 	variants["avx2"] = kernels{dotAsm, dotBF16Asm, dot4Asm}
@@ -58,7 +30,7 @@ func init() {
 	// lowered it about 20% on an AMD EPYC, whose hardware prefetchers already
 	// keep up; so it is chosen by vendor.
 	name := "avx2"
-	if isIntel() {
+	if cpuid.Intel() {
 		name = "avx2-prefetch"
 	}
 	_ = SetKernels(name)
