@@ -40,43 +40,54 @@ func BenchmarkMatVec(b *testing.B) {
 	}
 }
 
-// BenchmarkMatVecQuant measures one decode-shaped product (12288x1536,
-// larger than any cache) on one goroutine for every weight format, float32
-// and bfloat16 included, per kernel set. MB/s is weight bytes read;
-// Gelem/s is weights consumed, which compares formats of different sizes.
+// BenchmarkMatVecQuant measures one decode-shaped product with 1536
+// columns on one goroutine for every weight format, float32 and bfloat16
+// included, per kernel set. Each format gets about 96 MiB of weights (three
+// times this machine's 32 MiB L3, so the rows stream from memory as in
+// decode). MB/s is weight bytes read; Gelem/s is weights consumed, which
+// compares formats of different sizes.
 func BenchmarkMatVecQuant(b *testing.B) {
-	const rows, cols = 12288, 1536
+	const cols, target = 1536, 96 << 20
 	r := rand.New(rand.NewPCG(2, 2))
-	wv := randVec(r, rows*cols)
 	x := randVec(r, cols)
-	out := make([]float32, rows)
-	p := NewPool(1)
-	formats := []struct {
-		name string
-		w    Matrix
-	}{
-		{"f32", Matrix{Rows: rows, Cols: cols, F32: wv}},
-		{"bf16", Matrix{Rows: rows, Cols: cols, BF16: toBF16(wv)}},
-	}
+	formats := []string{"f32", "bf16"}
 	for _, t := range []quant.Type{quant.F16, quant.Q8_0, quant.Q6_K, quant.Q5_K, quant.Q4_K, quant.Q4_1, quant.Q4_0} {
-		formats = append(formats, struct {
-			name string
-			w    Matrix
-		}{t.String(), Matrix{Rows: rows, Cols: cols, Q: randQuant(r, t, rows, cols), QType: t}})
+		formats = append(formats, t.String())
 	}
 	def := SIMD()
 	defer SetKernels(def)
-	for _, name := range kernelNames() {
-		for _, f := range formats {
-			b.Run(name+"/"+f.name, func(b *testing.B) {
+	p := NewPool(1)
+	for _, f := range formats {
+		var w Matrix
+		switch f {
+		case "f32":
+			rows := target / (4 * cols)
+			w = Matrix{Rows: rows, Cols: cols, F32: randVec(r, rows*cols)}
+		case "bf16":
+			rows := target / (2 * cols)
+			w = Matrix{Rows: rows, Cols: cols, BF16: toBF16(randVec(r, rows*cols))}
+		default:
+			var t quant.Type
+			for _, c := range []quant.Type{quant.F16, quant.Q8_0, quant.Q6_K, quant.Q5_K, quant.Q4_K, quant.Q4_1, quant.Q4_0} {
+				if c.String() == f {
+					t = c
+				}
+			}
+			rb, _ := quant.RowBytes(t, cols)
+			rows := target / rb
+			w = Matrix{Rows: rows, Cols: cols, Q: randQuant(r, t, rows, cols), QType: t}
+		}
+		out := make([]float32, w.Rows)
+		for _, name := range kernelNames() {
+			b.Run(name+"/"+f, func(b *testing.B) {
 				if err := SetKernels(name); err != nil {
 					b.Fatal(err)
 				}
-				b.SetBytes(f.w.Bytes())
+				b.SetBytes(w.Bytes())
 				for b.Loop() {
-					p.MatMul(out, x, 1, &f.w, nil)
+					p.MatMul(out, x, 1, &w, nil)
 				}
-				b.ReportMetric(float64(rows*cols)*float64(b.N)/b.Elapsed().Seconds()/1e9, "Gelem/s")
+				b.ReportMetric(float64(w.Rows*cols)*float64(b.N)/b.Elapsed().Seconds()/1e9, "Gelem/s")
 			})
 		}
 	}

@@ -41,7 +41,7 @@ func DequantizeRow(t Type, src []byte, dst []float32) error {
 }
 
 // decoders widen one block (its bytes, its elements) of each block type.
-var decoders = map[Type]func(blk []byte, y []float32){
+var decoders = [BF16 + 1]func(blk []byte, y []float32){
 	Q4_0: decodeQ4_0,
 	Q4_1: decodeQ4_1,
 	Q8_0: decodeQ8_0,

@@ -9,11 +9,12 @@ import "math"
 // unknown, len(x) is not a whole number of blocks, or len(row) is not
 // RowBytes(t, len(x)): callers check shapes once, at load.
 func DotRow(t Type, row []byte, x []float32) float32 {
-	rb, err := RowBytes(t, len(x))
-	if err != nil || len(row) != rb {
+	l, ok := lookup(t)
+	n := len(x)
+	if !ok || n&(1<<l.shift-1) != 0 || len(row) != n>>l.shift*l.bytes {
 		return float32(math.NaN())
 	}
-	if len(x) == 0 {
+	if n == 0 {
 		return 0
 	}
 	return kern.dot[t](row, x)
@@ -22,10 +23,10 @@ func DotRow(t Type, row []byte, x []float32) float32 {
 // kernelSet is one selectable set of per-type row products; each entry may
 // assume a validated row (whole blocks, matching sizes, at least one block).
 type kernelSet struct {
-	dot map[Type]func(row []byte, x []float32) float32
+	dot [BF16 + 1]func(row []byte, x []float32) float32
 }
 
-var generic = kernelSet{dot: map[Type]func([]byte, []float32) float32{
+var generic = kernelSet{dot: [BF16 + 1]func([]byte, []float32) float32{
 	F32:  dotF32,
 	F16:  dotF16,
 	BF16: dotBF16,

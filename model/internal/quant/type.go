@@ -34,26 +34,35 @@ var (
 // qk is the element count of a K-quant super-block (ggml's QK_K).
 const qk = 256
 
+// layout is one type's block: elems = 1<<shift elements in bytes bytes.
 type layout struct {
 	name         string
-	elems, bytes int
+	shift, bytes int
 }
 
-var layouts = map[Type]layout{
-	F32:  {"F32", 1, 4},
-	F16:  {"F16", 1, 2},
-	BF16: {"BF16", 1, 2},
-	Q4_0: {"Q4_0", 32, 2 + 16},                   // d, 32 nibbles
-	Q4_1: {"Q4_1", 32, 2 + 2 + 16},               // d, m, 32 nibbles
-	Q8_0: {"Q8_0", 32, 2 + 32},                   // d, 32 int8
-	Q4_K: {"Q4_K", qk, 2 + 2 + 12 + qk/2},        // d, dmin, 8 6-bit scale/min pairs, nibbles
-	Q5_K: {"Q5_K", qk, 2 + 2 + 12 + qk/8 + qk/2}, // as Q4_K plus one high bit per element
-	Q6_K: {"Q6_K", qk, qk/2 + qk/4 + qk/16 + 2},  // low nibbles, high 2 bits, 16 int8 scales, d
+// layouts is indexed by Type (an array, not a map: DotRow reads it per row).
+var layouts = [BF16 + 1]layout{
+	F32:  {"F32", 0, 4},
+	F16:  {"F16", 0, 2},
+	BF16: {"BF16", 0, 2},
+	Q4_0: {"Q4_0", 5, 2 + 16},                   // d, 32 nibbles
+	Q4_1: {"Q4_1", 5, 2 + 2 + 16},               // d, m, 32 nibbles
+	Q8_0: {"Q8_0", 5, 2 + 32},                   // d, 32 int8
+	Q4_K: {"Q4_K", 8, 2 + 2 + 12 + qk/2},        // d, dmin, 8 6-bit scale/min pairs, nibbles
+	Q5_K: {"Q5_K", 8, 2 + 2 + 12 + qk/8 + qk/2}, // as Q4_K plus one high bit per element
+	Q6_K: {"Q6_K", 8, qk/2 + qk/4 + qk/16 + 2},  // low nibbles, high 2 bits, 16 int8 scales, d
+}
+
+func lookup(t Type) (layout, bool) {
+	if t >= Type(len(layouts)) || layouts[t].bytes == 0 {
+		return layout{}, false
+	}
+	return layouts[t], true
 }
 
 // String is ggml's name for the type ("Q4_K"), or "Type(n)" when unknown.
 func (t Type) String() string {
-	if l, ok := layouts[t]; ok {
+	if l, ok := lookup(t); ok {
 		return l.name
 	}
 	return fmt.Sprintf("Type(%d)", uint32(t))
@@ -61,26 +70,29 @@ func (t Type) String() string {
 
 // Known reports whether this package decodes t.
 func (t Type) Known() bool {
-	_, ok := layouts[t]
+	_, ok := lookup(t)
 	return ok
 }
 
 // BlockSize returns how many elements one block of t holds and how many
 // bytes it takes; 0, 0 for an unknown type.
 func BlockSize(t Type) (elems, bytes int) {
-	l := layouts[t]
-	return l.elems, l.bytes
+	l, ok := lookup(t)
+	if !ok {
+		return 0, 0
+	}
+	return 1 << l.shift, l.bytes
 }
 
 // RowBytes is the size of a row of n elements of type t. It fails for an
 // unknown type and for n negative or not a multiple of the block size.
 func RowBytes(t Type, n int) (int, error) {
-	l, ok := layouts[t]
+	l, ok := lookup(t)
 	if !ok {
 		return 0, fmt.Errorf("%w: %v", ErrUnknownType, t)
 	}
-	if n < 0 || n%l.elems != 0 {
-		return 0, fmt.Errorf("%w: %d elements of %v (blocks of %d)", ErrBlockSize, n, t, l.elems)
+	if n < 0 || n&(1<<l.shift-1) != 0 {
+		return 0, fmt.Errorf("%w: %d elements of %v (blocks of %d)", ErrBlockSize, n, t, 1<<l.shift)
 	}
-	return n / l.elems * l.bytes, nil
+	return n >> l.shift * l.bytes, nil
 }

@@ -1,0 +1,527 @@
+#include "textflag.h"
+
+// Row products over whole blocks (nb >= 1) of ggml block formats, float32
+// activations, float32 accumulation. Each block's codes are widened to
+// float32 in registers (VPMOVZXBD/VPMOVSXBD, VCVTDQ2PS), multiplied with x,
+// and the block's float16 scale (VCVTPH2PS) applied once per block or
+// sub-block; nothing is written but a few scales on the stack.
+
+// REDUCE folds the eight lanes of Y0 into X0's low float.
+#define REDUCE \
+	VEXTRACTF128 $1, Y0, X1 \
+	VADDPS X1, X0, X0 \
+	VHADDPS X0, X0, X0 \
+	VHADDPS X0, X0, X0
+
+// HALF2 loads the float16 pair at off(SI) as floats: YD = first, YM =
+// second, broadcast; XT is a scratch register other than YD and YM.
+#define HALF2(off, YD, YM, XT) \
+	MOVL off(SI), AX \
+	VMOVD AX, XT \
+	VCVTPH2PS XT, XT \
+	VBROADCASTSS XT, YD \
+	VMOVSHDUP XT, XT \
+	VBROADCASTSS XT, YM
+
+// NIBBLES4 widens the 16 nibble bytes at off(SI) into Y4..Y7 as float32:
+// Y4 = elements 0-7 (low nibbles of bytes 0-7), Y6 = 8-15, Y5 = 16-23
+// (high nibbles of bytes 0-7), Y7 = 24-31. Y15 holds dwords 0x0F.
+#define NIBBLES4(off) \
+	VPMOVZXBD off(SI), Y4 \
+	VPMOVZXBD off+8(SI), Y6 \
+	VPSRLD $4, Y4, Y5 \
+	VPSRLD $4, Y6, Y7 \
+	VPAND Y15, Y4, Y4 \
+	VPAND Y15, Y6, Y6 \
+	VCVTDQ2PS Y4, Y4 \
+	VCVTDQ2PS Y5, Y5 \
+	VCVTDQ2PS Y6, Y6 \
+	VCVTDQ2PS Y7, Y7
+
+// XQ32 leaves in Y4 the lanes of x[0:32] . (Y4 Y6 Y5 Y7) (see NIBBLES4).
+#define XQ32 \
+	VMULPS (DI), Y4, Y4 \
+	VMULPS 32(DI), Y6, Y6 \
+	VFMADD231PS 64(DI), Y5, Y4 \
+	VFMADD231PS 96(DI), Y7, Y6 \
+	VADDPS Y6, Y4, Y4
+
+// XSUM32 leaves in YS the lanes of the sum of x[0:32] at off(DI).
+#define XSUM32(off, YS, YT) \
+	VMOVUPS off(DI), YS \
+	VMOVUPS off+32(DI), YT \
+	VADDPS off+64(DI), YS, YS \
+	VADDPS off+96(DI), YT, YT \
+	VADDPS YT, YS, YS
+
+// KSCALES unpacks the eight 6-bit scales and mins of the Q4_K/Q5_K block
+// at SI (12 bytes at 4(SI)), multiplies them by d and dmin (f16 at 0(SI)
+// and 2(SI)) and stores d*sc[0..7] at 0(SP) and dmin*m[0..7] at 32(SP).
+// With a = bytes 0-3, b = 4-7, c = 8-11: sc[0:4] = a&63, m[0:4] = b&63,
+// sc[4:8] = c&0x0F | (a>>6)<<4, m[4:8] = c>>4 | (b>>6)<<4, bytewise.
+#define KSCALES \
+	MOVL 4(SI), AX \
+	MOVL 8(SI), BX \
+	MOVL 12(SI), DX \
+	MOVL AX, R8 \
+	ANDL $0x3f3f3f3f, R8 \
+	MOVL BX, R9 \
+	ANDL $0x3f3f3f3f, R9 \
+	MOVL DX, R10 \
+	ANDL $0x0f0f0f0f, R10 \
+	SHRL $2, AX \
+	ANDL $0x30303030, AX \
+	ORL  AX, R10 \
+	SHRL $4, DX \
+	ANDL $0x0f0f0f0f, DX \
+	SHRL $2, BX \
+	ANDL $0x30303030, BX \
+	ORL  BX, DX \
+	SHLQ $32, R10 \
+	ORQ  R10, R8 \
+	SHLQ $32, DX \
+	ORQ  DX, R9 \
+	VMOVQ R8, X4 \
+	VPMOVZXBD X4, Y4 \
+	VCVTDQ2PS Y4, Y4 \
+	VMOVQ R9, X5 \
+	VPMOVZXBD X5, Y5 \
+	VCVTDQ2PS Y5, Y5 \
+	HALF2(0, Y6, Y7, X8) \
+	VMULPS Y6, Y4, Y4 \
+	VMULPS Y7, Y5, Y5 \
+	VMOVUPS Y4, 0(SP) \
+	VMOVUPS Y5, 32(SP)
+
+// Q4KPAIR does sub-blocks 2i and 2i+1 of a Q4_K block: element l of 2i
+// is the low nibble of byte l of the 32 at qoff(SI), element l of 2i+1 its
+// high nibble; x at DI (64 floats); d*sc at soff(SP), dmin*m at soff+32(SP).
+#define Q4KPAIR(qoff, soff) \
+	VPMOVZXBD qoff(SI), Y4 \
+	VPMOVZXBD qoff+8(SI), Y5 \
+	VPMOVZXBD qoff+16(SI), Y6 \
+	VPMOVZXBD qoff+24(SI), Y7 \
+	VPSRLD $4, Y4, Y8 \
+	VPSRLD $4, Y5, Y9 \
+	VPSRLD $4, Y6, Y10 \
+	VPSRLD $4, Y7, Y11 \
+	VPAND Y15, Y4, Y4 \
+	VPAND Y15, Y5, Y5 \
+	VPAND Y15, Y6, Y6 \
+	VPAND Y15, Y7, Y7 \
+	Q4KSUMS(soff)
+
+// Q4KSUMS finishes a pair from the codes of sub-block 2i in Y4-Y7 and of
+// 2i+1 in Y8-Y11 (dwords).
+#define Q4KSUMS(soff) \
+	VCVTDQ2PS Y4, Y4 \
+	VCVTDQ2PS Y5, Y5 \
+	VCVTDQ2PS Y6, Y6 \
+	VCVTDQ2PS Y7, Y7 \
+	VCVTDQ2PS Y8, Y8 \
+	VCVTDQ2PS Y9, Y9 \
+	VCVTDQ2PS Y10, Y10 \
+	VCVTDQ2PS Y11, Y11 \
+	VMULPS (DI), Y4, Y4 \
+	VMULPS 32(DI), Y5, Y5 \
+	VFMADD231PS 64(DI), Y6, Y4 \
+	VFMADD231PS 96(DI), Y7, Y5 \
+	VADDPS Y5, Y4, Y4 \
+	VMULPS 128(DI), Y8, Y8 \
+	VMULPS 160(DI), Y9, Y9 \
+	VFMADD231PS 192(DI), Y10, Y8 \
+	VFMADD231PS 224(DI), Y11, Y9 \
+	VADDPS Y9, Y8, Y8 \
+	VBROADCASTSS soff(SP), Y12 \
+	VFMADD231PS Y4, Y12, Y0 \
+	VBROADCASTSS soff+4(SP), Y13 \
+	VFMADD231PS Y8, Y13, Y1 \
+	XSUM32(0, Y4, Y5) \
+	VBROADCASTSS soff+32(SP), Y12 \
+	VFMADD231PS Y4, Y12, Y2 \
+	XSUM32(128, Y8, Y9) \
+	VBROADCASTSS soff+36(SP), Y13 \
+	VFMADD231PS Y8, Y13, Y3
+
+// Q6GROUP does one group of 16 Q6_K elements: signed codes at qoff(SP)
+// (widened by KS1/KS2), x at xoff(DI), scale d*sc at soff(SP), into ACC.
+#define Q6GROUP(qoff, xoff, soff, A, B, S, ACC) \
+	VPMOVSXBD qoff(SP), A \
+	VPMOVSXBD qoff+8(SP), B \
+	VCVTDQ2PS A, A \
+	VCVTDQ2PS B, B \
+	VMULPS xoff(DI), A, A \
+	VFMADD231PS xoff+32(DI), B, A \
+	VBROADCASTSS soff(SP), S \
+	VFMADD231PS A, S, ACC
+
+// Q6HALF does 128 elements of a Q6_K block: 64 low-nibble bytes at
+// qloff(SI), 32 high-pair bytes at qhoff(SI), x at DI, scales at soff(SP)
+// (eight floats). Within the half, element 32k+l takes its low four bits
+// from ql[l] (k=0,2) or ql[l+32] (k=1,3), low nibble for k<2, and bits
+// 2k,2k+1 of qh[l] as bits 4,5; minus 32. The codes are built 32 bytes at a
+// time (word shifts are safe: the masks drop the bits that cross bytes),
+// stored at 64(SP)..191(SP) and widened from there.
+#define Q6HALF(qloff, qhoff, soff) \
+	VMOVDQU qloff(SI), Y4 \
+	VMOVDQU qloff+32(SI), Y5 \
+	VMOVDQU qhoff(SI), Y6 \
+	VPSRLW $4, Y4, Y8 \
+	VPAND Y15, Y8, Y8 \
+	VPSRLW $4, Y5, Y9 \
+	VPAND Y15, Y9, Y9 \
+	VPAND Y15, Y4, Y4 \
+	VPAND Y15, Y5, Y5 \
+	VPSLLW $4, Y6, Y10 \
+	VPAND Y14, Y10, Y10 \
+	VPOR Y10, Y4, Y4 \
+	VPSLLW $2, Y6, Y10 \
+	VPAND Y14, Y10, Y10 \
+	VPOR Y10, Y5, Y5 \
+	VPAND Y14, Y6, Y10 \
+	VPOR Y10, Y8, Y8 \
+	VPSRLW $2, Y6, Y10 \
+	VPAND Y14, Y10, Y10 \
+	VPOR Y10, Y9, Y9 \
+	VPSUBB Y13, Y4, Y4 \
+	VPSUBB Y13, Y5, Y5 \
+	VPSUBB Y13, Y8, Y8 \
+	VPSUBB Y13, Y9, Y9 \
+	VMOVDQU Y4, 64(SP) \
+	VMOVDQU Y5, 96(SP) \
+	VMOVDQU Y8, 128(SP) \
+	VMOVDQU Y9, 160(SP) \
+	Q6GROUP(64, 0, soff, Y4, Y5, Y6, Y0) \
+	Q6GROUP(80, 64, soff+4, Y7, Y8, Y9, Y1) \
+	Q6GROUP(96, 128, soff+8, Y4, Y5, Y6, Y0) \
+	Q6GROUP(112, 192, soff+12, Y7, Y8, Y9, Y1) \
+	Q6GROUP(128, 256, soff+16, Y4, Y5, Y6, Y0) \
+	Q6GROUP(144, 320, soff+20, Y7, Y8, Y9, Y1) \
+	Q6GROUP(160, 384, soff+24, Y4, Y5, Y6, Y0) \
+	Q6GROUP(176, 448, soff+28, Y7, Y8, Y9, Y1)
+
+// BYTES broadcasts the byte value v into every byte of Y.
+#define BYTES(v, Y, X) \
+	MOVL v, AX \
+	VMOVD AX, X \
+	VPBROADCASTB X, Y
+
+// Q5KPAIR does sub-blocks 2i and 2i+1 of a Q5_K block: nibbles at
+// qoff(SI), high bits in the 32 bytes at 16(SI) (bit 2i of qh[l] is bit 4
+// of element l of sub-block 2i, bit 2i+1 of 2i+1, moved there by LO/HI
+// word shifts), x at DI, scales at soff(SP). The 5-bit codes are stored at
+// 64(SP)..127(SP) and widened from there.
+#define Q5KPAIR(qoff, soff, LO, lok, HI, hik) \
+	VMOVDQU qoff(SI), Y4 \
+	VPSRLW $4, Y4, Y5 \
+	VPAND Y15, Y5, Y5 \
+	VPAND Y15, Y4, Y4 \
+	VMOVDQU 16(SI), Y6 \
+	LO $lok, Y6, Y7 \
+	VPAND Y14, Y7, Y7 \
+	VPOR Y7, Y4, Y4 \
+	HI $hik, Y6, Y7 \
+	VPAND Y14, Y7, Y7 \
+	VPOR Y7, Y5, Y5 \
+	VMOVDQU Y4, 64(SP) \
+	VMOVDQU Y5, 96(SP) \
+	VPMOVZXBD 64(SP), Y4 \
+	VPMOVZXBD 72(SP), Y5 \
+	VPMOVZXBD 80(SP), Y6 \
+	VPMOVZXBD 88(SP), Y7 \
+	VPMOVZXBD 96(SP), Y8 \
+	VPMOVZXBD 104(SP), Y9 \
+	VPMOVZXBD 112(SP), Y10 \
+	VPMOVZXBD 120(SP), Y11 \
+	Q4KSUMS(soff)
+
+// func dotQ8_0AVX2(row *byte, x *float32, nb int) float32
+// Block: d (f16), 32 int8. Sum d * (x . q).
+TEXT ·dotQ8_0AVX2(SB), NOSPLIT, $0-28
+	MOVQ row+0(FP), SI
+	MOVQ x+8(FP), DI
+	MOVQ nb+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+
+q8loop:
+	MOVWLZX (SI), AX
+	VMOVD AX, X2
+	VCVTPH2PS X2, X2
+	VBROADCASTSS X2, Y2
+	VPMOVSXBD 2(SI), Y4
+	VPMOVSXBD 10(SI), Y5
+	VPMOVSXBD 18(SI), Y6
+	VPMOVSXBD 26(SI), Y7
+	VCVTDQ2PS Y4, Y4
+	VCVTDQ2PS Y5, Y5
+	VCVTDQ2PS Y6, Y6
+	VCVTDQ2PS Y7, Y7
+	VMULPS (DI), Y4, Y4
+	VMULPS 32(DI), Y5, Y5
+	VFMADD231PS 64(DI), Y6, Y4
+	VFMADD231PS 96(DI), Y7, Y5
+	VADDPS Y5, Y4, Y4
+	VFMADD231PS Y4, Y2, Y0
+	ADDQ $34, SI
+	ADDQ $128, DI
+	DECQ CX
+	JZ   q8done
+
+	// A second block into the second accumulator, so consecutive blocks'
+	// final FMAs do not wait on each other.
+	MOVWLZX (SI), AX
+	VMOVD AX, X3
+	VCVTPH2PS X3, X3
+	VBROADCASTSS X3, Y3
+	VPMOVSXBD 2(SI), Y8
+	VPMOVSXBD 10(SI), Y9
+	VPMOVSXBD 18(SI), Y10
+	VPMOVSXBD 26(SI), Y11
+	VCVTDQ2PS Y8, Y8
+	VCVTDQ2PS Y9, Y9
+	VCVTDQ2PS Y10, Y10
+	VCVTDQ2PS Y11, Y11
+	VMULPS (DI), Y8, Y8
+	VMULPS 32(DI), Y9, Y9
+	VFMADD231PS 64(DI), Y10, Y8
+	VFMADD231PS 96(DI), Y11, Y9
+	VADDPS Y9, Y8, Y8
+	VFMADD231PS Y8, Y3, Y1
+	ADDQ $34, SI
+	ADDQ $128, DI
+	DECQ CX
+	JNZ  q8loop
+
+q8done:
+	VADDPS Y1, Y0, Y0
+	REDUCE
+	VZEROUPPER
+	MOVSS X0, ret+24(FP)
+	RET
+
+// func dotQ4_0AVX2(row *byte, x *float32, nb int) float32
+// Block: d (f16), 16 bytes of nibbles. Sum d * (x . q - 8 * sum x).
+TEXT ·dotQ4_0AVX2(SB), NOSPLIT, $0-28
+	MOVQ row+0(FP), SI
+	MOVQ x+8(FP), DI
+	MOVQ nb+16(FP), CX
+	MOVL $15, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+	VXORPS Y0, Y0, Y0 // sum d * x.q
+	VXORPS Y1, Y1, Y1 // sum d * sum x
+
+q40loop:
+	MOVWLZX (SI), AX
+	VMOVD AX, X2
+	VCVTPH2PS X2, X2
+	VBROADCASTSS X2, Y2
+	NIBBLES4(2)
+	XQ32
+	XSUM32(0, Y8, Y9)
+	VFMADD231PS Y4, Y2, Y0
+	VFMADD231PS Y8, Y2, Y1
+	ADDQ $18, SI
+	ADDQ $128, DI
+	DECQ CX
+	JNZ  q40loop
+
+	MOVL $0x41000000, AX // 8.0
+	VMOVD AX, X2
+	VBROADCASTSS X2, Y2
+	VFNMADD231PS Y1, Y2, Y0 // Y0 -= 8 * Y1
+	REDUCE
+	VZEROUPPER
+	MOVSS X0, ret+24(FP)
+	RET
+
+// func dotQ4_1AVX2(row *byte, x *float32, nb int) float32
+// Block: d, m (f16), 16 bytes of nibbles. Sum d * x.q + m * sum x.
+TEXT ·dotQ4_1AVX2(SB), NOSPLIT, $0-28
+	MOVQ row+0(FP), SI
+	MOVQ x+8(FP), DI
+	MOVQ nb+16(FP), CX
+	MOVL $15, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+
+q41loop:
+	HALF2(0, Y2, Y3, X8)
+	NIBBLES4(4)
+	XQ32
+	XSUM32(0, Y8, Y9)
+	VFMADD231PS Y4, Y2, Y0
+	VFMADD231PS Y8, Y3, Y1
+	ADDQ $20, SI
+	ADDQ $128, DI
+	DECQ CX
+	JNZ  q41loop
+
+	VADDPS Y1, Y0, Y0
+	REDUCE
+	VZEROUPPER
+	MOVSS X0, ret+24(FP)
+	RET
+
+// func dotQ4_KAVX2(row *byte, x *float32, nb int) float32
+// Block (256 elements): d, dmin (f16), 12 scale bytes, 128 nibble bytes
+// (four pairs of sub-blocks). Sum d*sc * x.q - dmin*m * sum x per sub-block.
+TEXT ·dotQ4_KAVX2(SB), NOSPLIT, $64-28
+	MOVQ row+0(FP), SI
+	MOVQ x+8(FP), DI
+	MOVQ nb+16(FP), CX
+	MOVL $15, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+	VXORPS Y0, Y0, Y0 // even sub-blocks' d*sc * x.q
+	VXORPS Y1, Y1, Y1 // odd sub-blocks'
+	VXORPS Y2, Y2, Y2 // even sub-blocks' dmin*m * sum x
+	VXORPS Y3, Y3, Y3 // odd sub-blocks'
+
+q4kloop:
+	KSCALES
+	ADDQ $16, SI
+	Q4KPAIR(0, 0)
+	ADDQ $256, DI
+	Q4KPAIR(32, 8)
+	ADDQ $256, DI
+	Q4KPAIR(64, 16)
+	ADDQ $256, DI
+	Q4KPAIR(96, 24)
+	ADDQ $256, DI
+	ADDQ $128, SI
+	DECQ CX
+	JNZ  q4kloop
+
+	VADDPS Y1, Y0, Y0
+	VADDPS Y3, Y2, Y2
+	VSUBPS Y2, Y0, Y0
+	REDUCE
+	VZEROUPPER
+	MOVSS X0, ret+24(FP)
+	RET
+
+// func dotQ5_KAVX2(row *byte, x *float32, nb int) float32
+// Block (256 elements): d, dmin (f16), 12 scale bytes, 32 bytes of high
+// bits, 128 nibble bytes. As Q4_K with a fifth bit per code.
+TEXT ·dotQ5_KAVX2(SB), NOSPLIT, $128-28
+	MOVQ row+0(FP), SI
+	MOVQ x+8(FP), DI
+	MOVQ nb+16(FP), CX
+	BYTES($0x0f, Y15, X15)
+	BYTES($0x10, Y14, X14)
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+
+q5kloop:
+	KSCALES
+	Q5KPAIR(48, 0, VPSLLW, 4, VPSLLW, 3)
+	ADDQ $256, DI
+	Q5KPAIR(80, 8, VPSLLW, 2, VPSLLW, 1)
+	ADDQ $256, DI
+	Q5KPAIR(112, 16, VPSLLW, 0, VPSRLW, 1)
+	ADDQ $256, DI
+	Q5KPAIR(144, 24, VPSRLW, 2, VPSRLW, 3)
+	ADDQ $256, DI
+	ADDQ $176, SI
+	DECQ CX
+	JNZ  q5kloop
+
+	VADDPS Y1, Y0, Y0
+	VADDPS Y3, Y2, Y2
+	VSUBPS Y2, Y0, Y0
+	REDUCE
+	VZEROUPPER
+	MOVSS X0, ret+24(FP)
+	RET
+
+// func dotQ6_KAVX2(row *byte, x *float32, nb int) float32
+// Block (256 elements): 128 low-nibble bytes, 64 bytes of high pairs, 16
+// int8 scales (one per 16 elements), d (f16). Sum d*sc * x.(q-32) per 16.
+TEXT ·dotQ6_KAVX2(SB), NOSPLIT, $192-28
+	MOVQ row+0(FP), SI
+	MOVQ x+8(FP), DI
+	MOVQ nb+16(FP), CX
+	BYTES($0x0f, Y15, X15)
+	BYTES($0x30, Y14, X14)
+	BYTES($0x20, Y13, X13)
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+
+q6kloop:
+	VPMOVSXBD 192(SI), Y4
+	VPMOVSXBD 200(SI), Y5
+	VCVTDQ2PS Y4, Y4
+	VCVTDQ2PS Y5, Y5
+	MOVWLZX 208(SI), AX
+	VMOVD AX, X6
+	VCVTPH2PS X6, X6
+	VBROADCASTSS X6, Y6
+	VMULPS Y6, Y4, Y4
+	VMULPS Y6, Y5, Y5
+	VMOVUPS Y4, 0(SP)
+	VMOVUPS Y5, 32(SP)
+	Q6HALF(0, 128, 0)
+	ADDQ $512, DI
+	Q6HALF(64, 160, 32)
+	ADDQ $512, DI
+	ADDQ $210, SI
+	DECQ CX
+	JNZ  q6kloop
+
+	VADDPS Y1, Y0, Y0
+	REDUCE
+	VZEROUPPER
+	MOVSS X0, ret+24(FP)
+	RET
+
+// func dotF16AVX2(row *byte, x *float32, n int) float32
+// n a positive multiple of 8; VCVTPH2PS widens eight halves at a time.
+TEXT ·dotF16AVX2(SB), NOSPLIT, $0-28
+	MOVQ row+0(FP), SI
+	MOVQ x+8(FP), DI
+	MOVQ n+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+
+h32:
+	CMPQ CX, $32
+	JL   h8
+	VCVTPH2PS (SI), Y4
+	VCVTPH2PS 16(SI), Y5
+	VCVTPH2PS 32(SI), Y6
+	VCVTPH2PS 48(SI), Y7
+	VFMADD231PS (DI), Y4, Y0
+	VFMADD231PS 32(DI), Y5, Y1
+	VFMADD231PS 64(DI), Y6, Y2
+	VFMADD231PS 96(DI), Y7, Y3
+	ADDQ $64, SI
+	ADDQ $128, DI
+	SUBQ $32, CX
+	JMP  h32
+
+h8:
+	CMPQ CX, $8
+	JL   hdone
+	VCVTPH2PS (SI), Y4
+	VFMADD231PS (DI), Y4, Y0
+	ADDQ $16, SI
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP  h8
+
+hdone:
+	VADDPS Y1, Y0, Y0
+	VADDPS Y3, Y2, Y2
+	VADDPS Y2, Y0, Y0
+	REDUCE
+	VZEROUPPER
+	MOVSS X0, ret+24(FP)
+	RET
