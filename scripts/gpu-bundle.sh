@@ -36,6 +36,10 @@ done
 for tool in model/internal/cmd/hfcompare model/tokenizer/internal/cmd/tokdump examples/generate; do
   if compgen -G "$tool/*.go" >/dev/null; then go build -ldflags="-s -w" -o "$out/bin/$(basename "$tool")" "./$tool"; fi
 done
+# CPU kernel tests and benchmarks for the cpuquant section (the GPU host's
+# CPU is an idle Intel Xeon; the CI machine is a loaded 2-core AMD).
+go test -c -ldflags="-s -w" -o "$out/bin/cpu.bench" ./model/internal/cpu
+go test -c -ldflags="-s -w" -o "$out/bin/quant.bench" ./model/internal/quant
 cp scripts/gpu-suite.sh "$out/run.sh"
 # The demo model's corpus, for the train section (needs Debian's bible-kjv).
 if command -v bible >/dev/null; then

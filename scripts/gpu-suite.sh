@@ -23,6 +23,9 @@
 #   generate  examples/generate on the embedded demo model: -device gpu against
 #             -device cpu (greedy, the same text expected), then sampled on the GPU;
 #             then model's BenchmarkGPUDecode (batch 1 and 32)
+#   cpuquant  the CPU kernels on this host's CPU: package quant's and cpu's
+#             tests (every kernel set against the reference), then the
+#             quantized matrix-vector benchmark, one goroutine, 96 MiB per format
 # Full logs go to $OUT (at most 8 files come back); the tail of stdout holds
 # the summary lines.
 set -uo pipefail
@@ -188,6 +191,18 @@ if has generate; then
   else
     status=1; note "generate: no binary in the bundle"
   fi
+fi
+
+if has cpuquant; then
+  root=$PWD
+  if (cd model/internal/quant && "$root/$bin/quant.bench" -test.count=1) >"$LOGS/cpuquant.log" 2>&1 &&
+    (cd model/internal/cpu && "$root/$bin/cpu.bench" -test.count=1) >>"$LOGS/cpuquant.log" 2>&1; then
+    note "cpuquant tests: PASS"
+  else
+    status=1; note "cpuquant tests: FAIL"; tail -20 "$LOGS/cpuquant.log"
+  fi
+  grep -m1 'model name' /proc/cpuinfo
+  (cd model/internal/cpu && "$root/$bin/cpu.bench" -test.run=NONE -test.bench='MatVecQuant/' -test.benchtime=20x -test.count=3 -test.cpu=1) 2>&1 | tee -a "$LOGS/cpuquant.log" | grep -E '^Benchmark'
 fi
 
 for f in "$LOGS"/*; do echo "##### $(basename "$f")"; cat "$f"; done >"$OUT/misc.log" 2>/dev/null

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hipgo/hipgo/model/internal/quant"
 	"github.com/stretchr/testify/require"
 )
 
@@ -227,6 +228,12 @@ func TestKernelVariants(t *testing.T) {
 			for _, bf := range []bool{false, true} {
 				checkMatMul(t, r, p, tc.rows, tc.cols, tc.T, bf, name)
 			}
+		}
+		require.Equal(t, name, quant.Kernels(), "quant follows cpu")
+		for _, typ := range []quant.Type{quant.Q4_0, quant.Q4_1, quant.Q8_0, quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.F16} {
+			elems, _ := quant.BlockSize(typ)
+			checkMatMulQuant(t, r, p, typ, 33, 3*max(elems, 32), 1)
+			checkMatMulQuant(t, r, p, typ, 9, 3*max(elems, 32), 5)
 		}
 	}
 	require.Error(t, SetKernels("nope"))
