@@ -79,3 +79,26 @@ func randRows(r *rand.Rand, t Type, rows, cols int) []byte {
 	}
 	return q
 }
+
+// BenchmarkDequantizeRow measures widening L2-resident rows (prefill
+// widens each weight row once per tile of inputs).
+func BenchmarkDequantizeRow(b *testing.B) {
+	const rows, cols = 64, 1536
+	r := rand.New(rand.NewPCG(6, 6))
+	dst := make([]float32, cols)
+	for _, typ := range allTypes {
+		rb, _ := RowBytes(typ, cols)
+		q := randRows(r, typ, rows, cols)
+		b.Run(typ.String(), func(b *testing.B) {
+			b.SetBytes(int64(len(q)))
+			for b.Loop() {
+				for j := range rows {
+					if err := DequantizeRow(typ, q[j*rb:(j+1)*rb], dst); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.ReportMetric(float64(rows*cols)*float64(b.N)/b.Elapsed().Seconds()/1e9, "Gelem/s")
+		})
+	}
+}

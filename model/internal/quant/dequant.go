@@ -16,38 +16,38 @@ func DequantizeRow(t Type, src []byte, dst []float32) error {
 	if len(src) != rb {
 		return fmt.Errorf("%w: %d bytes for %d elements of %v (want %d)", ErrSize, len(src), len(dst), t, rb)
 	}
-	switch t {
-	case F32:
-		for i := range dst {
-			dst[i] = math.Float32frombits(uint32(src[4*i]) | uint32(src[4*i+1])<<8 | uint32(src[4*i+2])<<16 | uint32(src[4*i+3])<<24)
-		}
-	case F16:
-		for i := range dst {
-			dst[i] = f16at(src[2*i:])
-		}
-	case BF16:
-		for i := range dst {
-			dst[i] = bf16(le16(src[2*i:]))
-		}
-	default:
-		_, bs := BlockSize(t)
-		n, _ := BlockSize(t)
-		dec := decoders[t]
-		for b := 0; b < len(dst)/n; b++ {
-			dec(src[b*bs:(b+1)*bs], dst[b*n:(b+1)*n])
-		}
+	if len(dst) > 0 {
+		kern.dequant[t](src, dst)
 	}
 	return nil
 }
 
-// decoders widen one block (its bytes, its elements) of each block type.
-var decoders = [BF16 + 1]func(blk []byte, y []float32){
-	Q4_0: decodeQ4_0,
-	Q4_1: decodeQ4_1,
-	Q8_0: decodeQ8_0,
-	Q4_K: decodeQ4_K,
-	Q5_K: decodeQ5_K,
-	Q6_K: decodeQ6_K,
+func dequantF32(src []byte, dst []float32) {
+	for i := range dst {
+		dst[i] = math.Float32frombits(uint32(src[4*i]) | uint32(src[4*i+1])<<8 | uint32(src[4*i+2])<<16 | uint32(src[4*i+3])<<24)
+	}
+}
+
+func dequantF16(src []byte, dst []float32) {
+	for i := range dst {
+		dst[i] = f16at(src[2*i:])
+	}
+}
+
+func dequantBF16(src []byte, dst []float32) {
+	for i := range dst {
+		dst[i] = bf16(le16(src[2*i:]))
+	}
+}
+
+// blockwise makes a row decoder from a block decoder of type t.
+func blockwise(t Type, dec func(blk []byte, y []float32)) func(src []byte, dst []float32) {
+	n, bs := BlockSize(t)
+	return func(src []byte, dst []float32) {
+		for b := 0; b < len(dst)/n; b++ {
+			dec(src[b*bs:(b+1)*bs], dst[b*n:(b+1)*n])
+		}
+	}
 }
 
 // In the decoders an explicit float32(...) around a product forces it to be

@@ -20,10 +20,12 @@ func DotRow(t Type, row []byte, x []float32) float32 {
 	return kern.dot[t](row, x)
 }
 
-// kernelSet is one selectable set of per-type row products; each entry may
-// assume a validated row (whole blocks, matching sizes, at least one block).
+// kernelSet is one selectable set of per-type row products and row
+// decoders; each entry may assume a validated row (whole blocks, matching
+// sizes, at least one block).
 type kernelSet struct {
-	dot [BF16 + 1]func(row []byte, x []float32) float32
+	dot     [BF16 + 1]func(row []byte, x []float32) float32
+	dequant [BF16 + 1]func(src []byte, dst []float32)
 }
 
 var generic = kernelSet{dot: [BF16 + 1]func([]byte, []float32) float32{
@@ -36,6 +38,16 @@ var generic = kernelSet{dot: [BF16 + 1]func([]byte, []float32) float32{
 	Q4_K: dotQ4_K,
 	Q5_K: dotQ5_K,
 	Q6_K: dotQ6_K,
+}, dequant: [BF16 + 1]func([]byte, []float32){
+	F32:  dequantF32,
+	F16:  dequantF16,
+	BF16: dequantBF16,
+	Q4_0: blockwise(Q4_0, decodeQ4_0),
+	Q4_1: blockwise(Q4_1, decodeQ4_1),
+	Q8_0: blockwise(Q8_0, decodeQ8_0),
+	Q4_K: blockwise(Q4_K, decodeQ4_K),
+	Q5_K: blockwise(Q5_K, decodeQ5_K),
+	Q6_K: blockwise(Q6_K, decodeQ6_K),
 }}
 
 // kern is the active set; variants holds every set this CPU can run.

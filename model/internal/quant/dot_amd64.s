@@ -143,8 +143,8 @@
 	VBROADCASTSS soff+36(SP), Y13 \
 	VFMADD231PS Y8, Y13, Y3
 
-// Q6GROUP does one group of 16 Q6_K elements: signed codes at qoff(SP)
-// (widened by KS1/KS2), x at xoff(DI), scale d*sc at soff(SP), into ACC.
+// Q6GROUP does one group of 16 Q6_K elements: signed codes at qoff(SP),
+// x at xoff(DI), scale d*sc at soff(SP); A, B, S are scratch; adds to ACC.
 #define Q6GROUP(qoff, xoff, soff, A, B, S, ACC) \
 	VPMOVSXBD qoff(SP), A \
 	VPMOVSXBD qoff+8(SP), B \
@@ -155,14 +155,14 @@
 	VBROADCASTSS soff(SP), S \
 	VFMADD231PS A, S, ACC
 
-// Q6HALF does 128 elements of a Q6_K block: 64 low-nibble bytes at
-// qloff(SI), 32 high-pair bytes at qhoff(SI), x at DI, scales at soff(SP)
-// (eight floats). Within the half, element 32k+l takes its low four bits
-// from ql[l] (k=0,2) or ql[l+32] (k=1,3), low nibble for k<2, and bits
-// 2k,2k+1 of qh[l] as bits 4,5; minus 32. The codes are built 32 bytes at a
-// time (word shifts are safe: the masks drop the bits that cross bytes),
-// stored at 64(SP)..191(SP) and widened from there.
-#define Q6HALF(qloff, qhoff, soff) \
+// Q6CODES builds the 128 signed codes of half a Q6_K block at
+// 64(SP)..191(SP), from 64 low-nibble bytes at qloff(SI) and 32 high-pair
+// bytes at qhoff(SI). Within the half, element 32k+l takes its low four
+// bits from ql[l] (k=0,2) or ql[l+32] (k=1,3), low nibble for k<2, and bits
+// 2k,2k+1 of qh[l] as bits 4,5; minus 32. The codes are built 32 bytes at
+// a time (word shifts are safe: the masks drop the bits that cross bytes)
+// and widened from the stack by the caller. Y13-Y15: bytes 32, 0x30, 0x0F.
+#define Q6CODES(qloff, qhoff) \
 	VMOVDQU qloff(SI), Y4 \
 	VMOVDQU qloff+32(SI), Y5 \
 	VMOVDQU qhoff(SI), Y6 \
@@ -190,7 +190,12 @@
 	VMOVDQU Y4, 64(SP) \
 	VMOVDQU Y5, 96(SP) \
 	VMOVDQU Y8, 128(SP) \
-	VMOVDQU Y9, 160(SP) \
+	VMOVDQU Y9, 160(SP)
+
+// Q6HALF does 128 elements of a Q6_K block (codes as Q6CODES), x at DI,
+// scales d*sc at soff(SP) (eight floats, one per 16 elements).
+#define Q6HALF(qloff, qhoff, soff) \
+	Q6CODES(qloff, qhoff) \
 	Q6GROUP(64, 0, soff, Y4, Y5, Y6, Y0) \
 	Q6GROUP(80, 64, soff+4, Y7, Y8, Y9, Y1) \
 	Q6GROUP(96, 128, soff+8, Y4, Y5, Y6, Y0) \
@@ -206,12 +211,12 @@
 	VMOVD AX, X \
 	VPBROADCASTB X, Y
 
-// Q5KPAIR does sub-blocks 2i and 2i+1 of a Q5_K block: nibbles at
-// qoff(SI), high bits in the 32 bytes at 16(SI) (bit 2i of qh[l] is bit 4
-// of element l of sub-block 2i, bit 2i+1 of 2i+1, moved there by LO/HI
-// word shifts), x at DI, scales at soff(SP). The 5-bit codes are stored at
-// 64(SP)..127(SP) and widened from there.
-#define Q5KPAIR(qoff, soff, LO, lok, HI, hik) \
+// Q5KCODES leaves the 5-bit codes of sub-blocks 2i in Y4-Y7 and 2i+1 in
+// Y8-Y11 (dwords): nibbles at qoff(SI) as Q4_K, high bits in the 32 bytes
+// at 16(SI) (bit 2i of qh[l] is bit 4 of element l of sub-block 2i, bit
+// 2i+1 that of 2i+1, moved to bit 4 by the LO/HI word shifts and masked by
+// Y14 = bytes 0x10). The codes go through 64(SP)..127(SP).
+#define Q5KCODES(qoff, LO, lok, HI, hik) \
 	VMOVDQU qoff(SI), Y4 \
 	VPSRLW $4, Y4, Y5 \
 	VPAND Y15, Y5, Y5 \
@@ -232,8 +237,78 @@
 	VPMOVZXBD 96(SP), Y8 \
 	VPMOVZXBD 104(SP), Y9 \
 	VPMOVZXBD 112(SP), Y10 \
-	VPMOVZXBD 120(SP), Y11 \
+	VPMOVZXBD 120(SP), Y11
+
+// Q5KPAIR does sub-blocks 2i and 2i+1 of a Q5_K block, x at DI, scales
+// at soff(SP) (see Q4KSUMS).
+#define Q5KPAIR(qoff, soff, LO, lok, HI, hik) \
+	Q5KCODES(qoff, LO, lok, HI, hik) \
 	Q4KSUMS(soff)
+
+// KOUT writes one sub-block of 32 elements from dword codes A B C D:
+// float(q) * (d*sc at soff(SP)) - (dmin*m at soff+32(SP)), to xoff(DI).
+// Multiply then subtract, each rounded, as the reference does.
+#define KOUT(A, B, C, D, xoff, soff) \
+	VBROADCASTSS soff(SP), Y12 \
+	VBROADCASTSS soff+32(SP), Y13 \
+	VCVTDQ2PS A, A \
+	VCVTDQ2PS B, B \
+	VCVTDQ2PS C, C \
+	VCVTDQ2PS D, D \
+	VMULPS Y12, A, A \
+	VMULPS Y12, B, B \
+	VMULPS Y12, C, C \
+	VMULPS Y12, D, D \
+	VSUBPS Y13, A, A \
+	VSUBPS Y13, B, B \
+	VSUBPS Y13, C, C \
+	VSUBPS Y13, D, D \
+	VMOVUPS A, xoff(DI) \
+	VMOVUPS B, xoff+32(DI) \
+	VMOVUPS C, xoff+64(DI) \
+	VMOVUPS D, xoff+96(DI)
+
+// Q6OUT writes 16 Q6_K elements: signed codes at qoff(SP) times the scale
+// d*sc at soff(SP), to xoff(DI).
+#define Q6OUT(qoff, xoff, soff) \
+	VPMOVSXBD qoff(SP), Y4 \
+	VPMOVSXBD qoff+8(SP), Y5 \
+	VCVTDQ2PS Y4, Y4 \
+	VCVTDQ2PS Y5, Y5 \
+	VBROADCASTSS soff(SP), Y6 \
+	VMULPS Y6, Y4, Y4 \
+	VMULPS Y6, Y5, Y5 \
+	VMOVUPS Y4, xoff(DI) \
+	VMOVUPS Y5, xoff+32(DI)
+
+// Q4KDQPAIR writes sub-blocks 2i and 2i+1 of a Q4_K block (see Q4KPAIR).
+#define Q4KDQPAIR(qoff, soff) \
+	VPMOVZXBD qoff(SI), Y4 \
+	VPMOVZXBD qoff+8(SI), Y5 \
+	VPMOVZXBD qoff+16(SI), Y6 \
+	VPMOVZXBD qoff+24(SI), Y7 \
+	VPSRLD $4, Y4, Y8 \
+	VPSRLD $4, Y5, Y9 \
+	VPSRLD $4, Y6, Y10 \
+	VPSRLD $4, Y7, Y11 \
+	VPAND Y15, Y4, Y4 \
+	VPAND Y15, Y5, Y5 \
+	VPAND Y15, Y6, Y6 \
+	VPAND Y15, Y7, Y7 \
+	KOUT(Y4, Y5, Y6, Y7, 0, soff) \
+	KOUT(Y8, Y9, Y10, Y11, 128, soff+4)
+
+// Q6DQHALF writes 128 elements of a Q6_K block (see Q6HALF).
+#define Q6DQHALF(qloff, qhoff, soff) \
+	Q6CODES(qloff, qhoff) \
+	Q6OUT(64, 0, soff) \
+	Q6OUT(80, 64, soff+4) \
+	Q6OUT(96, 128, soff+8) \
+	Q6OUT(112, 192, soff+12) \
+	Q6OUT(128, 256, soff+16) \
+	Q6OUT(144, 320, soff+20) \
+	Q6OUT(160, 384, soff+24) \
+	Q6OUT(176, 448, soff+28)
 
 // func dotQ8_0AVX2(row *byte, x *float32, nb int) float32
 // Block: d (f16), 32 int8. Sum d * (x . q).
@@ -524,4 +599,218 @@ hdone:
 	REDUCE
 	VZEROUPPER
 	MOVSS X0, ret+24(FP)
+	RET
+
+// The dequantizing kernels write nb blocks to dst with the reference's
+// rounding: each value is one product (or a product then one add or
+// subtract), never fused.
+
+// func dequantQ8_0AVX2(src *byte, dst *float32, nb int)
+TEXT ·dequantQ8_0AVX2(SB), NOSPLIT, $0-24
+	MOVQ src+0(FP), SI
+	MOVQ dst+8(FP), DI
+	MOVQ nb+16(FP), CX
+
+dq8loop:
+	MOVWLZX (SI), AX
+	VMOVD AX, X2
+	VCVTPH2PS X2, X2
+	VBROADCASTSS X2, Y2
+	VPMOVSXBD 2(SI), Y4
+	VPMOVSXBD 10(SI), Y5
+	VPMOVSXBD 18(SI), Y6
+	VPMOVSXBD 26(SI), Y7
+	VCVTDQ2PS Y4, Y4
+	VCVTDQ2PS Y5, Y5
+	VCVTDQ2PS Y6, Y6
+	VCVTDQ2PS Y7, Y7
+	VMULPS Y2, Y4, Y4
+	VMULPS Y2, Y5, Y5
+	VMULPS Y2, Y6, Y6
+	VMULPS Y2, Y7, Y7
+	VMOVUPS Y4, (DI)
+	VMOVUPS Y5, 32(DI)
+	VMOVUPS Y6, 64(DI)
+	VMOVUPS Y7, 96(DI)
+	ADDQ $34, SI
+	ADDQ $128, DI
+	DECQ CX
+	JNZ  dq8loop
+	VZEROUPPER
+	RET
+
+// func dequantQ4_0AVX2(src *byte, dst *float32, nb int)
+// (q - 8) is exact in float32, so subtracting after the conversion rounds
+// nothing; then one product with d.
+TEXT ·dequantQ4_0AVX2(SB), NOSPLIT, $0-24
+	MOVQ src+0(FP), SI
+	MOVQ dst+8(FP), DI
+	MOVQ nb+16(FP), CX
+	MOVL $15, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+	MOVL $0x41000000, AX // 8.0
+	VMOVD AX, X14
+	VBROADCASTSS X14, Y14
+
+dq40loop:
+	MOVWLZX (SI), AX
+	VMOVD AX, X2
+	VCVTPH2PS X2, X2
+	VBROADCASTSS X2, Y2
+	NIBBLES4(2)
+	VSUBPS Y14, Y4, Y4
+	VSUBPS Y14, Y5, Y5
+	VSUBPS Y14, Y6, Y6
+	VSUBPS Y14, Y7, Y7
+	VMULPS Y2, Y4, Y4
+	VMULPS Y2, Y5, Y5
+	VMULPS Y2, Y6, Y6
+	VMULPS Y2, Y7, Y7
+	VMOVUPS Y4, (DI)
+	VMOVUPS Y6, 32(DI)
+	VMOVUPS Y5, 64(DI)
+	VMOVUPS Y7, 96(DI)
+	ADDQ $18, SI
+	ADDQ $128, DI
+	DECQ CX
+	JNZ  dq40loop
+	VZEROUPPER
+	RET
+
+// func dequantQ4_1AVX2(src *byte, dst *float32, nb int)
+TEXT ·dequantQ4_1AVX2(SB), NOSPLIT, $0-24
+	MOVQ src+0(FP), SI
+	MOVQ dst+8(FP), DI
+	MOVQ nb+16(FP), CX
+	MOVL $15, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+
+dq41loop:
+	HALF2(0, Y2, Y3, X8)
+	NIBBLES4(4)
+	VMULPS Y2, Y4, Y4
+	VMULPS Y2, Y5, Y5
+	VMULPS Y2, Y6, Y6
+	VMULPS Y2, Y7, Y7
+	VADDPS Y3, Y4, Y4
+	VADDPS Y3, Y5, Y5
+	VADDPS Y3, Y6, Y6
+	VADDPS Y3, Y7, Y7
+	VMOVUPS Y4, (DI)
+	VMOVUPS Y6, 32(DI)
+	VMOVUPS Y5, 64(DI)
+	VMOVUPS Y7, 96(DI)
+	ADDQ $20, SI
+	ADDQ $128, DI
+	DECQ CX
+	JNZ  dq41loop
+	VZEROUPPER
+	RET
+
+// func dequantQ4_KAVX2(src *byte, dst *float32, nb int)
+TEXT ·dequantQ4_KAVX2(SB), NOSPLIT, $64-24
+	MOVQ src+0(FP), SI
+	MOVQ dst+8(FP), DI
+	MOVQ nb+16(FP), CX
+	MOVL $15, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+
+dq4kloop:
+	KSCALES
+	Q4KDQPAIR(16, 0)
+	ADDQ $256, DI
+	Q4KDQPAIR(48, 8)
+	ADDQ $256, DI
+	Q4KDQPAIR(80, 16)
+	ADDQ $256, DI
+	Q4KDQPAIR(112, 24)
+	ADDQ $256, DI
+	ADDQ $144, SI
+	DECQ CX
+	JNZ  dq4kloop
+	VZEROUPPER
+	RET
+
+// func dequantQ5_KAVX2(src *byte, dst *float32, nb int)
+TEXT ·dequantQ5_KAVX2(SB), NOSPLIT, $128-24
+	MOVQ src+0(FP), SI
+	MOVQ dst+8(FP), DI
+	MOVQ nb+16(FP), CX
+	BYTES($0x0f, Y15, X15)
+	BYTES($0x10, Y14, X14)
+
+dq5kloop:
+	KSCALES
+	Q5KCODES(48, VPSLLW, 4, VPSLLW, 3)
+	KOUT(Y4, Y5, Y6, Y7, 0, 0)
+	KOUT(Y8, Y9, Y10, Y11, 128, 4)
+	ADDQ $256, DI
+	Q5KCODES(80, VPSLLW, 2, VPSLLW, 1)
+	KOUT(Y4, Y5, Y6, Y7, 0, 8)
+	KOUT(Y8, Y9, Y10, Y11, 128, 12)
+	ADDQ $256, DI
+	Q5KCODES(112, VPSLLW, 0, VPSRLW, 1)
+	KOUT(Y4, Y5, Y6, Y7, 0, 16)
+	KOUT(Y8, Y9, Y10, Y11, 128, 20)
+	ADDQ $256, DI
+	Q5KCODES(144, VPSRLW, 2, VPSRLW, 3)
+	KOUT(Y4, Y5, Y6, Y7, 0, 24)
+	KOUT(Y8, Y9, Y10, Y11, 128, 28)
+	ADDQ $256, DI
+	ADDQ $176, SI
+	DECQ CX
+	JNZ  dq5kloop
+	VZEROUPPER
+	RET
+
+// func dequantQ6_KAVX2(src *byte, dst *float32, nb int)
+TEXT ·dequantQ6_KAVX2(SB), NOSPLIT, $192-24
+	MOVQ src+0(FP), SI
+	MOVQ dst+8(FP), DI
+	MOVQ nb+16(FP), CX
+	BYTES($0x0f, Y15, X15)
+	BYTES($0x30, Y14, X14)
+	BYTES($0x20, Y13, X13)
+
+dq6kloop:
+	VPMOVSXBD 192(SI), Y4
+	VPMOVSXBD 200(SI), Y5
+	VCVTDQ2PS Y4, Y4
+	VCVTDQ2PS Y5, Y5
+	MOVWLZX 208(SI), AX
+	VMOVD AX, X6
+	VCVTPH2PS X6, X6
+	VBROADCASTSS X6, Y6
+	VMULPS Y6, Y4, Y4
+	VMULPS Y6, Y5, Y5
+	VMOVUPS Y4, 0(SP)
+	VMOVUPS Y5, 32(SP)
+	Q6DQHALF(0, 128, 0)
+	ADDQ $512, DI
+	Q6DQHALF(64, 160, 32)
+	ADDQ $512, DI
+	ADDQ $210, SI
+	DECQ CX
+	JNZ  dq6kloop
+	VZEROUPPER
+	RET
+
+// func dequantF16AVX2(src *byte, dst *float32, n int)
+// n a positive multiple of 8.
+TEXT ·dequantF16AVX2(SB), NOSPLIT, $0-24
+	MOVQ src+0(FP), SI
+	MOVQ dst+8(FP), DI
+	MOVQ n+16(FP), CX
+
+dh8:
+	VCVTPH2PS (SI), Y4
+	VMOVUPS Y4, (DI)
+	ADDQ $16, SI
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JNZ  dh8
+	VZEROUPPER
 	RET

@@ -82,19 +82,30 @@ const Q5_0ID Type = 6
 // as the gguf package's numpy reference does, over rows quantized by that
 // reference and rows of random blocks (every code, scale and sign).
 func TestDequantizeRowMatchesReference(t *testing.T) {
-	for _, typ := range allTypes {
-		ref := loadRef(t, typ)
-		got := make([]float32, ref.n)
-		for i, row := range ref.rows {
-			require.NoError(t, DequantizeRow(typ, row, got))
-			for j := range got {
-				if math.Float32bits(got[j]) != math.Float32bits(ref.want[i][j]) {
-					t.Fatalf("%v row %d elem %d: got %g (%#x), reference %g (%#x)", typ, i, j,
-						got[j], math.Float32bits(got[j]), ref.want[i][j], math.Float32bits(ref.want[i][j]))
+	defer func() { require.NoError(t, SetKernels(Kernels())) }()
+	def := Kernels()
+	for _, name := range KernelSets() {
+		require.NoError(t, SetKernels(name))
+		for _, typ := range allTypes {
+			ref := loadRef(t, typ)
+			elems, bytes := BlockSize(typ)
+			for i, row := range ref.rows {
+				// The whole row, and a shorter prefix of whole blocks (19
+				// elements for the float types: vector part and tail).
+				for _, n := range []int{ref.n, map[int]int{1: 19, 32: 96, 256: 256}[elems]} {
+					got := make([]float32, n)
+					require.NoError(t, DequantizeRow(typ, row[:n/elems*bytes], got))
+					for j := range got {
+						if math.Float32bits(got[j]) != math.Float32bits(ref.want[i][j]) {
+							t.Fatalf("%s %v row %d elem %d: got %g (%#x), reference %g (%#x)", name, typ, i, j,
+								got[j], math.Float32bits(got[j]), ref.want[i][j], math.Float32bits(ref.want[i][j]))
+						}
+					}
 				}
 			}
 		}
 	}
+	require.NoError(t, SetKernels(def))
 }
 
 // dotTolerance bounds float32 rounding of a dot product of x with a row
@@ -272,6 +283,17 @@ func FuzzDequantizeRow(f *testing.F) {
 		rb, _ := RowBytes(typ, len(dst))
 		if rb != len(data) {
 			t.Fatalf("accepted %d bytes, row is %d", len(data), rb)
+		}
+		// The active kernels decode exactly as the generic ones (NaN aside:
+		// VCVTPH2PS quiets signalling NaNs).
+		if len(dst) > 0 {
+			ref := make([]float32, len(dst))
+			generic.dequant[typ](data, ref)
+			for i := range ref {
+				if math.Float32bits(ref[i]) != math.Float32bits(dst[i]) && !(math.IsNaN(float64(ref[i])) && math.IsNaN(float64(dst[i]))) {
+					t.Fatalf("%v elem %d: %s kernels %g, generic %g", typ, i, Kernels(), dst[i], ref[i])
+				}
+			}
 		}
 		var want, mag float64
 		for _, v := range dst {
