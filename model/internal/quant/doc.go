@@ -9,15 +9,17 @@
 // the gguf Python package do: every value is a float16 (or float32) scale
 // times small integers, rounded in float32 in the same order, so the result
 // is bit-identical to the reference. DotRow is the fused product used by
-// matrix-vector products: it decodes each block in registers, factors the
-// block's scale out of the sum, and never writes the row out.
+// matrix-vector products: it decodes each block in registers and
+// accumulates its product with x in float32, never writing the row out.
 //
 // Bad input (unknown type, a length that is not a whole number of blocks,
 // a buffer of the wrong size) is an error from RowBytes and DequantizeRow;
 // DotRow, which sits in the inner loop, returns NaN instead. Nothing here
 // panics on bad input.
 //
-// On amd64 with AVX2, FMA and F16C, DotRow uses Go assembly kernels for the
-// common types, chosen at start-up and checked against the portable Go
-// versions in tests; SetKernels selects a set by name for measurements.
+// On amd64 with AVX2, FMA and F16C, DotRow and DequantizeRow use Go
+// assembly kernels for every block type and F16, chosen at start-up and
+// checked in tests against the reference and the portable Go versions
+// (DequantizeRow bit for bit); SetKernels selects a set by name for
+// measurements.
 package quant

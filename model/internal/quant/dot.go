@@ -4,8 +4,10 @@ import "math"
 
 // DotRow returns the dot product of x with one row of type t (len(x)
 // elements, stored in row), accumulated in float32 without writing the row
-// out: each block's integer codes are summed against x and the block's
-// scales applied once per block (or sub-block). It returns NaN when t is
+// out (the generic kernels sum each block's codes against x and apply the
+// block's scales once; the assembly ones may form each weight in a
+// register first). Its rounding differs from a product with the
+// DequantizeRow values by float32 accumulation error. It returns NaN when t is
 // unknown, len(x) is not a whole number of blocks, or len(row) is not
 // RowBytes(t, len(x)): callers check shapes once, at load.
 func DotRow(t Type, row []byte, x []float32) float32 {

@@ -1,10 +1,12 @@
 #include "textflag.h"
 
-// Row products over whole blocks (nb >= 1) of ggml block formats, float32
-// activations, float32 accumulation. Each block's codes are widened to
-// float32 in registers (VPMOVZXBD/VPMOVSXBD, VCVTDQ2PS), multiplied with x,
-// and the block's float16 scale (VCVTPH2PS) applied once per block or
-// sub-block; nothing is written but a few scales on the stack.
+// Row products and row decoders over whole blocks (nb >= 1) of ggml block
+// formats, float32 activations, float32 accumulation. A block's codes are
+// widened to float32 in registers (VPMOVZXBD/VPMOVSXBD, VCVTDQ2PS) and its
+// float16 constants with VCVTPH2PS. The products either form each weight
+// with one FMA (q*d + m) and multiply it into an accumulator, or sum x*q
+// and apply the scale once per block (Q8_0, Q6_K's groups of 16); the row
+// is never written out (a few scales and codes pass through the stack).
 
 // REDUCE folds the eight lanes of Y0 into X0's low float.
 #define REDUCE \
@@ -37,22 +39,6 @@
 	VCVTDQ2PS Y5, Y5 \
 	VCVTDQ2PS Y6, Y6 \
 	VCVTDQ2PS Y7, Y7
-
-// XQ32 leaves in Y4 the lanes of x[0:32] . (Y4 Y6 Y5 Y7) (see NIBBLES4).
-#define XQ32 \
-	VMULPS (DI), Y4, Y4 \
-	VMULPS 32(DI), Y6, Y6 \
-	VFMADD231PS 64(DI), Y5, Y4 \
-	VFMADD231PS 96(DI), Y7, Y6 \
-	VADDPS Y6, Y4, Y4
-
-// XSUM32 leaves in YS the lanes of the sum of x[0:32] at off(DI).
-#define XSUM32(off, YS, YT) \
-	VMOVUPS off(DI), YS \
-	VMOVUPS off+32(DI), YT \
-	VADDPS off+64(DI), YS, YS \
-	VADDPS off+96(DI), YT, YT \
-	VADDPS YT, YS, YS
 
 // KSCALES unpacks the eight 6-bit scales and mins of the Q4_K/Q5_K block
 // at SI (12 bytes at 4(SI)), multiplies them by d and dmin (f16 at 0(SI)
@@ -112,7 +98,8 @@
 	Q4KSUMS(soff)
 
 // Q4KSUMS finishes a pair from the codes of sub-block 2i in Y4-Y7 and of
-// 2i+1 in Y8-Y11 (dwords).
+// 2i+1 in Y8-Y11 (dwords): each weight q*(d*sc) - dmin*m is one FMA and
+// its product with x another, into the four accumulators Y0-Y3.
 #define Q4KSUMS(soff) \
 	VCVTDQ2PS Y4, Y4 \
 	VCVTDQ2PS Y5, Y5 \
@@ -122,26 +109,26 @@
 	VCVTDQ2PS Y9, Y9 \
 	VCVTDQ2PS Y10, Y10 \
 	VCVTDQ2PS Y11, Y11 \
-	VMULPS (DI), Y4, Y4 \
-	VMULPS 32(DI), Y5, Y5 \
-	VFMADD231PS 64(DI), Y6, Y4 \
-	VFMADD231PS 96(DI), Y7, Y5 \
-	VADDPS Y5, Y4, Y4 \
-	VMULPS 128(DI), Y8, Y8 \
-	VMULPS 160(DI), Y9, Y9 \
-	VFMADD231PS 192(DI), Y10, Y8 \
-	VFMADD231PS 224(DI), Y11, Y9 \
-	VADDPS Y9, Y8, Y8 \
 	VBROADCASTSS soff(SP), Y12 \
-	VFMADD231PS Y4, Y12, Y0 \
-	VBROADCASTSS soff+4(SP), Y13 \
-	VFMADD231PS Y8, Y13, Y1 \
-	XSUM32(0, Y4, Y5) \
-	VBROADCASTSS soff+32(SP), Y12 \
-	VFMADD231PS Y4, Y12, Y2 \
-	XSUM32(128, Y8, Y9) \
+	VBROADCASTSS soff+32(SP), Y13 \
+	VFMSUB213PS Y13, Y12, Y4 \
+	VFMSUB213PS Y13, Y12, Y5 \
+	VFMSUB213PS Y13, Y12, Y6 \
+	VFMSUB213PS Y13, Y12, Y7 \
+	VBROADCASTSS soff+4(SP), Y12 \
 	VBROADCASTSS soff+36(SP), Y13 \
-	VFMADD231PS Y8, Y13, Y3
+	VFMSUB213PS Y13, Y12, Y8 \
+	VFMSUB213PS Y13, Y12, Y9 \
+	VFMSUB213PS Y13, Y12, Y10 \
+	VFMSUB213PS Y13, Y12, Y11 \
+	VFMADD231PS (DI), Y4, Y0 \
+	VFMADD231PS 32(DI), Y5, Y1 \
+	VFMADD231PS 64(DI), Y6, Y2 \
+	VFMADD231PS 96(DI), Y7, Y3 \
+	VFMADD231PS 128(DI), Y8, Y0 \
+	VFMADD231PS 160(DI), Y9, Y1 \
+	VFMADD231PS 192(DI), Y10, Y2 \
+	VFMADD231PS 224(DI), Y11, Y3
 
 // Q6GROUP does one group of 16 Q6_K elements: signed codes at qoff(SP),
 // x at xoff(DI), scale d*sc at soff(SP); A, B, S are scratch; adds to ACC.
@@ -310,6 +297,29 @@
 	Q6OUT(160, 384, soff+24) \
 	Q6OUT(176, 448, soff+28)
 
+// Q41BLOCK adds x . (d*q + m) for the Q4_1 block whose nibbles are at
+// qoff(SI) and x at xoff(DI), d and m broadcast in Y2 and Y3: each weight
+// is one FMA and its product with x another, into four accumulators.
+#define Q41BLOCK(qoff, xoff) \
+	VPMOVZXBD qoff(SI), Y4 \
+	VPMOVZXBD qoff+8(SI), Y6 \
+	VPSRLD $4, Y4, Y5 \
+	VPSRLD $4, Y6, Y7 \
+	VPAND Y15, Y4, Y4 \
+	VPAND Y15, Y6, Y6 \
+	VCVTDQ2PS Y4, Y4 \
+	VCVTDQ2PS Y5, Y5 \
+	VCVTDQ2PS Y6, Y6 \
+	VCVTDQ2PS Y7, Y7 \
+	VFMADD213PS Y3, Y2, Y4 \
+	VFMADD213PS Y3, Y2, Y5 \
+	VFMADD213PS Y3, Y2, Y6 \
+	VFMADD213PS Y3, Y2, Y7 \
+	VFMADD231PS xoff(DI), Y4, Y0 \
+	VFMADD231PS xoff+32(DI), Y6, Y1 \
+	VFMADD231PS xoff+64(DI), Y5, Y8 \
+	VFMADD231PS xoff+96(DI), Y7, Y9
+
 // func dotQ8_0AVX2(row *byte, x *float32, nb int) float32
 // Block: d (f16), 32 int8. Sum d * (x . q).
 TEXT ·dotQ8_0AVX2(SB), NOSPLIT, $0-28
@@ -376,44 +386,70 @@ q8done:
 	RET
 
 // func dotQ4_0AVX2(row *byte, x *float32, nb int) float32
-// Block: d (f16), 16 bytes of nibbles. Sum d * (x . q - 8 * sum x).
-TEXT ·dotQ4_0AVX2(SB), NOSPLIT, $0-28
+// Block: d (f16), 16 bytes of nibbles; weight d*q - 8d, as Q4_1 with
+// m = -8d. Two blocks per iteration share one float16 conversion.
+TEXT ·dotQ4_0AVX2(SB), NOSPLIT, $32-28
 	MOVQ row+0(FP), SI
 	MOVQ x+8(FP), DI
 	MOVQ nb+16(FP), CX
 	MOVL $15, AX
 	VMOVD AX, X15
 	VPBROADCASTD X15, Y15
-	VXORPS Y0, Y0, Y0 // sum d * x.q
-	VXORPS Y1, Y1, Y1 // sum d * sum x
+	MOVL $0xc1000000, AX // -8.0
+	VMOVD AX, X14
+	VBROADCASTSS X14, X14
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
 
-q40loop:
+q40pair:
+	CMPQ CX, $2
+	JL   q40one
 	MOVWLZX (SI), AX
-	VMOVD AX, X2
-	VCVTPH2PS X2, X2
-	VBROADCASTSS X2, Y2
-	NIBBLES4(2)
-	XQ32
-	XSUM32(0, Y8, Y9)
-	VFMADD231PS Y4, Y2, Y0
-	VFMADD231PS Y8, Y2, Y1
-	ADDQ $18, SI
-	ADDQ $128, DI
-	DECQ CX
-	JNZ  q40loop
+	MOVWLZX 18(SI), BX
+	SHLL $16, BX
+	ORL  BX, AX
+	VMOVD AX, X10
+	VCVTPH2PS X10, X10 // d0 d1
+	VMULPS X14, X10, X11 // -8d0 -8d1
+	VMOVUPS X10, 0(SP)
+	VMOVUPS X11, 8(SP)
+	VBROADCASTSS 0(SP), Y2
+	VBROADCASTSS 8(SP), Y3
+	Q41BLOCK(2, 0)
+	VBROADCASTSS 4(SP), Y2
+	VBROADCASTSS 12(SP), Y3
+	Q41BLOCK(20, 128)
+	ADDQ $36, SI
+	ADDQ $256, DI
+	SUBQ $2, CX
+	JMP  q40pair
 
-	MOVL $0x41000000, AX // 8.0
-	VMOVD AX, X2
-	VBROADCASTSS X2, Y2
-	VFNMADD231PS Y1, Y2, Y0 // Y0 -= 8 * Y1
+q40one:
+	CMPQ CX, $1
+	JL   q40done
+	MOVWLZX (SI), AX
+	VMOVD AX, X10
+	VCVTPH2PS X10, X10
+	VMULPS X14, X10, X11
+	VBROADCASTSS X10, Y2
+	VBROADCASTSS X11, Y3
+	Q41BLOCK(2, 0)
+
+q40done:
+	VADDPS Y1, Y0, Y0
+	VADDPS Y9, Y8, Y8
+	VADDPS Y8, Y0, Y0
 	REDUCE
 	VZEROUPPER
 	MOVSS X0, ret+24(FP)
 	RET
 
 // func dotQ4_1AVX2(row *byte, x *float32, nb int) float32
-// Block: d, m (f16), 16 bytes of nibbles. Sum d * x.q + m * sum x.
-TEXT ·dotQ4_1AVX2(SB), NOSPLIT, $0-28
+// Block: d, m (f16), 16 bytes of nibbles. Two blocks per iteration share
+// one float16 conversion of their four constants.
+TEXT ·dotQ4_1AVX2(SB), NOSPLIT, $16-28
 	MOVQ row+0(FP), SI
 	MOVQ x+8(FP), DI
 	MOVQ nb+16(FP), CX
@@ -422,20 +458,40 @@ TEXT ·dotQ4_1AVX2(SB), NOSPLIT, $0-28
 	VPBROADCASTD X15, Y15
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
 
-q41loop:
-	HALF2(0, Y2, Y3, X8)
-	NIBBLES4(4)
-	XQ32
-	XSUM32(0, Y8, Y9)
-	VFMADD231PS Y4, Y2, Y0
-	VFMADD231PS Y8, Y3, Y1
-	ADDQ $20, SI
-	ADDQ $128, DI
-	DECQ CX
-	JNZ  q41loop
+q41pair:
+	CMPQ CX, $2
+	JL   q41one
+	MOVL (SI), AX
+	MOVL 20(SI), BX
+	SHLQ $32, BX
+	ORQ  BX, AX
+	VMOVQ AX, X10
+	VCVTPH2PS X10, X10 // d0 m0 d1 m1
+	VMOVUPS X10, 0(SP)
+	VBROADCASTSS 0(SP), Y2
+	VBROADCASTSS 4(SP), Y3
+	Q41BLOCK(4, 0)
+	VBROADCASTSS 8(SP), Y2
+	VBROADCASTSS 12(SP), Y3
+	Q41BLOCK(24, 128)
+	ADDQ $40, SI
+	ADDQ $256, DI
+	SUBQ $2, CX
+	JMP  q41pair
 
+q41one:
+	CMPQ CX, $1
+	JL   q41done
+	HALF2(0, Y2, Y3, X10)
+	Q41BLOCK(4, 0)
+
+q41done:
 	VADDPS Y1, Y0, Y0
+	VADDPS Y9, Y8, Y8
+	VADDPS Y8, Y0, Y0
 	REDUCE
 	VZEROUPPER
 	MOVSS X0, ret+24(FP)
@@ -443,7 +499,7 @@ q41loop:
 
 // func dotQ4_KAVX2(row *byte, x *float32, nb int) float32
 // Block (256 elements): d, dmin (f16), 12 scale bytes, 128 nibble bytes
-// (four pairs of sub-blocks). Sum d*sc * x.q - dmin*m * sum x per sub-block.
+// (four pairs of sub-blocks).
 TEXT ·dotQ4_KAVX2(SB), NOSPLIT, $64-28
 	MOVQ row+0(FP), SI
 	MOVQ x+8(FP), DI
@@ -451,10 +507,10 @@ TEXT ·dotQ4_KAVX2(SB), NOSPLIT, $64-28
 	MOVL $15, AX
 	VMOVD AX, X15
 	VPBROADCASTD X15, Y15
-	VXORPS Y0, Y0, Y0 // even sub-blocks' d*sc * x.q
-	VXORPS Y1, Y1, Y1 // odd sub-blocks'
-	VXORPS Y2, Y2, Y2 // even sub-blocks' dmin*m * sum x
-	VXORPS Y3, Y3, Y3 // odd sub-blocks'
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
 
 q4kloop:
 	KSCALES
@@ -473,7 +529,7 @@ q4kloop:
 
 	VADDPS Y1, Y0, Y0
 	VADDPS Y3, Y2, Y2
-	VSUBPS Y2, Y0, Y0
+	VADDPS Y2, Y0, Y0
 	REDUCE
 	VZEROUPPER
 	MOVSS X0, ret+24(FP)
@@ -509,7 +565,7 @@ q5kloop:
 
 	VADDPS Y1, Y0, Y0
 	VADDPS Y3, Y2, Y2
-	VSUBPS Y2, Y0, Y0
+	VADDPS Y2, Y0, Y0
 	REDUCE
 	VZEROUPPER
 	MOVSS X0, ret+24(FP)
