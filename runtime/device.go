@@ -98,7 +98,7 @@ func (d *Device) markLost(f *FaultError) *FaultError {
 	if !d.lost.CompareAndSwap(nil, f) {
 		return d.lost.Load()
 	}
-	d.mon.failAll(f)
+	d.mon.end(f)
 	return f
 }
 
@@ -157,7 +157,7 @@ func (d *Device) Close() error {
 	if lost := d.lost.Load(); lost != nil {
 		// Fail anything still pending (no driver call), then tear down with a
 		// deadline.
-		d.mon.failAll(lost)
+		d.mon.end(lost)
 		done := make(chan error, 1)
 		go func() { done <- d.teardown(streams, modules) }()
 		select {
@@ -168,7 +168,7 @@ func (d *Device) Close() error {
 		}
 		return nil
 	}
-	d.mon.failAll(fmt.Errorf("%s closed before the event completed: %w", d.label, ErrClosed))
+	d.mon.end(fmt.Errorf("%s closed before the event completed: %w", d.label, ErrClosed))
 	return d.teardown(streams, modules)
 }
 

@@ -33,6 +33,10 @@ type monitor struct {
 	active  map[*Stream]struct{} // streams with unsettled events
 	reap    []driver.Event       // settled events' driver handles, destroyed outside callbacks
 	seq     uint64
+	// ended is set once, by end, when the device is lost or closed: from
+	// then on nothing is tracked, so an event recorded while the device
+	// was being lost cannot slip in after the fan-out and stay pending.
+	ended   error
 	waiters int
 	running bool
 	stopped bool
@@ -50,10 +54,19 @@ func newMonitor(d *Device) *monitor {
 // before it is tracked (it then stays pending for ever); tracked first, the
 // monitor can retire the stream (nothing listed yet) and never look at it
 // again. retire holds m.mu while it checks the list, so it sees both or
-// neither.
-func (m *monitor) add(e *Event) {
+// neither. It reports false, tracking nothing, once the monitor has ended
+// (end holds m.mu too, so an event is either failed by end's fan-out or
+// refused here): the caller reports the loss or the close instead.
+func (m *monitor) add(e *Event) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.ended != nil {
+		// The driver event was recorded and is done with nothing: it goes
+		// where settled handles go.
+		m.reap = append(m.reap, e.drv)
+		e.drv = nil
+		return false
+	}
 	m.seq++
 	e.seq = m.seq
 	m.pending[e] = struct{}{}
@@ -64,6 +77,7 @@ func (m *monitor) add(e *Event) {
 	s.evMu.Unlock()
 	m.active[s] = struct{}{}
 	m.ensureRunningLocked()
+	return true
 }
 
 func (m *monitor) ensureRunningLocked() {
@@ -95,10 +109,19 @@ func (m *monitor) kick() {
 	}
 }
 
-// failAll fails every pending event with err (the device-lost fan-out, or
-// Close). It makes no driver call.
-func (m *monitor) failAll(err error) {
-	for _, e := range m.snapshot() {
+// end stops tracking for good and fails every pending event with err (the
+// device-lost fan-out, or Close), or with the error of an earlier end. The
+// stop and the snapshot are one step under m.mu, which add also holds. It
+// makes no driver call.
+func (m *monitor) end(err error) {
+	m.mu.Lock()
+	if m.ended == nil {
+		m.ended = err
+	}
+	err = m.ended
+	evs := m.snapshotLocked()
+	m.mu.Unlock()
+	for _, e := range evs {
 		e.finish(err)
 	}
 }
@@ -120,11 +143,15 @@ func (m *monitor) inFlight() []string {
 // snapshot returns the pending events in record order.
 func (m *monitor) snapshot() []*Event {
 	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.snapshotLocked()
+}
+
+func (m *monitor) snapshotLocked() []*Event {
 	evs := make([]*Event, 0, len(m.pending))
 	for e := range m.pending {
 		evs = append(evs, e)
 	}
-	m.mu.Unlock()
 	slices.SortFunc(evs, func(a, b *Event) int { return cmp.Compare(a.seq, b.seq) })
 	return evs
 }

@@ -222,7 +222,10 @@ func (s *Stream) Record() (*Event, error) {
 		return nil, d.fail("record event", s.last, err)
 	}
 	e := newEvent(s, de, s.last)
-	d.mon.add(e) // tracked and listed on the stream in one step
+	if !d.mon.add(e) { // tracked and listed on the stream in one step
+		// The device was lost or closed while the driver recorded.
+		return nil, d.usable()
+	}
 	if d.notify && s.cbOutstanding.CompareAndSwap(false, true) {
 		// The callback is the low-latency path for success only; if it cannot
 		// be enqueued the monitor still settles the event.

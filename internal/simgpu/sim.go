@@ -88,6 +88,16 @@ type Config struct {
 	GPUTimer bool
 	// CloseBlocks makes Close block until Release is called.
 	CloseBlocks bool
+	// OnCall, when set, runs inside every driver call that the device did
+	// not already fail with its sticky fault, after that check: a test
+	// injects an out-of-band fault there (InjectAsyncFault from inside
+	// Record), a hang (block), or a failure (a non-nil result is the call's
+	// error). call names the method: "Alloc", "Free", "CopyHtoD",
+	// "CopyDtoH", "MemInfo", "Alive", "LoadModule", "Function", "Unload",
+	// "NewStream", "Launch", "Record", "Notify", "StreamDestroy",
+	// "EventQuery", "EventDestroy", "Mark", "MarkDestroy" (a mark's Since queries
+	// as "EventQuery").
+	OnCall func(call string) error
 }
 
 // Driver is a simulated backend.
@@ -223,13 +233,21 @@ func (d *Device) OnFault(h func(driver.AsyncFault) bool) {
 	d.mu.Unlock()
 }
 
-func (d *Device) call() error {
+// call counts a driver call and returns its status: the sticky fault, or
+// what Config.OnCall says.
+func (d *Device) call(name string) error {
 	d.DriverCalls.Add(1)
-	return d.fault()
+	if err := d.fault(); err != nil {
+		return err
+	}
+	if d.cfg.OnCall != nil {
+		return d.cfg.OnCall(name)
+	}
+	return nil
 }
 
 func (d *Device) Alloc(n uint64) (driver.Ptr, error) {
-	if err := d.call(); err != nil {
+	if err := d.call("Alloc"); err != nil {
 		return 0, err
 	}
 	d.mu.Lock()
@@ -245,7 +263,7 @@ func (d *Device) Alloc(n uint64) (driver.Ptr, error) {
 }
 
 func (d *Device) Free(p driver.Ptr) error {
-	if err := d.call(); err != nil {
+	if err := d.call("Free"); err != nil {
 		return err
 	}
 	d.mu.Lock()
@@ -275,7 +293,7 @@ func (d *Device) Bytes(p driver.Ptr, n uint64) ([]byte, error) {
 }
 
 func (d *Device) CopyHtoD(dst driver.Ptr, src unsafe.Pointer, n uint64) error {
-	if err := d.call(); err != nil {
+	if err := d.call("CopyHtoD"); err != nil {
 		return err
 	}
 	b, err := d.Bytes(dst, n)
@@ -287,7 +305,7 @@ func (d *Device) CopyHtoD(dst driver.Ptr, src unsafe.Pointer, n uint64) error {
 }
 
 func (d *Device) CopyDtoH(dst unsafe.Pointer, src driver.Ptr, n uint64) error {
-	if err := d.call(); err != nil {
+	if err := d.call("CopyDtoH"); err != nil {
 		return err
 	}
 	b, err := d.Bytes(src, n)
@@ -299,7 +317,7 @@ func (d *Device) CopyDtoH(dst unsafe.Pointer, src driver.Ptr, n uint64) error {
 }
 
 func (d *Device) MemInfo() (uint64, uint64, error) {
-	if err := d.call(); err != nil {
+	if err := d.call("MemInfo"); err != nil {
 		return 0, 0, err
 	}
 	d.mu.Lock()
@@ -325,7 +343,7 @@ func (d *Device) Classify(err error) driver.Class {
 	return driver.Other
 }
 
-func (d *Device) Alive() error { return d.call() }
+func (d *Device) Alive() error { return d.call("Alive") }
 
 // Release lets a blocked Close return.
 func (d *Device) Release() { close(d.release) }
@@ -343,7 +361,7 @@ func (d *Device) Close() error {
 }
 
 func (d *Device) LoadModule(image []byte) (driver.Module, error) {
-	if err := d.call(); err != nil {
+	if err := d.call("LoadModule"); err != nil {
 		return nil, err
 	}
 	return &module{dev: d, name: string(image)}, nil
@@ -355,7 +373,7 @@ type module struct {
 }
 
 func (m *module) Function(name string) (driver.Function, error) {
-	if err := m.dev.call(); err != nil {
+	if err := m.dev.call("Function"); err != nil {
 		return nil, err
 	}
 	k, ok := m.dev.kernels[name]
@@ -365,7 +383,7 @@ func (m *module) Function(name string) (driver.Function, error) {
 	return &function{def: k}, nil
 }
 
-func (m *module) Unload() error { return m.dev.call() }
+func (m *module) Unload() error { return m.dev.call("Unload") }
 
 type function struct{ def KernelDef }
 

@@ -33,7 +33,7 @@ type stream struct {
 }
 
 func (d *Device) NewStream() (driver.Stream, error) {
-	if err := d.call(); err != nil {
+	if err := d.call("NewStream"); err != nil {
 		return nil, err
 	}
 	s := &stream{dev: d}
@@ -57,7 +57,7 @@ type mark struct {
 }
 
 func (s *timedStream) Mark() (driver.TimingMark, error) {
-	if err := s.dev.call(); err != nil {
+	if err := s.dev.call("Mark"); err != nil {
 		return nil, err
 	}
 	m := &mark{event: event{dev: s.dev}}
@@ -68,7 +68,7 @@ func (s *timedStream) Mark() (driver.TimingMark, error) {
 
 func (m *mark) Destroy() error {
 	m.dev.MarksLive.Add(-1)
-	return m.dev.call()
+	return m.dev.call("MarkDestroy")
 }
 
 // Since waits for m (and start) as a real event synchronize does; after a
@@ -163,7 +163,7 @@ func (s *stream) run(o op) {
 }
 
 func (s *stream) Launch(fn driver.Function, grid, block driver.Dim3, shmem uint32, params unsafe.Pointer) error {
-	if err := s.dev.call(); err != nil {
+	if err := s.dev.call("Launch"); err != nil {
 		return err
 	}
 	f := fn.(*function)
@@ -197,7 +197,7 @@ type event struct {
 }
 
 func (e *event) Query() error {
-	if err := e.dev.call(); err != nil {
+	if err := e.dev.call("EventQuery"); err != nil {
 		return err
 	}
 	if e.done.Load() {
@@ -208,11 +208,11 @@ func (e *event) Query() error {
 
 func (e *event) Destroy() error {
 	e.dev.EventsLive.Add(-1)
-	return e.dev.call()
+	return e.dev.call("EventDestroy")
 }
 
 func (s *stream) Record() (driver.Event, error) {
-	if err := s.dev.call(); err != nil {
+	if err := s.dev.call("Record"); err != nil {
 		return nil, err
 	}
 	e := &event{dev: s.dev}
@@ -222,7 +222,7 @@ func (s *stream) Record() (driver.Event, error) {
 }
 
 func (s *stream) Notify(fn func()) error {
-	if err := s.dev.call(); err != nil {
+	if err := s.dev.call("Notify"); err != nil {
 		return err
 	}
 	s.enqueue(op{notify: fn})
@@ -230,7 +230,7 @@ func (s *stream) Notify(fn func()) error {
 }
 
 func (s *stream) Query() error {
-	if err := s.dev.call(); err != nil {
+	if err := s.dev.call("StreamQuery"); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -251,4 +251,4 @@ func (s *stream) Synchronize() error {
 	}
 }
 
-func (s *stream) Destroy() error { return s.dev.call() }
+func (s *stream) Destroy() error { return s.dev.call("StreamDestroy") }
