@@ -177,6 +177,14 @@ func (d *Device) teardown(streams []*Stream, modules []*Module) error {
 	for _, s := range streams {
 		errs = append(errs, s.destroy())
 	}
+	// After the streams: a Record in flight during Close (it holds its
+	// stream's lock, which destroy waits for) has put its handle here.
+	if d.lost.Load() == nil {
+		reap := d.mon.takeReaped()
+		for _, ev := range reap {
+			errs = append(errs, ev.Destroy())
+		}
+	}
 	for _, m := range modules {
 		errs = append(errs, m.unload())
 	}

@@ -271,9 +271,13 @@ func (m *monitor) retire(s *Stream) {
 	}
 }
 
-// poll is one non-blocking query for Event.State.
+// poll is one non-blocking query for Event.State. Once the monitor has
+// ended (lost or closed) it asks nothing: end settled every event.
 func (m *monitor) poll(e *Event) {
-	if m.dev.lost.Load() != nil {
+	m.mu.Lock()
+	ended := m.ended != nil
+	m.mu.Unlock()
+	if ended {
 		return
 	}
 	m.query(e)
@@ -310,14 +314,31 @@ func (m *monitor) query(e *Event) bool {
 	return true
 }
 
+// destroyReaped destroys settled events' driver handles. Once the monitor
+// has ended it leaves them: after a loss no driver call is made, and after
+// Close, teardown destroys them (takeReaped) before the driver closes.
 func (m *monitor) destroyReaped() {
 	m.mu.Lock()
+	if m.ended != nil {
+		m.mu.Unlock()
+		return
+	}
 	reap := m.reap
 	m.reap = nil
 	m.mu.Unlock()
-	if m.dev.lost.Load() != nil {
-		return // no driver calls after a fault
-	}
+	m.destroy(reap)
+}
+
+// takeReaped hands the handles left to destroy to Close's teardown.
+func (m *monitor) takeReaped() []driver.Event {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	reap := m.reap
+	m.reap = nil
+	return reap
+}
+
+func (m *monitor) destroy(reap []driver.Event) {
 	for _, ev := range reap {
 		// A destroy failure leaks one driver event; it is not the event's
 		// error (the event already settled), so it is dropped here on purpose

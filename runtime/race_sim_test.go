@@ -59,3 +59,40 @@ func TestRecordRacingAnOutOfBandFaultNeverLeavesAnEventPending(t *testing.T) {
 	defer cancel()
 	require.Same(t, fe, errAs(before.Wait(ctx)), "the event recorded before the fault failed with it")
 }
+
+// Close while Record is inside the driver: Close fails every pending event
+// and stops the monitor for good before Record tracks its event. Before the
+// fix that event was tracked after the fan-out, by a monitor that refuses to
+// restart: Pending for ever, and State kept asking the driver of a closed
+// device. Close also destroys every driver event, the racing one included.
+func TestCloseRacingRecordNeverLeavesAnEventPending(t *testing.T) {
+	var dev *runtime.Device
+	var before *runtime.Event
+	closed := make(chan error, 1)
+	hook, armed := onceIn("Record", func() {
+		go func() { closed <- dev.Close() }()
+		<-before.Done() // Close's fan-out has run
+	})
+	r := newRig(t, simgpu.Config{OnCall: hook, DropCallbacks: true})
+	dev = r.dev
+	s, err := r.dev.NewStream()
+	require.NoError(t, err)
+	other, err := r.dev.NewStream()
+	require.NoError(t, err)
+	require.NoError(t, other.Launch(r.spin, one, uint64(time.Hour), mustAlloc(t, r.dev)))
+	before, err = other.Record()
+	require.NoError(t, err)
+
+	armed.Store(true)
+	ev, err := s.Record()
+	require.ErrorIs(t, err, runtime.ErrClosed, "the device closed before Record could track its event")
+	require.Nil(t, ev)
+	require.NoError(t, <-closed)
+	require.ErrorIs(t, before.Err(), runtime.ErrClosed)
+
+	calls := r.sim.DriverCalls.Load()
+	require.Equal(t, runtime.Failed, before.State())
+	require.ErrorIs(t, before.Wait(context.Background()), runtime.ErrClosed)
+	require.Equal(t, calls, r.sim.DriverCalls.Load(), "State and Wait after Close made driver calls")
+	require.Zero(t, r.sim.EventsLive.Load(), "driver events left undestroyed by Close")
+}

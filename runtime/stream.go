@@ -211,12 +211,14 @@ func (s *Stream) Record() (*Event, error) {
 	if err := d.usable(); err != nil {
 		return nil, err
 	}
-	d.mon.destroyReaped()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.destroyed {
 		return nil, fmt.Errorf("record: stream closed: %w", ErrClosed)
 	}
+	// Under the stream's lock, which Close's teardown takes before the
+	// driver closes, so no destroy runs against a closed driver.
+	d.mon.destroyReaped()
 	de, err := s.drv.Record()
 	if err != nil {
 		return nil, d.fail("record event", s.last, err)
