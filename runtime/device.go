@@ -185,8 +185,10 @@ func (d *Device) teardown(streams []*Stream, modules []*Module) error {
 			errs = append(errs, ev.Destroy())
 		}
 	}
-	for _, m := range modules {
-		errs = append(errs, m.unload())
+	if d.lost.Load() == nil { // after a loss the driver's Close releases them with the context
+		for _, m := range modules {
+			errs = append(errs, m.unload())
+		}
 	}
 	errs = append(errs, d.drv.Close())
 	return errors.Join(errs...)

@@ -315,7 +315,7 @@ func (s *Stream) TimeGPU(ctx context.Context, enqueue func() error) (elapsed tim
 	}
 	// Timing events hold no work: destroying them is cleanup, reported only
 	// when nothing else failed.
-	defer func() { err = errors.Join(err, start.Destroy()) }()
+	defer func() { err = errors.Join(err, s.dropMark(start)) }()
 	if err := enqueue(); err != nil {
 		return 0, err
 	}
@@ -323,7 +323,7 @@ func (s *Stream) TimeGPU(ctx context.Context, enqueue func() error) (elapsed tim
 	if err != nil {
 		return 0, err
 	}
-	defer func() { err = errors.Join(err, end.Destroy()) }()
+	defer func() { err = errors.Join(err, s.dropMark(end)) }()
 	if err := s.Synchronize(ctx); err != nil {
 		return 0, err
 	}
@@ -332,6 +332,16 @@ func (s *Stream) TimeGPU(ctx context.Context, enqueue func() error) (elapsed tim
 		return 0, s.dev.fail("time GPU work", s.last, err)
 	}
 	return elapsed, nil
+}
+
+// dropMark destroys a timing event, unless the device is lost or closed: no
+// driver call after a loss (the context owns the event and goes with it),
+// none after Close (the driver has released everything).
+func (s *Stream) dropMark(m driver.TimingMark) error {
+	if s.dev.usable() != nil {
+		return nil
+	}
+	return m.Destroy()
 }
 
 // mark enqueues a timing event, in order with the stream's launches.

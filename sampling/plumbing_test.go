@@ -40,8 +40,9 @@ func TestPlumbingOfTheGPUTestsOnASimulatedCUDADevice(t *testing.T) {
 	require.Contains(t, string(out), "--- PASS: TestGPUDeferredPathNeverSynchronizes")
 }
 
-// plumbingDriver is the simulated CUDA device with the sampler kernels.
-func plumbingDriver() *simgpu.Driver {
+// plumbingDriver is the simulated CUDA device with the sampler kernels;
+// tune, when given, adjusts its configuration (a driver-call hook, say).
+func plumbingDriver(tune ...func(*simgpu.Config)) *simgpu.Driver {
 	ks := []simgpu.KernelDef{simgpu.SpinNs, simgpu.FillU32, simgpu.OOBWriteU32, simgpu.Empty,
 		{Name: "bounded_fill_u32", ParamSizes: []int{8, 4, 4}, Run: simgpu.FillU32.Run},
 	}
@@ -50,7 +51,11 @@ func plumbingDriver() *simgpu.Driver {
 			simgpu.KernelDef{Name: "gumbel_max_" + dt.suffix(), ParamSizes: []int{8, 4, 4, 4, 4, 4, 4, 4, 8, 8, 8, 8, 8}, Run: simGumbel(dt)},
 			simgpu.KernelDef{Name: "rejection_" + dt.suffix(), ParamSizes: []int{8, 4, 4, 4, 8, 4, 4, 4, 8, 8, 8}, Run: simRejection(dt)})
 	}
-	return simgpu.New(simgpu.Config{Devices: 1, Kind: driver.CUDA, Format: driver.PTX, Arch: "sm_90", Memory: 16 << 30, Kernels: ks})
+	cfg := simgpu.Config{Devices: 1, Kind: driver.CUDA, Format: driver.PTX, Arch: "sm_90", Memory: 16 << 30, Kernels: ks}
+	for _, f := range tune {
+		f(&cfg)
+	}
+	return simgpu.New(cfg)
 }
 
 func simRows(d *simgpu.Device, dt DType, p driver.Ptr, B, V, ld int) []float32 {

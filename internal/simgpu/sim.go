@@ -88,15 +88,16 @@ type Config struct {
 	GPUTimer bool
 	// CloseBlocks makes Close block until Release is called.
 	CloseBlocks bool
-	// OnCall, when set, runs inside every driver call that the device did
-	// not already fail with its sticky fault, after that check: a test
-	// injects an out-of-band fault there (InjectAsyncFault from inside
-	// Record), a hang (block), or a failure (a non-nil result is the call's
-	// error). call names the method: "Alloc", "Free", "CopyHtoD",
-	// "CopyDtoH", "MemInfo", "Alive", "LoadModule", "Function", "Unload",
-	// "NewStream", "Launch", "Record", "Notify", "StreamDestroy",
-	// "EventQuery", "EventDestroy", "Mark", "MarkDestroy" (a mark's Since queries
-	// as "EventQuery").
+	// OnCall, when set, runs inside every driver call (Close included),
+	// after the call's sticky-fault check: a test injects an out-of-band
+	// fault there (InjectAsyncFault from inside Record), a hang (block), a
+	// failure (a non-nil result is the call's error, unless the device has
+	// faulted: then the call returns the fault), or logs the call. call
+	// names the method: "Alloc", "Free", "CopyHtoD", "CopyDtoH", "MemInfo",
+	// "Alive", "Close", "LoadModule", "Function", "Unload", "NewStream",
+	// "Launch", "Record", "Notify", "StreamDestroy", "EventQuery",
+	// "EventDestroy", "Mark", "MarkDestroy" (a mark's Since queries as
+	// "EventQuery").
 	OnCall func(call string) error
 }
 
@@ -237,13 +238,15 @@ func (d *Device) OnFault(h func(driver.AsyncFault) bool) {
 // what Config.OnCall says.
 func (d *Device) call(name string) error {
 	d.DriverCalls.Add(1)
-	if err := d.fault(); err != nil {
-		return err
-	}
+	fault := d.fault()
+	var err error
 	if d.cfg.OnCall != nil {
-		return d.cfg.OnCall(name)
+		err = d.cfg.OnCall(name)
 	}
-	return nil
+	if fault != nil {
+		return fault
+	}
+	return err
 }
 
 func (d *Device) Alloc(n uint64) (driver.Ptr, error) {
@@ -349,6 +352,7 @@ func (d *Device) Alive() error { return d.call("Alive") }
 func (d *Device) Release() { close(d.release) }
 
 func (d *Device) Close() error {
+	_ = d.call("Close") // counted and hooked; a simulated close succeeds even after a fault
 	if !d.closed.CompareAndSwap(false, true) {
 		return nil
 	}
