@@ -10,8 +10,8 @@ import (
 	"github.com/hipgo/hipgo/runtime/driver"
 )
 
-// closeTimeout bounds Close on a lost device: after a sticky fault a driver
-// call can hang, and a server shutting down must not hang with it.
+// closeTimeout bounds Close: after a sticky fault a driver call can hang,
+// and a server shutting down must not hang with it.
 const closeTimeout = 2 * time.Second
 
 // Device is an opened GPU. Its methods are safe for concurrent use.
@@ -136,9 +136,11 @@ func faultKind(err error) string {
 	return ""
 }
 
-// Close releases the device. On a lost device it gives the driver
-// closeTimeout to tear down and then returns regardless, because after a
-// sticky fault teardown can hang.
+// Close releases the device: every event still pending fails (with the
+// fault on a lost device, else with an error wrapping ErrClosed), then the
+// driver tears down. It returns within a bound (2 s) even when a driver call
+// hangs, as one can after a sticky fault: what did not finish by then is
+// abandoned, and the error says so.
 func (d *Device) Close() error {
 	d.mu.Lock()
 	if d.closed {
@@ -153,23 +155,31 @@ func (d *Device) Close() error {
 	modules := d.modules
 	d.mu.Unlock()
 
-	d.mon.stop()
-	if lost := d.lost.Load(); lost != nil {
-		// Fail anything still pending (no driver call), then tear down with a
-		// deadline.
-		d.mon.end(lost)
-		done := make(chan error, 1)
-		go func() { done <- d.teardown(streams, modules) }()
-		select {
-		case <-done:
-		case <-time.After(closeTimeout):
-			return fmt.Errorf("%s: teardown after device loss did not finish in %v; abandoned (the driver may hold resources until the process exits): %w",
-				d.label, closeTimeout, &DeviceLostError{Device: d.label, Cause: lost})
-		}
-		return nil
+	deadline := time.Now().Add(closeTimeout)
+	if !d.mon.shutdown(fmt.Errorf("%s closed before the event completed: %w", d.label, ErrClosed), deadline) {
+		// Tearing down under a driver call in progress would free what it
+		// uses: leave everything to the process's exit.
+		return d.abandoned("the fault monitor is stuck in a driver call; nothing was torn down")
 	}
-	d.mon.end(fmt.Errorf("%s closed before the event completed: %w", d.label, ErrClosed))
-	return d.teardown(streams, modules)
+	done := make(chan error, 1)
+	go func() { done <- d.teardown(streams, modules) }()
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-t.C:
+		return d.abandoned("teardown did not finish")
+	}
+}
+
+// abandoned is Close's error when it gave up on the driver.
+func (d *Device) abandoned(why string) error {
+	err := fmt.Errorf("%s: close: %s in %v; abandoned (the driver may hold resources until the process exits)", d.label, why, closeTimeout)
+	if lost := d.lost.Load(); lost != nil {
+		return fmt.Errorf("%w: %w", err, &DeviceLostError{Device: d.label, Cause: lost})
+	}
+	return err
 }
 
 func (d *Device) teardown(streams []*Stream, modules []*Module) error {

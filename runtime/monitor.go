@@ -177,16 +177,29 @@ func (m *monitor) removeWaiter() {
 	m.mu.Unlock()
 }
 
-// stop ends the polling goroutine for good (Close).
-func (m *monitor) stop() {
+// shutdown ends the monitor for good (Close): it fails every pending event
+// with cause (end), stops the polling goroutine and waits for it until
+// deadline. It reports false when the goroutine did not exit in time: it is
+// stuck inside a driver call, and the caller must not tear the device down
+// under it.
+func (m *monitor) shutdown(cause error, deadline time.Time) bool {
+	m.end(cause)
 	m.mu.Lock()
 	m.stopped = true
 	exited := m.exited
 	running := m.running
 	m.mu.Unlock()
-	if running {
-		m.kick()
-		<-exited
+	if !running {
+		return true
+	}
+	m.kick()
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case <-exited:
+		return true
+	case <-t.C:
+		return false
 	}
 }
 

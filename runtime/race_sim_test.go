@@ -6,6 +6,7 @@ package runtime_test
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -95,4 +96,42 @@ func TestCloseRacingRecordNeverLeavesAnEventPending(t *testing.T) {
 	require.ErrorIs(t, before.Wait(context.Background()), runtime.ErrClosed)
 	require.Equal(t, calls, r.sim.DriverCalls.Load(), "State and Wait after Close made driver calls")
 	require.Zero(t, r.sim.EventsLive.Load(), "driver events left undestroyed by Close")
+}
+
+// After a fault a driver call can hang for ever (ROCm has such hangs in
+// queries). Close must still return within its bound, and the events it
+// abandons must not stay pending. Before the fix Close waited for the
+// monitor, stuck inside the query, for ever.
+func TestCloseIsBoundedWhenADriverCallNeverReturns(t *testing.T) {
+	hang := make(chan struct{})
+	entered := make(chan struct{})
+	var once sync.Once
+	r := newRig(t, simgpu.Config{DropCallbacks: true, OnCall: func(call string) error {
+		if call == "EventQuery" {
+			once.Do(func() { close(entered) })
+			<-hang
+		}
+		return nil
+	}})
+	t.Cleanup(func() { close(hang) })
+	s, err := r.dev.NewStream()
+	require.NoError(t, err)
+	require.NoError(t, s.Launch(r.spin, one, uint64(time.Hour), mustAlloc(t, r.dev)))
+	ev, err := s.Record()
+	require.NoError(t, err)
+	<-entered // the monitor is inside a query that never returns
+
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() { done <- r.dev.Close() }()
+	select {
+	case err = <-done:
+	case <-time.After(15 * time.Second):
+		t.Fatal("Close did not return while a driver call hung")
+	}
+	took := time.Since(start)
+	t.Logf("Close returned after %v: %v", took, err)
+	require.Less(t, took, 10*time.Second, "Close's bound is 2 s; the margin is for a loaded CI machine")
+	require.ErrorContains(t, err, "stuck in a driver call")
+	require.ErrorIs(t, ev.Err(), runtime.ErrClosed, "the abandoned event failed instead of staying pending")
 }
