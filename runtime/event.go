@@ -39,8 +39,12 @@ type Event struct {
 	kernel   string // last kernel launched on the stream before the record
 	recorded time.Time
 
-	drv driver.Event // owned by the monitor once finished
+	drv driver.Event // under mon.mu; nil once handed to the reap list
 	seq uint64       // record order on the device
+	// queries counts driver queries in progress on drv (under mon.mu): a
+	// settled event's handle is reaped (destroyed or recycled) only when
+	// none is, so no query ever sees a handle reused or freed.
+	queries int
 
 	state atomic.Uint32
 	err   error // written once, before state leaves Pending

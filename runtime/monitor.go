@@ -89,15 +89,22 @@ func (m *monitor) ensureRunningLocked() {
 }
 
 // finished is called once per event as it settles (possibly from a driver
-// thread): it only moves the driver handle to the reap list.
+// thread): it only moves the driver handle to the reap list, or leaves that
+// to the last query in progress on it.
 func (m *monitor) finished(e *Event) {
 	m.mu.Lock()
 	delete(m.pending, e)
-	if e.drv != nil {
+	m.reapLocked(e)
+	m.mu.Unlock()
+}
+
+// reapLocked hands a settled event's driver handle to the reap list once no
+// query is using it.
+func (m *monitor) reapLocked(e *Event) {
+	if e.drv != nil && e.queries == 0 && State(e.state.Load()) != Pending {
 		m.reap = append(m.reap, e.drv)
 		e.drv = nil
 	}
-	m.mu.Unlock()
 }
 
 // kick makes the monitor poll now (a new waiter, or a callback that left
@@ -301,15 +308,22 @@ func (m *monitor) poll(e *Event) {
 // the device (failing every pending event).
 func (m *monitor) query(e *Event) bool {
 	m.mu.Lock()
-	drv := e.drv
-	m.mu.Unlock()
 	if State(e.state.Load()) != Pending {
+		m.mu.Unlock()
 		return true
 	}
-	if drv == nil || m.dev.lost.Load() != nil {
+	drv := e.drv
+	if drv == nil || m.ended != nil {
+		m.mu.Unlock()
 		return false
 	}
+	e.queries++ // the handle stays ours until the query returns
+	m.mu.Unlock()
 	err := drv.Query()
+	m.mu.Lock()
+	e.queries--
+	m.reapLocked(e) // settled by someone else meanwhile
+	m.mu.Unlock()
 	switch {
 	case err == nil:
 		e.finish(nil)

@@ -135,3 +135,39 @@ func TestCloseIsBoundedWhenADriverCallNeverReturns(t *testing.T) {
 	require.ErrorContains(t, err, "stuck in a driver call")
 	require.ErrorIs(t, ev.Err(), runtime.ErrClosed, "the abandoned event failed instead of staying pending")
 }
+
+// The monitor queries an event's driver handle without holding its lock;
+// meanwhile a callback lands the event and a Record elsewhere destroys
+// (recycles, on CUDA and HIP) its handle. Before the fix the query then ran
+// on the destroyed handle: on HIP a use after free, on a recycled handle the
+// answer about another event.
+func TestNoDriverCallSeesADestroyedEventHandle(t *testing.T) {
+	var ev *runtime.Event
+	var other *runtime.Stream
+	hookDone := make(chan struct{})
+	hook, armed := onceIn("EventQuery", func() {
+		defer close(hookDone)
+		<-ev.Done() // the callback landed it while this query is in the driver
+		_, err := other.Record()
+		require.NoError(t, err) // Record destroys settled events' handles
+	})
+	r := newRig(t, simgpu.Config{OnCall: hook})
+	s, err := r.dev.NewStream()
+	require.NoError(t, err)
+	other, err = r.dev.NewStream()
+	require.NoError(t, err)
+	require.NoError(t, s.Launch(r.spin, one, uint64(20*time.Millisecond), mustAlloc(t, r.dev)))
+	ev, err = s.Record()
+	require.NoError(t, err)
+	armed.Store(true) // the monitor's next query of ev
+	select {
+	case <-hookDone:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the monitor never queried the event")
+	}
+	require.NoError(t, ev.Wait(context.Background()))
+	require.NoError(t, other.Synchronize(context.Background()))
+	require.Zero(t, r.sim.StaleHandleCalls.Load(), "driver calls on a destroyed event handle")
+	require.NoError(t, r.dev.Close())
+	require.Zero(t, r.sim.EventsLive.Load(), "every driver event destroyed, once")
+}

@@ -188,6 +188,10 @@ type Device struct {
 	EventsLive    atomic.Int64
 	MarksLive     atomic.Int64 // timing marks created and not destroyed (Config.GPUTimer)
 	DriverCalls   atomic.Int64
+	// StaleHandleCalls counts queries and destroys of an event already
+	// destroyed (on a real driver: a use after free, or a handle recycled
+	// for another event); such a call fails with CodeInvalidValue.
+	StaleHandleCalls atomic.Int64
 }
 
 func (d *Device) Info() driver.Info {

@@ -192,12 +192,26 @@ func (s *stream) LaunchEarly(fn driver.Function, grid, block driver.Dim3, shmem 
 }
 
 type event struct {
-	dev  *Device
-	done atomic.Bool
+	dev       *Device
+	done      atomic.Bool
+	destroyed atomic.Bool
+}
+
+// stale counts a call on a destroyed event: on a real driver a use after
+// free, or a query of whichever event has recycled the handle.
+func (e *event) stale() error {
+	if e.destroyed.Load() {
+		e.dev.StaleHandleCalls.Add(1)
+		return CodeInvalidValue
+	}
+	return nil
 }
 
 func (e *event) Query() error {
 	if err := e.dev.call("EventQuery"); err != nil {
+		return err
+	}
+	if err := e.stale(); err != nil {
 		return err
 	}
 	if e.done.Load() {
@@ -207,8 +221,13 @@ func (e *event) Query() error {
 }
 
 func (e *event) Destroy() error {
+	err := e.dev.call("EventDestroy")
+	if serr := e.stale(); serr != nil {
+		return serr
+	}
+	e.destroyed.Store(true)
 	e.dev.EventsLive.Add(-1)
-	return e.dev.call("EventDestroy")
+	return err
 }
 
 func (s *stream) Record() (driver.Event, error) {
