@@ -7,6 +7,13 @@
 //   - An Event is Pending, then exactly once Landed or Failed(err). State and
 //     Err never consume the error: every reader, and every waiter, sees it.
 //     Wait(ctx) returns when the event lands, fails, or ctx ends.
+//   - An event fails either with a device fault (errors.Is ErrDeviceFault;
+//     the device is lost, see below) or, when the driver could not answer
+//     for it (a query that failed without a fault, an invalid handle say),
+//     with the driver's error as what it is: the device stays usable, and
+//     the event's work may still be running, so memory it uses is safe to
+//     reuse only after a new event recorded behind it lands. Device.Lost
+//     tells the two apart.
 //   - A launch the runtime or the driver rejects synchronously (too many
 //     threads for the kernel, wrong arguments) returns an error from Launch
 //     naming the kernel; the device stays usable.

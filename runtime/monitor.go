@@ -305,7 +305,8 @@ func (m *monitor) poll(e *Event) {
 
 // query asks the driver about one event and settles it when the driver has
 // an answer; it reports whether the event is settled. A sticky error loses
-// the device (failing every pending event).
+// the device (failing every pending event); any other error fails this
+// event alone.
 func (m *monitor) query(e *Event) bool {
 	m.mu.Lock()
 	if State(e.state.Load()) != Pending {
@@ -337,7 +338,14 @@ func (m *monitor) query(e *Event) bool {
 		e.finish(f) // already failed by markLost unless it lost a race; same error either way
 		return true
 	}
-	e.finish(&FaultError{Device: d.label, Kernel: e.kernel, Op: "event query", Kind: faultKind(err), Err: err})
+	// Not a fault (an invalid handle, say): the device is fine and the
+	// event's work may or may not be done; the event fails with the
+	// driver's error as what it is (d.fail classifies it).
+	op := "event query"
+	if e.kernel != "" {
+		op += " after kernel " + e.kernel
+	}
+	e.finish(d.fail(op, e.kernel, err))
 	return true
 }
 

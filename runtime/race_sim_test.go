@@ -171,3 +171,31 @@ func TestNoDriverCallSeesADestroyedEventHandle(t *testing.T) {
 	require.NoError(t, r.dev.Close())
 	require.Zero(t, r.sim.EventsLive.Load(), "every driver event destroyed, once")
 }
+
+// A query that fails without a fault (an invalid handle, say) fails its
+// event with the driver's error as what it is: not a device fault, and the
+// device stays usable. Before the fix it was a *FaultError (errors.Is
+// ErrDeviceFault) on a device that was not lost.
+func TestANonFaultQueryErrorIsNotADeviceFault(t *testing.T) {
+	var armed atomic.Bool
+	r := newRig(t, simgpu.Config{DropCallbacks: true, OnCall: func(call string) error {
+		if call == "EventQuery" && armed.CompareAndSwap(true, false) {
+			return simgpu.CodeInvalidValue
+		}
+		return nil
+	}})
+	s, err := r.dev.NewStream()
+	require.NoError(t, err)
+	require.NoError(t, s.Launch(r.spin, one, uint64(20*time.Millisecond), mustAlloc(t, r.dev)))
+	ev, err := s.Record()
+	require.NoError(t, err)
+	armed.Store(true)
+	werr := ev.Wait(context.Background())
+	require.ErrorIs(t, werr, simgpu.CodeInvalidValue)
+	require.NotErrorIs(t, werr, runtime.ErrDeviceFault)
+	require.NotErrorIs(t, werr, runtime.ErrDeviceLost)
+	require.Contains(t, werr.Error(), "event query")
+	require.Equal(t, runtime.Failed, ev.State())
+	require.NoError(t, r.dev.Lost())
+	r.fillAndCheck(t, s, 5)
+}

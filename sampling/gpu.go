@@ -122,7 +122,8 @@ type Sampler struct {
 type launchSlot struct {
 	params, status, rounds *runtime.Buffer
 	ev                     *runtime.Event
-	uploaded               []float32 // the parameter array last uploaded to params
+	stream                 *runtime.Stream // where ev was recorded
+	uploaded               []float32       // the parameter array last uploaded to params
 }
 
 const launchSlots = 2 * ringSlots
@@ -202,7 +203,7 @@ func (sm *Sampler) growOn(s *runtime.Stream, buf **runtime.Buffer, n int, zeroed
 		if err != nil {
 			return nil, err
 		}
-		sm.retired = append(sm.retired, retiredBuffer{buf: *buf, ev: ev})
+		sm.retired = append(sm.retired, retiredBuffer{buf: *buf, ev: ev, s: s})
 		*buf = nil
 	}
 	b, err := sm.dev.Alloc(max(n, 4096))
@@ -219,15 +220,20 @@ func (sm *Sampler) growOn(s *runtime.Stream, buf **runtime.Buffer, n int, zeroed
 }
 
 // retiredBuffer is scratch memory replaced by a larger buffer, freed once
-// ev (recorded when it was replaced) has settled.
+// ev (recorded on s when it was replaced) has landed.
 type retiredBuffer struct {
 	buf *runtime.Buffer
 	ev  *runtime.Event
+	s   *runtime.Stream
 }
 
-// reapRetired frees the retired buffers whose events have settled. A
-// buffer whose event failed belongs to a lost device: it is dropped, and
-// its Free error (the device is gone) is not reported. Callers hold sm.mu.
+// reapRetired frees the retired buffers whose events have landed. An event
+// that failed says the device is lost only when the device says so: then
+// the buffer is dropped (its Free would fail with the loss, which is the
+// event's error to report, not this one's). Otherwise the driver could not
+// answer for the event (a failed query): the queued work may still read the
+// buffer, so it waits for a new event recorded behind that work on the same
+// stream. Callers hold sm.mu.
 func (sm *Sampler) reapRetired() error {
 	var errs []error
 	keep := sm.retired[:0]
@@ -238,7 +244,19 @@ func (sm *Sampler) reapRetired() error {
 		case runtime.Landed:
 			errs = append(errs, r.buf.Free())
 		default:
-			_ = r.buf.Free() // lost device: nothing left to free, and its error is the event's
+			if sm.dev.Lost() != nil {
+				_ = r.buf.Free() // lost: fails at once without the driver; the loss is the event's error
+				continue
+			}
+			ev, err := r.s.Record()
+			if err != nil {
+				// Closed stream or device: nothing can tell when the work is
+				// done, so the buffer is left unfreed rather than freed under it.
+				errs = append(errs, err)
+				continue
+			}
+			r.ev = ev
+			keep = append(keep, r)
 		}
 	}
 	clear(sm.retired[len(keep):])
@@ -356,7 +374,19 @@ func (sm *Sampler) slot(ctx context.Context, B int) (*launchSlot, error) {
 	sl := &sm.slots[sm.next%launchSlots]
 	sm.next++
 	if sl.ev != nil {
-		if err := sl.ev.Wait(ctx); err != nil {
+		err := sl.ev.Wait(ctx)
+		if err != nil && sl.ev.State() == runtime.Failed && sm.dev.Lost() == nil {
+			// The driver could not answer for the event (a failed query),
+			// which does not say the launch is done: wait for a new event
+			// recorded behind it instead of reusing memory it may read.
+			ev, rerr := sl.stream.Record()
+			if rerr != nil {
+				return nil, rerr
+			}
+			sl.ev = ev
+			err = ev.Wait(ctx)
+		}
+		if err != nil {
 			return nil, err
 		}
 		sl.ev = nil
@@ -417,7 +447,7 @@ func (sm *Sampler) rejection(port *Port, s *runtime.Stream, sl *launchSlot, logi
 	if err != nil {
 		return nil, err
 	}
-	sl.ev = ev
+	sl.ev, sl.stream = ev, s
 	return ev, nil
 }
 
