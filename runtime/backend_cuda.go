@@ -344,11 +344,18 @@ func (s *cudaStream) Query() error {
 
 func (s *cudaStream) Synchronize() error { return s.dev.do(s.s.Synchronize) }
 func (s *cudaStream) Destroy() error {
-	err := s.dev.do(s.s.Destroy)
-	if s.launchEx != nil {
-		err = errors.Join(err, hostFree(s.launchEx))
-		s.launchEx = nil
+	return errors.Join(s.dev.do(s.s.Destroy), s.Abandon())
+}
+
+// Abandon frees the early-launch configuration, which is host memory, with
+// no driver call (driver.Abandoner: what the runtime calls instead of
+// Destroy on a lost device).
+func (s *cudaStream) Abandon() error {
+	if s.launchEx == nil {
+		return nil
 	}
+	err := hostFree(s.launchEx)
+	s.launchEx = nil
 	return err
 }
 

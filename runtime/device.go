@@ -25,8 +25,8 @@ type Device struct {
 	lost atomic.Pointer[FaultError]
 	mon  *monitor
 
-	destroyErrors atomic.Int64 // driver-event destroys that failed (each leaks one handle)
-	notifyErrors  atomic.Int64 // host callbacks that could not be enqueued (the monitor covers them)
+	destroyErrors atomic.Int64 // see Stats
+	notifyErrors  atomic.Int64
 
 	mu      sync.Mutex
 	closed  bool
@@ -62,6 +62,29 @@ func (d *Device) Backend() driver.Kind { return d.info.Backend }
 
 // Watchdog is the limit on one Wait, 0 when off.
 func (d *Device) Watchdog() time.Duration { return d.watchdog }
+
+// Stats are counts of what the runtime handles without returning an error,
+// for metrics.
+type Stats struct {
+	// PendingEvents is the number of events not yet landed or failed.
+	PendingEvents int
+	// EventDestroyErrors counts driver events of settled events whose
+	// destroy failed: each leaks one driver handle (the event itself had
+	// already settled, so it is nobody's error).
+	EventDestroyErrors int64
+	// NotifyErrors counts host callbacks the driver would not enqueue: the
+	// monitor landed those events instead, a little later.
+	NotifyErrors int64
+}
+
+// Stats returns the device's counters. It makes no driver call.
+func (d *Device) Stats() Stats {
+	return Stats{
+		PendingEvents:      d.mon.pendingCount(),
+		EventDestroyErrors: d.destroyErrors.Load(),
+		NotifyErrors:       d.notifyErrors.Load(),
+	}
+}
 
 // Lost returns the fault that made the device unusable, or nil.
 func (d *Device) Lost() error {

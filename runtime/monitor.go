@@ -376,8 +376,8 @@ func (m *monitor) takeReaped() []driver.Event {
 func (m *monitor) destroy(reap []driver.Event) {
 	for _, ev := range reap {
 		// A destroy failure leaks one driver event; it is not the event's
-		// error (the event already settled), so it is dropped here on purpose
-		// and counted for tests.
+		// error (the event already settled), so it is counted (Stats), not
+		// returned.
 		if err := ev.Destroy(); err != nil {
 			m.dev.destroyErrors.Add(1)
 		}

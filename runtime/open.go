@@ -152,6 +152,14 @@ func openOne(ctx context.Context, drv driver.Driver, cfg config) (*Device, error
 		}
 		return newDevice(r.dev, cfg), nil
 	case <-ctx.Done():
+		// The backend may still open the device: close it when it does, or
+		// it stays open for the process's life (a retained CUDA primary
+		// context, a ROCm device registered for HSA faults).
+		go func() {
+			if r := <-ch; r.dev != nil {
+				_ = r.dev.Close() // nobody is left to report it to
+			}
+		}()
 		return nil, ctx.Err()
 	}
 }

@@ -367,21 +367,23 @@ func (s *Stream) mark() (driver.TimingMark, error) {
 }
 
 // Close destroys the stream. Pending work keeps running; events already
-// recorded still settle.
+// recorded still settle. On a lost device it calls no driver but still
+// frees the stream's host memory, and returns the *DeviceLostError.
 func (s *Stream) Close() error {
 	d := s.dev
 	d.mu.Lock()
 	delete(d.streams, s)
 	d.mu.Unlock()
-	if err := d.usable(); err != nil {
-		s.mu.Lock()
-		s.destroyed = true
-		s.mu.Unlock()
-		return err
+	err := s.destroy()
+	if uerr := d.usable(); uerr != nil {
+		return uerr
 	}
-	return s.destroy()
+	return err
 }
 
+// destroy releases the stream: the driver's stream unless the device is
+// lost (then only what the driver's stream holds outside the driver, through
+// driver.Abandoner), and the kernel-argument memory always.
 func (s *Stream) destroy() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -392,6 +394,8 @@ func (s *Stream) destroy() error {
 	var derr error
 	if s.dev.lost.Load() == nil {
 		derr = s.drv.Destroy()
+	} else if a, ok := s.drv.(driver.Abandoner); ok {
+		derr = a.Abandon()
 	}
 	ferr := hostFree(s.scratch)
 	s.scratch = nil

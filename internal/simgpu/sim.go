@@ -94,7 +94,7 @@ type Config struct {
 	// failure (a non-nil result is the call's error, unless the device has
 	// faulted: then the call returns the fault), or logs the call. call
 	// names the method: "Alloc", "Free", "CopyHtoD", "CopyDtoH", "MemInfo",
-	// "Alive", "Close", "LoadModule", "Function", "Unload", "NewStream",
+	// "Alive", "Open" (the driver's), "Close", "LoadModule", "Function", "Unload", "NewStream",
 	// "Launch", "Record", "Notify", "StreamDestroy", "EventQuery",
 	// "EventDestroy", "Mark", "MarkDestroy" (a mark's Since queries as
 	// "EventQuery").
@@ -140,6 +140,11 @@ func (d *Driver) DeviceCount() (int, error) {
 }
 
 func (d *Driver) Open(ordinal int) (driver.Device, error) {
+	if d.cfg.OnCall != nil {
+		if err := d.cfg.OnCall("Open"); err != nil {
+			return nil, err
+		}
+	}
 	dev := &Device{
 		cfg: d.cfg, ordinal: ordinal, mem: map[driver.Ptr][]byte{},
 		next: 0x1000_0000, stop: make(chan struct{}), release: make(chan struct{}),
@@ -188,6 +193,9 @@ type Device struct {
 	EventsLive    atomic.Int64
 	MarksLive     atomic.Int64 // timing marks created and not destroyed (Config.GPUTimer)
 	DriverCalls   atomic.Int64
+	// StreamsLive counts streams created and neither destroyed nor
+	// abandoned (driver.Abandoner, after a loss).
+	StreamsLive atomic.Int64
 	// StaleHandleCalls counts queries and destroys of an event already
 	// destroyed (on a real driver: a use after free, or a handle recycled
 	// for another event); such a call fails with CodeInvalidValue.
@@ -351,6 +359,9 @@ func (d *Device) Classify(err error) driver.Class {
 }
 
 func (d *Device) Alive() error { return d.call("Alive") }
+
+// Closed reports whether Close was called.
+func (d *Device) Closed() bool { return d.closed.Load() }
 
 // Release lets a blocked Close return.
 func (d *Device) Release() { close(d.release) }

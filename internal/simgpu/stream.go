@@ -37,6 +37,7 @@ func (d *Device) NewStream() (driver.Stream, error) {
 		return nil, err
 	}
 	s := &stream{dev: d}
+	d.StreamsLive.Add(1)
 	s.cond = sync.NewCond(&s.mu)
 	d.wg.Add(1)
 	go s.work()
@@ -270,4 +271,14 @@ func (s *stream) Synchronize() error {
 	}
 }
 
-func (s *stream) Destroy() error { return s.dev.call("StreamDestroy") }
+func (s *stream) Destroy() error {
+	s.dev.StreamsLive.Add(-1)
+	return s.dev.call("StreamDestroy")
+}
+
+// Abandon is driver.Abandoner: a simulated stream holds nothing outside the
+// driver, so it only counts, which tells tests the runtime let go of it.
+func (s *stream) Abandon() error {
+	s.dev.StreamsLive.Add(-1)
+	return nil
+}

@@ -98,6 +98,15 @@ type Stream interface {
 	Destroy() error
 }
 
+// Abandoner is implemented by streams that hold memory of their own outside
+// the driver (host memory the driver reads, such as CUDA's launch
+// configuration for early launches). On a lost device the runtime never
+// calls Destroy, since no driver call is made after a fault; it calls
+// Abandon instead, which frees that memory without calling the driver.
+type Abandoner interface {
+	Abandon() error
+}
+
 // EarlyLauncher is implemented by streams that can start a kernel before
 // the kernel ahead of it on the stream has finished (CUDA's programmatic
 // dependent launch). The kernel must itself wait for the work ahead
