@@ -18,9 +18,9 @@ import (
 // under hip.OnDevice (lock the OS thread; hipSetDevice only when another
 // device is current).
 //
-// Faults: HIP's stream-callback status is always hipSuccess and after a queue
-// fault queued callbacks never run, so completion callbacks land events only;
-// the monitor's hipEventQuery is the authority for faults. On top of that the
+// Faults: HIP's stream-callback status is always hipSuccess and ROCclr may
+// run callbacks after a fault, so a callback only wakes the monitor (Info
+// .NotifyReportsSuccess is false) and hipEventQuery decides. On top of that the
 // HSA system event handler turns a memory fault or hardware exception into a
 // *FaultError with the faulting address and reason, and returns success
 // only when it delivered the fault to an open device: that also keeps older

@@ -20,7 +20,11 @@ type Device struct {
 	info     driver.Info
 	label    string
 	watchdog time.Duration
-	notify   bool // land events through coalesced host callbacks (see Stream)
+	notify   bool // enqueue coalesced host callbacks (see Stream)
+	// notifyLands: a callback's run means success (driver.Info
+	// .NotifyReportsSuccess), so it lands events; else it only wakes the
+	// monitor.
+	notifyLands bool
 
 	lost atomic.Pointer[FaultError]
 	mon  *monitor
@@ -37,12 +41,13 @@ type Device struct {
 func newDevice(drv driver.Device, cfg config) *Device {
 	info := drv.Info()
 	d := &Device{
-		drv:      drv,
-		info:     info,
-		label:    fmt.Sprintf("%s:%d %s", info.Backend, info.Ordinal, info.Name),
-		watchdog: cfg.watchdog,
-		notify:   !cfg.noCallbacks,
-		streams:  map[*Stream]struct{}{},
+		drv:         drv,
+		info:        info,
+		label:       fmt.Sprintf("%s:%d %s", info.Backend, info.Ordinal, info.Name),
+		watchdog:    cfg.watchdog,
+		notify:      !cfg.noCallbacks,
+		notifyLands: info.NotifyReportsSuccess,
+		streams:     map[*Stream]struct{}{},
 	}
 	d.mon = newMonitor(d)
 	if fs, ok := drv.(driver.FaultSource); ok {

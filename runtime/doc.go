@@ -17,13 +17,17 @@
 //   - A launch the runtime or the driver rejects synchronously (too many
 //     threads for the kernel, wrong arguments) returns an error from Launch
 //     naming the kernel; the device stays usable.
-//   - Completion comes from several sources, because none is enough alone: a
-//     host callback per event (fast, success only: HIP reports no status, and
-//     after a fault neither vendor runs queued callbacks), a monitor that
-//     queries pending events while anyone waits (the authority for faults),
-//     the HSA system event handler on ROCm (memory faults with address and
-//     reason), and an optional watchdog (HIPGO_GPU_WATCHDOG) that fails a wait
-//     pending too long and names the last kernel launched on its stream.
+//   - Completion comes from several sources, because none is enough alone:
+//     a host callback per stream round trip, for latency: on CUDA its run
+//     means success (cuLaunchHostFunc is not called after an error), so it
+//     lands the events recorded before it; on ROCm it means nothing (CLR
+//     hands callbacks hipSuccess whatever happened, and ROCclr may run them
+//     after a fault), so there it only wakes the monitor
+//     (driver.Info.NotifyReportsSuccess says which). The monitor queries
+//     pending events and is the authority for faults. On ROCm the HSA system
+//     event handler reports memory faults with address and reason. An
+//     optional watchdog (HIPGO_GPU_WATCHDOG) fails a wait pending too long
+//     and names the last kernel launched on its stream.
 //   - A sticky fault (illegal address, launch failure, hardware exception)
 //     marks the device lost: every pending event on every stream fails with
 //     the same *FaultError, and every later call fails at once with a

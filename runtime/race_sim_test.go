@@ -15,6 +15,7 @@ import (
 
 	"github.com/hipgo/hipgo/internal/simgpu"
 	"github.com/hipgo/hipgo/runtime"
+	"github.com/hipgo/hipgo/runtime/driver"
 )
 
 // onceIn returns an OnCall hook that runs fn inside the first call named
@@ -198,4 +199,49 @@ func TestANonFaultQueryErrorIsNotADeviceFault(t *testing.T) {
 	require.Equal(t, runtime.Failed, ev.State())
 	require.NoError(t, r.dev.Lost())
 	r.fillAndCheck(t, s, 5)
+}
+
+// On ROCm a host callback says nothing about how the work ahead ended (CLR
+// hands it hipSuccess whatever happened, and ROCclr runs callbacks after a
+// fault too): it only wakes the monitor, whose query decides. Before the fix
+// the callback landed an event whose work had faulted.
+func TestAHIPCallbackNeverLandsAnEventByItself(t *testing.T) {
+	r := newRig(t, simgpu.Config{HIPCallbacks: true})
+	require.False(t, r.dev.Info().NotifyReportsSuccess)
+	s, err := r.dev.NewStream()
+	require.NoError(t, err)
+	require.NoError(t, s.Launch(r.oob, one, mustAlloc(t, r.dev), uint32(1), uint64(1)<<40))
+	ev, err := s.Record()
+	require.NoError(t, err)
+	werr := ev.Wait(context.Background())
+	require.Greater(t, r.sim.Callbacks.Load(), int64(0), "the callback ran after the fault, as on ROCm")
+	require.ErrorIs(t, werr, runtime.ErrDeviceFault, "the fault, not the callback's success")
+	require.Equal(t, runtime.Failed, ev.State())
+
+	// And without a fault the callback's wake-up lands events (through the
+	// monitor's query).
+	r2 := newRig(t, simgpu.Config{HIPCallbacks: true})
+	s2, err := r2.dev.NewStream()
+	require.NoError(t, err)
+	r2.fillAndCheck(t, s2, 9)
+}
+
+// On CUDA the callback's word is good: it lands events itself, the fast
+// path, even when no query would ever say the work is done.
+func TestACUDACallbackLandsEventsItself(t *testing.T) {
+	r := newRig(t, simgpu.Config{OnCall: func(call string) error {
+		if call == "EventQuery" {
+			return driver.ErrNotReady // the monitor never sees completion
+		}
+		return nil
+	}})
+	require.True(t, r.dev.Info().NotifyReportsSuccess)
+	s, err := r.dev.NewStream()
+	require.NoError(t, err)
+	ev, err := s.Record()
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, ev.Wait(ctx))
+	require.EqualValues(t, 1, r.sim.Callbacks.Load())
 }

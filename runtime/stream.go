@@ -229,10 +229,15 @@ func (s *Stream) Record() (*Event, error) {
 		return nil, d.usable()
 	}
 	if d.notify && s.cbOutstanding.CompareAndSwap(false, true) {
-		// The callback is the low-latency path for success only; if it cannot
-		// be enqueued the monitor still settles the event.
+		// The callback is the low-latency path; if it cannot be enqueued the
+		// monitor still settles the event. Where the driver's callback says
+		// nothing about how the work ended (HIP), it only wakes the monitor.
 		err := s.drv.Notify(func() {
-			s.landThrough(e.seq)
+			if d.notifyLands {
+				s.landThrough(e.seq)
+			} else {
+				d.mon.kick()
+			}
 			s.cbOutstanding.Store(false)
 		})
 		if err != nil {

@@ -80,6 +80,13 @@ type Config struct {
 	// ForeignThreadCallbacks runs callbacks on threads created by the C
 	// library (pthread_create through purego), as real drivers do.
 	ForeignThreadCallbacks bool
+	// HIPCallbacks makes callbacks behave as ROCm's do (CLR's
+	// ihipStreamCallback passes hipSuccess whatever happened, and ROCclr
+	// runs callbacks on abnormal termination too): they still run after a
+	// fault, and the device reports Info.NotifyReportsSuccess false. By
+	// default callbacks behave as CUDA's: they run only after the work ahead
+	// succeeded, and the device says so.
+	HIPCallbacks bool
 	// CallbackDelay delays each callback.
 	CallbackDelay time.Duration
 	// GPUTimer gives streams driver.GPUTimer: a mark's time is the wall
@@ -207,6 +214,7 @@ func (d *Device) Info() driver.Info {
 		Backend: d.cfg.Kind, Ordinal: d.ordinal, Name: d.cfg.Name, Arch: d.cfg.Arch, Format: d.cfg.Format,
 		TotalMemory: d.cfg.Memory, ComputeUnits: 132, WarpSize: 32, MaxBlock: d.cfg.MaxBlock,
 		DriverVersion: "sim", RuntimeVersion: "sim", Library: "(simulated)",
+		NotifyReportsSuccess: !d.cfg.HIPCallbacks,
 	}
 }
 

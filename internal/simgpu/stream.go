@@ -100,7 +100,7 @@ func (s *stream) enqueue(o op) {
 
 // work runs queued ops in order. After a fault nothing more runs: events
 // stay incomplete (their Query reports the fault) and callbacks never come,
-// as on the real drivers.
+// as on CUDA; with HIPCallbacks the callbacks still run, as on ROCm.
 func (s *stream) work() {
 	defer s.dev.wg.Done()
 	for {
@@ -117,7 +117,7 @@ func (s *stream) work() {
 		s.busy = true
 		s.mu.Unlock()
 
-		if s.dev.fault() == nil {
+		if s.dev.fault() == nil || (o.notify != nil && s.dev.cfg.HIPCallbacks) {
 			s.run(o)
 		}
 		s.mu.Lock()

@@ -50,6 +50,13 @@ type Info struct {
 	RuntimeVersion string
 	Library        string // the path or soname of the vendor library
 	Format         Format // the kernel artifact format this device loads
+	// NotifyReportsSuccess says a Stream.Notify callback runs only once the
+	// work ahead of it completed successfully, so the runtime may land
+	// events from it (CUDA: cuLaunchHostFunc's function is not called after
+	// a fault). False (HIP, and the safe default) means a callback may run
+	// whatever happened: the runtime then only wakes its monitor with it,
+	// and the monitor's query decides.
+	NotifyReportsSuccess bool
 }
 
 // Ptr is a device address.
@@ -90,8 +97,9 @@ type Stream interface {
 	// has completed.
 	Record() (Event, error)
 	// Notify enqueues a host function that the driver calls on its own thread
-	// once all work enqueued so far has completed successfully. It must not
-	// block. After a fault the driver may never call it.
+	// once all work enqueued so far has completed (successfully, where
+	// Info.NotifyReportsSuccess says so). It must not block. After a fault
+	// the driver may never call it, or (HIP) call it anyway.
 	Notify(fn func()) error
 	Query() error // nil when idle, ErrNotReady while busy, else the error
 	Synchronize() error
