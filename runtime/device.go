@@ -210,22 +210,33 @@ func (d *Device) abandoned(why string) error {
 	return err
 }
 
+// teardown destroys what the device holds, then closes the driver. A sticky
+// fault met on the way (one no query had reported yet) loses the device,
+// and from then on only the driver's Close is called.
 func (d *Device) teardown(streams []*Stream, modules []*Module) error {
 	var errs []error
+	note := func(op string, err error) {
+		if err == nil {
+			return
+		}
+		if d.drv.Classify(err) == driver.Fault {
+			d.markLost(&FaultError{Device: d.label, Op: op, Kind: faultKind(err), Err: err})
+		}
+		errs = append(errs, err)
+	}
 	for _, s := range streams {
-		errs = append(errs, s.destroy())
+		note("destroy stream", s.destroy())
 	}
 	// After the streams: a Record in flight during Close (it holds its
 	// stream's lock, which destroy waits for) has put its handle here.
-	if d.lost.Load() == nil {
-		reap := d.mon.takeReaped()
-		for _, ev := range reap {
-			errs = append(errs, ev.Destroy())
+	for _, ev := range d.mon.takeReaped() {
+		if d.lost.Load() == nil {
+			note("destroy event", ev.Destroy())
 		}
 	}
-	if d.lost.Load() == nil { // after a loss the driver's Close releases them with the context
-		for _, m := range modules {
-			errs = append(errs, m.unload())
+	for _, m := range modules {
+		if d.lost.Load() == nil { // after a loss the driver's Close releases them with the context
+			note("unload module", m.unload())
 		}
 	}
 	errs = append(errs, d.drv.Close())

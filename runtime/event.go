@@ -53,11 +53,19 @@ type Event struct {
 }
 
 func newEvent(s *Stream, drv driver.Event, kernel string) *Event {
-	return &Event{
+	e := &Event{
 		dev: s.dev, stream: s, kernel: kernel, recorded: time.Now(),
 		drv: drv, done: make(chan struct{}),
 	}
+	if eventCreated != nil {
+		eventCreated(e)
+	}
+	return e
 }
+
+// eventCreated, when set (by a test, before any device opens), sees every
+// event the runtime creates, so a soak can check that none stays pending.
+var eventCreated func(*Event)
 
 // finish settles the event once; later calls do nothing. It never blocks and
 // makes no driver call, so driver callbacks may call it.

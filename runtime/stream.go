@@ -225,8 +225,11 @@ func (s *Stream) Record() (*Event, error) {
 	}
 	e := newEvent(s, de, s.last)
 	if !d.mon.add(e) { // tracked and listed on the stream in one step
-		// The device was lost or closed while the driver recorded.
-		return nil, d.usable()
+		// The device was lost or closed while the driver recorded: the
+		// event is never handed out, and settles with that error too.
+		err := d.usable()
+		e.finish(err)
+		return nil, err
 	}
 	if d.notify && s.cbOutstanding.CompareAndSwap(false, true) {
 		// The callback is the low-latency path; if it cannot be enqueued the
