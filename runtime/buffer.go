@@ -27,9 +27,10 @@ func (d *Device) Alloc(bytes int) (*Buffer, error) {
 	if bytes <= 0 {
 		return nil, fmt.Errorf("%s: alloc of %d bytes: %w", d.label, bytes, ErrInvalidArgument)
 	}
-	if err := d.usable(); err != nil {
+	if err := d.enter(); err != nil {
 		return nil, err
 	}
+	defer d.leave()
 	p, err := d.drv.Alloc(uint64(bytes))
 	if err != nil {
 		err = d.fail("alloc", "", err)
@@ -59,9 +60,10 @@ func (b *Buffer) Free() error {
 	if !b.freed.CompareAndSwap(false, true) {
 		return fmt.Errorf("buffer freed twice: %w", ErrClosed)
 	}
-	if err := b.dev.usable(); err != nil {
+	if err := b.dev.enter(); err != nil {
 		return err
 	}
+	defer b.dev.leave()
 	if err := b.dev.drv.Free(b.ptr); err != nil {
 		return b.dev.fail("free", "", err)
 	}
@@ -75,7 +77,7 @@ func (b *Buffer) check(offset, n uint64) error {
 	if offset > b.size || n > b.size-offset {
 		return fmt.Errorf("copy of %d bytes at offset %d overruns a %d-byte buffer: %w", n, offset, b.size, ErrInvalidArgument)
 	}
-	return b.dev.usable()
+	return nil
 }
 
 // Write copies src into the buffer at offset bytes. It returns once the
@@ -88,9 +90,16 @@ func (b *Buffer) Write(offset int, src []byte) error {
 	if offset < 0 {
 		return fmt.Errorf("negative offset %d: %w", offset, ErrInvalidArgument)
 	}
-	if err := b.check(uint64(offset), uint64(len(src))); err != nil || len(src) == 0 {
+	if err := b.check(uint64(offset), uint64(len(src))); err != nil {
 		return err
 	}
+	if err := b.dev.enter(); err != nil || len(src) == 0 {
+		if err == nil {
+			b.dev.leave()
+		}
+		return err
+	}
+	defer b.dev.leave()
 	if err := b.dev.drv.CopyHtoD(b.ptr+driver.Ptr(offset), unsafe.Pointer(&src[0]), uint64(len(src))); err != nil {
 		return b.dev.fail("copy to device", "", err)
 	}
@@ -102,9 +111,16 @@ func (b *Buffer) Read(offset int, dst []byte) error {
 	if offset < 0 {
 		return fmt.Errorf("negative offset %d: %w", offset, ErrInvalidArgument)
 	}
-	if err := b.check(uint64(offset), uint64(len(dst))); err != nil || len(dst) == 0 {
+	if err := b.check(uint64(offset), uint64(len(dst))); err != nil {
 		return err
 	}
+	if err := b.dev.enter(); err != nil || len(dst) == 0 {
+		if err == nil {
+			b.dev.leave()
+		}
+		return err
+	}
+	defer b.dev.leave()
 	if err := b.dev.drv.CopyDtoH(unsafe.Pointer(&dst[0]), b.ptr+driver.Ptr(offset), uint64(len(dst))); err != nil {
 		return b.dev.fail("copy to host", "", err)
 	}

@@ -32,10 +32,12 @@ type Device struct {
 	destroyErrors atomic.Int64 // see Stats
 	notifyErrors  atomic.Int64
 
-	mu      sync.Mutex
-	closed  bool
-	streams map[*Stream]struct{}
-	modules []*Module
+	mu       sync.Mutex
+	closed   bool
+	inflight int           // driver calls in progress from callers (enter)
+	drained  chan struct{} // closed when inflight reaches 0 after Close
+	streams  map[*Stream]struct{}
+	modules  []*Module
 }
 
 func newDevice(drv driver.Device, cfg config) *Device {
@@ -114,6 +116,33 @@ func (d *Device) usable() error {
 	return nil
 }
 
+// enter is usable for a method about to call the driver: on success the
+// call is counted in progress until leave, and Close waits for it (within
+// its bound) before it tears the driver down under it.
+func (d *Device) enter() error {
+	if f := d.lost.Load(); f != nil {
+		return &DeviceLostError{Device: d.label, Cause: f}
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return fmt.Errorf("%s: %w", d.label, ErrClosed)
+	}
+	d.inflight++
+	return nil
+}
+
+// leave ends what enter began.
+func (d *Device) leave() {
+	d.mu.Lock()
+	d.inflight--
+	if d.inflight == 0 && d.drained != nil {
+		close(d.drained)
+		d.drained = nil
+	}
+	d.mu.Unlock()
+}
+
 // markLost records the first sticky fault and fails every pending event on
 // every stream with it. Later faults are dropped: the first is the cause.
 func (d *Device) markLost(f *FaultError) *FaultError {
@@ -176,11 +205,11 @@ func (d *Device) Close() error {
 		return nil
 	}
 	d.closed = true
-	streams := make([]*Stream, 0, len(d.streams))
-	for s := range d.streams {
-		streams = append(streams, s)
+	var drained chan struct{}
+	if d.inflight > 0 {
+		drained = make(chan struct{})
+		d.drained = drained
 	}
-	modules := d.modules
 	d.mu.Unlock()
 
 	deadline := time.Now().Add(closeTimeout)
@@ -189,6 +218,24 @@ func (d *Device) Close() error {
 		// uses: leave everything to the process's exit.
 		return d.abandoned("the fault monitor is stuck in a driver call; nothing was torn down")
 	}
+	if drained != nil {
+		t := time.NewTimer(time.Until(deadline))
+		select {
+		case <-drained:
+			t.Stop()
+		case <-t.C:
+			return d.abandoned("a driver call in progress did not return; nothing was torn down")
+		}
+	}
+	// Nothing can be added now: every call that could add a stream or a
+	// module has returned, and later ones see closed.
+	d.mu.Lock()
+	streams := make([]*Stream, 0, len(d.streams))
+	for s := range d.streams {
+		streams = append(streams, s)
+	}
+	modules := d.modules
+	d.mu.Unlock()
 	done := make(chan error, 1)
 	go func() { done <- d.teardown(streams, modules) }()
 	t := time.NewTimer(time.Until(deadline))
@@ -225,7 +272,7 @@ func (d *Device) teardown(streams []*Stream, modules []*Module) error {
 		errs = append(errs, err)
 	}
 	for _, s := range streams {
-		note("destroy stream", s.destroy())
+		note("destroy stream", s.destroy(true))
 	}
 	// After the streams: a Record in flight during Close (it holds its
 	// stream's lock, which destroy waits for) has put its handle here.

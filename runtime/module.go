@@ -50,12 +50,16 @@ type Module struct {
 // whose kernels are described by specs. Kernels missing from specs cannot be
 // launched: every launch is checked against its spec.
 func (d *Device) LoadImage(image []byte, specs []KernelSpec) (*Module, error) {
-	if err := d.usable(); err != nil {
-		return nil, err
-	}
 	if len(image) == 0 {
+		if err := d.usable(); err != nil {
+			return nil, err
+		}
 		return nil, fmt.Errorf("%s: empty code object: %w", d.label, ErrInvalidArgument)
 	}
+	if err := d.enter(); err != nil {
+		return nil, err
+	}
+	defer d.leave()
 	m, err := d.drv.LoadModule(image)
 	if err != nil {
 		return nil, d.fail("load module", "", err)
@@ -73,9 +77,10 @@ func (d *Device) LoadImage(image []byte, specs []KernelSpec) (*Module, error) {
 // Kernel returns a kernel of the module, checking its spec against what the
 // driver reports about the argument layout when it can.
 func (m *Module) Kernel(name string) (*Kernel, error) {
-	if err := m.dev.usable(); err != nil {
+	if err := m.dev.enter(); err != nil {
 		return nil, err
 	}
+	defer m.dev.leave()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.unloaded {

@@ -297,9 +297,10 @@ func (m *monitor) poll(e *Event) {
 	m.mu.Lock()
 	ended := m.ended != nil
 	m.mu.Unlock()
-	if ended {
+	if ended || m.dev.enter() != nil {
 		return
 	}
+	defer m.dev.leave()
 	m.query(e)
 }
 

@@ -245,3 +245,46 @@ func TestACUDACallbackLandsEventsItself(t *testing.T) {
 	require.NoError(t, ev.Wait(ctx))
 	require.EqualValues(t, 1, r.sim.Callbacks.Load())
 }
+
+// Close while another goroutine is inside a driver call (here Alloc): the
+// driver is torn down only after that call returned. Before the fix Close
+// closed the driver under it (the soak showed it as a data race between
+// NewStream and the driver's Close under -race).
+func TestCloseWaitsForDriverCallsInProgress(t *testing.T) {
+	var mu sync.Mutex
+	var order []string
+	inAlloc, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	r := newRig(t, simgpu.Config{OnCall: func(call string) error {
+		if call == "Alloc" {
+			once.Do(func() { close(inAlloc); <-release })
+		}
+		if call == "Alloc" || call == "Close" {
+			mu.Lock()
+			order = append(order, call)
+			mu.Unlock()
+		}
+		return nil
+	}})
+	allocated := make(chan error, 1)
+	go func() {
+		b, err := r.dev.Alloc(4)
+		if err == nil {
+			mu.Lock()
+			order = append(order, "Alloc returned")
+			mu.Unlock()
+			err = b.Free()
+		}
+		allocated <- err
+	}()
+	<-inAlloc
+	closed := make(chan error, 1)
+	go func() { closed <- r.dev.Close() }()
+	time.Sleep(20 * time.Millisecond) // give Close the time to run ahead, were it to
+	close(release)
+	require.NoError(t, <-closed)
+	require.ErrorIs(t, <-allocated, runtime.ErrClosed, "the buffer's Free comes after Close")
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, []string{"Alloc", "Alloc returned", "Close"}, order, "the driver closed under a call in progress")
+}

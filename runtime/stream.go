@@ -61,9 +61,10 @@ type Stream struct {
 
 // NewStream creates a stream that does not synchronise with other streams.
 func (d *Device) NewStream() (*Stream, error) {
-	if err := d.usable(); err != nil {
+	if err := d.enter(); err != nil {
 		return nil, err
 	}
+	defer d.leave()
 	ds, err := d.drv.NewStream()
 	if err != nil {
 		return nil, d.fail("create stream", "", err)
@@ -97,9 +98,10 @@ func (s *Stream) LastKernel() string {
 // reported at launch loses the device.
 func (s *Stream) Launch(k *Kernel, cfg LaunchConfig, args ...any) error {
 	d := s.dev
-	if err := d.usable(); err != nil {
+	if err := d.enter(); err != nil {
 		return err
 	}
+	defer d.leave()
 	if k.mod.dev != d {
 		return &LaunchError{Kernel: k.spec.Name, Reason: fmt.Sprintf("kernel belongs to %s, stream to %s", k.mod.dev.label, d.label)}
 	}
@@ -208,9 +210,10 @@ func (s *Stream) launchFailed(k *Kernel, err error) error {
 // stream so far completes.
 func (s *Stream) Record() (*Event, error) {
 	d := s.dev
-	if err := d.usable(); err != nil {
+	if err := d.enter(); err != nil {
 		return nil, err
 	}
+	defer d.leave()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.destroyed {
@@ -335,7 +338,11 @@ func (s *Stream) TimeGPU(ctx context.Context, enqueue func() error) (elapsed tim
 	if err := s.Synchronize(ctx); err != nil {
 		return 0, err
 	}
+	if err := s.dev.enter(); err != nil {
+		return 0, err
+	}
 	elapsed, err = end.Since(start)
+	s.dev.leave()
 	if err != nil {
 		return 0, s.dev.fail("time GPU work", s.last, err)
 	}
@@ -346,18 +353,20 @@ func (s *Stream) TimeGPU(ctx context.Context, enqueue func() error) (elapsed tim
 // driver call after a loss (the context owns the event and goes with it),
 // none after Close (the driver has released everything).
 func (s *Stream) dropMark(m driver.TimingMark) error {
-	if s.dev.usable() != nil {
+	if s.dev.enter() != nil {
 		return nil
 	}
+	defer s.dev.leave()
 	return m.Destroy()
 }
 
 // mark enqueues a timing event, in order with the stream's launches.
 func (s *Stream) mark() (driver.TimingMark, error) {
 	d := s.dev
-	if err := d.usable(); err != nil {
+	if err := d.enter(); err != nil {
 		return nil, err
 	}
+	defer d.leave()
 	t, ok := s.drv.(driver.GPUTimer)
 	if !ok {
 		return nil, fmt.Errorf("time GPU work: backend %s has no GPU timer: %w", d.Backend(), errors.ErrUnsupported)
@@ -375,24 +384,28 @@ func (s *Stream) mark() (driver.TimingMark, error) {
 }
 
 // Close destroys the stream. Pending work keeps running; events already
-// recorded still settle. On a lost device it calls no driver but still
-// frees the stream's host memory, and returns the *DeviceLostError.
+// recorded still settle. On a lost or closed device it calls no driver but
+// still frees the stream's host memory, and returns the device's error.
 func (s *Stream) Close() error {
 	d := s.dev
+	err := d.enter()
 	d.mu.Lock()
 	delete(d.streams, s)
 	d.mu.Unlock()
-	err := s.destroy()
-	if uerr := d.usable(); uerr != nil {
-		return uerr
+	if err != nil {
+		// Device.Close (which may be running) releases the driver's stream
+		// with everything else; a lost device's is abandoned.
+		_ = s.destroy(false) // no driver call: only host memory, and its error is the device's
+		return err
 	}
-	return err
+	defer d.leave()
+	return s.destroy(true)
 }
 
-// destroy releases the stream: the driver's stream unless the device is
-// lost (then only what the driver's stream holds outside the driver, through
-// driver.Abandoner), and the kernel-argument memory always.
-func (s *Stream) destroy() error {
+// destroy releases the stream: the driver's stream when useDriver and the
+// device is not lost; otherwise only what the driver's stream holds outside
+// the driver (driver.Abandoner); the kernel-argument memory always.
+func (s *Stream) destroy(useDriver bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.destroyed {
@@ -400,7 +413,7 @@ func (s *Stream) destroy() error {
 	}
 	s.destroyed = true
 	var derr error
-	if s.dev.lost.Load() == nil {
+	if useDriver && s.dev.lost.Load() == nil {
 		derr = s.drv.Destroy()
 	} else if a, ok := s.drv.(driver.Abandoner); ok {
 		derr = a.Abandon()
