@@ -10,6 +10,13 @@
 #   samplers  tools/samplerbench against PyTorch and the copy-bandwidth floor
 #   routes    samplerbench -routes: kernel against CPU fallback per filter
 #             combination, one decode step end to end (the router's Policy)
+#   latency   the runtime's wake-up latency: a decode-like step
+#             (sampling's BenchmarkGPUDecodeStep, callbacks and monitor-only,
+#             per backend in LATENCY_BACKENDS, default "cuda"; add "rocm"
+#             with HIPGO_HIP_LIBRARY/HIPGO_HSA_LIBRARY set to the ROCm shim)
+#             beside PyTorch's argmax().item(), and the out-of-bounds write's
+#             time to error against cuStreamSynchronize, 5 runs each
+#             (tools/gpubench/latency_table.py prints medians and ratios)
 #   gumbel    the shipped Gumbel PTX alone, replayed in CUDA graphs (GPU time
 #             without launch gaps; tools/gpubench/gumbel_variants.py), then
 #             stream launches plain against early start
@@ -88,6 +95,34 @@ if has launch; then
   else
     status=1; note "launch: nvcc failed"; cat "$LOGS/launch.log"
   fi
+fi
+
+if has latency; then
+  : >"$LOGS/latency.log"
+  for b in ${LATENCY_BACKENDS:-cuda}; do
+    (cd sampling && HIPGO_BACKEND=$b ../$bin/sampling.test -test.run='^$' -test.bench='^BenchmarkGPUDecodeStep' \
+      -test.benchtime=20000x -test.count=5 2>&1) | grep -E '^Benchmark' | sed "s/^/$b /" | tee -a "$LOGS/latency.log"
+  done
+  python3 - >>"$LOGS/latency.log" 2>&1 <<'PY'
+import json, statistics, time, torch
+x = torch.randn(1, 32000, device="cuda") * 5
+for _ in range(200):
+    x.argmax().item()
+runs = []
+for _ in range(5):
+    t = time.perf_counter()
+    for _ in range(20000):
+        x.argmax().item()
+    runs.append((time.perf_counter() - t) / 20000 * 1e6)
+print("torch " + json.dumps({"op": "argmax().item()", "us": statistics.median(runs), "runs": runs}))
+PY
+  for i in 1 2 3 4 5; do
+    for c in oob-write oob-write-driver-sync; do
+      HIPGO_FAULTPROBE_CHILD=$c $bin/faultprobe 2>>"$LOGS/latency.err" | sed -n "s/^FAULTPROBE_RESULT /$c /p" >>"$LOGS/latency.log"
+    done
+  done
+  python3 tools/gpubench/latency_table.py "$LOGS/latency.log" | tee "$LOGS/latency.md"
+  grep -q OVER "$LOGS/latency.md" && note "latency: a ratio is over its target (see latency.md)"
 fi
 
 if has gumbel; then

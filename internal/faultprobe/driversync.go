@@ -12,7 +12,10 @@ import (
 
 // oobWriteDriverSync provokes the out-of-bounds write with nothing but the
 // CUDA driver API and times cuStreamSynchronize, the driver's own report of
-// the fault: the baseline the runtime's time to error is compared with.
+// the fault: the baseline the runtime's time to error is compared with. As
+// in oobWrite, a spin kernel runs on another stream when the fault hits: the
+// driver's detection time depends on what else the context is running, so
+// without it the two runs would not time the same fault.
 func oobWriteDriverSync() Result {
 	r := Result{Class: OOBWriteDriverSync, Expected: "cuStreamSynchronize returns CUDA_ERROR_ILLEGAL_ADDRESS", Metrics: map[string]float64{}}
 	fail := func(err error) Result { r.Got = err.Error(); return r }
@@ -50,7 +53,15 @@ func oobWriteDriverSync() Result {
 	if err != nil {
 		return fail(err)
 	}
+	spinFn, err := mod.Function("spin_ns")
+	if err != nil {
+		return fail(err)
+	}
 	s, err := cuda.StreamCreate(cuda.StreamNonBlocking)
+	if err != nil {
+		return fail(err)
+	}
+	other, err := cuda.StreamCreate(cuda.StreamNonBlocking)
 	if err != nil {
 		return fail(err)
 	}
@@ -58,17 +69,23 @@ func oobWriteDriverSync() Result {
 	if err != nil {
 		return fail(err)
 	}
-	// (u32* p, u32 value, u64 byte_offset), each value in pinned memory.
+	// oob_write_u32 (u32* p, u32 value, u64 byte_offset) and spin_ns (u64
+	// ns, u32* flag), each value in pinned memory.
 	a0, a1, a2 := new(uint64), new(uint32), new(uint64)
 	*a0, *a1, *a2 = uint64(p), 0xBAD, 1<<40
 	params := []unsafe.Pointer{unsafe.Pointer(a0), unsafe.Pointer(a1), unsafe.Pointer(a2)}
+	s0, s1 := new(uint64), new(uint64)
+	*s0, *s1 = uint64(10*time.Second), uint64(p)
+	spinParams := []unsafe.Pointer{unsafe.Pointer(s0), unsafe.Pointer(s1)}
 	var pin goruntime.Pinner
-	pin.Pin(a0)
-	pin.Pin(a1)
-	pin.Pin(a2)
-	pin.Pin(&params[0])
+	for _, v := range []any{a0, a1, a2, s0, s1, &params[0], &spinParams[0]} {
+		pin.Pin(v)
+	}
 	defer pin.Unpin()
 	one := cuda.Dim3{X: 1, Y: 1, Z: 1}
+	if err := cuda.LaunchKernel(spinFn, one, one, 0, other, unsafe.Pointer(&spinParams[0]), nil); err != nil {
+		return fail(err)
+	}
 	t0 := time.Now()
 	if err := cuda.LaunchKernel(fn, one, one, 0, s, unsafe.Pointer(&params[0]), nil); err != nil {
 		return fail(err)

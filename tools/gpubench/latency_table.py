@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+"""Summarise the GPU suite's latency section (scripts/gpu-suite.sh).
+
+Reads the section's log: `go test -bench` lines of BenchmarkGPUDecodeStep
+prefixed with the backend ("cuda BenchmarkGPUDecodeStep/callbacks-16 20000
+31000 ns/op"), faultprobe child results prefixed with their class
+("oob-write {json}"), and PyTorch's line ("torch {json}"). Prints the medians
+and the ratios issue 10 sets targets for:
+  - decode step, monitor-only / callbacks on CUDA: within 2x;
+  - decode step, ROCm (through the shim) callbacks / CUDA callbacks: within 1.2x;
+  - out-of-bounds write, hipgo Wait / cuStreamSynchronize (launch to error,
+    same fault, same run): within 1.1x.
+"""
+import json
+import re
+import statistics
+import sys
+
+steps = {}  # (backend, path) -> [us]
+faults = {}  # class -> [ms]
+torch = []
+for line in open(sys.argv[1]):
+    line = line.strip()
+    m = re.match(r"(\S+) BenchmarkGPUDecodeStep/(\S+?)-\d+\s+\d+\s+([\d.]+) ns/op", line)
+    if m:
+        steps.setdefault((m[1], m[2]), []).append(float(m[3]) / 1000)
+        continue
+    head, _, rest = line.partition(" ")
+    if head in ("oob-write", "oob-write-driver-sync") and rest.startswith("{"):
+        r = json.loads(rest)
+        faults.setdefault(head, []).append(r["metrics"]["launch_to_error_ms"])
+    elif head == "torch" and rest.startswith("{"):
+        torch.append(json.loads(rest)["us"])
+
+med = {k: statistics.median(v) for k, v in steps.items()}
+for (backend, path), us in sorted(med.items()):
+    print(f"decode step {backend} {path}: median {us:.1f} us over {len(steps[(backend, path)])} counts")
+if torch:
+    print(f"decode step torch argmax().item(): median {statistics.median(torch):.1f} us")
+
+
+def ratio(name, a, b, target):
+    if a is None or b is None:
+        print(f"{name}: not measured")
+        return
+    r = a / b
+    print(f"{name}: {r:.2f} (target <= {target}) {'OK' if r <= target else 'OVER'}")
+
+
+ratio("monitor-only / callbacks (cuda)", med.get(("cuda", "monitor-only")), med.get(("cuda", "callbacks")), 2.0)
+ratio("rocm callbacks / cuda callbacks", med.get(("rocm", "callbacks")), med.get(("cuda", "callbacks")), 1.2)
+ratio("rocm monitor-only / cuda callbacks", med.get(("rocm", "monitor-only")), med.get(("cuda", "callbacks")), 2.0)
+ours, base = faults.get("oob-write"), faults.get("oob-write-driver-sync")
+if ours and base:
+    print(f"oob write launch to error: hipgo Wait median {statistics.median(ours):.1f} ms {ours}, "
+          f"cuStreamSynchronize median {statistics.median(base):.1f} ms {base}")
+ratio("oob write hipgo / driver (medians)", statistics.median(ours) if ours else None,
+      statistics.median(base) if base else None, 1.1)
