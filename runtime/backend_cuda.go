@@ -336,17 +336,6 @@ func (s *cudaStream) Notify(fn func()) error {
 	return s.dev.do(func() error { return cuda.LaunchHostFunc(s.s, fn) })
 }
 
-func (s *cudaStream) Query() error {
-	return s.dev.do(func() error {
-		done, err := s.s.Query()
-		if err == nil && !done {
-			return driver.ErrNotReady
-		}
-		return err
-	})
-}
-
-func (s *cudaStream) Synchronize() error { return s.dev.do(s.s.Synchronize) }
 func (s *cudaStream) Destroy() error {
 	return errors.Join(s.dev.do(s.s.Destroy), s.Abandon())
 }

@@ -415,20 +415,6 @@ func (s *rocmStream) Notify(fn func()) error {
 	})
 }
 
-func (s *rocmStream) Query() error {
-	return s.dev.do(func() error {
-		done, err := hip.StreamQuery(s.s)
-		if err == nil && !done {
-			return driver.ErrNotReady
-		}
-		return err
-	})
-}
-
-func (s *rocmStream) Synchronize() error {
-	return s.dev.do(func() error { return hip.StreamSynchronize(s.s) })
-}
-
 func (s *rocmStream) Destroy() error {
 	return s.dev.do(func() error { return hip.StreamDestroy(s.s) })
 }

@@ -179,6 +179,8 @@ func (d *Device) fail(op, kernel string, err error) error {
 		return &DeviceLostError{Device: d.label, Cause: f}
 	case driver.OutOfMemory:
 		return &OutOfMemoryError{Device: d.label, Err: err}
+	case driver.NotFound:
+		return fmt.Errorf("%s: %s: %w: %w", d.label, op, ErrNotFound, err)
 	default:
 		return fmt.Errorf("%s: %s: %w", d.label, op, err)
 	}

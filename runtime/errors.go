@@ -20,6 +20,9 @@ var (
 	ErrLibraryNotFound = dynlib.ErrNotFound
 	// ErrOutOfMemory: an allocation could not be satisfied.
 	ErrOutOfMemory = errors.New("out of device memory")
+	// ErrNotFound: the driver has no such kernel in the module, or cannot
+	// load the code object for this device; the device is fine.
+	ErrNotFound = errors.New("not found by the driver")
 	// ErrLaunchRejected: a launch was refused synchronously; the device is fine.
 	ErrLaunchRejected = errors.New("launch rejected")
 	// ErrDeviceFault: the device reported a fault for queued work.

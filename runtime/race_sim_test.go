@@ -288,3 +288,37 @@ func TestCloseWaitsForDriverCallsInProgress(t *testing.T) {
 	defer mu.Unlock()
 	require.Equal(t, []string{"Alloc", "Alloc returned", "Close"}, order, "the driver closed under a call in progress")
 }
+
+// The driver's classes each decide something: NotFound (a kernel the
+// module lacks) is ErrNotFound; Rejected is a *LaunchError (the device is
+// fine); an unclassified launch failure is the driver's error, not a claim
+// that the launch was refused. Before, NotFound and Rejected were sorted and
+// then treated like any other error.
+func TestDriverClassesDecideTheError(t *testing.T) {
+	var failLaunch atomic.Value
+	r := newRig(t, simgpu.Config{OnCall: func(call string) error {
+		if c, ok := failLaunch.Load().(simgpu.Code); ok && call == "Launch" && c != 0 {
+			return c
+		}
+		return nil
+	}})
+	mod, err := r.dev.LoadImage([]byte("m"), []runtime.KernelSpec{{Name: "not_in_the_module"}})
+	require.NoError(t, err)
+	_, err = mod.Kernel("not_in_the_module")
+	require.ErrorIs(t, err, runtime.ErrNotFound)
+	require.ErrorIs(t, err, simgpu.CodeNotFound)
+
+	s, err := r.dev.NewStream()
+	require.NoError(t, err)
+	buf := mustAlloc(t, r.dev)
+	failLaunch.Store(simgpu.CodeInvalidValue)
+	err = s.Launch(r.fill, one, buf, uint32(1), uint32(1))
+	require.ErrorIs(t, err, runtime.ErrLaunchRejected)
+	failLaunch.Store(simgpu.Code(999)) // a code the driver does not classify
+	err = s.Launch(r.fill, one, buf, uint32(1), uint32(1))
+	require.ErrorIs(t, err, simgpu.Code(999))
+	require.NotErrorIs(t, err, runtime.ErrLaunchRejected)
+	failLaunch.Store(simgpu.Code(0))
+	require.NoError(t, r.dev.Lost())
+	r.fillAndCheck(t, s, 3)
+}

@@ -188,10 +188,13 @@ func (s *Stream) pack(k *Kernel, args []any) (unsafe.Pointer, error) {
 	return base, nil
 }
 
-// launchFailed turns a driver's launch error into a *LaunchError, unless the
-// device is gone: a sticky code at launch can be a plain rejection (HIP
-// reports a block over the kernel's bounds as hipErrorLaunchFailure), so the
-// device is probed before it is declared lost.
+// launchFailed turns a driver's launch error into the runtime's: a
+// *LaunchError when the driver refused the launch (Rejected, OutOfMemory),
+// a lost device after a fault, and the driver's error otherwise (nothing
+// says the device is fine). A sticky code at launch can be a plain
+// rejection (HIP has reported a block over the kernel's bounds as
+// hipErrorLaunchFailure), so the device is probed before it is declared
+// lost.
 func (s *Stream) launchFailed(k *Kernel, err error) error {
 	d := s.dev
 	switch d.drv.Classify(err) {
@@ -200,10 +203,13 @@ func (s *Stream) launchFailed(k *Kernel, err error) error {
 			f := d.markLost(&FaultError{Device: d.label, Kernel: k.spec.Name, Op: "launch", Kind: faultKind(err), Err: err})
 			return &DeviceLostError{Device: d.label, Cause: f}
 		}
+		return &LaunchError{Kernel: k.spec.Name, Err: err}
 	case driver.OutOfMemory:
 		return &LaunchError{Kernel: k.spec.Name, Reason: "out of resources", Err: err}
+	case driver.Rejected:
+		return &LaunchError{Kernel: k.spec.Name, Err: err}
 	}
-	return &LaunchError{Kernel: k.spec.Name, Err: err}
+	return d.fail("launch "+k.spec.Name, k.spec.Name, err)
 }
 
 // Record returns an event that completes when all work enqueued on the

@@ -28,7 +28,6 @@ type stream struct {
 	mu    sync.Mutex
 	cond  *sync.Cond
 	queue []op
-	busy  bool
 	dead  bool
 }
 
@@ -114,15 +113,11 @@ func (s *stream) work() {
 		}
 		o := s.queue[0]
 		s.queue = s.queue[1:]
-		s.busy = true
 		s.mu.Unlock()
 
 		if s.dev.fault() == nil || (o.notify != nil && s.dev.cfg.HIPCallbacks) {
 			s.run(o)
 		}
-		s.mu.Lock()
-		s.busy = false
-		s.mu.Unlock()
 	}
 }
 
@@ -247,28 +242,6 @@ func (s *stream) Notify(fn func()) error {
 	}
 	s.enqueue(op{notify: fn})
 	return nil
-}
-
-func (s *stream) Query() error {
-	if err := s.dev.call("StreamQuery"); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.queue) > 0 || s.busy {
-		return driver.ErrNotReady
-	}
-	return nil
-}
-
-func (s *stream) Synchronize() error {
-	for {
-		err := s.Query()
-		if err != driver.ErrNotReady {
-			return err
-		}
-		time.Sleep(50 * time.Microsecond)
-	}
 }
 
 func (s *stream) Destroy() error {

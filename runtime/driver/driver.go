@@ -101,8 +101,6 @@ type Stream interface {
 	// Info.NotifyReportsSuccess says so). It must not block. After a fault
 	// the driver may never call it, or (HIP) call it anyway.
 	Notify(fn func()) error
-	Query() error // nil when idle, ErrNotReady while busy, else the error
-	Synchronize() error
 	Destroy() error
 }
 
@@ -179,16 +177,21 @@ var ErrNotReady = errors.New("not ready")
 type Class int
 
 const (
-	// Other: the call failed; the device is fine.
+	// Other: the call failed; the device is fine. The runtime returns the
+	// driver's error, wrapped.
 	Other Class = iota
-	// Rejected: a launch or argument the driver refused synchronously.
+	// Rejected: a launch or argument the driver refused synchronously; a
+	// launch so refused is a *runtime.LaunchError.
 	Rejected
-	// OutOfMemory: an allocation could not be satisfied; the device is fine.
+	// OutOfMemory: an allocation could not be satisfied; the device is fine
+	// (*runtime.OutOfMemoryError; from a launch, a *runtime.LaunchError).
 	OutOfMemory
 	// Fault: a device fault after which the context is unusable (sticky):
-	// illegal address, launch failure, hardware exception.
+	// illegal address, launch failure, hardware exception. The runtime
+	// marks the device lost.
 	Fault
-	// NotFound: a missing module function, or a binary for another arch.
+	// NotFound: a missing module function, or a binary for another arch
+	// (runtime.ErrNotFound).
 	NotFound
 )
 
