@@ -163,6 +163,8 @@ func (d *Device) markLost(f *FaultError) *FaultError {
 // runs on the vendor's thread, so it only marks state. It reports whether the
 // fault was delivered, which tells ROCr not to abort the process.
 func (d *Device) asyncFault(af driver.AsyncFault) bool {
+	// markLost's result, the device's first fault, is for callers that
+	// return it; the handler only records this one.
 	d.markLost(&FaultError{
 		Device: d.label, Op: "system event", Kind: af.Kind,
 		Address: af.Address, Reason: af.Reason, Err: af.Err,
@@ -269,6 +271,7 @@ func (d *Device) teardown(streams []*Stream, modules []*Module) error {
 			return
 		}
 		if d.drv.Classify(err) == driver.Fault {
+			// Lost from here on; the error itself is joined into Close's.
 			d.markLost(&FaultError{Device: d.label, Op: op, Kind: faultKind(err), Err: err})
 		}
 		errs = append(errs, err)

@@ -1,5 +1,6 @@
 // Package statuscheck proves that the binding packages (hip, hsa, cuda,
-// metal, mlx) never discard a status: the defect the seed names
+// metal, mlx) never discard a status, and that runtime and sampling discard
+// one only with a comment saying why: the defect the seed names
 // (hipGraphDestroy's result and hipGetLastError's ignored) cannot come back
 // unnoticed.
 //
@@ -15,6 +16,11 @@
 //     `_ = err`);
 //   - purego.SyscallN call whose first result, the C function's return
 //     value, is dropped.
+//
+// Each finding carries the comment on its line, or on the lines just above
+// it (Finding.Why). The bindings may discard nothing; runtime and sampling
+// may discard a status only on purpose, with such a comment saying why
+// (the package's tests check both).
 //
 // Writes to strings.Builder and bytes.Buffer (directly or through
 // fmt.Fprint*) are exempt: their error is documented to be always nil.

@@ -8,6 +8,7 @@ import (
 	"go/parser"
 	"go/token"
 	"go/types"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -37,6 +38,11 @@ type Finding struct {
 	Call   string // the expression whose status is lost, e.g. "hip.Free(p)"
 	Type   string // the status type, e.g. "error" or "github.com/hipgo/hipgo/hip.Code"
 	Config string // the GOOS/GOARCH whose files were checked
+	// Why is the comment on the discard's line, or ending on the line just
+	// above it: outside the bindings a deliberate discard must say why
+	// (the tests require it for runtime and sampling), in the bindings none
+	// is allowed at all.
+	Why string
 }
 
 func (f Finding) String() string {
@@ -151,8 +157,25 @@ func checkPackage(modRoot, dir, importPath string, files, imports []string, goos
 	if _, err := conf.Check(importPath, fset, parsed, info); err != nil || len(typeErrs) > 0 {
 		return nil, fmt.Errorf("does not type-check: %w", errors.Join(typeErrs...))
 	}
-	c := &checker{fset: fset, info: info}
+	c := &checker{fset: fset, info: info, byStart: map[string]map[int]string{}, byEnd: map[string]map[int]string{}}
 	for _, f := range parsed {
+		name := fset.Position(f.Pos()).Filename
+		src, err := os.ReadFile(name)
+		if err != nil {
+			return nil, err
+		}
+		lines := strings.Split(string(src), "\n")
+		c.byStart[name], c.byEnd[name] = map[int]string{}, map[int]string{}
+		for _, cg := range f.Comments {
+			start, end := fset.Position(cg.Pos()), fset.Position(cg.End())
+			text := strings.TrimSpace(cg.Text())
+			c.byStart[name][start.Line] = text
+			// Only a comment on lines of its own speaks for the line below;
+			// a trailing one speaks for its own line.
+			if strings.TrimSpace(lines[start.Line-1][:start.Column-1]) == "" {
+				c.byEnd[name][end.Line] = text
+			}
+		}
 		ast.Inspect(f, c.visit)
 	}
 	return c.findings, nil
@@ -162,6 +185,20 @@ type checker struct {
 	fset     *token.FileSet
 	info     *types.Info
 	findings []Finding
+	// comment text by file and by the line a comment group starts or ends on
+	byStart, byEnd map[string]map[int]string
+}
+
+// why is the comment that justifies the discard at n: one on its first or
+// last line, or one ending on the line above it.
+func (c *checker) why(n ast.Node) string {
+	start, end := c.fset.Position(n.Pos()), c.fset.Position(n.End())
+	for _, w := range []string{c.byStart[start.Filename][start.Line], c.byStart[start.Filename][end.Line], c.byEnd[start.Filename][start.Line-1]} {
+		if w != "" {
+			return w
+		}
+	}
+	return ""
 }
 
 func (c *checker) report(n ast.Node, kind Kind, call ast.Expr, t types.Type) {
@@ -174,6 +211,7 @@ func (c *checker) report(n ast.Node, kind Kind, call ast.Expr, t types.Type) {
 		Kind: kind,
 		Call: types.ExprString(call),
 		Type: typ,
+		Why:  c.why(n),
 	})
 }
 

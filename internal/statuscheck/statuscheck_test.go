@@ -144,3 +144,64 @@ func hasGoFiles(dir string) bool {
 	}
 	return false
 }
+
+// TestFindingsCarryTheCommentThatSaysWhy: a comment ending on the line
+// above a discard, or on its line, is the finding's Why; a discard without
+// one has none.
+func TestFindingsCarryTheCommentThatSaysWhy(t *testing.T) {
+	got, err := Dir(filepath.Join("testdata", "justified"))
+	require.NoError(t, err)
+	var whys []string
+	for _, f := range got {
+		whys = append(whys, fmt.Sprintf("%d %s %q", f.Pos.Line, f.Kind, f.Why))
+	}
+	require.Equal(t, []string{
+		`11 blank "above: the comment ends on the line before"`,
+		`12 blank "trailing: on the same line"`,
+		`13 blank ""`,
+		`15 discarded ""`,
+	}, whys)
+}
+
+// TestRuntimeAndSamplingDiscardOnlyWithAReason extends the check past the
+// bindings: in runtime and sampling a status may be discarded only on
+// purpose, with a comment on (or just above) the line saying why.
+func TestRuntimeAndSamplingDiscardOnlyWithAReason(t *testing.T) {
+	here, err := filepath.Abs(".")
+	require.NoError(t, err)
+	mod, err := findModule(here)
+	require.NoError(t, err)
+	checked := 0
+	for _, name := range []string{"runtime", "sampling"} {
+		err := filepath.WalkDir(filepath.Join(mod.root, name), func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if !d.IsDir() {
+				return nil
+			}
+			if d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".") || strings.HasPrefix(d.Name(), "_") {
+				return filepath.SkipDir
+			}
+			if !hasGoFiles(path) {
+				return nil
+			}
+			got, err := Dir(path)
+			require.NoError(t, err, path)
+			justified := 0
+			for _, f := range got {
+				if f.Why == "" {
+					t.Errorf("%s: a deliberate discard says why in a comment on its line or the line above", f)
+				} else {
+					justified++
+				}
+			}
+			rel, _ := filepath.Rel(mod.root, path)
+			t.Logf("%s: %d discards, each with its reason", rel, justified)
+			checked++
+			return nil
+		})
+		require.NoError(t, err)
+	}
+	require.GreaterOrEqual(t, checked, 3, "runtime, runtime/driver and sampling")
+}
