@@ -31,9 +31,15 @@
 //   - A sticky fault (illegal address, launch failure, hardware exception)
 //     marks the device lost: every pending event on every stream fails with
 //     the same *FaultError, and every later call fails at once with a
-//     *DeviceLostError wrapping it, without calling into the driver. Close on
-//     a lost device returns within a bounded time. The process must restart to
+//     *DeviceLostError wrapping it, without calling into the driver (Close
+//     makes one call, the driver's own release). The process must restart to
 //     use the GPU again; nothing in-process can recover a faulted context.
+//   - Close fails every event still pending (with the fault on a lost
+//     device, else with ErrClosed), waits for driver calls in progress, and
+//     tears down; it returns within 2 s even when a driver call never
+//     returns, abandoning what it could not release, and says so.
+//   - No event is left pending by a race with a loss or a Close: tracking
+//     an event and failing everything are one ordered step.
 //
 // Timing: Stream.TimeGPU brackets the work a callback enqueues with two
 // timing events and returns the GPU time between them (CUDA and ROCm event
