@@ -21,9 +21,9 @@ import (
 //
 // Model: a runtime stream is an MTLCommandQueue. Launches encode into the
 // stream's open command buffer (one compute encoder, serial dispatches, so
-// each dispatch sees the one before); Record, Notify, Mark, Query,
-// Synchronize and Destroy commit it, and so does every 64th dispatch, so a
-// long sequence starts on the GPU before anyone waits. Each committed
+// each dispatch sees the one before); Record, Notify, Mark and Destroy
+// commit it, and so does every 64th dispatch, so a long sequence starts on
+// the GPU before anyone waits. Each committed
 // command buffer gets a completion handler that records, on Metal's thread
 // and without blocking, whether it completed and with what error
 // (MTLCommandBufferStatus, MTLCommandBufferErrorDomain code). An event
@@ -82,6 +82,9 @@ func metalOpen(ordinal int) (driver.Device, error) {
 		MaxBlock:      int(d.limits.MaxThreadsPerThreadgroup.Width),
 		DriverVersion: "macOS " + osv, RuntimeVersion: "Metal (MSL compiled at load)",
 		Library: lib, Format: driver.MSL,
+		// A notification runs only when the command buffers it waited for
+		// completed well (metalCompletions.finish drops it otherwise).
+		NotifyReportsSuccess: true,
 	}
 	return d, nil
 }
@@ -425,24 +428,6 @@ func (s *metalStream) Notify(fn func()) error {
 		go fn() // the work is done; run it off the caller's locks, as a driver thread would
 	}
 	return nil
-}
-
-func (s *metalStream) Query() error {
-	s.mu.Lock()
-	s.commitLocked()
-	target := s.committed
-	s.mu.Unlock()
-	return s.done.query(0, target)
-}
-
-// Synchronize waits for every command buffer committed so far; it blocks
-// as long as the GPU does.
-func (s *metalStream) Synchronize() error {
-	s.mu.Lock()
-	s.commitLocked()
-	target := s.committed
-	s.mu.Unlock()
-	return s.done.wait(target)
 }
 
 // Destroy commits what is open (pending work keeps running) and releases
