@@ -47,19 +47,34 @@ func (c Code) Error() string { return fmt.Sprintf("%s (%d)", c.Name(), int32(c))
 // no in-process recovery exists (hipDeviceReset included), so the layer above
 // must mark the device lost. The list and why:
 //
-//   - 700 hipErrorIllegalAddress: a page fault in a kernel. Current CLR keeps
-//     returning 700 from every API afterwards (anchors §2.3: hip-tests'
-//     page-fault test checks 15 APIs; mlxcel saw it on every thread).
+//   - 700 hipErrorIllegalAddress: a page fault in a kernel.
+//   - 719 hipErrorLaunchFailure: a hardware exception or a queue error
+//     (illegal instruction, trap) while a kernel ran.
 //   - 702 hipErrorLaunchTimeOut: the kernel was killed after a hang, which on
 //     AMD means a queue or GPU reset.
 //   - 710 hipErrorAssert: a device-side assert traps the queue (CUDA
 //     documents the same class as fatal).
-//   - 719 hipErrorLaunchFailure: a hardware exception while a kernel ran.
-//     Caveat: CLR also returns 719 synchronously from hipModuleLaunchKernel
-//     when the block exceeds the kernel's launch bounds, which is a rejected
-//     launch, not a fault; (*Error).Sticky makes that distinction.
 //   - 214 hipErrorECCNotCorrectable: an uncorrectable memory error, the
 //     hardware-exception class HSA reports as HW_EXCEPTION/ECC.
+//
+// Where 700 and 719 come from, in current CLR (ROCm/rocm-systems,
+// projects/clr): Device::BackendErrorCallBackHandler
+// (rocclr/device/rocm/rocdevice.cpp), CLR's own HSA system-event handler,
+// records a memory fault as CL_INVALID_MEM_OBJECT and a hardware exception
+// as CL_INVALID_OPERATION when HIP_SKIP_ABORT_ON_GPU_ERROR is on (its
+// default); from then on HIP_INIT_API and HIP_RETURN (hipamd/src/
+// hip_internal.hpp) return ConvertCLErrorIntoHIPError of it, 700 or 719,
+// from every entry point: launches, hipEventQuery, hipMemGetInfo and
+// hipGetLastError alike. CLR up to ROCm 6.2 (ROCm/clr, tag rocm-6.2.0 and
+// its HEAD of 2024-10) has neither: a fault there makes no call fail, and
+// queue errors abort the process (see docs/gpu-faults.md).
+//
+// 719 is also what ihipLaunchKernel_validate (hipamd/src/hip_module.cpp)
+// returns, synchronously and with the device fine, for a block larger than
+// the kernel's launch bounds. The code cannot tell the two apart, so a 719
+// from hipModuleLaunchKernel is sticky here too and the caller probes the
+// device (hipMemGetInfo, which also returns the recorded error when the
+// device is dead) before it declares it lost; the runtime does that.
 //
 // Everything else (out of memory, invalid values, not ready, ...) leaves the
 // device usable.
@@ -83,15 +98,10 @@ func (e *Error) Error() string { return e.Call + ": " + e.Code.Error() }
 // Unwrap returns the Code, so errors.Is(err, hip.ErrIllegalAddress) works.
 func (e *Error) Unwrap() error { return e.Code }
 
-// Sticky is Code.Sticky, except that a hipErrorLaunchFailure returned by the
-// launch call itself is a synchronous rejection (block larger than the
-// kernel's launch bounds, anchors §2.2) and leaves the device usable.
-func (e *Error) Sticky() bool {
-	if e.Code == ErrLaunchFailure && e.Call == "hipModuleLaunchKernel" {
-		return false
-	}
-	return e.Code.Sticky()
-}
+// Sticky is Code.Sticky: whichever call returned the code (see Code.Sticky
+// for why a 719 from hipModuleLaunchKernel counts, and how to tell a
+// launch-bounds rejection from it).
+func (e *Error) Sticky() bool { return e.Code.Sticky() }
 
 // check turns a returned code into nil or an *Error naming the call.
 func check(call string, c Code) error {

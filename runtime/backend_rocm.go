@@ -199,9 +199,12 @@ func (d *rocmDevice) LoadModule(image []byte) (driver.Module, error) {
 	return &rocmModule{dev: d, m: m}, nil
 }
 
-// Classify sorts HIP errors. (*hip.Error).Sticky knows that
-// hipModuleLaunchKernel's hipErrorLaunchFailure is a synchronous rejection
-// (a block over the kernel's bounds), not a dead context.
+// Classify sorts HIP errors. Every sticky code is a Fault, a 719 from
+// hipModuleLaunchKernel included: current CLR returns the recorded GPU error
+// (700 or 719) from every call after a fault, launches too, and uses the same
+// 719 for a block over the kernel's launch bounds (see hip.Code.Sticky). A
+// Fault at launch is probed with Alive before the device is declared lost,
+// so the rejection still comes back as a *LaunchError.
 func (d *rocmDevice) Classify(err error) driver.Class {
 	var he *hip.Error
 	if errors.As(err, &he) && he.Sticky() {
@@ -216,14 +219,17 @@ func (d *rocmDevice) Classify(err error) driver.Class {
 		return driver.OutOfMemory
 	case hip.ErrNotFound, hip.ErrNoBinaryForGpu:
 		return driver.NotFound
-	case hip.ErrInvalidValue, hip.ErrInvalidConfiguration, hip.ErrLaunchFailure:
+	case hip.ErrInvalidValue, hip.ErrInvalidConfiguration:
 		return driver.Rejected
 	}
 	return driver.Other
 }
 
 // Alive asks for the memory info, which does not wait for queued work and,
-// after a queue fault, fails like every other HIP call (mlxcel, ROCm 7.15).
+// after a fault, fails like every other HIP call on current CLR: hipMemGetInfo
+// starts with HIP_INIT_API, which returns the recorded GPU error (mlxcel saw
+// it on ROCm 7.15). On CLR up to 6.2 it succeeds after a fault (nothing is
+// recorded), so there the HSA system event is what loses the device.
 func (d *rocmDevice) Alive() error {
 	_, _, err := d.MemInfo()
 	return err

@@ -47,9 +47,11 @@ func TestROCmClassifiesHIPErrors(t *testing.T) {
 	}{
 		{&hip.Error{Call: "hipEventQuery", Code: hip.ErrIllegalAddress}, driver.Fault},
 		{&hip.Error{Call: "hipStreamQuery", Code: hip.ErrLaunchFailure}, driver.Fault},
-		// A block over the kernel's bounds: hipModuleLaunchKernel says 719
-		// synchronously and the device is fine.
-		{&hip.Error{Call: "hipModuleLaunchKernel", Code: hip.ErrLaunchFailure}, driver.Rejected},
+		// 719 from the launch is either CLR's launch-bounds rejection or the
+		// sticky error of an earlier hardware exception (HIP_INIT_API returns
+		// it from every call): Fault, so that the runtime probes the device
+		// (Alive) before it decides.
+		{&hip.Error{Call: "hipModuleLaunchKernel", Code: hip.ErrLaunchFailure}, driver.Fault},
 		{&hip.Error{Call: "hipMalloc", Code: hip.ErrOutOfMemory}, driver.OutOfMemory},
 		{&hip.Error{Call: "hipModuleGetFunction", Code: hip.ErrNotFound}, driver.NotFound},
 		{&hip.Error{Call: "hipModuleLoadData", Code: hip.ErrNoBinaryForGpu}, driver.NotFound},
