@@ -28,6 +28,7 @@ type api struct {
 	errorsAPI
 	initAPI
 	deviceAPI
+	identityAPI
 	archAPI
 	memoryAPI
 	streamAPI
@@ -46,7 +47,7 @@ func openAPI() (*api, error) {
 	}
 	a := &api{lib: lib}
 	table := slices.Concat(
-		a.errorsAPI.funcs(), a.initAPI.funcs(), a.deviceAPI.funcs(), a.archAPI.funcs(),
+		a.errorsAPI.funcs(), a.initAPI.funcs(), a.deviceAPI.funcs(), a.identityAPI.funcs(), a.archAPI.funcs(),
 		a.memoryAPI.funcs(), a.streamAPI.funcs(), a.eventAPI.funcs(), a.moduleAPI.funcs(),
 		a.launchAPI.funcs(), a.callbackAPI.funcs(),
 	)

@@ -17,7 +17,11 @@ const (
 	agentInfoWavefrontSize   = 6      // HSA_AGENT_INFO_WAVEFRONT_SIZE, uint32_t
 	agentInfoDevice          = 17     // HSA_AGENT_INFO_DEVICE, hsa_device_type_t
 	amdAgentInfoComputeUnits = 0xA002 // HSA_AMD_AGENT_INFO_COMPUTE_UNIT_COUNT, uint32_t
+	amdAgentInfoBDFID        = 0xA006 // HSA_AMD_AGENT_INFO_BDFID, uint32_t: bus<<8 | device<<3 | function
+	amdAgentInfoDomain       = 0xA00F // HSA_AMD_AGENT_INFO_DOMAIN, uint32_t: the PCI domain
+	amdAgentInfoUUID         = 0xA011 // HSA_AMD_AGENT_INFO_UUID, char[21]: "GPU-" and 16 hex digits
 	agentNameSize            = 64
+	agentUUIDSize            = 21
 )
 
 // DeviceType is an hsa_device_type_t.
@@ -49,6 +53,29 @@ type Agent struct {
 	deviceType    DeviceType
 	wavefrontSize uint32
 	computeUnits  uint32
+	pci           PCIAddress
+	pciKnown      bool
+	uuid          string
+}
+
+// PCIAddress is a GPU agent's PCI location, from HSA_AMD_AGENT_INFO_DOMAIN
+// and HSA_AMD_AGENT_INFO_BDFID.
+type PCIAddress struct {
+	Domain   uint32
+	Bus      uint8
+	Device   uint8
+	Function uint8
+}
+
+// String returns "0000:c1:00.0".
+func (p PCIAddress) String() string {
+	return fmt.Sprintf("%04x:%02x:%02x.%x", p.Domain, p.Bus, p.Device, p.Function)
+}
+
+// pciFromBDFID splits HSA_AMD_AGENT_INFO_BDFID the way CLR does
+// (roc::Device::create, rocclr/device/rocm/rocdevice.cpp).
+func pciFromBDFID(domain, bdfid uint32) PCIAddress {
+	return PCIAddress{Domain: domain, Bus: uint8(bdfid >> 8), Device: uint8(bdfid>>3) & 0x1f, Function: uint8(bdfid) & 0x7}
 }
 
 // Handle returns the agent's hsa_agent_t handle (what system events carry).
@@ -67,6 +94,14 @@ func (a Agent) WavefrontSize() uint32 { return a.wavefrontSize }
 
 // ComputeUnits returns HSA_AMD_AGENT_INFO_COMPUTE_UNIT_COUNT.
 func (a Agent) ComputeUnits() uint32 { return a.computeUnits }
+
+// PCI returns a GPU agent's PCI address; false for CPU agents and when the
+// runtime does not answer the two attributes.
+func (a Agent) PCI() (PCIAddress, bool) { return a.pci, a.pciKnown }
+
+// UUID returns a GPU agent's HSA_AMD_AGENT_INFO_UUID ("GPU-" and 16 hex
+// digits; "GPU-XX" for a GPU without a unique id), or "" when not known.
+func (a Agent) UUID() string { return a.uuid }
 
 type agentAPI struct {
 	// typedef hsa_status_t (*callback)(hsa_agent_t agent, void* data);
@@ -170,7 +205,27 @@ func (a *api) describe(handle uint64) (Agent, error) {
 			return Agent{}, err
 		}
 	}
+	if ag.deviceType == DeviceGPU {
+		a.identify(&ag)
+	}
 	return ag, nil
+}
+
+// identify reads a GPU agent's PCI address and UUID. They only serve to
+// match agents with HIP devices, so an attribute the runtime refuses leaves
+// that identity unknown instead of failing the agent list.
+func (a *api) identify(ag *Agent) {
+	var domain, bdfid uint32
+	if a.info(ag.handle, amdAgentInfoDomain, unsafe.Pointer(&domain)) == nil &&
+		a.info(ag.handle, amdAgentInfoBDFID, unsafe.Pointer(&bdfid)) == nil {
+		ag.pci, ag.pciKnown = pciFromBDFID(domain, bdfid), true
+	}
+	var uuid [agentUUIDSize + 11]byte // a runtime that writes a longer string stays inside
+	if a.info(ag.handle, amdAgentInfoUUID, unsafe.Pointer(&uuid[0])) == nil {
+		if i := bytes.IndexByte(uuid[:], 0); i >= 0 {
+			ag.uuid = string(uuid[:i])
+		}
+	}
 }
 
 func (a *api) info(handle uint64, attr uint32, dst unsafe.Pointer) error {

@@ -32,6 +32,9 @@ func TestAgentInfoIDsMatchHeader(t *testing.T) {
 		"HSA_AGENT_INFO_WAVEFRONT_SIZE":         agentInfoWavefrontSize,
 		"HSA_AGENT_INFO_DEVICE":                 agentInfoDevice,
 		"HSA_AMD_AGENT_INFO_COMPUTE_UNIT_COUNT": amdAgentInfoComputeUnits,
+		"HSA_AMD_AGENT_INFO_BDFID":              amdAgentInfoBDFID,
+		"HSA_AMD_AGENT_INFO_DOMAIN":             amdAgentInfoDomain,
+		"HSA_AMD_AGENT_INFO_UUID":               amdAgentInfoUUID,
 		"HSA_DEVICE_TYPE_CPU":                   int64(DeviceCPU),
 		"HSA_DEVICE_TYPE_GPU":                   int64(DeviceGPU),
 		"HSA_DEVICE_TYPE_DSP":                   int64(DeviceDSP),
@@ -54,4 +57,13 @@ func TestAgentInfoIDsMatchHeader(t *testing.T) {
 	_, ok := values["HSA_AMD_GPU_HW_EXCEPTION_EVENT"]
 	require.False(t, ok, "the installed header has HW exceptions: check HWExceptionEvent against it")
 	require.Equal(t, "CPU GPU DSP DeviceType(7)", DeviceCPU.String()+" "+DeviceGPU.String()+" "+DeviceDSP.String()+" "+DeviceType(7).String())
+}
+
+// TestPCIFromBDFID proves the BDFID split (bus<<8 | device<<3 | function,
+// as CLR decodes it) and the printed form, which matches HIP's.
+func TestPCIFromBDFID(t *testing.T) {
+	p := pciFromBDFID(1, 0xc1<<8|0x1f<<3|5)
+	require.Equal(t, PCIAddress{Domain: 1, Bus: 0xc1, Device: 0x1f, Function: 5}, p)
+	require.Equal(t, "0001:c1:1f.5", p.String())
+	require.Equal(t, "0000:03:00.0", pciFromBDFID(0, 0x0300).String())
 }

@@ -3,6 +3,7 @@ package runtime
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 	"unsafe"
@@ -115,24 +116,101 @@ func versionString(v int) string {
 	return fmt.Sprintf("%d.%d.%d", major, minor, patch)
 }
 
-// gpuAgent maps a HIP ordinal to its HSA agent handle, the way hip.DeviceTarget
-// does (the ordinal-th GPU agent), for routing system events.
+// agentIdentity is what fault routing knows of one HSA GPU agent.
+type agentIdentity struct {
+	handle   uint64
+	pci      pciLocation
+	pciKnown bool
+	uuid     string // HSA_AMD_AGENT_INFO_UUID, "GPU-" and 16 hex digits
+}
+
+// deviceIdentity is what HIP says of one device, in the same terms.
+type deviceIdentity struct {
+	pci       pciLocation
+	pciKnown  bool
+	uuid      [16]byte // hipDeviceGetUuid: the 16 characters after "GPU-"
+	uuidKnown bool
+}
+
+// pciLocation is a PCI domain, bus and device. The function is left out:
+// CLR's hipDeviceGetPCIBusId always prints it as 0.
+type pciLocation struct {
+	domain      uint32
+	bus, device uint8
+}
+
+// informative reports whether an HSA UUID names one GPU: "GPU-XX" is what
+// ROCr reports for a GPU without a unique id.
+func informativeUUID(u string) bool {
+	return len(u) == 20 && strings.HasPrefix(u, "GPU-") && u != "GPU-XX"
+}
+
+// matchAgent finds the HSA agent of a HIP device by a stable identity, never
+// by position: HIP_VISIBLE_DEVICES and CUDA_VISIBLE_DEVICES renumber HIP's
+// devices but not HSA's agents (ROCR_VISIBLE_DEVICES filters both), so the
+// N-th GPU agent need not be HIP device N. The PCI location decides; the
+// UUID breaks a tie (several agents at one location, as GPU partitions may
+// be) or stands in when a side lacks the PCI attributes. No unique match
+// leaves the device unmapped, which the single-device fallback in
+// faultRouter.handle covers.
+func matchAgent(dev deviceIdentity, agents []agentIdentity) (uint64, bool) {
+	var byPCI []agentIdentity
+	if dev.pciKnown {
+		for _, a := range agents {
+			if a.pciKnown && a.pci == dev.pci {
+				byPCI = append(byPCI, a)
+			}
+		}
+		if len(byPCI) == 1 {
+			return byPCI[0].handle, true
+		}
+	}
+	pool := byPCI
+	if len(pool) == 0 {
+		pool = agents
+	}
+	if !dev.uuidKnown {
+		return 0, false
+	}
+	want := "GPU-" + string(dev.uuid[:])
+	var found []agentIdentity
+	for _, a := range pool {
+		if informativeUUID(a.uuid) && a.uuid == want {
+			found = append(found, a)
+		}
+	}
+	if len(found) == 1 {
+		return found[0].handle, true
+	}
+	return 0, false
+}
+
+// gpuAgent maps a HIP ordinal to its HSA agent handle for routing system
+// events (matchAgent). Any failure leaves the device unmapped.
 func gpuAgent(ordinal int) (uint64, bool) {
+	var dev deviceIdentity
+	if p, err := hip.DevicePCIAddress(ordinal); err == nil {
+		dev.pci, dev.pciKnown = pciLocation{domain: p.Domain, bus: p.Bus, device: p.Device}, true
+	}
+	if u, err := hip.DeviceUUID(ordinal); err == nil {
+		dev.uuid, dev.uuidKnown = u, true
+	}
 	agents, err := hsa.Agents()
 	if err != nil {
 		return 0, false
 	}
-	n := 0
+	var ids []agentIdentity
 	for _, a := range agents {
 		if a.DeviceType() != hsa.DeviceGPU {
 			continue
 		}
-		if n == ordinal {
-			return a.Handle(), true
+		id := agentIdentity{handle: a.Handle(), uuid: a.UUID()}
+		if p, ok := a.PCI(); ok {
+			id.pci, id.pciKnown = pciLocation{domain: p.Domain, bus: p.Bus, device: p.Device}, true
 		}
-		n++
+		ids = append(ids, id)
 	}
-	return 0, false
+	return matchAgent(dev, ids)
 }
 
 func (d *rocmDevice) Info() driver.Info { return d.info }
@@ -290,30 +368,38 @@ func (r *faultRouter) remove(d *rocmDevice) {
 
 // handle runs on ROCr's event thread. It claims (returns true for) an event
 // only when an open device took it; an event for an agent hipgo has not
-// opened is left to ROCr's default. When the agent cannot be mapped (the
-// visible-devices variables renumber HIP's devices) and exactly one device
-// is open, that device takes it.
+// opened is left to ROCr's default. When the open devices are all one GPU
+// (one ordinal, any number of handles) whose agent could not be identified
+// (matchAgent), they take every memory fault and hardware exception.
 func (r *faultRouter) handle(ev hsa.SystemEvent) bool {
 	f, ok := asyncFault(ev)
 	if !ok {
 		return false
 	}
 	r.mu.Lock()
-	var target *rocmDevice
-	var unmapped []*rocmDevice
+	// Several handles may be open on one GPU: a fault kills it for all.
+	var targets, unmapped []*rocmDevice
+	ordinals := map[int]bool{}
 	for d := range r.devs {
-		if d.agentKnown && d.agent == ev.Agent {
-			target = d
-		}
-		if !d.agentKnown {
+		switch {
+		case d.agentKnown && d.agent == ev.Agent:
+			targets = append(targets, d)
+		case !d.agentKnown:
 			unmapped = append(unmapped, d)
 		}
+		ordinals[d.ordinal] = true
 	}
-	if target == nil && len(unmapped) == 1 && len(r.devs) == 1 {
-		target = unmapped[0]
+	if len(targets) == 0 && len(unmapped) == len(r.devs) && len(ordinals) == 1 {
+		targets = unmapped // one GPU open, its agent unknown: the event can only be its
 	}
 	r.mu.Unlock()
-	return target != nil && target.deliver(f)
+	claimed := false
+	for _, d := range targets {
+		if d.deliver(f) {
+			claimed = true
+		}
+	}
+	return claimed
 }
 
 // asyncFault describes the events that lose a device: memory faults and

@@ -108,3 +108,75 @@ func TestSurveyIncludesROCmWithItsReason(t *testing.T) {
 		t.Logf("%s: devices %d, %v", r.Backend, len(r.Devices), r.Err)
 	}
 }
+
+// TestHSAAgentsAreMatchedByPCIAddressNotPosition synthesizes the agent lists
+// HSA reports and the identities HIP reports for them, including
+// HIP_VISIBLE_DEVICES=1 on a two-GPU host (HIP device 0 is the second GPU
+// agent), partitions that share a PCI address, and runtimes that lack an
+// attribute.
+func TestHSAAgentsAreMatchedByPCIAddressNotPosition(t *testing.T) {
+	gpuA := agentIdentity{handle: 0xa000, pci: pciLocation{0, 0x03, 0}, pciKnown: true, uuid: "GPU-0123456789abcdef"}
+	gpuB := agentIdentity{handle: 0xb000, pci: pciLocation{0, 0xc1, 0}, pciKnown: true, uuid: "GPU-fedcba9876543210"}
+	uuid := func(s string) (u [16]byte) { copy(u[:], s); return u }
+	hipOf := func(a agentIdentity) deviceIdentity {
+		return deviceIdentity{pci: a.pci, pciKnown: true, uuid: uuid(a.uuid[4:]), uuidKnown: true}
+	}
+	part0 := agentIdentity{handle: 0x1000, pci: pciLocation{0, 0x41, 0}, pciKnown: true, uuid: "GPU-1111111111111111"}
+	part1 := agentIdentity{handle: 0x2000, pci: pciLocation{0, 0x41, 0}, pciKnown: true, uuid: "GPU-2222222222222222"}
+	noPCI := func(a agentIdentity) agentIdentity { a.pciKnown = false; return a }
+	for _, tc := range []struct {
+		name   string
+		dev    deviceIdentity
+		agents []agentIdentity
+		want   uint64
+		mapped bool
+	}{
+		{"all devices visible", hipOf(gpuA), []agentIdentity{gpuA, gpuB}, gpuA.handle, true},
+		// HIP_VISIBLE_DEVICES=1: HIP lists only the second GPU, as device 0;
+		// HSA still lists both. Position would pick gpuA.
+		{"HIP_VISIBLE_DEVICES renumbers", hipOf(gpuB), []agentIdentity{gpuA, gpuB}, gpuB.handle, true},
+		{"CUDA_VISIBLE_DEVICES=1,0 reorders", hipOf(gpuA), []agentIdentity{gpuB, gpuA}, gpuA.handle, true},
+		{"PCI alone decides", deviceIdentity{pci: gpuB.pci, pciKnown: true}, []agentIdentity{gpuA, gpuB}, gpuB.handle, true},
+		{"partitions at one address: the UUID breaks the tie", hipOf(part1), []agentIdentity{gpuA, part0, part1}, part1.handle, true},
+		{"ROCr without the PCI attributes: the UUID stands in", hipOf(gpuB), []agentIdentity{noPCI(gpuA), noPCI(gpuB)}, gpuB.handle, true},
+		{"partitions without unique ids stay unmapped",
+			deviceIdentity{pci: part0.pci, pciKnown: true, uuid: uuid("XX"), uuidKnown: true},
+			[]agentIdentity{{handle: 1, pci: part0.pci, pciKnown: true, uuid: "GPU-XX"}, {handle: 2, pci: part0.pci, pciKnown: true, uuid: "GPU-XX"}}, 0, false},
+		{"a device HSA does not list stays unmapped", deviceIdentity{pci: pciLocation{1, 2, 3}, pciKnown: true}, []agentIdentity{gpuA, gpuB}, 0, false},
+		{"no identity at all stays unmapped", deviceIdentity{}, []agentIdentity{gpuA}, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, mapped := matchAgent(tc.dev, tc.agents)
+			require.Equal(t, tc.mapped, mapped)
+			require.Equal(t, tc.want, got)
+		})
+	}
+}
+
+// TestHSAFaultsReachEveryHandleOfTheirGPU: two handles on one GPU (mapped, or
+// both unmapped) both lose it; unmapped handles on two GPUs take nothing.
+func TestHSAFaultsReachEveryHandleOfTheirGPU(t *testing.T) {
+	ev := hsa.SystemEvent{Type: hsa.MemoryFaultEvent, Agent: 0x1000, Address: 0x1000, FaultReason: hsa.FaultPageNotPresent}
+	for _, tc := range []struct {
+		name    string
+		devs    []*rocmDevice
+		claimed bool
+		reached int
+	}{
+		{"two handles, mapped", []*rocmDevice{{ordinal: 0, agent: 0x1000, agentKnown: true}, {ordinal: 0, agent: 0x1000, agentKnown: true}}, true, 2},
+		{"two handles, unmapped", []*rocmDevice{{ordinal: 0}, {ordinal: 0}}, true, 2},
+		{"two GPUs, unmapped", []*rocmDevice{{ordinal: 0}, {ordinal: 1}}, false, 0},
+		{"the mapped GPU of two", []*rocmDevice{{ordinal: 0, agent: 0x1000, agentKnown: true}, {ordinal: 1}}, true, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &faultRouter{devs: map[*rocmDevice]struct{}{}, registered: true}
+			reached := 0
+			for _, d := range tc.devs {
+				d.OnFault(func(driver.AsyncFault) bool { reached++; return true })
+				r.devs[d] = struct{}{}
+			}
+			require.Equal(t, tc.claimed, r.handle(ev))
+			require.Equal(t, tc.reached, reached)
+		})
+	}
+}
