@@ -46,16 +46,20 @@ func openAPI() (*api, error) {
 		return nil, err
 	}
 	a := &api{lib: lib}
-	table := slices.Concat(
-		a.errorsAPI.funcs(), a.initAPI.funcs(), a.deviceAPI.funcs(), a.identityAPI.funcs(), a.archAPI.funcs(),
-		a.memoryAPI.funcs(), a.streamAPI.funcs(), a.eventAPI.funcs(), a.moduleAPI.funcs(),
-		a.launchAPI.funcs(), a.callbackAPI.funcs(),
-	)
-	if err := lib.Bind(table); err != nil {
+	if err := lib.Bind(a.table()); err != nil {
 		return nil, err
 	}
 	a.path = lib.ResolvedPath("hipInit")
 	return a, nil
+}
+
+// table lists every function this package binds, each family's in turn.
+func (a *api) table() []dynlib.Func {
+	return slices.Concat(
+		a.errorsAPI.funcs(), a.initAPI.funcs(), a.deviceAPI.funcs(), a.identityAPI.funcs(), a.archAPI.funcs(),
+		a.memoryAPI.funcs(), a.streamAPI.funcs(), a.eventAPI.funcs(), a.moduleAPI.funcs(),
+		a.launchAPI.funcs(), a.callbackAPI.funcs(),
+	)
 }
 
 var loaded dynlib.Once[*api]

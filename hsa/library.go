@@ -28,11 +28,16 @@ func openAPI() (*api, error) {
 		return nil, err
 	}
 	a := &api{lib: lib}
-	if err := lib.Bind(slices.Concat(a.errorsAPI.funcs(), a.initAPI.funcs(), a.agentAPI.funcs(), a.eventAPI.funcs())); err != nil {
+	if err := lib.Bind(a.table()); err != nil {
 		return nil, err
 	}
 	a.path = lib.ResolvedPath("hsa_init")
 	return a, nil
+}
+
+// table lists every function this package binds.
+func (a *api) table() []dynlib.Func {
+	return slices.Concat(a.errorsAPI.funcs(), a.initAPI.funcs(), a.agentAPI.funcs(), a.eventAPI.funcs())
 }
 
 var loaded dynlib.Once[*api]

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -71,6 +72,9 @@ type rocmDevice struct {
 
 	faultMu sync.Mutex
 	onFault func(driver.AsyncFault) bool
+	// faulted: a sticky error or a system event reached this device, so a
+	// late event for its agent after Close is still this device's fault.
+	faulted atomic.Bool
 
 	events handlePool[hip.Event]
 }
@@ -286,6 +290,7 @@ func (d *rocmDevice) LoadModule(image []byte) (driver.Module, error) {
 func (d *rocmDevice) Classify(err error) driver.Class {
 	var he *hip.Error
 	if errors.As(err, &he) && he.Sticky() {
+		d.faulted.Store(true)
 		return driver.Fault
 	}
 	var c hip.Code
@@ -323,7 +328,11 @@ func (d *rocmDevice) deliver(f driver.AsyncFault) bool {
 	d.faultMu.Lock()
 	h := d.onFault
 	d.faultMu.Unlock()
-	return h != nil && h(f)
+	if h == nil || !h(f) {
+		return false
+	}
+	d.faulted.Store(true)
+	return true
 }
 
 func (d *rocmDevice) Close() error {
@@ -345,8 +354,15 @@ var rocmFaults = &faultRouter{devs: map[*rocmDevice]struct{}{}}
 type faultRouter struct {
 	mu         sync.Mutex
 	devs       map[*rocmDevice]struct{}
+	retired    []retiredDevice // closed after a fault
 	registered bool
 	regErr     error
+}
+
+// retiredDevice is what the router keeps of a device closed after a fault.
+type retiredDevice struct {
+	agent      uint64
+	agentKnown bool
 }
 
 func (r *faultRouter) add(d *rocmDevice) {
@@ -360,8 +376,16 @@ func (r *faultRouter) add(d *rocmDevice) {
 	}
 }
 
+// remove unregisters a closing device. One that faulted stays known by its
+// agent: ROCr's event thread may deliver the fault after the HIP call that
+// saw it returned and the device was closed (on the shim over an H200 the
+// race is a few milliseconds wide), and an unclaimed event makes ROCr abort
+// the process (CLR up to 6.2 registers no handler of its own).
 func (r *faultRouter) remove(d *rocmDevice) {
 	r.mu.Lock()
+	if _, ok := r.devs[d]; ok && d.faulted.Load() {
+		r.retired = append(r.retired, retiredDevice{agent: d.agent, agentKnown: d.agentKnown})
+	}
 	delete(r.devs, d)
 	r.mu.Unlock()
 }
@@ -392,8 +416,17 @@ func (r *faultRouter) handle(ev hsa.SystemEvent) bool {
 	if len(targets) == 0 && len(unmapped) == len(r.devs) && len(ordinals) == 1 {
 		targets = unmapped // one GPU open, its agent unknown: the event can only be its
 	}
-	r.mu.Unlock()
+	// A fault already reported by a device closed since: claimed, not
+	// delivered (an unmapped one only while no other device is open).
 	claimed := false
+	if len(targets) == 0 {
+		for _, rd := range r.retired {
+			if (rd.agentKnown && rd.agent == ev.Agent) || (!rd.agentKnown && len(r.devs) == 0) {
+				claimed = true
+			}
+		}
+	}
+	r.mu.Unlock()
 	for _, d := range targets {
 		if d.deliver(f) {
 			claimed = true

@@ -180,3 +180,35 @@ func TestHSAFaultsReachEveryHandleOfTheirGPU(t *testing.T) {
 		})
 	}
 }
+
+// TestHSAFaultsAfterCloseOfAFaultedDeviceAreClaimed: the device saw the
+// fault first through a HIP call (Classify said Fault) and was closed before
+// ROCr's event thread delivered the same fault. The event is still claimed:
+// it was reported, and not claiming it makes ROCr abort the process (CLR up
+// to 6.2). A device closed without a fault leaves a later event to ROCr.
+func TestHSAFaultsAfterCloseOfAFaultedDeviceAreClaimed(t *testing.T) {
+	ev := hsa.SystemEvent{Type: hsa.MemoryFaultEvent, Agent: 0x1000}
+	for _, tc := range []struct {
+		name    string
+		dev     *rocmDevice
+		faulted bool
+		claimed bool
+	}{
+		{"mapped, faulted", &rocmDevice{agent: 0x1000, agentKnown: true}, true, true},
+		{"unmapped, faulted", &rocmDevice{}, true, true},
+		{"mapped, closed clean", &rocmDevice{agent: 0x1000, agentKnown: true}, false, false},
+		{"another agent, faulted", &rocmDevice{agent: 0x2000, agentKnown: true}, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &faultRouter{devs: map[*rocmDevice]struct{}{}, registered: true}
+			d := tc.dev
+			d.OnFault(func(driver.AsyncFault) bool { t.Fatal("delivered to a closed device"); return false })
+			r.devs[d] = struct{}{}
+			if tc.faulted {
+				require.Equal(t, driver.Fault, d.Classify(&hip.Error{Call: "hipEventQuery", Code: hip.ErrIllegalAddress}))
+			}
+			r.remove(d)
+			require.Equal(t, tc.claimed, r.handle(ev))
+		})
+	}
+}

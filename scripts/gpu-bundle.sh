@@ -40,6 +40,15 @@ done
 # CPU is an idle Intel Xeon; the CI machine is a loaded 2-core AMD).
 go test -c -ldflags="-s -w" -o "$out/bin/cpu.bench" ./model/internal/cpu
 go test -c -ldflags="-s -w" -o "$out/bin/quant.bench" ./model/internal/quant
+# The ROCm-shaped shim over the CUDA driver (tools/rocmshim), for the
+# rocmshim section and the tests section's shim runs: built here, where gcc
+# and the ROCm headers are (the GPU machine has neither the headers nor Go).
+if [ "$target" = cuda ]; then
+  rm -rf "$out/rocmshim"
+  bash tools/rocmshim/build.sh "$out/rocmshim"
+  # The bindings' own GPU tests, run through the shim (informative).
+  for p in hip hsa; do go test -c -ldflags="-s -w" -o "$out/rocmshim/$p.test" "./$p"; done
+fi
 cp scripts/gpu-suite.sh "$out/run.sh"
 # The demo model's corpus, for the train section (needs Debian's bible-kjv).
 if command -v bible >/dev/null; then

@@ -4,8 +4,14 @@
 #   bash .gpu/run.sh [section ...]      (default: info tests faults launch samplers)
 # Sections:
 #   info      nvidia-smi and gpuinfo (text and JSON)
-#   tests     every GPU test binary with HIPGO_REQUIRE_GPU=1 (fails, never skips)
+#   tests     every GPU test binary with HIPGO_REQUIRE_GPU=1 (fails, never skips),
+#             then the runtime and sampling ones again through the ROCm shim
 #   faults    tools/faultprobe
+#   rocmshim  the ROCm adapter on the H200 through tools/rocmshim (a
+#             ROCm-shaped shim over the CUDA driver): faultprobe with
+#             HIPGO_BACKEND=rocm, then faultprobe on cuda in the same run,
+#             then the runtime and sampling GPU tests through the shim, then
+#             the hip and hsa bindings' GPU tests through it (informative)
 #   launch    Go launch overhead against the C loop (tools/gpubench/launch_overhead.c)
 #   samplers  tools/samplerbench against PyTorch and the copy-bandwidth floor
 #   routes    samplerbench -routes: kernel against CPU fallback per filter
@@ -58,6 +64,21 @@ if has info; then
   $bin/gpuinfo -json >>"$LOGS/info.log" 2>&1
 fi
 
+# The ROCm shim: HIPGO_BACKEND=rocm with the shim's libraries; the shim
+# loads the PTX of the module whose HSACO the adapter chose (ROCMSHIM_PTX_DIR).
+shim=$PWD/.gpu/rocmshim
+shim_env=(HIPGO_BACKEND=rocm HIPGO_HIP_LIBRARY=$shim/libamdhip64.so.6 HIPGO_HSA_LIBRARY=$shim/libhsa-runtime64.so.1 ROCMSHIM_PTX_DIR=$PWD/kernels/build)
+# shim_test NAME DIR BINARY LOG: the GPU tests of one binary through the shim.
+shim_test() {
+  local name=$1 dir=$2 t=$3 log=$4
+  echo "### $name through rocmshim" >>"$log"
+  if (cd "$dir" && env "${shim_env[@]}" timeout 600 "$t" -test.run='^TestGPU' -test.v -test.count=1 -test.timeout=500s) >>"$log" 2>&1; then
+    return 0
+  fi
+  grep -E '^(--- FAIL|FAIL|panic)|rocmshim:' "$log" | tail -20
+  return 1
+}
+
 if has tests; then
   : >"$OUT/tests.log"
   root=$PWD
@@ -74,6 +95,16 @@ if has tests; then
       grep -E '^(--- FAIL|FAIL|panic)' "$OUT/tests.log" | tail -20
     fi
   done <"$bin/PKGS"
+  if [ -d "$shim" ]; then
+    for name in runtime sampling; do
+      [ -x "$bin/$name.test" ] || continue
+      if shim_test "$name" "$name" "$PWD/$bin/$name.test" "$OUT/tests.log"; then
+        note "tests $name through rocmshim (HIPGO_BACKEND=rocm): PASS"
+      else
+        status=1; note "tests $name through rocmshim (HIPGO_BACKEND=rocm): FAIL"
+      fi
+    done
+  fi
   grep -E '^(--- (PASS|FAIL|SKIP))' "$OUT/tests.log" | sed 's/ (.*//' | sort | uniq -c | sort -rn | head -5
   grep -cE '^--- SKIP' "$OUT/tests.log" | xargs -I{} echo "skipped: {}"
 fi
@@ -81,6 +112,59 @@ fi
 if has faults; then
   if $bin/faultprobe >"$LOGS/faults.log" 2>&1; then note "faultprobe: all classes behaved"; else status=1; note "faultprobe: FAILED"; fi
   cat "$LOGS/faults.log"
+fi
+
+if has rocmshim; then
+  log=$OUT/rocmshim.log
+  : >"$log"
+  if [ ! -d "$shim" ]; then
+    status=1; note "rocmshim: FAIL (.gpu/rocmshim missing: build the bundle with scripts/gpu-bundle.sh cuda)"
+  else
+    # 1. faultprobe through the ROCm adapter and the shim. It must have run
+    #    on the rocm backend with the gfx942 code objects, and every class
+    #    must behave.
+    echo "### faultprobe HIPGO_BACKEND=rocm through rocmshim" >>"$log"
+    env "${shim_env[@]}" timeout 300 $bin/faultprobe >"$LOGS/shim-faults.log" 2>&1
+    rc=$?
+    cat "$LOGS/shim-faults.log" >>"$log"
+    if [ $rc -eq 0 ] && grep -q '^faultprobe on rocm:' "$LOGS/shim-faults.log" && grep -q 'arch gfx942' "$LOGS/shim-faults.log"; then
+      note "rocmshim faultprobe (rocm adapter through the shim): PASS, all classes behaved"
+    else
+      status=1; note "rocmshim faultprobe (rocm adapter through the shim): FAIL (exit $rc)"
+    fi
+    cat "$LOGS/shim-faults.log"
+    # 2. The same probe on the CUDA adapter, in the same run, for comparison.
+    echo "### faultprobe HIPGO_BACKEND=cuda" >>"$log"
+    HIPGO_BACKEND=cuda timeout 300 $bin/faultprobe >"$LOGS/cuda-faults.log" 2>&1
+    rc=$?
+    cat "$LOGS/cuda-faults.log" >>"$log"
+    if [ $rc -eq 0 ] && grep -q '^faultprobe on cuda:' "$LOGS/cuda-faults.log"; then
+      note "rocmshim faultprobe on cuda (same run): PASS, all classes behaved"
+    else
+      status=1; note "rocmshim faultprobe on cuda (same run): FAIL (exit $rc)"
+    fi
+    cat "$LOGS/cuda-faults.log"
+    # 3. The runtime and sampling GPU tests through the shim.
+    for name in runtime sampling; do
+      if [ ! -x "$bin/$name.test" ]; then status=1; note "rocmshim tests $name: FAIL (no $bin/$name.test)"; continue; fi
+      if shim_test "$name" "$name" "$PWD/$bin/$name.test" "$log"; then
+        note "rocmshim tests $name (HIPGO_BACKEND=rocm, HIPGO_REQUIRE_GPU=1): PASS ($(grep -c '^--- PASS' "$log") passed so far)"
+      else
+        status=1; note "rocmshim tests $name (HIPGO_BACKEND=rocm, HIPGO_REQUIRE_GPU=1): FAIL"
+      fi
+    done
+    # 4. The hip and hsa bindings' own GPU tests through the shim. They
+    #    check details of real ROCm the shim need not model, so they do not
+    #    decide the section's result.
+    for name in hip hsa; do
+      [ -x "$shim/$name.test" ] || continue
+      if shim_test "$name" "$name" "$shim/$name.test" "$log"; then
+        note "rocmshim tests $name (informative): PASS"
+      else
+        note "rocmshim tests $name (informative): FAIL"
+      fi
+    done
+  fi
 fi
 
 if has launch; then
