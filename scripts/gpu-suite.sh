@@ -9,7 +9,8 @@
 #   faults    tools/faultprobe
 #   rocmshim  the ROCm adapter on the H200 through tools/rocmshim (a
 #             ROCm-shaped shim over the CUDA driver): faultprobe with
-#             HIPGO_BACKEND=rocm, then faultprobe on cuda in the same run,
+#             HIPGO_BACKEND=rocm (current CLR's semantics, then CLR 6.2's),
+#             then faultprobe on cuda in the same run,
 #             then the runtime and sampling GPU tests through the shim, then
 #             the hip and hsa bindings' GPU tests through it (informative)
 #   launch    Go launch overhead against the C loop (tools/gpubench/launch_overhead.c)
@@ -133,6 +134,19 @@ if has rocmshim; then
       status=1; note "rocmshim faultprobe (rocm adapter through the shim): FAIL (exit $rc)"
     fi
     cat "$LOGS/shim-faults.log"
+    # 1b. The same through the shim's model of CLR up to ROCm 6.2
+    #     (ROCMSHIM_CLR=6.2): no HIP call reports the fault, only hipgo's HSA
+    #     system-event handler can fail the waits.
+    echo "### faultprobe HIPGO_BACKEND=rocm through rocmshim, ROCMSHIM_CLR=6.2" >>"$log"
+    env "${shim_env[@]}" ROCMSHIM_CLR=6.2 timeout 300 $bin/faultprobe >"$LOGS/shim62-faults.log" 2>&1
+    rc=$?
+    cat "$LOGS/shim62-faults.log" >>"$log"
+    if [ $rc -eq 0 ] && grep -q '^faultprobe on rocm:' "$LOGS/shim62-faults.log" && grep -q 'reported by system event' "$LOGS/shim62-faults.log"; then
+      note "rocmshim faultprobe, CLR 6.2 model (the HSA event alone): PASS, all classes behaved"
+    else
+      status=1; note "rocmshim faultprobe, CLR 6.2 model (the HSA event alone): FAIL (exit $rc)"
+    fi
+    cat "$LOGS/shim62-faults.log"
     # 2. The same probe on the CUDA adapter, in the same run, for comparison.
     echo "### faultprobe HIPGO_BACKEND=cuda" >>"$log"
     HIPGO_BACKEND=cuda timeout 300 $bin/faultprobe >"$LOGS/cuda-faults.log" 2>&1

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <hip/hip_runtime_api.h>
 
@@ -64,21 +65,50 @@ static hipError_t map(CUresult r) {
   return s ? (hipError_t)s : hipErrorUnknown;
 }
 
+/* What a call is, for the CLR 6.2 model: there a fault makes no call fail.
+ * The queue is dead, so queries stay hipErrorNotReady and waits never
+ * return; everything else still succeeds (ROCr itself is alive). */
+enum { OTHER, QUERY, WAIT };
+static __thread int kind;
+
+static hipError_t after_fault_legacy(void) {
+  if (kind == QUERY) return hipErrorNotReady;
+  if (kind == WAIT) {
+    for (;;) pause(); /* the completion signal never fires */
+  }
+  return hipSuccess;
+}
+
 /* enter is HIP_INIT_API (hipamd/src/hip_internal.hpp): once a GPU error is
  * recorded every entry point returns it before doing anything; a process
- * without a device gets hipErrorNoDevice. */
-static hipError_t enter(void) {
+ * without a device gets hipErrorNoDevice. It returns 1 when the call must
+ * return *e at once. */
+static int enter(hipError_t* e) {
   pthread_once(&once, init);
   int s = rocmshim_sticky();
-  if (s) return (hipError_t)s;
-  if (init_result != CUDA_SUCCESS) return map(init_result);
+  if (s) {
+    *e = (hipError_t)s;
+    return 1;
+  }
+  if (rocmshim_legacy() && rocmshim_faulted()) {
+    *e = after_fault_legacy();
+    return 1;
+  }
+  if (init_result != CUDA_SUCCESS) {
+    *e = map(init_result);
+    return 1;
+  }
   CUcontext want = rocmshim_context(cur_dev);
   if (cur_ctx != want) {
     CUresult r = cu->cuCtxSetCurrent(want);
-    if (r != CUDA_SUCCESS) return map(r);
+    if (r != CUDA_SUCCESS) {
+      *e = map(r);
+      return 1;
+    }
     cur_ctx = want;
   }
-  return hipSuccess;
+  *e = hipSuccess;
+  return 0;
 }
 
 /* ret is HIP_RETURN: a GPU error recorded meanwhile overrides the result,
@@ -91,14 +121,21 @@ static hipError_t ret(hipError_t e) {
   return e;
 }
 
-#define ENTER()                        \
-  do {                                 \
-    hipError_t e_ = enter();           \
-    if (e_ != hipSuccess) return ret(e_); \
+#define ENTER_AS(k)                         \
+  do {                                      \
+    hipError_t e_;                          \
+    kind = (k);                             \
+    if (enter(&e_)) return ret(e_);         \
   } while (0)
+#define ENTER() ENTER_AS(OTHER)
 
-/* call forwards a CUDA result: a sticky one records the fault. */
-static hipError_t call(CUresult r) { return ret(map(rocmshim_note(cur_dev, r))); }
+/* call forwards a CUDA result: a sticky one records the fault (and, in the
+ * CLR 6.2 model, is not what the caller sees). */
+static hipError_t call(CUresult r) {
+  rocmshim_note(cur_dev, r);
+  if (rocmshim_legacy() && rocmshim_faulted()) return after_fault_legacy();
+  return ret(map(r));
+}
 
 static int valid_device(int d) { return d >= 0 && d < rocmshim_device_count(); }
 
@@ -124,16 +161,18 @@ const char* hipGetErrorName(hipError_t e) {
 /* hipGetLastError starts with HIP_INIT_API too, so after a fault it returns
  * the recorded error (and clears nothing that matters). */
 hipError_t hipGetLastError(void) {
-  hipError_t e = enter();
-  if (e != hipSuccess) return ret(e);
+  hipError_t e;
+  kind = OTHER;
+  if (enter(&e)) return ret(e);
   e = last_error;
   last_error = hipSuccess;
   return e;
 }
 
 hipError_t hipPeekAtLastError(void) {
-  hipError_t e = enter();
-  if (e != hipSuccess) return ret(e);
+  hipError_t e;
+  kind = OTHER;
+  if (enter(&e)) return ret(e);
   return last_error;
 }
 
@@ -176,7 +215,9 @@ hipError_t hipSetDevice(int id) {
   ENTER();
   if (!valid_device(id)) return ret(hipErrorInvalidDevice);
   cur_dev = id;
-  return ret(enter());
+  hipError_t e;
+  enter(&e);
+  return ret(e);
 }
 
 static hipError_t cu_attr(int* v, int attr, int dev) {
@@ -293,7 +334,7 @@ hipError_t hipGetDeviceProperties(hipDeviceProp_t* prop, int dev) {
 }
 
 hipError_t hipDeviceSynchronize(void) {
-  ENTER();
+  ENTER_AS(WAIT);
   return call(cu->cuCtxSynchronize());
 }
 
@@ -399,12 +440,12 @@ hipError_t hipStreamDestroy(hipStream_t s) {
 }
 
 hipError_t hipStreamSynchronize(hipStream_t s) {
-  ENTER();
+  ENTER_AS(WAIT);
   return call(cu->cuStreamSynchronize((CUstream)s));
 }
 
 hipError_t hipStreamQuery(hipStream_t s) {
-  ENTER();
+  ENTER_AS(QUERY);
   return call(cu->cuStreamQuery((CUstream)s));
 }
 
@@ -480,12 +521,12 @@ hipError_t hipEventRecord(hipEvent_t e, hipStream_t s) {
 /* hipEventQuery starts with HIP_INIT_API: after a fault it returns the
  * recorded error, not hipErrorNotReady, whatever the event's state. */
 hipError_t hipEventQuery(hipEvent_t e) {
-  ENTER();
+  ENTER_AS(QUERY);
   return call(cu->cuEventQuery((CUevent)e));
 }
 
 hipError_t hipEventSynchronize(hipEvent_t e) {
-  ENTER();
+  ENTER_AS(WAIT);
   return call(cu->cuEventSynchronize((CUevent)e));
 }
 

@@ -185,7 +185,13 @@ CUresult rocmshim_note(int ordinal, CUresult r) {
   return r;
 }
 
-int rocmshim_sticky(void) { return atomic_load(&fault_hip); }
+int rocmshim_legacy(void) {
+  const char* v = getenv("ROCMSHIM_CLR");
+  return v && strcmp(v, "6.2") == 0;
+}
+
+int rocmshim_sticky(void) { return rocmshim_legacy() ? 0 : atomic_load(&fault_hip); }
+int rocmshim_faulted(void) { return atomic_load(&fault_cuda) != 0; }
 
 int rocmshim_pci(int i, uint32_t* domain, uint32_t* bus, uint32_t* device) {
   int d = 0, b = 0, v = 0;
@@ -223,7 +229,14 @@ static void deliver(void) {
   if (atomic_load(&fault_hip) != 700) {
     /* Illegal instructions and traps are queue errors in ROCr
      * (AqlQueue::ExceptionHandler calls the queue's error callback), not
-     * system events: nothing to deliver; the HIP calls report 719. */
+     * system events: nothing to deliver. Current CLR reports 719 from every
+     * call; CLR up to 6.2 aborts in its queue callback (callbackQueue in
+     * rocclr/device/rocm/rocdevice.cpp and rocvirtual.cpp), whatever any
+     * system-event handler would have said. */
+    if (rocmshim_legacy()) {
+      fprintf(stderr, "Callback: Queue %p aborting with error : HSA_STATUS_ERROR_ILLEGAL_INSTRUCTION: The agent attempted to execute an illegal shader instruction. code: 0x2a\n", (void*)0);
+      abort();
+    }
     return;
   }
   hsa_amd_event_t ev;

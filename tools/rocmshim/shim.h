@@ -141,8 +141,14 @@ CUresult rocmshim_note(int ordinal, CUresult r);
  * its first call on (CLR's roc::Device::init calls hsa_init). */
 void rocmshim_hold(void);
 /* rocmshim_sticky returns the HIP error every HIP call returns once a fault
- * was recorded (CLR's recorded GPU error), or 0. */
+ * was recorded (CLR's recorded GPU error), or 0. Always 0 in the CLR 6.2
+ * model, where no call reports the fault. */
 int rocmshim_sticky(void);
+/* rocmshim_faulted reports whether a fault was recorded, in either model. */
+int rocmshim_faulted(void);
+/* rocmshim_legacy reports whether ROCMSHIM_CLR=6.2 asked for the model of
+ * CLR up to ROCm 6.2 (no recorded error, queue errors abort). */
+int rocmshim_legacy(void);
 
 /* The GPU's identity, shared by HSA's agent attributes and HIP's device
  * queries so that both sides name one GPU alike. */

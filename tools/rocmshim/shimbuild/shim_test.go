@@ -113,6 +113,19 @@ func TestROCmAdapterThroughTheShimLosesTheDeviceOnAFault(t *testing.T) {
 	require.Contains(t, out, "PASS oob", "stderr:\n%s", stderr)
 }
 
+// TestROCmAdapterThroughTheShimOfCLR62LosesTheDeviceByTheHSAEventAlone: in
+// the model of CLR up to ROCm 6.2 (ROCMSHIM_CLR=6.2) no HIP call reports the
+// fault (queries stay not-ready, hipMemGetInfo succeeds), so only hipgo's
+// HSA system-event handler can fail the waits; it must, with the event's
+// reason, and the process must not abort.
+func TestROCmAdapterThroughTheShimOfCLR62LosesTheDeviceByTheHSAEventAlone(t *testing.T) {
+	env := append(shimEnv(t), "ROCMSHIM_CLR=6.2")
+	out, stderr, err := runChild(t, env, "oob-clr62")
+	require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", out, stderr)
+	t.Log(out)
+	require.Contains(t, out, "PASS oob-clr62", "stderr:\n%s", stderr)
+}
+
 // TestShimAbortsWhenNoHandlerClaimsTheFault: with hipgo's handler replaced
 // by one that refuses every event, the shim does what ROCr's VMFaultHandler
 // does: print the memory access fault and abort the process.
@@ -155,8 +168,8 @@ func child(mode string) int {
 			return 1
 		}
 		return 0
-	case "oob", "abort":
-		if err := oob(ctx, mode == "abort"); err != nil {
+	case "oob", "oob-clr62", "abort":
+		if err := oob(ctx, mode == "abort", mode == "oob-clr62"); err != nil {
 			fmt.Println("FAIL", mode+":", err)
 			return 1
 		}
@@ -165,7 +178,7 @@ func child(mode string) int {
 			fmt.Println("survived: the shim did not abort")
 			return 1
 		}
-		fmt.Println("PASS oob")
+		fmt.Println("PASS " + mode)
 		return 0
 	}
 	return 2
@@ -191,7 +204,7 @@ func agentMapped() bool {
 	return n == 1
 }
 
-func oob(ctx context.Context, refuse bool) error {
+func oob(ctx context.Context, refuse, clr62 bool) error {
 	e, err := faultprobe.Open(ctx, runtime.WithoutCallbacks())
 	if err != nil {
 		return err
@@ -249,12 +262,22 @@ func oob(ctx context.Context, refuse bool) error {
 	if err := s.Launch(e.Fill, one, buf, uint32(1), uint32(1)); !errors.As(err, &lost) {
 		return fmt.Errorf("launch after the fault: %v, want a *DeviceLostError", err)
 	}
-	// CLR's recorded GPU error, from every HIP call.
-	if _, _, err := hip.MemGetInfo(); !errors.Is(err, hip.ErrIllegalAddress) {
-		return fmt.Errorf("hipMemGetInfo after the fault: %v, want hipErrorIllegalAddress", err)
-	}
-	if c := hip.GetLastError(); c != hip.ErrIllegalAddress {
-		return fmt.Errorf("hipGetLastError after the fault: %v, want hipErrorIllegalAddress", c)
+	if clr62 {
+		// Nothing but the system event knew of the fault.
+		if fe.Op != "system event" || !strings.Contains(fe.Reason, "page not present") {
+			return fmt.Errorf("fault %v: want it from the HSA system event, with its reason", fe)
+		}
+		if _, _, err := hip.MemGetInfo(); err != nil {
+			return fmt.Errorf("hipMemGetInfo after the fault: %v; CLR 6.2 records no error", err)
+		}
+	} else {
+		// CLR's recorded GPU error, from every HIP call.
+		if _, _, err := hip.MemGetInfo(); !errors.Is(err, hip.ErrIllegalAddress) {
+			return fmt.Errorf("hipMemGetInfo after the fault: %v, want hipErrorIllegalAddress", err)
+		}
+		if c := hip.GetLastError(); c != hip.ErrIllegalAddress {
+			return fmt.Errorf("hipGetLastError after the fault: %v, want hipErrorIllegalAddress", c)
+		}
 	}
 	fmt.Printf("fault: %v\n", fe)
 	// Give the shim's fault thread time to deliver: an unclaimed event
