@@ -22,14 +22,18 @@ import (
 //
 // Faults: HIP's stream-callback status is always hipSuccess and ROCclr may
 // run callbacks after a fault, so a callback only wakes the monitor (Info
-// .NotifyReportsSuccess is false) and hipEventQuery decides. On top of that the
-// HSA system event handler turns a memory fault or hardware exception into a
-// *FaultError with the faulting address and reason, and returns success
-// only when it delivered the fault to an open device: that also keeps older
-// ROCr from calling abort() on the process.
+// .NotifyReportsSuccess is false) and hipEventQuery decides: current CLR
+// returns the recorded error (700, 719) from every call after a fault. CLR
+// up to 6.2 records nothing: there the HSA system event handler is the only
+// signal. It turns a memory fault or hardware exception into a *FaultError
+// with the faulting address and reason, routed by PCI address (matchAgent),
+// and returns success only for a fault it delivered, which keeps ROCr's
+// VMFaultHandler from calling abort() on the process; CLR up to 6.2 still
+// aborts on queue errors (see docs/gpu-faults.md).
 //
 // Verified against Debian's ROCm 5.2 libraries without a GPU (the no-device
-// path); never run on AMD hardware (see docs/gpu-faults.md).
+// path) and through tools/rocmshim (a ROCm-shaped shim over the CUDA driver);
+// never run on AMD hardware (see docs/gpu-faults.md).
 
 type rocmDriver struct{}
 
