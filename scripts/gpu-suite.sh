@@ -11,8 +11,8 @@
 #             ROCm-shaped shim over the CUDA driver): faultprobe with
 #             HIPGO_BACKEND=rocm (current CLR's semantics, then CLR 6.2's),
 #             then faultprobe on cuda in the same run,
-#             then the runtime and sampling GPU tests through the shim, then
-#             the hip and hsa bindings' GPU tests through it (informative)
+#             then the runtime and sampling GPU tests through the shim and
+#             the shim's own tests over the real driver
 #   launch    Go launch overhead against the C loop (tools/gpubench/launch_overhead.c)
 #   samplers  tools/samplerbench against PyTorch and the copy-bandwidth floor
 #   routes    samplerbench -routes: kernel against CPU fallback per filter
@@ -167,17 +167,16 @@ if has rocmshim; then
         status=1; note "rocmshim tests $name (HIPGO_BACKEND=rocm, HIPGO_REQUIRE_GPU=1): FAIL"
       fi
     done
-    # 4. The hip and hsa bindings' own GPU tests through the shim. They
-    #    check details of real ROCm the shim need not model, so they do not
-    #    decide the section's result.
-    for name in hip hsa; do
-      [ -x "$shim/$name.test" ] || continue
-      if shim_test "$name" "$name" "$shim/$name.test" "$log"; then
-        note "rocmshim tests $name (informative): PASS"
-      else
-        note "rocmshim tests $name (informative): FAIL"
-      fi
-    done
+    # 3b. The shim's own tests over the real driver: a fault fails the waits
+    #     with callbacks off, every HIP call then returns 700; in the CLR 6.2
+    #     model the HSA event alone fails them; an unclaimed fault aborts.
+    echo "### tools/rocmshim/shimbuild tests over the real driver" >>"$log"
+    if (cd tools/rocmshim/shimbuild && env ROCMSHIM_PREBUILT="$shim" timeout 300 "$shim/shimbuild.test" -test.v -test.count=1 -test.timeout=280s) >>"$log" 2>&1; then
+      note "rocmshim shim tests over the H200 (fault, CLR 6.2 model, abort): PASS"
+    else
+      status=1; note "rocmshim shim tests over the H200 (fault, CLR 6.2 model, abort): FAIL"
+      grep -E '^(--- FAIL|FAIL|panic)|Error:|Messages:' "$log" | tail -20
+    fi
   fi
 fi
 

@@ -1,9 +1,10 @@
 package shimbuild_test
 
 // The ROCm adapter through the shim over a fake libcuda (fakecuda/fakecuda.c),
-// in child processes of this test binary: the shim's libraries and the fake
-// driver must be in place before the process starts, and a fault loses the
-// device for the rest of the process.
+// or over the real one with ROCMSHIM_PREBUILT set (the GPU suite), in child
+// processes of this test binary: the shim's libraries and the driver must be
+// in place before the process starts, and a fault loses the device for the
+// rest of the process.
 
 import (
 	"bufio"
@@ -39,9 +40,26 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// envPrebuilt names a directory with the shim already built (the GPU
+// bundle's .gpu/rocmshim): the tests then run it over the machine's real
+// libcuda instead of building it and the fake driver.
+const envPrebuilt = "ROCMSHIM_PREBUILT"
+
 // shimEnv builds the shim and the fake driver and returns the environment
 // that runs this binary's children through them.
 func shimEnv(t *testing.T) []string {
+	// Tests run in their package's directory, three below the repository's.
+	root, err := filepath.Abs(filepath.Join("..", "..", ".."))
+	require.NoError(t, err)
+	if dir := os.Getenv(envPrebuilt); dir != "" {
+		t.Logf("the shim in %s over the real libcuda", dir)
+		return append(os.Environ(),
+			runtime.EnvBackend+"=rocm",
+			hip.EnvLibrary+"="+filepath.Join(dir, shimbuild.HIPLibrary),
+			hsa.EnvLibrary+"="+filepath.Join(dir, shimbuild.HSALibrary),
+			"ROCMSHIM_PTX_DIR="+filepath.Join(root, "kernels", "build"),
+		)
+	}
 	dir := shimbuild.Build(t)
 	fake := filepath.Join(dir, "fakecuda")
 	require.NoError(t, os.MkdirAll(fake, 0o755))
@@ -49,8 +67,6 @@ func shimEnv(t *testing.T) []string {
 	out, err := exec.Command(gcc, "-std=c11", "-O2", "-fPIC", "-Wall", "-Wextra", "-Werror", "-shared", "-pthread",
 		"-o", filepath.Join(fake, "libcuda.so.1"), filepath.Join(shimbuild.Dir(), "fakecuda", "fakecuda.c")).CombinedOutput()
 	require.NoError(t, err, "%s", out)
-	root, err := filepath.Abs(filepath.Join(shimbuild.Dir(), "..", ".."))
-	require.NoError(t, err)
 	return append(os.Environ(),
 		"LD_LIBRARY_PATH="+fake,
 		runtime.EnvBackend+"=rocm",
@@ -94,7 +110,7 @@ func TestROCmAdapterThroughTheShimRejectsAndRecovers(t *testing.T) {
 		n++
 	}
 	require.Equal(t, 5, n, "stdout:\n%s\nstderr:\n%s", out, stderr)
-	require.Contains(t, out, "device rocm:0 Fake GPU (rocmshim gfx942) arch gfx942 agent mapped")
+	require.Regexp(t, `device rocm:0 .* \(rocmshim gfx942\) arch gfx942 agent mapped`, out)
 }
 
 // TestROCmAdapterThroughTheShimLosesTheDeviceOnAFault: an out-of-bounds
