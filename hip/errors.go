@@ -159,8 +159,10 @@ func LibraryErrorName(c Code) (string, error) {
 // it means something only between OnDevice and its release; every binding
 // here returns its own status, which is the reliable signal. From ROCm 7.0
 // it returns the last real error (not hipSuccess or hipErrorNotReady), as
-// CUDA does. When the library cannot be loaded it returns ErrNotInitialized
-// (Load says why).
+// CUDA does; after a fault, current CLR returns the recorded error (700 or
+// 719, see Code.Sticky) from it as from every call, while CLR up to 6.2 has
+// no fault to report. When the library cannot be loaded it returns
+// ErrNotInitialized (Load says why).
 func GetLastError() Code {
 	a, err := get()
 	if err != nil {
