@@ -110,7 +110,7 @@ static void load(void) {
   BIND(cuEventRecord, NULL, "cuEventRecord");
   BIND(cuEventQuery, NULL, "cuEventQuery");
   BIND(cuEventSynchronize, NULL, "cuEventSynchronize");
-  BIND(cuEventElapsedTime, NULL, "cuEventElapsedTime");
+  BIND(cuEventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime");
 #undef BIND
   *(void**)(&cu.cuFuncGetParamInfo) = dlsym(lib, "cuFuncGetParamInfo");
 

@@ -336,7 +336,7 @@ CUresult cuEventSynchronize(void* ev) {
   }
   return cuEventQuery(ev);
 }
-CUresult cuEventElapsedTime(float* ms, void* a, void* b) {
+CUresult cuEventElapsedTime_v2(float* ms, void* a, void* b) {
   LIVE();
   *ms = (float)((((struct event*)b)->at - ((struct event*)a)->at) * 1e3);
   return OK;
