@@ -43,8 +43,8 @@ go test -c -ldflags="-s -w" -o "$out/bin/quant.bench" ./model/internal/quant
 # The ROCm-shaped shim over the CUDA driver (tools/rocmshim), for the
 # rocmshim section and the tests section's shim runs: built here, where gcc
 # and the ROCm headers are (the GPU machine has neither the headers nor Go).
+rm -rf "$out/rocmshim"
 if [ "$target" = cuda ]; then
-  rm -rf "$out/rocmshim"
   bash tools/rocmshim/build.sh "$out/rocmshim"
   # The shim's own tests (fault, CLR 6.2 model, abort), run over the real
   # driver. (Not the hip and hsa test binaries: 12 MB more, and the carry to
