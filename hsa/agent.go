@@ -211,9 +211,13 @@ func (a *api) describe(handle uint64) (Agent, error) {
 	return ag, nil
 }
 
-// identify reads a GPU agent's PCI address and UUID. They only serve to
-// match agents with HIP devices, so an attribute the runtime refuses leaves
-// that identity unknown instead of failing the agent list.
+// identify reads a GPU agent's PCI address and UUID. ROCr's GpuAgent::GetInfo
+// (core/runtime/amd_gpu_agent.cpp) answers all three attributes since ROCm
+// 3.5 (the oldest release read): BDFID is KFD's location id, UUID "GPU-" and
+// the unique id as 16 zero-padded hex digits, or "GPU-XX" when the GPU or
+// the thunk has none. They only serve to match agents with HIP devices, so
+// an attribute the runtime refuses leaves that identity unknown instead of
+// failing the agent list.
 func (a *api) identify(ag *Agent) {
 	var domain, bdfid uint32
 	if a.info(ag.handle, amdAgentInfoDomain, unsafe.Pointer(&domain)) == nil &&
