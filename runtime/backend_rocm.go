@@ -22,18 +22,21 @@ import (
 //
 // Faults: HIP's stream-callback status is always hipSuccess and ROCclr may
 // run callbacks after a fault, so a callback only wakes the monitor (Info
-// .NotifyReportsSuccess is false) and hipEventQuery decides: current CLR
-// returns the recorded error (700, 719) from every call after a fault. CLR
-// up to 6.2 records nothing: there the HSA system event handler is the only
-// signal. It turns a memory fault or hardware exception into a *FaultError
-// with the faulting address and reason, routed by PCI address (matchAgent),
-// and returns success only for a fault it delivered, which keeps ROCr's
-// VMFaultHandler from calling abort() on the process; CLR up to 6.2 still
-// aborts on queue errors (see docs/gpu-faults.md).
+// .NotifyReportsSuccess is false) and hipEventQuery decides. On top of that
+// the HSA system event handler turns a memory fault or hardware exception
+// into a *FaultError with the faulting address and reason, and returns
+// success only when it delivered the fault to an open device.
 //
 // Verified against Debian's ROCm 5.2 libraries without a GPU (the no-device
 // path) and through tools/rocmshim (a ROCm-shaped shim over the CUDA driver);
 // never run on AMD hardware (see docs/gpu-faults.md).
+//
+// Which signal comes first depends on the CLR release. Current CLR records a
+// fault and returns it (700, 719) from every HIP call after it, queries
+// included; CLR up to 6.2 records nothing, so there the HSA event is the only
+// signal. The event is routed to its device by PCI address (matchAgent), and
+// claiming it stops ROCr's VMFaultHandler abort, not CLR 6.2's abort on queue
+// errors (docs/gpu-faults.md).
 
 type rocmDriver struct{}
 
