@@ -306,5 +306,8 @@ func oob(ctx context.Context, refuse, clr62 bool) error {
 	// Give the shim's fault thread time to deliver: an unclaimed event
 	// aborts the process, which the parent sees.
 	time.Sleep(200 * time.Millisecond)
-	return e.Close()
+	// Closing a lost device may report the driver's teardown errors (the
+	// recorded 700); it must return, and the process must exit cleanly.
+	fmt.Printf("close: %v\n", e.Close())
+	return nil
 }
