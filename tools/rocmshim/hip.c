@@ -618,6 +618,17 @@ static char* read_file(const char* path) {
  * for this GPU's sm, that declares exactly the code object's kernels. */
 static char* find_ptx(const char* names, int n) {
   const char* dir = getenv("ROCMSHIM_PTX_DIR");
+  /* Unset: the repository's kernels/build from the working directory or up
+   * to three above it (go test runs a package's tests in its directory). */
+  static const char* guesses[] = {"kernels/build", "../kernels/build", "../../kernels/build",
+                                  "../../../kernels/build"};
+  for (size_t i = 0; !dir && i < sizeof guesses / sizeof guesses[0]; i++) {
+    DIR* d = opendir(guesses[i]);
+    if (d) {
+      closedir(d);
+      dir = guesses[i];
+    }
+  }
   if (!dir) {
     fprintf(stderr, "rocmshim: set ROCMSHIM_PTX_DIR to the kernels' build directory (kernels/build)\n");
     return NULL;
