@@ -20,6 +20,7 @@ deps:
 vet:
 	$(GO) mod tidy -diff
 	$(GO) vet ./...
+	$(GO) vet -tags hipgo_demo_from_disk ./model/demo ./examples/generate
 	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) vet ./...
 
 # The log lines that show the real ROCm 5.2 libraries answering (the tests

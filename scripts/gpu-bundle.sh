@@ -3,7 +3,7 @@
 # (cuda by default; rocm for an AMD one): every GPU test binary
 # (CGO_ENABLED=0, as users build), the tools the suite runs, and the runner.
 # Then one call on the GPU machine runs everything:
-#   device run: bash .gpu/run.sh [sections]     (carry: .gpu)
+#   device run: bash .gpu-carry/run.sh [sections]     (carry: .gpu-carry)
 # The GPU machine has no Go; it has nvcc, python3 with torch, transformers,
 # tokenizers. See scripts/gpu-suite.sh for what runs.
 set -euo pipefail
@@ -12,6 +12,9 @@ out=.gpu
 rm -rf "$out/bin"
 mkdir -p "$out/bin"
 export CGO_ENABLED=0 GOOS=linux GOARCH=amd64
+# The binaries read the demo model from the checkout that travels beside
+# them instead of each embedding its 21 MB (model/demo/demo_disk.go).
+export GOFLAGS="${GOFLAGS:-} -tags=hipgo_demo_from_disk"
 
 target=${1:-cuda}
 # Every package with tests that touch a GPU (named *GPU* by convention),
@@ -59,3 +62,19 @@ if command -v bible >/dev/null; then
 fi
 echo "gpu-bundle: $(ls "$out/bin" | tr '\n' ' ')"
 du -sh "$out"
+# What travels: one compressed archive and a runner that unpacks it (a call
+# carries at most 64 MiB with the checkout, which is about 30 MB itself).
+carry=.gpu-carry
+rm -rf "$carry" && mkdir -p "$carry"
+tar czf "$carry/bundle.tar.gz" --exclude=./.gpu/corpus .gpu
+if [ -d "$out/corpus" ]; then tar czf "$carry/corpus.tar.gz" .gpu/corpus; fi
+cat >"$carry/run.sh" <<'RUN'
+#!/usr/bin/env bash
+# Unpacks the GPU bundle beside the checkout, then runs the suite.
+set -e
+cd "$(dirname "$0")/.."
+tar xzf .gpu-carry/bundle.tar.gz
+[ -f .gpu-carry/corpus.tar.gz ] && tar xzf .gpu-carry/corpus.tar.gz
+exec bash .gpu/run.sh "$@"
+RUN
+echo "gpu-bundle: carry .gpu-carry ($(du -sh "$carry" | cut -f1)); on the GPU machine: bash .gpu-carry/run.sh [sections]"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU suite, run on the GPU machine from the repository root after
 # scripts/gpu-bundle.sh built .gpu/ here:
-#   bash .gpu/run.sh [section ...]      (default: info tests faults launch samplers)
+#   bash .gpu-carry/run.sh [section ...]      (default: info tests faults launch samplers)
 # Sections:
 #   info      nvidia-smi and gpuinfo (text and JSON)
 #   tests     every GPU test binary with HIPGO_REQUIRE_GPU=1 (fails, never skips),

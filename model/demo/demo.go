@@ -1,3 +1,5 @@
+//go:build !hipgo_demo_from_disk
+
 package demo
 
 import (
