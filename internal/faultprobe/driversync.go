@@ -2,6 +2,7 @@ package faultprobe
 
 import (
 	"fmt"
+	"os"
 	goruntime "runtime"
 	"time"
 	"unsafe"
@@ -89,6 +90,14 @@ func oobWriteDriverSync() Result {
 	t0 := time.Now()
 	if err := cuda.LaunchKernel(fn, one, one, 0, s, unsafe.Pointer(&params[0]), nil); err != nil {
 		return fail(err)
+	}
+	if os.Getenv(EnvBaselineHost) == "1" {
+		for _, st := range []cuda.Stream{other, s} {
+			if err := cuda.LaunchHostFunc(st, func() {}); err != nil {
+				return fail(err)
+			}
+		}
+		r.Detail = "with a host function queued on both streams"
 	}
 	serr := s.Synchronize()
 	r.TimeToError = time.Since(t0)

@@ -395,11 +395,25 @@ func RunChild(ctx context.Context, c Class, args ...string) Result {
 
 var childStart = time.Now()
 
+// Diagnostics for the time-to-error comparison (faultprobe's doc): the
+// out-of-bounds probe without host callbacks, and the driver-only baseline
+// with a host function queued behind each of its kernels, as the runtime
+// queues one to land events.
+const (
+	EnvNoCallbacks  = "HIPGO_FAULTPROBE_NO_CALLBACKS"
+	EnvBaselineHost = "HIPGO_FAULTPROBE_BASELINE_HOSTFN"
+)
+
 // oobWrite runs in a child process: a fault loses the device for good.
 func oobWrite(ctx context.Context) Result {
 	r := Result{Class: OOBWrite, Expected: "Wait fails with *FaultError (illegal address) within 2 s; other streams' events fail with it; a new launch fails in < 1 ms with *DeviceLostError",
 		Metrics: map[string]float64{}}
-	e, err := Open(ctx)
+	var opts []runtime.Option
+	if os.Getenv(EnvNoCallbacks) == "1" {
+		opts = append(opts, runtime.WithoutCallbacks())
+		r.Detail = "without host callbacks; "
+	}
+	e, err := Open(ctx, opts...)
 	if err != nil {
 		r.Got = err.Error()
 		return r
@@ -455,7 +469,7 @@ func oobWrite(ctx context.Context) Result {
 	cerr := e.Close()
 	r.Metrics["close_ms"] = ms(time.Since(t2))
 	r.Metrics["result_at_ms"] = ms(time.Since(childStart))
-	r.Detail = fmt.Sprintf("other stream's event: %v; close: %v", errString(oerr), errString(cerr))
+	r.Detail += fmt.Sprintf("other stream's event: %v; close: %v", errString(oerr), errString(cerr))
 	r.OK = isFault && r.TimeToError < 2*time.Second && sameFault && isLost && launchAfter < time.Millisecond
 	return r
 }
