@@ -27,7 +27,7 @@
 #define FW_MM_THREADS 256
 #define FW_ROPE_THREADS 256
 #define FW_KV_THREADS 256
-#define FW_ATT_THREADS 128
+#define FW_ATT_THREADS 256
 #define FW_EW_THREADS 256
 #define FW_COPY_THREADS 256
 
@@ -176,57 +176,85 @@ DEVICE void fw_mm_store(float* y, const float* bias, uint64_t i, uint32_t o, flo
   y[i] = v;
 }
 
+// matvec_fma: acc[r] += the 8 weights of chunk k . x row r's chunk k, for
+// the live rows r < nr (all NR of them when NR = 1).
+template <uint32_t NR>
+DEVICE void matvec_fma(float* acc, const float* wv, const float* xr, uint32_t in, uint32_t k, uint32_t nr) {
+#pragma unroll
+  for (uint32_t r = 0; r < NR; ++r) {
+    if (NR == 1 || r < nr) {
+      const fw_f32x4* xp = (const fw_f32x4*)(xr + (uint64_t)r * in + (uint64_t)k * 8u);
+      const fw_f32x4 a = xp[0], b = xp[1];
+      float d = acc[r];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) d += wv[i] * a.v[i];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) d += wv[4 + i] * b.v[i];
+      acc[r] = d;
+    }
+  }
+}
+
+// matvec_tile: one 32-lane group's output o against NR input rows (nr of
+// them live, nr <= NR; NR = 1 is the batch-1 decode case, with no per-row
+// checks in the loop).
+template <uint32_t NR, typename W>
+DEVICE void matvec_tile(float* y, const float* xr, const W* wr, const float* bias, uint32_t nr, uint32_t r0,
+                        uint32_t in, uint32_t out, uint32_t o, bool vec, uint32_t accumulate) {
+  const uint32_t lane = thread_idx_x() & 31u;
+  float acc[NR];
+#pragma unroll
+  for (uint32_t r = 0; r < NR; ++r) acc[r] = 0.0f;
+  if (vec) {
+    const uint32_t chunks = in / 8u;
+    // Four 16-byte weight loads issued before any use, per lane: decode is a
+    // stream of weights, bound by how many loads are outstanding.
+    uint32_t k = lane;
+    for (; k + 96u < chunks; k += 128u) {
+      float wv[4][8];
+#pragma unroll
+      for (uint32_t j = 0; j < 4; ++j) fw_load8(wr + (uint64_t)(k + 32u * j) * 8u, wv[j]);
+#pragma unroll
+      for (uint32_t j = 0; j < 4; ++j) matvec_fma<NR>(acc, wv[j], xr, in, k + 32u * j, nr);
+    }
+    for (; k < chunks; k += 32u) {
+      float wv[8];
+      fw_load8(wr + (uint64_t)k * 8u, wv);
+      matvec_fma<NR>(acc, wv, xr, in, k, nr);
+    }
+  } else {
+    for (uint32_t k = lane; k < in; k += 32) {
+      const float wv = fw_to_f32(wr[k]);
+#pragma unroll
+      for (uint32_t r = 0; r < NR; ++r)
+        if (NR == 1 || r < nr) acc[r] += wv * xr[(uint64_t)r * in + k];
+    }
+  }
+#pragma unroll
+  for (uint32_t r = 0; r < NR; ++r) {
+    if (r >= nr) break;  // nr is the same for the whole block
+    const float v = fw_group_sum(acc[r]);
+    if (lane == 0) fw_mm_store(y, bias, (uint64_t)(r0 + r) * out + o, o, v, accumulate);
+  }
+}
+
 template <typename W>
 DEVICE void matvec_rows(float* y, const float* x, const W* w, const float* bias, uint32_t rows, uint32_t in,
                         uint32_t out, uint32_t accumulate) {
   const uint32_t tiles = (rows + FW_MM_VEC_ROWS - 1) / FW_MM_VEC_ROWS;
   const uint32_t b = block_idx_x();
   const uint32_t c = b / tiles, s = b % tiles;
-  const uint32_t lane = thread_idx_x() & 31u;
   const uint32_t o = c * FW_MM_GROUPS + thread_idx_x() / 32;
   if (o >= out) return;  // whole 32-groups leave together: no block_sync below
   const uint32_t r0 = s * FW_MM_VEC_ROWS;
   const uint32_t nr = rows - r0 < FW_MM_VEC_ROWS ? rows - r0 : FW_MM_VEC_ROWS;
   const W* wr = w + (uint64_t)o * in;
   const float* xr = x + (uint64_t)r0 * in;
-  float acc[FW_MM_VEC_ROWS];
-#pragma unroll
-  for (int r = 0; r < FW_MM_VEC_ROWS; ++r) acc[r] = 0.0f;
   const bool vec = (in % 8u) == 0 && fw_aligned16(w) && fw_aligned16(x);
-  if (vec) {
-    const uint32_t chunks = in / 8u;
-#pragma unroll 2
-    for (uint32_t k = lane; k < chunks; k += 32) {
-      float wv[8];
-      fw_load8(wr + (uint64_t)k * 8u, wv);
-#pragma unroll
-      for (uint32_t r = 0; r < FW_MM_VEC_ROWS; ++r) {
-        if (r < nr) {
-          const fw_f32x4* xp = (const fw_f32x4*)(xr + (uint64_t)r * in + (uint64_t)k * 8u);
-          const fw_f32x4 a = xp[0], bq = xp[1];
-          float d = acc[r];
-#pragma unroll
-          for (int i = 0; i < 4; ++i) d += wv[i] * a.v[i];
-#pragma unroll
-          for (int i = 0; i < 4; ++i) d += wv[4 + i] * bq.v[i];
-          acc[r] = d;
-        }
-      }
-    }
-  } else {
-    for (uint32_t k = lane; k < in; k += 32) {
-      const float wv = fw_to_f32(wr[k]);
-#pragma unroll
-      for (uint32_t r = 0; r < FW_MM_VEC_ROWS; ++r)
-        if (r < nr) acc[r] += wv * xr[(uint64_t)r * in + k];
-    }
-  }
-#pragma unroll
-  for (uint32_t r = 0; r < FW_MM_VEC_ROWS; ++r) {
-    if (r >= nr) break;  // nr is the same for the whole block
-    const float v = fw_group_sum(acc[r]);
-    if (lane == 0) fw_mm_store(y, bias, (uint64_t)(r0 + r) * out + o, o, v, accumulate);
-  }
+  if (nr == 1)
+    matvec_tile<1>(y, xr, wr, bias, nr, r0, in, out, o, vec, accumulate);
+  else
+    matvec_tile<FW_MM_VEC_ROWS>(y, xr, wr, bias, nr, r0, in, out, o, vec, accumulate);
 }
 
 template <typename W>

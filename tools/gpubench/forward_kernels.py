@@ -30,6 +30,22 @@ mod = cp.RawModule(path=PTX)
 failed = []
 
 
+def maxntid(path):
+    """Each kernel's block size: its .maxntid (forward.cu's FW_*_THREADS,
+    the only block size its kernels run with)."""
+    out, name = {}, None
+    for line in open(path):
+        if ".entry " in line:
+            name = line.split(".entry ")[1].split("(")[0].strip()
+        elif ".maxntid" in line and name:
+            out[name] = int(line.split(".maxntid")[1].split(",")[0])
+            name = None
+    return out
+
+
+THREADS = maxntid(PTX)
+
+
 def u32(v):
     return np.uint32(v)
 
@@ -49,8 +65,8 @@ def u32t(values):
     return torch.from_numpy(np.array(values, dtype=np.uint64).astype(np.uint32).view(np.int32)).to(DEV)
 
 
-def launch(name, grid, block, *args):
-    mod.get_function(name)((int(grid),), (int(block),), args)
+def launch(name, grid, *args):
+    mod.get_function(name)((int(grid),), (THREADS[name],), args)
 
 
 def cdiv(a, b):
@@ -83,7 +99,7 @@ def checks():
         table = torch.randn(vocab, hidden, device=DEV).to(dt)
         tokens = u32t([0, 999, 5, 1000, 2**31, 17])
         out = torch.full((6, hidden), float("nan"), device=DEV)
-        launch("embed_" + s, 6, 256, ptr(out), ptr(table), ptr(tokens), u32(6), u32(hidden), u32(vocab))
+        launch("embed_" + s, 6, ptr(out), ptr(table), ptr(tokens), u32(6), u32(hidden), u32(vocab))
         sync()
         ref = torch.zeros(6, hidden, dtype=torch.float64)
         for i, t in enumerate([0, 999, 5, 1000, 2**31, 17]):
@@ -96,7 +112,7 @@ def checks():
             x = torch.randn(5, dim, device=DEV) * 3
             w = torch.randn(dim, device=DEV).to(dt)
             out = torch.empty_like(x)
-            launch("rmsnorm_" + s, 5, 256, ptr(out), ptr(x), ptr(w), u32(5), u32(dim), f32(1e-5))
+            launch("rmsnorm_" + s, 5, ptr(out), ptr(x), ptr(w), u32(5), u32(dim), f32(1e-5))
             sync()
             xd = x.double()
             ref = xd * torch.rsqrt((xd * xd).mean(-1, keepdim=True) + 1e-5) * w.double()
@@ -109,12 +125,12 @@ def checks():
             b = torch.randn(n, device=DEV)
             y0 = torch.randn(rows, n, device=DEV)
             y = y0.clone()
-            launch("matmul_" + s, mm_grid(rows, n), 256, ptr(y), ptr(x), ptr(w), ptr(b), u32(rows), u32(k), u32(n), u32(1))
+            launch("matmul_" + s, mm_grid(rows, n), ptr(y), ptr(x), ptr(w), ptr(b), u32(rows), u32(k), u32(n), u32(1))
             sync()
             ref = x.double() @ w.double().T + b.double() + y0.double()
             report(f"matmul_{s}/{rows}x{k}x{n}/bias+acc", y, ref, 1e-5)
             y = torch.empty(rows, n, device=DEV)
-            launch("matmul_" + s, mm_grid(rows, n), 256, ptr(y), ptr(x), ptr(w), ptr(None), u32(rows), u32(k), u32(n), u32(0))
+            launch("matmul_" + s, mm_grid(rows, n), ptr(y), ptr(x), ptr(w), ptr(None), u32(rows), u32(k), u32(n), u32(0))
             sync()
             report(f"matmul_{s}/{rows}x{k}x{n}", y, x.double() @ w.double().T, 1e-5)
     # rope (llama3-like base), positions up to 2^20
@@ -126,7 +142,7 @@ def checks():
         stride = heads * hd + 7
         x = torch.randn(T, stride, device=DEV)
         x0 = x.clone()
-        launch("rope_f32", T, 256, ptr(x), ptr(pos), ptr(inv), u32(T), u32(heads), u32(hd), u32(stride))
+        launch("rope_f32", T, ptr(x), ptr(pos), ptr(inv), u32(T), u32(heads), u32(hd), u32(stride))
         sync()
         ang = (inv[None, :] * pos[:, None].float()).double()  # float32 angle, as transformers
         c, sn = torch.cos(ang), torch.sin(ang)
@@ -151,7 +167,7 @@ def checks():
         for sq, n in enumerate(ctx):
             r = torch.randn(n, stride, device=DEV)
             sl = torch.tensor([int(tables[sq, j // bs]) * bs + j % bs for j in range(n)], device=DEV, dtype=torch.int32)
-            launch("kv_store_f32", n, 256, ptr(kc), ptr(vc), ptr(r), ptr(sl), u32(n), u32(kvd), u32(H * hd), u32(H * hd + kvd), u32(stride), u32(slots_total))
+            launch("kv_store_f32", n, ptr(kc), ptr(vc), ptr(r), ptr(sl), u32(n), u32(kvd), u32(H * hd), u32(H * hd + kvd), u32(stride), u32(slots_total))
             keys[sq] = r[:, H * hd:H * hd + kvd].double().cpu()
             vals[sq] = r[:, H * hd + kvd:].double().cpu()
             all_rows.append(r)
@@ -169,7 +185,7 @@ def checks():
         qkv = torch.randn(T, stride, device=DEV)
         out = torch.empty(T, H * hd, device=DEV)
         scale = 1 / math.sqrt(hd)
-        launch("attention_f32", T * H, 128, ptr(out), ptr(qkv), ptr(kc), ptr(vc), ptr(torch.tensor(qseq, device=DEV, dtype=torch.int32)),
+        launch("attention_f32", T * H, ptr(out), ptr(qkv), ptr(kc), ptr(vc), ptr(torch.tensor(qseq, device=DEV, dtype=torch.int32)),
                ptr(torch.tensor(qpos, device=DEV, dtype=torch.int32)), ptr(tables.contiguous()), u32(max_blocks), u32(bs), u32(T), u32(H), u32(KV), u32(hd), u32(stride), f32(scale))
         sync()
         ref = torch.empty(T, H * hd, dtype=torch.float64)
@@ -187,20 +203,20 @@ def checks():
     rows, inter = 3, 1537
     gu = torch.randn(rows, 2 * inter, device=DEV) * 4
     out = torch.empty(rows, inter, device=DEV)
-    launch("silu_mul_f32", cdiv(rows * inter, 256), 256, ptr(out), ptr(gu), u32(rows), u32(inter))
+    launch("silu_mul_f32", cdiv(rows * inter, 256), ptr(out), ptr(gu), u32(rows), u32(inter))
     sync()
     gd = gu.double()
     report("silu_mul_f32", out, torch.nn.functional.silu(gd[:, :inter]) * gd[:, inter:], 1e-6)
     y = torch.randn(10001, device=DEV)
     x = torch.randn(10001, device=DEV)
     ref = y.double() + x.double()
-    launch("add_f32", cdiv(10001, 256), 256, ptr(y), ptr(x), u32(10001))
+    launch("add_f32", cdiv(10001, 256), ptr(y), ptr(x), u32(10001))
     sync()
     report("add_f32", y, ref, 1e-7)
     src = torch.randn(7, 577, device=DEV)
     idx = torch.tensor([6, 0, 6, 3], device=DEV, dtype=torch.int32)
     dst = torch.empty(4, 577, device=DEV)
-    launch("copy_rows_f32", 4, 256, ptr(dst), ptr(src), ptr(idx), u32(4), u32(577))
+    launch("copy_rows_f32", 4, ptr(dst), ptr(src), ptr(idx), u32(4), u32(577))
     sync()
     report("copy_rows_f32", dst, src[idx.long()].double(), 0.0)
 
@@ -264,7 +280,7 @@ def timings():
 
             def ours():
                 with cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream):
-                    fn((grid,), (256,), args)
+                    fn((grid,), (THREADS["matmul_bf16"],), args)
 
             us = graph_us(ours)
             xb = x.bfloat16()
