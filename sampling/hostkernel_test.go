@@ -18,14 +18,14 @@ import (
 )
 
 // The kernels in kernels/src/sampling.cu, compiled for the host with
-// clang++-19 and run under an emulation of a GPU block (testdata/hostkernel:
-// one std::thread per GPU thread, a std::barrier for block_sync, function
-// statics for shared memory), produce exactly the tokens, statuses and round
+// clang++-19 and run under an emulation of a GPU block (kernels/hostemu: one
+// fiber per GPU thread, switched at barriers, function statics for shared
+// memory; testdata/hostkernel holds the driver), produce exactly the tokens, statuses and round
 // counts of their Go mirrors GumbelMaxCPU/gumbelRow and RejectionCPU/
 // rejectionRow. This checks the kernels' logic, indexing, reductions,
 // barriers and the Go mirrors' claim of bit-exactness. It does not check the
 // GPU compilers, the hardware's float behaviour, wave-level scheduling or
-// memory-model subtleties beyond what std::barrier orders: the GPU run does.
+// memory-model subtleties beyond what the barriers order: the GPU run does.
 
 // hostBuild is one compiled driver: its path and the block sizes it was
 // built with.
@@ -46,7 +46,7 @@ func buildHostDriver(t *testing.T, clang string, metal bool, gumbel, rejection i
 	args := []string{"-std=c++20", "-O2", "-pthread", "-fno-strict-aliasing",
 		"-Wall", "-Wno-unknown-pragmas", "-Werror",
 		fmt.Sprintf("-DSP_GUMBEL_THREADS=%d", gumbel),
-		fmt.Sprintf("-DSP_REJ_THREADS=%d", rejection)}
+		fmt.Sprintf("-DSP_REJ_THREADS=%d", rejection), "-I", "../kernels/hostemu"}
 	if metal {
 		src, err := os.ReadFile("../kernels/src/sampling.metal")
 		require.NoError(t, err)
@@ -54,7 +54,7 @@ func buildHostDriver(t *testing.T, clang string, metal bool, gumbel, rejection i
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "sampling.metal"), src, 0o644))
 		args = append(args, "-DSP_METAL", "-Wno-unknown-attributes", "-I", dir, "-I", "testdata/hostkernel/metal")
 	} else {
-		shim, err := filepath.Abs("testdata/hostkernel/host_shim.h")
+		shim, err := filepath.Abs("../kernels/hostemu/hostemu.h")
 		require.NoError(t, err)
 		args = append(args, fmt.Sprintf("-DSAMPLING_HOST_SHIM=%q", shim), "-I", "../kernels/src")
 	}

@@ -1,7 +1,7 @@
 // driver.cc: runs kernels/src/sampling.cu's kernels on the host, emulated
-// (host_shim.h), for sampling's hostkernel_test.go. Build:
-//   clang++-19 -std=c++20 -O2 -pthread -fno-strict-aliasing \
-//     -DSAMPLING_HOST_SHIM='"<abs>/host_shim.h"' -I kernels/src \
+// (kernels/hostemu/hostemu.h), for sampling's hostkernel_test.go. Build:
+//   clang++-19 -std=c++20 -O2 -pthread -fno-strict-aliasing -I kernels/hostemu \
+//     -DSAMPLING_HOST_SHIM='"<abs>/kernels/hostemu/hostemu.h"' -I kernels/src \
 //     [-DSP_GUMBEL_THREADS=n -DSP_REJ_THREADS=n] driver.cc
 //
 // Protocol: stdin holds jobs, stdout gets one result per job; all values are
@@ -28,14 +28,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <barrier>
-#include <thread>
 #include <vector>
 
+#include "fibers.h"  // kernels/hostemu: the block scheduler (hostemu::launch, tid, bid)
+
 namespace hostemu {
-extern thread_local uint32_t tid;
-extern thread_local uint32_t bid;
-extern std::barrier<>* bar;
 void trace(uint32_t tag, uint32_t v);
 }  // namespace hostemu
 #define SP_TRACE(tag, bits)                                         \
@@ -50,7 +47,7 @@ void trace(uint32_t tag, uint32_t v);
 #undef constant
 #undef threadgroup
 #undef thread
-void metal::threadgroup_barrier(metal::mem_flags) { hostemu::bar->arrive_and_wait(); }
+void metal::threadgroup_barrier(metal::mem_flags) { hostemu::arrive(0); }
 
 template <class T>
 static void run_gumbel(const T* logits, uint32_t B, uint32_t V, uint32_t ld, float inv_temp, uint32_t key0,
@@ -97,9 +94,6 @@ static void run_rejection(const sp_f16* l, uint32_t B, uint32_t V, uint32_t ld, 
 #endif
 
 namespace hostemu {
-thread_local uint32_t tid;
-thread_local uint32_t bid;
-std::barrier<>* bar;
 // Only thread 0 records and blocks run one at a time: no lock needed.
 std::vector<std::vector<uint32_t>> traces;
 void trace(uint32_t tag, uint32_t v) {
@@ -107,28 +101,6 @@ void trace(uint32_t tag, uint32_t v) {
   traces[bid].push_back(v);
 }
 }  // namespace hostemu
-
-// launch runs blocks 0..blocks-1 one after another, each with `threads`
-// std::threads; the barrier between blocks keeps a block's shared statics
-// from being overwritten while its threads still read them.
-template <class F>
-static void launch(uint32_t blocks, uint32_t threads, F f) {
-  std::barrier<> bar(threads);
-  hostemu::bar = &bar;
-  std::vector<std::thread> ts;
-  ts.reserve(threads);
-  for (uint32_t t = 0; t < threads; ++t) {
-    ts.emplace_back([&, t] {
-      hostemu::tid = t;
-      for (uint32_t b = 0; b < blocks; ++b) {
-        hostemu::bid = b;
-        f();
-        bar.arrive_and_wait();
-      }
-    });
-  }
-  for (auto& t : ts) t.join();
-}
 
 static uint32_t rd() {
   uint32_t v;
@@ -177,7 +149,7 @@ int main() {
       std::vector<float> pv((uint64_t)B * splits, -1.0f);
       std::vector<uint32_t> pi((uint64_t)B * splits, 0xdeadbeef), arrivals(B, 0), tok(B, 0xdeadbeef),
           st(B, 0xdeadbeef);
-      launch(splits * B, SP_GUMBEL_THREADS, [&] {
+      hostemu::launch(splits * B, SP_GUMBEL_THREADS, [&] {
         if (dtype == 0)
           run_gumbel((const float*)data, B, V, ld, inv_temp, key0, key1, splits, pv.data(), pi.data(),
                      arrivals.data(), tok.data(), st.data());
@@ -203,7 +175,7 @@ int main() {
       void* data = readElements(dtype, (uint64_t)B * ld, shift);
       std::vector<uint32_t> tok(B, 0xdeadbeef), ok(B, 0xdeadbeef), rounds(B, 0xdeadbeef);
       hostemu::traces.assign(B, {});
-      launch(B, SP_REJ_THREADS, [&] {
+      hostemu::launch(B, SP_REJ_THREADS, [&] {
         if (dtype == 0)
           run_rejection((const float*)data, B, V, ld, params.data(), key0, key1, max_rounds, tok.data(), ok.data(), rounds.data());
         else if (dtype == 1)
