@@ -18,10 +18,10 @@ import (
 )
 
 // The kernels in kernels/src/sampling.cu, compiled for the host with
-// clang++-19 and run under an emulation of a GPU block (kernels/hostemu: one
-// fiber per GPU thread, switched at barriers, function statics for shared
-// memory; testdata/hostkernel holds the driver), produce exactly the tokens, statuses and round
-// counts of their Go mirrors GumbelMaxCPU/gumbelRow and RejectionCPU/
+// clang++-19 and run under an emulation of a GPU block (kernels/hostemu:
+// one fiber per GPU thread, switched at barriers, function statics for
+// shared memory; testdata/hostkernel holds the driver), produce exactly the
+// tokens, statuses and round counts of their Go mirrors GumbelMaxCPU/gumbelRow and RejectionCPU/
 // rejectionRow. This checks the kernels' logic, indexing, reductions,
 // barriers and the Go mirrors' claim of bit-exactness. It does not check the
 // GPU compilers, the hardware's float behaviour, wave-level scheduling or

@@ -1,0 +1,71 @@
+package kernels
+
+import (
+	"sort"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// forwardABI is the forward module's contract with the GPU backend that
+// launches it (kernels/src/forward.cu; the backend's launcher relies on the
+// same list): each kernel's explicit argument sizes in order (8: a device
+// pointer; 4: a u32 count or an f32) and its block size.
+var forwardABI = func() map[string]struct {
+	sizes   []int
+	threads int
+} {
+	type k = struct {
+		sizes   []int
+		threads int
+	}
+	m := map[string]k{
+		"rope_f32":      {[]int{8, 8, 8, 4, 4, 4, 4}, 256},
+		"kv_store_f32":  {[]int{8, 8, 8, 8, 4, 4, 4, 4, 4, 4}, 256},
+		"attention_f32": {[]int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, 256},
+		"silu_mul_f32":  {[]int{8, 8, 4, 4}, 256},
+		"add_f32":       {[]int{8, 8, 4}, 256},
+		"copy_rows_f32": {[]int{8, 8, 8, 4, 4}, 256},
+	}
+	for _, w := range []string{"f32", "f16", "bf16"} {
+		m["embed_"+w] = k{[]int{8, 8, 8, 4, 4, 4}, 256}
+		m["rmsnorm_"+w] = k{[]int{8, 8, 8, 4, 4, 4}, 256}
+		m["matmul_"+w] = k{[]int{8, 8, 8, 8, 4, 4, 4, 4}, 256}
+	}
+	return m
+}()
+
+// TestForwardModuleABI: every shipped forward artifact (each gfx code
+// object, each PTX) holds exactly the ABI's kernels, with its argument sizes
+// and block size, and no hidden arguments for a launcher to fill.
+func TestForwardModuleABI(t *testing.T) {
+	m, err := Manifest()
+	require.NoError(t, err)
+	want := make([]string, 0, len(forwardABI))
+	for name := range forwardABI {
+		want = append(want, name)
+	}
+	sort.Strings(want)
+	n := 0
+	for _, a := range m.Artifacts {
+		if a.Module != "forward" {
+			continue
+		}
+		n++
+		var got []string
+		for _, k := range a.Kernels {
+			got = append(got, k.Name)
+			abi := forwardABI[k.Name]
+			var sizes []int
+			for _, p := range k.ExplicitParams() {
+				sizes = append(sizes, p.Size)
+			}
+			require.Equalf(t, abi.sizes, sizes, "%s %s: argument sizes", a.Path, k.Name)
+			require.Equalf(t, len(k.Params), len(k.ExplicitParams()), "%s %s: hidden arguments", a.Path, k.Name)
+			require.Equalf(t, abi.threads, k.MaxThreadsPerBlock, "%s %s: block size", a.Path, k.Name)
+		}
+		sort.Strings(got)
+		require.Equal(t, want, got, a.Path)
+	}
+	require.Equal(t, len(wantAMD)+len(wantPTX), n, "one forward artifact per shipped target")
+}
