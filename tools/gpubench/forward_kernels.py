@@ -6,10 +6,13 @@ Loads the PTX with CuPy, runs every kernel on random data and compares it
 with a PyTorch reference computed in float64 from the same inputs (one JSON
 line per check: "check", "max_rel_err" (max |kernel - ref| / max |ref|),
 "tol" and "ok"), then times matmul at decode shapes of SmolLM2-135M and
-Llama-3-8B with bf16 weights (one JSON line per case: microseconds per
-call from CUDA-graph replays, the weight-read floor = weight bytes / the
-copy bandwidth measured in this run, the percentage of that floor reached,
-and torch's bf16 F.linear on the same shape, graph-replayed too).
+Llama-3-8B with bf16 weights, rows 1 (batch-1 decode), 8 and 32 (batched
+decode) and 512 (prefill), one JSON line per case: microseconds per call
+from CUDA-graph replays, the weight-read floor = bytes / the copy bandwidth
+measured in this run, the percentage of that floor reached, TFLOP/s, and
+torch's bf16 F.linear on the same shape, graph-replayed too; then
+attention_f32 at Llama-3-8B decode and prefill shapes against the K/V read
+floor and torch's scaled_dot_product_attention.
 
 Launch shapes follow the comments in forward.cu (FW_*_THREADS, grid rules).
 FK_CASES=name,... narrows the timed cases; FK_SKIP_CHECKS=1 skips the checks.
@@ -272,7 +275,7 @@ def timings():
         if want and name not in want.split(","):
             continue
         w = (torch.randn(n, k, device=DEV) / math.sqrt(k)).bfloat16()
-        for rows in (1, 8, 32):
+        for rows in (1, 8, 32, 512):
             x = torch.randn(rows, k, device=DEV)
             y = torch.empty(rows, n, device=DEV)
             grid = mm_grid(rows, n)
@@ -282,16 +285,69 @@ def timings():
                 with cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream):
                     fn((grid,), (THREADS["matmul_bf16"],), args)
 
-            us = graph_us(ours)
+            reps = 5 if rows >= 512 else 50
+            us = graph_us(ours, reps)
             xb = x.bfloat16()
-            tus = graph_us(lambda: torch.nn.functional.linear(xb, w))
+            tus = graph_us(lambda: torch.nn.functional.linear(xb, w), reps)
             bytes_ = n * k * 2 + rows * k * 4 + rows * n * 4
             floor = bytes_ / (bw * 1e6)
             err = ((y.double() - x.double() @ w.double().T).abs().max() / (x.double() @ w.double().T).abs().max()).item()
             print(json.dumps({"case": name, "rows": rows, "out": n, "in": k, "dtype": "bf16", "us": round(us, 2),
                               "floor_us": round(floor, 2), "pct_floor": round(100 * floor / us, 1),
-                              "GBps": round(bytes_ / us / 1e3, 1), "torch_bf16_us": round(tus, 2),
-                              "max_rel_err": float(f"{err:.2g}")}), flush=True)
+                              "GBps": round(bytes_ / us / 1e3, 1), "TFLOPs": round(2 * rows * n * k / us / 1e6, 2),
+                              "torch_bf16_us": round(tus, 2), "max_rel_err": float(f"{err:.2g}")}), flush=True)
+    attention_timings(bw)
+
+
+def attention_timings(bw):
+    """attention_f32 at decode (B sequences, one query each, ctx cached
+    keys) and prefill (T queries of one sequence) shapes of Llama-3-8B
+    (32 heads, 8 KV heads, head_dim 128), against the K/V read floor and
+    torch's scaled_dot_product_attention on contiguous f32 K/V."""
+    H, KV, hd, bs = 32, 8, 128, 16
+    for B, ctx, T in ((1, 1024, 1), (1, 4096, 1), (32, 1024, 1), (1, 512, 512)):
+        kvd = KV * hd
+        max_blocks = cdiv(ctx, bs)
+        slots = B * max_blocks * bs
+        kc = torch.randn(slots, kvd, device=DEV)
+        vc = torch.randn(slots, kvd, device=DEV)
+        tables = torch.randperm(B * max_blocks, device=DEV).int().view(B, max_blocks).contiguous()
+        stride = (H + 2 * KV) * hd
+        if T == 1:
+            qseq, qpos = list(range(B)), [ctx - 1] * B
+        else:
+            qseq, qpos = [0] * T, list(range(ctx - T, ctx))
+        n = len(qseq)
+        qkv = torch.randn(n, stride, device=DEV)
+        out = torch.empty(n, H * hd, device=DEV)
+        qs, qp = u32t(qseq), u32t(qpos)
+        fn = mod.get_function("attention_f32")
+        args = (ptr(out), ptr(qkv), ptr(kc), ptr(vc), ptr(qs), ptr(qp), ptr(tables), u32(max_blocks), u32(bs),
+                u32(n), u32(H), u32(KV), u32(hd), u32(stride), f32(1 / math.sqrt(hd)))
+
+        def ours():
+            with cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream):
+                fn((n * H,), (THREADS["attention_f32"],), args)
+
+        us = graph_us(ours, reps=20)
+        q = qkv[:, : H * hd].view(n, H, hd)
+        if T == 1:
+            qt = q.view(B, H, 1, hd)
+            k = torch.randn(B, KV, ctx, hd, device=DEV)
+            v = torch.randn(B, KV, ctx, hd, device=DEV)
+            causal = False
+        else:
+            qt = q.view(1, T, H, hd).transpose(1, 2).contiguous()
+            k = torch.randn(1, KV, ctx, hd, device=DEV)
+            v = torch.randn(1, KV, ctx, hd, device=DEV)
+            causal = True
+        k = k.repeat_interleave(H // KV, 1)
+        v = v.repeat_interleave(H // KV, 1)
+        tus = graph_us(lambda: torch.nn.functional.scaled_dot_product_attention(qt, k, v, is_causal=causal), reps=20)
+        bytes_ = B * ctx * kvd * 2 * 4
+        floor = bytes_ / (bw * 1e6)
+        print(json.dumps({"case": f"attention/llama3-8b/B{B}/ctx{ctx}/T{T}", "us": round(us, 2), "floor_us": round(floor, 2),
+                          "pct_floor": round(100 * floor / us, 1), "torch_sdpa_f32_us": round(tus, 2)}), flush=True)
 
 
 if __name__ == "__main__":
