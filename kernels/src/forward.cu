@@ -380,6 +380,24 @@ KERNEL KBOUNDS(FW_KV_THREADS) void kv_store_f32(float* k_cache, float* v_cache, 
 // h = b % heads). Each 32-lane group walks every FW_ATT_GROUPS-th key with
 // an online softmax (running max, sum and output), then the groups merge.
 // =====================================================================
+// fw_att_load: this lane's share (dims lane + 32i) of key j's k and v rows
+// of kv head kvh, through the block table; zeros past n or headdim.
+DEVICE void fw_att_load(float* kn, float* vn, const float* k_cache, const float* v_cache, const uint32_t* table,
+                        uint64_t j, uint64_t n, uint32_t block_size, uint32_t kv_dim, uint32_t kvh, uint32_t headdim,
+                        uint32_t lane) {
+#pragma unroll
+  for (uint32_t i = 0; i < FW_ATT_LANE_DIMS; ++i) kn[i] = vn[i] = 0.0f;
+  if (j >= n) return;
+  const uint64_t slot = (uint64_t)table[j / block_size] * block_size + j % block_size;
+  const float* kr = k_cache + slot * kv_dim + (uint64_t)kvh * headdim;
+  const float* vr = v_cache + slot * kv_dim + (uint64_t)kvh * headdim;
+#pragma unroll
+  for (uint32_t i = 0; i < FW_ATT_LANE_DIMS; ++i) {
+    const uint32_t e = lane + 32u * i;
+    if (e < headdim) kn[i] = kr[e], vn[i] = vr[e];
+  }
+}
+
 KERNEL KBOUNDS(FW_ATT_THREADS) void attention_f32(float* out, const float* qkv, const float* k_cache,
                                                   const float* v_cache, const uint32_t* q_seq,
                                                   const uint32_t* q_pos, const uint32_t* block_tables,
@@ -410,25 +428,28 @@ KERNEL KBOUNDS(FW_ATT_THREADS) void attention_f32(float* out, const float* qkv, 
   float o[FW_ATT_LANE_DIMS];
 #pragma unroll
   for (int i = 0; i < FW_ATT_LANE_DIMS; ++i) o[i] = 0.0f;
+  // Software pipelining: the next key's k and v values (and its block-table
+  // entry before them) are loaded while this key is scored, so each key
+  // does not wait out a full memory latency.
+  float kn[FW_ATT_LANE_DIMS], vn[FW_ATT_LANE_DIMS];
+  fw_att_load(kn, vn, k_cache, v_cache, table, g, n, block_size, kv_dim, kvh, headdim, lane);
   for (uint64_t j = g; j < n; j += FW_ATT_GROUPS) {
-    const uint64_t slot = (uint64_t)table[j / block_size] * block_size + j % block_size;
-    const float* kr = k_cache + slot * kv_dim + (uint64_t)kvh * headdim;
-    const float* vr = v_cache + slot * kv_dim + (uint64_t)kvh * headdim;
+    float kv[FW_ATT_LANE_DIMS], vv[FW_ATT_LANE_DIMS];
+#pragma unroll
+    for (uint32_t i = 0; i < FW_ATT_LANE_DIMS; ++i) kv[i] = kn[i], vv[i] = vn[i];
+    fw_att_load(kn, vn, k_cache, v_cache, table, j + FW_ATT_GROUPS, n, block_size, kv_dim, kvh, headdim, lane);
     float d = 0.0f;
 #pragma unroll
     for (uint32_t i = 0; i < FW_ATT_LANE_DIMS; ++i) {
       const uint32_t e = lane + 32u * i;
-      if (e < headdim) d += qs[e] * kr[e];
+      if (e < headdim) d += qs[e] * kv[i];
     }
     const float s = fw_group_sum(d) * scale;
     const float mn = fmax_f32(m, s);
     const float c = mf_expf(m - mn), p = mf_expf(s - mn);
     l = l * c + p;
 #pragma unroll
-    for (uint32_t i = 0; i < FW_ATT_LANE_DIMS; ++i) {
-      const uint32_t e = lane + 32u * i;
-      if (e < headdim) o[i] = o[i] * c + p * vr[e];
-    }
+    for (uint32_t i = 0; i < FW_ATT_LANE_DIMS; ++i) o[i] = o[i] * c + p * vv[i];
     m = mn;
   }
   if (lane == 0) gm[g] = m, gl[g] = l;
