@@ -166,7 +166,7 @@ def checks():
         kc = torch.zeros(slots_total, kvd, device=DEV)
         vc = torch.zeros(slots_total, kvd, device=DEV)
         # fill every position of every sequence through kv_store
-        all_rows, all_slots, keys, vals = [], [], {}, {}
+        all_rows, keys, vals = [], {}, {}  # all_rows keeps every source alive until the sync
         for sq, n in enumerate(ctx):
             r = torch.randn(n, stride, device=DEV)
             sl = torch.tensor([int(tables[sq, j // bs]) * bs + j % bs for j in range(n)], device=DEV, dtype=torch.int32)
@@ -175,7 +175,10 @@ def checks():
             vals[sq] = r[:, H * hd + kvd:].double().cpu()
             all_rows.append(r)
         sync()
-        ok_store = all(torch.equal(kc[int(tables[sq, j // bs]) * bs + j % bs].double().cpu(), keys[sq][j]) for sq, n in enumerate(ctx) for j in range(n))
+        tab = tables.cpu()
+        ok_store = all(torch.equal(kc[int(tab[sq, j // bs]) * bs + j % bs].double().cpu(), keys[sq][j])
+                       and torch.equal(vc[int(tab[sq, j // bs]) * bs + j % bs].double().cpu(), vals[sq][j])
+                       for sq, n in enumerate(ctx) for j in range(n))
         print(json.dumps({"check": f"kv_store_f32/h{H}/kv{KV}", "ok": ok_store}), flush=True)
         if not ok_store:
             failed.append("kv_store_f32")
