@@ -191,8 +191,11 @@ def checks():
         qkv = torch.randn(T, stride, device=DEV)
         out = torch.empty(T, H * hd, device=DEV)
         scale = 1 / math.sqrt(hd)
-        launch("attention_f32", T * H, ptr(out), ptr(qkv), ptr(kc), ptr(vc), ptr(torch.tensor(qseq, device=DEV, dtype=torch.int32)),
-               ptr(torch.tensor(qpos, device=DEV, dtype=torch.int32)), ptr(tables.contiguous()), u32(max_blocks), u32(bs), u32(T), u32(H), u32(KV), u32(hd), u32(stride), f32(scale))
+        # Named, not temporaries: a freed tensor's memory may be handed to the
+        # next allocation before the kernel runs.
+        qs, qp, tb = u32t(qseq), u32t(qpos), tables.contiguous()
+        launch("attention_f32", T * H, ptr(out), ptr(qkv), ptr(kc), ptr(vc), ptr(qs), ptr(qp), ptr(tb),
+               u32(max_blocks), u32(bs), u32(T), u32(H), u32(KV), u32(hd), u32(stride), f32(scale))
         sync()
         ref = torch.empty(T, H * hd, dtype=torch.float64)
         qd = qkv.double().cpu()
