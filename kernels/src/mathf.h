@@ -52,7 +52,11 @@ DEVICE float mf_expf(float x) {
 // to r^10 are within 2e-9. The quadrant k mod 4 picks and signs the pair.
 // Non-finite x gives NaN for both.
 DEVICE void mf_sincosf(float x, float* s, float* c) {
-  if (!(x - x == 0.0f)) {  // inf or NaN
+  // inf or NaN, by the exponent bits: an arithmetic test such as x - x == 0
+  // is not safe here, because the GPU compilers contract x = a*b; x - x
+  // into fma(a, b, -x), the product's rounding error, which is not 0 (it
+  // made every RoPE angle NaN on the H200).
+  if ((__builtin_bit_cast(uint32_t, x) & 0x7f800000u) == 0x7f800000u) {
     *s = *c = __builtin_nanf("");
     return;
   }
