@@ -84,10 +84,12 @@ func TestGPUOutOfBoundsWriteFailsTheWaitAndLosesTheDevice(t *testing.T) {
 	r := faultprobe.RunChild(context.Background(), faultprobe.OOBWrite, "-test.run=^$")
 	requireProbe(t, r)
 	if backend == driver.CUDA {
-		base := faultprobe.RunChild(context.Background(), faultprobe.OOBWriteDriverSync, "-test.run=^$")
-		requireProbe(t, base)
-		t.Logf("out-of-bounds write, launch to error: runtime Wait %.2f ms, cuStreamSynchronize %.2f ms, ratio %.2f",
-			r.Metrics["launch_to_error_ms"], base.Metrics["launch_to_error_ms"], r.Metrics["launch_to_error_ms"]/base.Metrics["launch_to_error_ms"])
+		for _, c := range []faultprobe.Class{faultprobe.OOBWriteDriverEvent, faultprobe.OOBWriteDriverSync} {
+			base := faultprobe.RunChild(context.Background(), c, "-test.run=^$")
+			requireProbe(t, base)
+			t.Logf("out-of-bounds write, launch to error: runtime Wait %.2f ms, %s %.2f ms, ratio %.2f",
+				r.Metrics["launch_to_error_ms"], c, base.Metrics["launch_to_error_ms"], r.Metrics["launch_to_error_ms"]/base.Metrics["launch_to_error_ms"])
+		}
 	}
 }
 

@@ -214,7 +214,7 @@ for _ in range(5):
 print("torch " + json.dumps({"op": "argmax().item()", "us": statistics.median(runs), "runs": runs}))
 PY
   for i in 1 2 3 4 5; do
-    for c in oob-write oob-write-driver-sync; do
+    for c in oob-write oob-write-driver-sync oob-write-driver-event; do
       HIPGO_FAULTPROBE_CHILD=$c $bin/faultprobe 2>>"$LOGS/latency.err" | sed -n "s/^FAULTPROBE_RESULT /$c /p" >>"$LOGS/latency.log"
     done
   done

@@ -17,8 +17,14 @@ import (
 // in oobWrite, a spin kernel runs on another stream when the fault hits: the
 // driver's detection time depends on what else the context is running, so
 // without it the two runs would not time the same fault.
-func oobWriteDriverSync() Result {
+//
+// With withEvent it records an event behind the faulting kernel and waits
+// with cuEventSynchronize instead (OOBWriteDriverEvent).
+func oobWriteDriverSync(withEvent bool) Result {
 	r := Result{Class: OOBWriteDriverSync, Expected: "cuStreamSynchronize returns CUDA_ERROR_ILLEGAL_ADDRESS", Metrics: map[string]float64{}}
+	if withEvent {
+		r.Class, r.Expected = OOBWriteDriverEvent, "cuEventSynchronize on an event behind the kernel returns CUDA_ERROR_ILLEGAL_ADDRESS"
+	}
 	fail := func(err error) Result { r.Got = err.Error(); return r }
 	if err := cuda.Load(); err != nil {
 		return fail(err)
@@ -99,7 +105,18 @@ func oobWriteDriverSync() Result {
 		}
 		r.Detail = "with a host function queued on both streams"
 	}
-	serr := s.Synchronize()
+	var serr error
+	if withEvent {
+		ev, err := cuda.EventCreate(cuda.EventDisableTiming)
+		if err != nil {
+			return fail(err)
+		}
+		if serr = ev.Record(s); serr == nil {
+			serr = ev.Synchronize()
+		}
+	} else {
+		serr = s.Synchronize()
+	}
 	r.TimeToError = time.Since(t0)
 	r.Metrics["launch_to_error_ms"] = ms(r.TimeToError)
 	r.Got = errString(serr)

@@ -45,13 +45,22 @@ const (
 	// timed to cuStreamSynchronize's return: the baseline for OOBWrite's
 	// time to error. Fatal: runs in a child process.
 	OOBWriteDriverSync Class = "oob-write-driver-sync"
+	// OOBWriteDriverEvent: the same driver-only fault with an event recorded
+	// behind the kernel and waited on with cuEventSynchronize, as a CUDA
+	// program that waits on events does and as the runtime enqueues: on the
+	// H200 anything queued behind the faulting kernel delays the driver's
+	// report by about 45 ms, so this is the like-for-like baseline.
+	OOBWriteDriverEvent Class = "oob-write-driver-event"
 )
 
 // Classes in the order the tool runs them.
-var Classes = []Class{OversizedBlock, DriverRejection, OutOfMemory, Watchdog, SpinLands, OOBWrite, OOBWriteDriverSync}
+var Classes = []Class{OversizedBlock, DriverRejection, OutOfMemory, Watchdog, SpinLands, OOBWrite, OOBWriteDriverSync, OOBWriteDriverEvent}
 
 // Fatal reports whether a class loses the device (so it needs its own process).
-func (c Class) Fatal() bool { return c == OOBWrite || c == OOBWriteDriverSync }
+func (c Class) Fatal() bool { return c == OOBWrite || c.Baseline() }
+
+// Baseline reports whether a class is a driver-only baseline (CUDA only).
+func (c Class) Baseline() bool { return c == OOBWriteDriverSync || c == OOBWriteDriverEvent }
 
 // Result is what one probe saw.
 type Result struct {
@@ -338,7 +347,9 @@ func ChildMain() bool {
 	case OOBWrite:
 		r = oobWrite(ctx)
 	case OOBWriteDriverSync:
-		r = oobWriteDriverSync()
+		r = oobWriteDriverSync(false)
+	case OOBWriteDriverEvent:
+		r = oobWriteDriverSync(true)
 	default:
 		r = Result{Class: c, Got: "unknown child class"}
 	}
