@@ -124,11 +124,8 @@ func (s *cpuSequence) step(ctx context.Context, tokens []uint32, all bool, logit
 
 	x := s.x[:T*D]
 	for t, id := range tokens {
-		row := x[t*D : (t+1)*D]
-		if w.embed.BF16 != nil {
-			cpu.BF16ToF32(row, w.embed.BF16[int(id)*D:])
-		} else {
-			copy(row, w.embed.F32[int(id)*D:(int(id)+1)*D])
+		if err := w.embed.Row(x[t*D:(t+1)*D], int(id)); err != nil {
+			return err // ids were checked against the vocabulary; unreachable
 		}
 	}
 	// Angles are inv_freq*position rounded to float32, as transformers

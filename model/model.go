@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/hipgo/hipgo/model/chat"
+	"github.com/hipgo/hipgo/model/gguf"
 	"github.com/hipgo/hipgo/model/internal/cpu"
 	"github.com/hipgo/hipgo/model/safetensors"
 	"github.com/hipgo/hipgo/runtime"
@@ -78,10 +79,17 @@ func WithoutTokenizer() Option { return func(o *options) { o.noTok = true } }
 // TokenizerFile is the tokenizer file Load reads beside the weights.
 const TokenizerFile = "tokenizer.json"
 
-// Load reads config.json, model.safetensors (or a sharded index) and
-// tokenizer.json from dir, and the chat template from chat_template.jinja or
-// tokenizer_config.json when there is one. Weight files are memory-mapped while loading.
-func Load(dir string, opts ...Option) (*Model, error) {
+// Load reads a model from path: a directory with config.json,
+// model.safetensors (or a sharded index) and tokenizer.json, and the chat
+// template from chat_template.jinja or tokenizer_config.json when there is
+// one; or a GGUF file (config, weights, tokenizer and chat template from its
+// metadata and tensors; see LoadGGUF). Weight files are memory-mapped while
+// loading.
+func Load(path string, opts ...Option) (*Model, error) {
+	if st, err := os.Stat(path); err == nil && !st.IsDir() {
+		return LoadGGUF(path, opts...)
+	}
+	dir := path
 	cfgPath := filepath.Join(dir, ConfigFile)
 	data, err := os.ReadFile(cfgPath)
 	if err != nil {
@@ -107,7 +115,55 @@ func Load(dir string, opts ...Option) (*Model, error) {
 		return nil, err
 	}
 	defer set.Close()
-	m, err := build(cfg, set, tok, o)
+	m, err := build(cfg, tok, o, safetensorsSource(cfg, set, o))
+	if err != nil {
+		return nil, err
+	}
+	if err := m.useChatTemplate(o, ct); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// LoadGGUF reads a GGUF file (llama.cpp's and ollama's format) of a llama
+// or qwen2 model: the config from its llama.* or qwen2.* metadata, the
+// tokenizer from tokenizer.ggml.*, the chat template from
+// tokenizer.chat_template, and the weights by llama.cpp's tensor names.
+// Quantized weights (Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K) stay in their block
+// format and are decoded inside the matrix products; F16 stays half
+// precision the same way, BF16 stays bfloat16 and F32 is used as is.
+// WithWeightFormat(WeightsF32) widens everything to float32 instead.
+// Errors name the file and the metadata key (*ConfigError) or tensor
+// (*TensorError) at fault. GGUF models run on the CPU: the GPU backend has
+// no quantized kernels yet, so DeviceAuto says why in CPUReason and
+// DeviceGPU or WithDevice is an error.
+func LoadGGUF(path string, opts ...Option) (*Model, error) {
+	o := buildOptions(opts)
+	f, err := gguf.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("model: %w: %w", ErrWeights, err)
+	}
+	defer f.Close()
+	cfg, err := configFromGGUF(f)
+	if err != nil {
+		return nil, err
+	}
+	var tok textCodec
+	var ct checkpointChat
+	if !o.noTok {
+		t, err := tokenizerFromGGUF(f)
+		if err != nil {
+			return nil, err
+		}
+		tok = hfCodec{t}
+		if v, ok := f.Lookup("tokenizer.chat_template"); ok && v.Type() == gguf.TypeString {
+			// Tokens left empty: useChatTemplate takes the strings of the
+			// file's bos and eos ids.
+			ct = checkpointChat{source: v.String(), file: path + ": tokenizer.chat_template"}
+		}
+	}
+	src := weightSource{cpu: func() (*weights, error) { return loadGGUFWeights(cfg, f, o.format, o.progress) }}
+	m, err := build(cfg, tok, o, src)
 	if err != nil {
 		return nil, err
 	}
@@ -148,7 +204,7 @@ func LoadFS(fsys fs.FS, opts ...Option) (*Model, error) {
 		return nil, err
 	}
 	defer set.Close()
-	m, err := build(cfg, set, tok, o)
+	m, err := build(cfg, tok, o, safetensorsSource(cfg, set, o))
 	if err != nil {
 		return nil, err
 	}
@@ -166,9 +222,28 @@ func buildOptions(opts []Option) options {
 	return o
 }
 
-// build assembles a model from a parsed config and open weights, on the
+// weightSource loads a checkpoint's weights for the CPU backend and, where
+// the format has a GPU path, onto a device.
+type weightSource struct {
+	cpu func() (*weights, error)
+	gpu func(dev *runtime.Device, ctxLen int) (*gpuBackend, int64, error) // nil: no GPU path
+}
+
+func safetensorsSource(cfg *Config, set *safetensors.Set, o options) weightSource {
+	return weightSource{
+		cpu: func() (*weights, error) { return loadWeights(cfg, set, o.format, o.progress) },
+		gpu: func(dev *runtime.Device, ctxLen int) (*gpuBackend, int64, error) {
+			return buildGPU(cfg, set, o, dev, ctxLen)
+		},
+	}
+}
+
+// errNoGPUPath: the checkpoint's format has no GPU path (GGUF today).
+var errNoGPUPath = errors.New("model: GGUF weights run on the CPU only (the GPU backend has no quantized kernels yet)")
+
+// build assembles a model from a parsed config and its weights, on the
 // device the options choose.
-func build(cfg *Config, set *safetensors.Set, tok textCodec, o options) (*Model, error) {
+func build(cfg *Config, tok textCodec, o options, src weightSource) (*Model, error) {
 	pool := cpu.Shared()
 	threads := o.threads
 	if threads <= 0 || threads > pool.Workers() {
@@ -196,7 +271,10 @@ func build(cfg *Config, set *safetensors.Set, tok textCodec, o options) (*Model,
 		m.eos[uint32(id)] = true
 	}
 	if where.dev != nil {
-		be, bytes, err := buildGPU(cfg, set, o, where.dev, ctxLen)
+		be, bytes, err := (*gpuBackend)(nil), int64(0), errNoGPUPath
+		if src.gpu != nil {
+			be, bytes, err = src.gpu(where.dev, ctxLen)
+		}
 		switch {
 		case err == nil:
 			if where.owned {
@@ -215,7 +293,7 @@ func build(cfg *Config, set *safetensors.Set, tok textCodec, o options) (*Model,
 			return nil, err
 		}
 	}
-	w, err := loadWeights(cfg, set, o.format, o.progress)
+	w, err := src.cpu()
 	if err != nil {
 		return nil, err
 	}

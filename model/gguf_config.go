@@ -1,0 +1,156 @@
+package model
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/hipgo/hipgo/model/gguf"
+)
+
+// ggufArch maps general.architecture to the Hugging Face class whose
+// semantics the forward pass follows.
+var ggufArch = map[string]Architecture{"llama": Llama, "qwen2": Qwen2}
+
+// ggufConfigKeys maps config.json keys to the GGUF metadata that carries
+// them ("{arch}." is the architecture prefix), so configFromGGUF can reuse
+// ParseConfig's validation and still name the GGUF key in its errors.
+var ggufConfigKeys = []struct{ hf, gguf string }{
+	{"hidden_size", "{arch}.embedding_length"},
+	{"intermediate_size", "{arch}.feed_forward_length"},
+	{"num_hidden_layers", "{arch}.block_count"},
+	{"num_attention_heads", "{arch}.attention.head_count"},
+	{"num_key_value_heads", "{arch}.attention.head_count_kv"},
+	{"head_dim", "{arch}.attention.key_length"},
+	{"max_position_embeddings", "{arch}.context_length"},
+	{"rms_norm_eps", "{arch}.attention.layer_norm_rms_epsilon"},
+	{"rope_theta", "{arch}.rope.freq_base"},
+	{"vocab_size", "{arch}.vocab_size"},
+	{"bos_token_id", "tokenizer.ggml.bos_token_id"},
+}
+
+// configFromGGUF reads a llama.* or qwen2.* GGUF's hyperparameters into a
+// Config, checked by the same rules as config.json. Errors are
+// *ConfigError naming the GGUF file and metadata key.
+func configFromGGUF(f *gguf.File) (*Config, error) {
+	name := f.Name()
+	errf := func(field, format string, args ...any) error {
+		return &ConfigError{File: name, Field: field, Reason: fmt.Sprintf(format, args...)}
+	}
+	archName, err := f.String("general.architecture")
+	if err != nil {
+		return nil, &ConfigError{File: name, Field: "general.architecture", Reason: "unreadable", Err: err}
+	}
+	arch, ok := ggufArch[archName]
+	if !ok {
+		return nil, errf("general.architecture", "%q is not supported (want llama or qwen2)", archName)
+	}
+	key := func(k string) string {
+		if len(k) > 6 && k[:6] == "{arch}" {
+			return archName + k[6:]
+		}
+		return k
+	}
+	raw := map[string]json.RawMessage{}
+	origin := map[string]string{}
+	put := func(hf, field string, v any) error {
+		data, err := json.Marshal(v)
+		if err != nil { // NaN or Inf
+			return errf(field, "%v is not a finite number", v)
+		}
+		raw[hf], origin[hf] = data, field
+		return nil
+	}
+	for _, k := range ggufConfigKeys {
+		field := key(k.gguf)
+		v, ok := f.Lookup(field)
+		if !ok {
+			continue
+		}
+		if err := put(k.hf, field, v.Any()); err != nil {
+			return nil, err
+		}
+	}
+	archJSON, _ := json.Marshal([]string{string(arch)})
+	raw["architectures"] = archJSON
+	// GGUF has no vocab_size for most architectures: the token list is it.
+	if _, ok := raw["vocab_size"]; !ok {
+		if v, ok := f.Lookup("tokenizer.ggml.tokens"); ok && v.Type() == gguf.TypeArray {
+			_ = put("vocab_size", "tokenizer.ggml.tokens", v.Len())
+		} else if t, ok := f.Tensor("token_embd.weight"); ok && len(t.Dims) == 2 {
+			_ = put("vocab_size", "token_embd.weight", t.Dims[1])
+		}
+	}
+	eos, err := ggufStopIDs(f)
+	if err != nil {
+		return nil, err
+	}
+	if len(eos) > 0 {
+		_ = put("eos_token_id", "tokenizer.ggml.eos_token_id", eos)
+	}
+	// An absent output.weight means the head is tied to token_embd.
+	_, hasOutput := f.Tensor("output.weight")
+	_ = put("tie_word_embeddings", "output.weight", !hasOutput)
+	if arch == Llama {
+		_, bias := f.Tensor("blk.0.attn_q.bias")
+		_ = put("attention_bias", "blk.0.attn_q.bias", bias)
+	}
+	p := &configParser{file: name, raw: raw}
+	c, err := p.parse()
+	if err != nil {
+		var ce *ConfigError
+		if errors.As(err, &ce) {
+			if field, ok := origin[ce.Field]; ok {
+				ce.Field = field
+			} else if ce.Field != "" {
+				ce.Field = key("{arch}.") + ce.Field
+			}
+		}
+		return nil, err
+	}
+	if dim, ok := f.Lookup(key("{arch}.rope.dimension_count")); ok {
+		if d, _ := dim.Uint(); d != uint64(c.HeadDim) {
+			return nil, errf(key("{arch}.rope.dimension_count"), "%v is not the head dimension %d (partial rotary embeddings are not supported)", dim, c.HeadDim)
+		}
+	}
+	if st, ok := f.Lookup(key("{arch}.rope.scaling.type")); ok && st.String() != "none" {
+		factor, _ := f.Float(key("{arch}.rope.scaling.factor"))
+		if st.String() != "linear" || !(factor >= 1) || math.IsInf(factor, 0) {
+			return nil, errf(key("{arch}.rope.scaling.type"), "%q with factor %g is not supported (want linear with a factor >= 1)", st, factor)
+		}
+		c.RopeScaling = &RopeScaling{Type: "linear", Factor: factor}
+	}
+	if _, ok := f.Tensor("rope_freqs.weight"); ok {
+		return nil, errf("rope_freqs.weight", "per-frequency rope factors (Llama 3.1 rope scaling in GGUF) are not supported")
+	}
+	if v, ok := f.Lookup(key("{arch}.attention.sliding_window")); ok {
+		return nil, errf(key("{arch}.attention.sliding_window"), "sliding-window attention (%v) is not supported", v)
+	}
+	c.DType = "gguf"
+	if ft, ok := f.Lookup("general.file_type"); ok {
+		c.DType = fmt.Sprintf("gguf file_type %v", ft)
+	}
+	return c, nil
+}
+
+// ggufStopIDs is the end-of-sequence token and, when the file names them,
+// the end-of-turn and end-of-message tokens: generation stops at any.
+func ggufStopIDs(f *gguf.File) ([]int, error) {
+	var ids []int
+	for _, k := range []string{"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"} {
+		v, ok := f.Lookup(k)
+		if !ok {
+			continue
+		}
+		id, ok := v.Int()
+		if !ok || id < 0 || id > maxVocab {
+			return nil, &ConfigError{File: f.Name(), Field: k, Reason: fmt.Sprintf("%v is not a token id", v)}
+		}
+		if !slices.Contains(ids, int(id)) {
+			ids = append(ids, int(id))
+		}
+	}
+	return ids, nil
+}
