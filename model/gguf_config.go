@@ -65,6 +65,7 @@ func configFromGGUF(f *gguf.File) (*Config, error) {
 	}
 	for _, k := range ggufConfigKeys {
 		field := key(k.gguf)
+		origin[k.hf] = field // named even when missing
 		v, ok := f.Lookup(field)
 		if !ok {
 			continue

@@ -1,0 +1,257 @@
+package model
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hipgo/hipgo/model/gguf"
+	"github.com/hipgo/hipgo/model/modeltest"
+	"github.com/hipgo/hipgo/model/safetensors"
+	"github.com/stretchr/testify/require"
+)
+
+// hfToGGUF maps a Hugging Face tensor name to llama.cpp's
+// (convert_hf_to_gguf.py's tensor map for llama and qwen2).
+func hfToGGUF(name string) string {
+	r := strings.NewReplacer(
+		"model.embed_tokens.", "token_embd.", "model.norm.", "output_norm.", "lm_head.", "output.",
+		"model.layers.", "blk.", ".input_layernorm.", ".attn_norm.", ".post_attention_layernorm.", ".ffn_norm.",
+		".self_attn.q_proj.", ".attn_q.", ".self_attn.k_proj.", ".attn_k.", ".self_attn.v_proj.", ".attn_v.",
+		".self_attn.o_proj.", ".attn_output.", ".mlp.gate_proj.", ".ffn_gate.", ".mlp.up_proj.", ".ffn_up.",
+		".mlp.down_proj.", ".ffn_down.")
+	return r.Replace(name)
+}
+
+// permuteHF is convert_hf_to_gguf.py's LlamaModel.permute written out on
+// rows: weights.reshape(heads, 2, rows/heads/2, cols).swapaxes(1, 2).
+func permuteHF(v []float32, rows, cols, heads int) []float32 {
+	hd := rows / heads
+	out := make([]float32, len(v))
+	for h := range heads {
+		for a := range 2 {
+			for i := range hd / 2 {
+				src := h*hd + a*hd/2 + i // [h, a, i] before swapaxes
+				dst := h*hd + 2*i + a    // [h, i, a] after
+				copy(out[dst*cols:(dst+1)*cols], v[src*cols:(src+1)*cols])
+			}
+		}
+	}
+	return out
+}
+
+// ggufFromSpec converts spec's weights the way convert_hf_to_gguf.py does
+// (llama.cpp names, reversed dims, q/k permuted for llama) and writes them
+// with metadata as a GGUF file; meta can add or override keys.
+func ggufFromSpec(t *testing.T, spec modeltest.Spec, meta map[string]any, mutate func([]gguf.Tensor) []gguf.Tensor) string {
+	t.Helper()
+	arch := spec.Arch
+	hd := spec.HeadDim
+	if hd == 0 {
+		hd = spec.Hidden / spec.Heads
+	}
+	kvs := map[string]any{
+		"general.architecture":                     arch,
+		arch + ".block_count":                      uint32(spec.Layers),
+		arch + ".context_length":                   uint32(spec.MaxPos),
+		arch + ".embedding_length":                 uint32(spec.Hidden),
+		arch + ".feed_forward_length":              uint32(spec.Intermediate),
+		arch + ".attention.head_count":             uint32(spec.Heads),
+		arch + ".attention.head_count_kv":          uint32(spec.KVHeads),
+		arch + ".rope.freq_base":                   float32(spec.RopeTheta),
+		arch + ".attention.layer_norm_rms_epsilon": float32(spec.RMSNormEps),
+		arch + ".rope.dimension_count":             uint32(hd),
+		"tokenizer.ggml.bos_token_id":              uint32(spec.Vocab - 1),
+		"tokenizer.ggml.eos_token_id":              uint32(spec.Vocab - 1),
+	}
+	if spec.HeadDim > 0 {
+		kvs[arch+".attention.key_length"] = uint32(spec.HeadDim)
+	}
+	for k, v := range meta {
+		if v == nil {
+			delete(kvs, k)
+		} else {
+			kvs[k] = v
+		}
+	}
+	var kv []gguf.KV
+	for k, v := range kvs {
+		val, err := gguf.ValueOf(v)
+		require.NoError(t, err)
+		kv = append(kv, gguf.KV{Key: k, Value: val})
+	}
+	var ts []gguf.Tensor
+	for _, tt := range modeltest.Tensors(spec) {
+		if spec.Tie && tt.Name == "lm_head.weight" {
+			continue
+		}
+		v := tt.Values
+		if arch == "llama" && len(tt.Shape) == 2 {
+			switch {
+			case strings.HasSuffix(tt.Name, "q_proj.weight"):
+				v = permuteHF(v, tt.Shape[0], tt.Shape[1], spec.Heads)
+			case strings.HasSuffix(tt.Name, "k_proj.weight"):
+				v = permuteHF(v, tt.Shape[0], tt.Shape[1], spec.KVHeads)
+			}
+		}
+		if arch == "llama" && len(tt.Shape) == 1 {
+			switch {
+			case strings.HasSuffix(tt.Name, "q_proj.bias"):
+				v = permuteHF(v, tt.Shape[0], 1, spec.Heads)
+			case strings.HasSuffix(tt.Name, "k_proj.bias"):
+				v = permuteHF(v, tt.Shape[0], 1, spec.KVHeads)
+			}
+		}
+		dims := make([]int64, len(tt.Shape))
+		for i, d := range tt.Shape {
+			dims[len(tt.Shape)-1-i] = int64(d)
+		}
+		typ, data := gguf.F32, make([]byte, 4*len(v))
+		for i, x := range v {
+			binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(x))
+		}
+		if spec.DType == safetensors.BF16 && len(tt.Shape) == 2 {
+			typ, data = gguf.BF16, make([]byte, 2*len(v))
+			for i, x := range v {
+				binary.LittleEndian.PutUint16(data[2*i:], uint16(math.Float32bits(x)>>16)) // exact: values are bf16-rounded
+			}
+		}
+		ts = append(ts, gguf.Tensor{Name: hfToGGUF(tt.Name), Dims: dims, Type: typ, Data: data})
+	}
+	if mutate != nil {
+		ts = mutate(ts)
+	}
+	var buf bytes.Buffer
+	require.NoError(t, gguf.Write(&buf, kv, ts))
+	path := filepath.Join(t.TempDir(), "model.gguf")
+	require.NoError(t, os.WriteFile(path, buf.Bytes(), 0o644))
+	return path
+}
+
+// TestGGUFMatchesSafetensors proves a GGUF converted as llama.cpp converts
+// a Hugging Face checkpoint (renamed tensors, reversed dims, llama q/k rows
+// permuted, config in metadata) loads into the same model: logits are
+// bit-identical to the safetensors checkpoint's, for llama with GQA and
+// attention biases, qwen2 with q/k/v biases, and a tied bf16 llama.
+func TestGGUFMatchesSafetensors(t *testing.T) {
+	llama := modeltest.Llama3Tiny()
+	llama.Llama3, llama.AttnBias = nil, true
+	for name, spec := range map[string]modeltest.Spec{"llama-gqa-bias": llama, "qwen2": modeltest.Qwen2Tiny(), "smollm-tied-bf16": modeltest.SmolLMTiny()} {
+		t.Run(name, func(t *testing.T) {
+			spec.NoTokenizer = true
+			dir := t.TempDir()
+			require.NoError(t, modeltest.Write(dir, spec))
+			want, err := Load(dir, WithoutTokenizer())
+			require.NoError(t, err)
+			got, err := Load(ggufFromSpec(t, spec, nil, nil), WithoutTokenizer())
+			require.NoError(t, err)
+			wc, gc := want.Config(), got.Config()
+			wc.DType, gc.DType = "", ""
+			require.Equal(t, wc, gc)
+			require.Equal(t, want.WeightBytes(), got.WeightBytes())
+			prompt := []uint32{1, 7, 42, 99, 3, 250, 17, 5}
+			wl, err := want.NewSession().Forward(context.Background(), prompt, true)
+			require.NoError(t, err)
+			gl, err := got.NewSession().Forward(context.Background(), prompt, true)
+			require.NoError(t, err)
+			require.Equal(t, wl, gl)
+		})
+	}
+}
+
+// TestGGUFWithoutUnpermutingDiffers is the control for the test above: the
+// same file read as if llama's q/k rows were not permuted gives other
+// logits, so the comparison would catch a wrong or missing reversal.
+func TestGGUFWithoutUnpermutingDiffers(t *testing.T) {
+	spec := modeltest.SmolLMTiny()
+	spec.NoTokenizer = true
+	dir := t.TempDir()
+	require.NoError(t, modeltest.Write(dir, spec))
+	want, err := Load(dir, WithoutTokenizer())
+	require.NoError(t, err)
+	// Undo the permutation in the file, so the loader's reversal scrambles it.
+	unpermuted := ggufFromSpec(t, spec, nil, func(ts []gguf.Tensor) []gguf.Tensor {
+		for i, tt := range ts {
+			if strings.HasSuffix(tt.Name, "attn_q.weight") || strings.HasSuffix(tt.Name, "attn_k.weight") {
+				heads := spec.Heads
+				if strings.HasSuffix(tt.Name, "attn_k.weight") {
+					heads = spec.KVHeads
+				}
+				rb := int(tt.Dims[0]) * 2
+				back, err := unpermuteRows(tt.Data, int(tt.Dims[1]), rb, heads)
+				require.NoError(t, err)
+				ts[i].Data = back
+			}
+		}
+		return ts
+	})
+	got, err := Load(unpermuted, WithoutTokenizer())
+	require.NoError(t, err)
+	prompt := []uint32{1, 7, 42, 99}
+	wl, _ := want.NewSession().Forward(context.Background(), prompt, false)
+	gl, _ := got.NewSession().Forward(context.Background(), prompt, false)
+	require.NotEqual(t, wl, gl)
+}
+
+// TestGGUFBadFilesNameTheKeyOrTensor proves a GGUF that does not describe
+// a supported model fails with an error naming the GGUF key or tensor.
+func TestGGUFBadFilesNameTheKeyOrTensor(t *testing.T) {
+	spec := modeltest.Qwen2Tiny()
+	rename := func(from, to string) func([]gguf.Tensor) []gguf.Tensor {
+		return func(ts []gguf.Tensor) []gguf.Tensor {
+			for i := range ts {
+				if ts[i].Name == from {
+					ts[i].Name = to
+				}
+			}
+			return ts
+		}
+	}
+	retype := func(name string) func([]gguf.Tensor) []gguf.Tensor {
+		return func(ts []gguf.Tensor) []gguf.Tensor {
+			for i := range ts {
+				if ts[i].Name == name {
+					ts[i].Type = gguf.F64 // a real ggml type the model does not decode
+					ts[i].Data = make([]byte, 8*ts[i].Dims[0]*ts[i].Dims[1])
+				}
+			}
+			return ts
+		}
+	}
+	cases := []struct {
+		name   string
+		meta   map[string]any
+		mutate func([]gguf.Tensor) []gguf.Tensor
+		kind   error
+		msg    string
+	}{
+		{"unsupported architecture", map[string]any{"general.architecture": "gpt2"}, nil, ErrConfig, `general.architecture: "gpt2" is not supported`},
+		{"missing block count", map[string]any{"qwen2.block_count": nil}, nil, ErrConfig, "qwen2.block_count: missing (required)"},
+		{"kv heads do not divide heads", map[string]any{"qwen2.attention.head_count_kv": uint32(4)}, nil, ErrConfig, "qwen2.attention.head_count_kv: 4 does not divide"},
+		{"head count is a string", map[string]any{"qwen2.attention.head_count": "six"}, nil, ErrConfig, `qwen2.attention.head_count: want an integer, got "six"`},
+		{"NaN epsilon", map[string]any{"qwen2.attention.layer_norm_rms_epsilon": float32(math.NaN())}, nil, ErrConfig, "qwen2.attention.layer_norm_rms_epsilon: NaN is not a finite number"},
+		{"partial rotary", map[string]any{"qwen2.rope.dimension_count": uint32(4)}, nil, ErrConfig, "qwen2.rope.dimension_count: 4 is not the head dimension 8"},
+		{"missing tensor", nil, rename("blk.1.ffn_up.weight", "blk.1.ffn_upp.weight"), ErrWeights, `tensor "blk.1.ffn_up.weight": missing from the GGUF file`},
+		{"unsupported quant type", nil, retype("blk.0.attn_output.weight"), ErrWeights, `tensor "blk.0.attn_output.weight": type F64 is not supported`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Load(ggufFromSpec(t, spec, c.meta, c.mutate), WithoutTokenizer())
+			require.ErrorIs(t, err, c.kind)
+			require.ErrorContains(t, err, "model.gguf")
+			require.ErrorContains(t, err, c.msg)
+		})
+	}
+	_, err := Load(filepath.Join(t.TempDir(), "absent.gguf"))
+	require.Error(t, err)
+	notGGUF := filepath.Join(t.TempDir(), "x.gguf")
+	require.NoError(t, os.WriteFile(notGGUF, []byte("not a gguf file at all"), 0o644))
+	_, err = Load(notGGUF)
+	require.ErrorIs(t, err, gguf.ErrFormat)
+	require.ErrorIs(t, err, ErrWeights)
+}
