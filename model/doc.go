@@ -12,6 +12,15 @@
 // copied once into memory the model owns (see package safetensors for why),
 // so the files are closed when Load returns.
 //
+// Load also reads a GGUF file (llama.cpp's and ollama's format, see
+// LoadGGUF and package gguf): llama.* and qwen2.* metadata become the
+// Config, llama.cpp's tensor names map to the same weights (llama's q/k rows,
+// which llama.cpp's converter permutes for its interleaved RoPE, are put back
+// for rotate_half), the tokenizer is built from tokenizer.ggml.*, and
+// quantized tensors (Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K) stay in their
+// blocks, decoded inside the matrix products (package
+// model/internal/quant), never widened to a float32 copy.
+//
 // BF16 weights stay in bfloat16 in memory (WeightsAuto) and are widened
 // inside the dot products; F16 and F32 become float32. Every product
 // accumulates in float32. Decode reads every weight once per token, so it is

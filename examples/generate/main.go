@@ -11,7 +11,8 @@
 // a GPU; -device gpu fails when there is none.
 //
 // DIR holds a Hugging Face checkpoint: config.json, model.safetensors (or a
-// sharded model.safetensors.index.json) and tokenizer.json. Text goes to
+// sharded model.safetensors.index.json) and tokenizer.json; -model can also
+// name a GGUF file (llama.cpp's and ollama's format, quantized or not). Text goes to
 // stdout as it is generated; a progress bar while a large model loads and the
 // prompt and decode speeds at the end go to stderr.
 //
@@ -57,7 +58,7 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fl := flag.NewFlagSet("generate", flag.ContinueOnError)
 	fl.SetOutput(stderr)
-	dir := fl.String("model", "", "model directory (config.json, model.safetensors, tokenizer.json); empty: the embedded demo model")
+	dir := fl.String("model", "", "model directory (config.json, model.safetensors, tokenizer.json) or GGUF file; empty: the embedded demo model")
 	prompt := fl.String("prompt", "And God said", "prompt text")
 	n := fl.Int("n", 200, "maximum tokens to generate (0: until EOS or the context is full)")
 	temp := fl.Float64("temp", 0.8, "temperature (0: greedy)")

@@ -21,6 +21,19 @@ Needs Python 3.12, torch, transformers 5.x and safetensors; no network
 
   CGO_ENABLED=0 go build -o hfcompare ./model/internal/cmd/hfcompare   # where Go is
   python3 hf_compare.py --hipgo ./hfcompare --work /tmp/hfcmp --threads 1,4,16
+
+With --gguf FILE it checks a real quantized GGUF instead (also needs the gguf
+package): transformers loads it with from_pretrained(dir, gguf_file=...),
+dequantizing every tensor to float32, while hipgo keeps the blocks and
+decodes them inside its matrix-vector products. On GGUF_PROMPT (32 tokens)
+it checks that hipgo's tokenizer (built from tokenizer.ggml.*) gives
+transformers' ids, that the logits of every position agree within
+GGUF_LOGIT_BAR relative, and that 64 greedy tokens are identical.
+--write-golden PATH writes the expected ids (and top-5 logits at a few
+positions) that model's CI test checks without Python:
+
+  python3 hf_compare.py --hipgo ./hfcompare --gguf .cache/models/smollm2-135m-instruct-q4_1.gguf \\
+      --threads 2 --write-golden model/testdata/smollm2-135m-instruct-q4_1.json
 """
 
 import argparse
@@ -207,18 +220,99 @@ def hf_generate_rate(model, ids, steps, runs):
 # ---------------------------------------------------------------- Go side
 
 
-def run_go(binary, model_dir, prompt_path, out_dir, threads, steps, runs, kernels=""):
+def run_go(binary, model_dir, prompt_path, out_dir, threads, steps, runs, kernels="", n=GREEDY, text=""):
     os.makedirs(out_dir, exist_ok=True)
-    cmd = [binary, "-model", model_dir, "-prompt", prompt_path, "-n", str(GREEDY), "-threads", str(threads),
+    cmd = [binary, "-model", model_dir, "-prompt", prompt_path, "-n", str(n), "-threads", str(threads),
            "-decode-tokens", str(steps), "-runs", str(runs), "-out", out_dir]
     if kernels:
         cmd += ["-kernels", kernels]
+    if text:
+        cmd += ["-text", text]
     subprocess.run(cmd, check=True)
     with open(os.path.join(out_dir, "result.json")) as f:
         res = json.load(f)
     logits = np.fromfile(os.path.join(out_dir, "logits.f32"), dtype="<f4").reshape(res["prompt_tokens"], res["vocab"])
     return res, logits
 
+
+
+# ---------------------------------------------------------------- a real GGUF
+
+GGUF_PROMPT = ("The old lighthouse keeper climbed the stairs every evening to light the lamp, "
+               "and the ships that passed the rocky coast")
+GGUF_GREEDY = 64
+GGUF_LOGIT_BAR = 1e-3
+GGUF_CHECK_POSITIONS = (0, 15, 31)
+
+
+def sha256(path):
+    import hashlib
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def main_gguf(args):
+    import gguf  # noqa: F401  (transformers needs it to read the file)
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path = os.path.abspath(args.gguf)
+    d, name = os.path.split(path)
+    threads = [int(x) for x in args.threads.split(",") if x]
+    torch.set_num_threads(threads[0])
+    log(f"python {sys.version.split()[0]}, torch {torch.__version__}, transformers {transformers.__version__}, "
+        f"gguf {gguf.__version__ if hasattr(gguf, '__version__') else '?'}; {path}")
+    tok = AutoTokenizer.from_pretrained(d, gguf_file=name)
+    model = AutoModelForCausalLM.from_pretrained(d, gguf_file=name, dtype=torch.float32).eval()
+    ids = tok(GGUF_PROMPT, return_tensors="pt").input_ids
+    if ids.shape[1] != PROMPT_LEN:
+        raise SystemExit(f"GGUF_PROMPT is {ids.shape[1]} tokens, want {PROMPT_LEN}")
+    os.makedirs(args.work, exist_ok=True)
+    prompt_path = os.path.join(args.work, "gguf-prompt.json")
+    with open(prompt_path, "w") as f:
+        json.dump(ids[0].tolist(), f)
+    ref = hf_prompt_logits(model, ids)
+    hf_toks, min_gap = hf_greedy(model, ids, GGUF_GREEDY)
+    go_res, go_logits = run_go(os.path.abspath(args.hipgo), path, prompt_path, os.path.join(args.work, "gguf-go"),
+                               threads[0], args.decode_steps, args.runs, n=GGUF_GREEDY, text=GGUF_PROMPT)
+    failures = []
+    if go_res["text_ids"] != ids[0].tolist():
+        failures.append(f"tokenizer: hipgo {go_res['text_ids']} != transformers {ids[0].tolist()}")
+    rel = float(np.abs(go_logits.astype(np.float64) - ref).max() / np.abs(ref).max())
+    first_diff = next((j for j, (a, b) in enumerate(zip(go_res["greedy"], hf_toks)) if a != b), None)
+    if rel > GGUF_LOGIT_BAR:
+        failures.append(f"logits differ by {rel:.3g} relative (bar {GGUF_LOGIT_BAR})")
+    if go_res["greedy"] != hf_toks:
+        failures.append(f"greedy tokens diverge at step {first_diff}")
+    print()
+    print(f"{name}: {PROMPT_LEN}-token prompt, logits max|d|/max|hf| = {rel:.3e} (max|hf| {np.abs(ref).max():.2f}), "
+          f"{GGUF_GREEDY} greedy tokens {'identical' if first_diff is None else f'diverge at {first_diff}'} "
+          f"(smallest top-2 gap {min_gap:.4f}); tokenizer ids {'identical' if go_res['text_ids'] == ids[0].tolist() else 'DIFFER'}")
+    print(f"continuation: {tok.decode(hf_toks)!r}")
+    print(f"hipgo decode {go_res['decode_tokens_per_s']:.1f} tokens/s with {threads[0]} threads ({go_res['simd']})")
+    if args.write_golden and not failures:
+        golden = {
+            "generator": "model/internal/cmd/hfcompare/hf_compare.py --gguf",
+            "file": name, "sha256": sha256(path),
+            "reference": f"transformers {transformers.__version__} from_pretrained(gguf_file=...), torch {torch.__version__}, float32, CPU",
+            "prompt": GGUF_PROMPT, "prompt_ids": ids[0].tolist(), "greedy": hf_toks,
+            "top5": [{"position": p, "ids": [int(i) for i in np.argsort(-ref[p])[:5]],
+                      "logits": [float(ref[p][i]) for i in np.argsort(-ref[p])[:5]]} for p in GGUF_CHECK_POSITIONS],
+            "logit_scale": float(np.abs(ref).max()), "rel_logit_diff": rel,
+        }
+        with open(args.write_golden, "w") as f:
+            json.dump(golden, f, indent=1)
+            f.write("\n")
+        log(f"wrote {args.write_golden}")
+    if failures:
+        print("FAILED:")
+        for f in failures:
+            print("  " + f)
+        return 1
+    print("all checks passed")
+    return 0
 
 # ---------------------------------------------------------------- main
 
@@ -234,7 +328,11 @@ def main():
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--json", default="", help="also write the results here")
     ap.add_argument("--go-variants", default="", help="also time these Go kernel variants (comma-separated)")
+    ap.add_argument("--gguf", default="", help="check this real GGUF file instead of the random models")
+    ap.add_argument("--write-golden", default="", help="with --gguf: write the expected ids here when every check passes")
     args = ap.parse_args()
+    if args.gguf:
+        return main_gguf(args)
 
     threads = [t for t in (int(x) for x in args.threads.split(",") if x) if t <= (os.cpu_count() or 1)]
     log(f"python {sys.version.split()[0]}, torch {torch.__version__}, transformers {transformers.__version__}, "

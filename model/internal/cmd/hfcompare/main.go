@@ -2,8 +2,12 @@
 // hf_compare.py, which checks it against transformers on the same files:
 //
 //	hfcompare -model DIR -prompt ids.json -n 32 -threads 4 -out OUTDIR
+//	hfcompare -model FILE.gguf -prompt ids.json -text "..." -out OUTDIR
 //
-// ids.json is a JSON array of prompt token ids. It writes OUTDIR/logits.f32,
+// -model is a checkpoint directory or a GGUF file. ids.json is a JSON array
+// of prompt token ids; with -text the model's own tokenizer also encodes
+// the text and result.json reports its ids (text_ids), so the caller can
+// check the tokenizer against its reference. It writes OUTDIR/logits.f32,
 // the float32 logits of every prompt position (little-endian, [T, vocab]
 // row-major), and OUTDIR/result.json with the greedy continuation of n
 // tokens, prefill and decode tokens/s with -threads threads (GOMAXPROCS), and
@@ -44,6 +48,7 @@ type Result struct {
 	DecodeTokensPerS    float64  `json:"decode_tokens_per_s"`
 	DecodeTokensPerSMed float64  `json:"decode_tokens_per_s_median"`
 	GoVersion           string   `json:"go_version"`
+	TextIDs             []uint32 `json:"text_ids,omitempty"`
 }
 
 func main() {
@@ -54,7 +59,8 @@ func main() {
 }
 
 func run() error {
-	dir := flag.String("model", "", "checkpoint directory")
+	dir := flag.String("model", "", "checkpoint directory or GGUF file")
+	text := flag.String("text", "", "also encode this text with the model's tokenizer (result.json's text_ids)")
 	promptPath := flag.String("prompt", "", "JSON array of prompt token ids")
 	n := flag.Int("n", 32, "greedy tokens to generate after the prompt")
 	threads := flag.Int("threads", runtime.NumCPU(), "threads (sets GOMAXPROCS)")
@@ -87,12 +93,19 @@ func run() error {
 		return fmt.Errorf("%s: empty prompt", *promptPath)
 	}
 	start := time.Now()
-	m, err := model.Load(*dir, model.WithoutTokenizer(), model.WithThreads(*threads))
+	opts := []model.Option{model.WithThreads(*threads)}
+	if *text == "" {
+		opts = append(opts, model.WithoutTokenizer())
+	}
+	m, err := model.Load(*dir, opts...)
 	if err != nil {
 		return err
 	}
 	res := Result{Model: *dir, PromptTokens: len(prompt), Vocab: m.Config().VocabSize, Threads: *threads,
 		SIMD: cpu.SIMD(), WeightBytes: m.WeightBytes(), LoadSeconds: time.Since(start).Seconds(), GoVersion: runtime.Version()}
+	if *text != "" {
+		res.TextIDs = m.Tokenizer().Encode(*text, true)
+	}
 	ctx := context.Background()
 
 	s := m.NewSession()
