@@ -238,8 +238,8 @@ def run_go(binary, model_dir, prompt_path, out_dir, threads, steps, runs, kernel
 
 # ---------------------------------------------------------------- a real GGUF
 
-GGUF_PROMPT = ("The old lighthouse keeper climbed the stairs every evening to light the lamp, "
-               "and the ships that passed the rocky coast")
+GGUF_PROMPT = ("In 1887 the old lighthouse keeper climbed the stairs every evening to light the lamp, "
+               "and the ships that passed the rocky coast at night were guided")
 GGUF_GREEDY = 64
 GGUF_LOGIT_BAR = 1e-3
 GGUF_CHECK_POSITIONS = (0, 15, 31)
@@ -255,6 +255,8 @@ def sha256(path):
 
 
 def main_gguf(args):
+    import importlib.metadata
+
     import gguf  # noqa: F401  (transformers needs it to read the file)
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -263,7 +265,7 @@ def main_gguf(args):
     threads = [int(x) for x in args.threads.split(",") if x]
     torch.set_num_threads(threads[0])
     log(f"python {sys.version.split()[0]}, torch {torch.__version__}, transformers {transformers.__version__}, "
-        f"gguf {gguf.__version__ if hasattr(gguf, '__version__') else '?'}; {path}")
+        f"gguf {importlib.metadata.version('gguf')}; {path}")
     tok = AutoTokenizer.from_pretrained(d, gguf_file=name)
     model = AutoModelForCausalLM.from_pretrained(d, gguf_file=name, dtype=torch.float32).eval()
     ids = tok(GGUF_PROMPT, return_tensors="pt").input_ids
@@ -302,6 +304,7 @@ def main_gguf(args):
                       "logits": [float(ref[p][i]) for i in np.argsort(-ref[p])[:5]]} for p in GGUF_CHECK_POSITIONS],
             "logit_scale": float(np.abs(ref).max()), "rel_logit_diff": rel,
         }
+        os.makedirs(os.path.dirname(os.path.abspath(args.write_golden)), exist_ok=True)
         with open(args.write_golden, "w") as f:
             json.dump(golden, f, indent=1)
             f.write("\n")
