@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/hipgo/hipgo/internal/testenv"
+	"github.com/hipgo/hipgo/model/chat"
 	"github.com/stretchr/testify/require"
 )
 
@@ -26,6 +27,22 @@ type smolLM2Golden struct {
 		IDs      []int     `json:"ids"`
 		Logits   []float64 `json:"logits"`
 	} `json:"top5"`
+	Chat struct {
+		Messages  []chat.Message `json:"messages"`
+		Text      string         `json:"text"`
+		PromptIDs []uint32       `json:"prompt_ids"`
+		ReplyIDs  []uint32       `json:"reply_ids"`
+		Reply     string         `json:"reply"`
+	} `json:"chat"`
+}
+
+func loadSmolLM2Golden(t *testing.T) smolLM2Golden {
+	t.Helper()
+	data, err := os.ReadFile("testdata/smollm2-135m-instruct-q4_1.json")
+	require.NoError(t, err)
+	var g smolLM2Golden
+	require.NoError(t, json.Unmarshal(data, &g))
+	return g
 }
 
 // TestRealSmolLM2MatchesTransformers loads the real trained checkpoint
@@ -39,11 +56,7 @@ type smolLM2Golden struct {
 // first 16 greedy tokens are identical.
 func TestRealSmolLM2MatchesTransformers(t *testing.T) {
 	path := testenv.CacheFile(t, "HIPGO_TEST_SMOLLM2_GGUF", "models/smollm2-135m-instruct-q4_1.gguf")
-	data, err := os.ReadFile("testdata/smollm2-135m-instruct-q4_1.json")
-	require.NoError(t, err)
-	var g smolLM2Golden
-	require.NoError(t, json.Unmarshal(data, &g))
-
+	g := loadSmolLM2Golden(t)
 	file, err := os.ReadFile(path)
 	require.NoError(t, err)
 	require.Equal(t, g.SHA256, fmt.Sprintf("%x", sha256.Sum256(file)), "%s is not the file the golden ids came from", path)
@@ -85,4 +98,28 @@ func argmaxF32(v []float32) uint32 {
 		}
 	}
 	return uint32(b)
+}
+
+// TestRealSmolLM2ChatMatchesTransformers checks the chat path on the real
+// GGUF: its tokenizer.chat_template renders what transformers'
+// apply_chat_template rendered, the rendered text encodes to the same ids,
+// and the greedy reply is transformers' reply, stopped at <|im_end|>.
+func TestRealSmolLM2ChatMatchesTransformers(t *testing.T) {
+	path := testenv.CacheFile(t, "HIPGO_TEST_SMOLLM2_GGUF", "models/smollm2-135m-instruct-q4_1.gguf")
+	g := loadSmolLM2Golden(t)
+	m, err := Load(path)
+	require.NoError(t, err)
+	require.NotNil(t, m.ChatTemplate(), "tokenizer.chat_template")
+	text, err := m.ChatTemplate().Render(g.Chat.Messages, true)
+	require.NoError(t, err)
+	require.Equal(t, g.Chat.Text, text)
+	require.Equal(t, g.Chat.PromptIDs, m.Tokenizer().Encode(text, false))
+	end, ok := m.EndOfTurnID()
+	require.True(t, ok)
+	require.Equal(t, g.Chat.ReplyIDs[len(g.Chat.ReplyIDs)-1], end, "the reply ends with the end-of-turn token")
+	res, err := m.Chat(context.Background(), g.Chat.Messages, GenerateOptions{MaxTokens: 32, Temperature: 0}, func(Token) error { return nil })
+	require.NoError(t, err)
+	require.Equal(t, g.Chat.ReplyIDs[:len(g.Chat.ReplyIDs)-1], res.Tokens)
+	require.Equal(t, g.Chat.Reply, res.Text)
+	t.Logf("chat reply: %q (%s)", res.Text, res.Reason)
 }

@@ -220,7 +220,7 @@ def hf_generate_rate(model, ids, steps, runs):
 # ---------------------------------------------------------------- Go side
 
 
-def run_go(binary, model_dir, prompt_path, out_dir, threads, steps, runs, kernels="", n=GREEDY, text=""):
+def run_go(binary, model_dir, prompt_path, out_dir, threads, steps, runs, kernels="", n=GREEDY, text="", texts=""):
     os.makedirs(out_dir, exist_ok=True)
     cmd = [binary, "-model", model_dir, "-prompt", prompt_path, "-n", str(n), "-threads", str(threads),
            "-decode-tokens", str(steps), "-runs", str(runs), "-out", out_dir]
@@ -228,6 +228,8 @@ def run_go(binary, model_dir, prompt_path, out_dir, threads, steps, runs, kernel
         cmd += ["-kernels", kernels]
     if text:
         cmd += ["-text", text]
+    if texts:
+        cmd += ["-texts", texts]
     subprocess.run(cmd, check=True)
     with open(os.path.join(out_dir, "result.json")) as f:
         res = json.load(f)
@@ -243,6 +245,17 @@ GGUF_PROMPT = ("In 1887 the old lighthouse keeper climbed the stairs every eveni
 GGUF_GREEDY = 64
 GGUF_LOGIT_BAR = 1e-3
 GGUF_CHECK_POSITIONS = (0, 15, 31)
+# Varied strings for the tokenizer built from tokenizer.ggml.*: digits,
+# whitespace runs, code, contractions, accents, CJK, emoji, special tokens.
+GGUF_TEXTS = [
+    "Hello, world!", "  leading and trailing spaces  ", "tabs\tand\nnewlines\n\n\nand more",
+    "It's, they're, we've, I'm, you'll, he'd", "numbers 0 12 345 6789 3.14159 1,000,000 2026-12-01",
+    "def f(x):\n    return x**2  # square", "<|im_start|>user\nhi<|im_end|>\n", "naïve café résumé façade",
+    "日本語のテキストと中文文本", "emoji 🙂🚀👩‍💻 and ZWJ", "Ünïcödé UPPER lower MiXeD", "a" * 40, "!!!???...---",
+    "https://example.com/path?q=1&r=2", "Привет, мир! Γειά σου κόσμε", "    indented\n\tcode\n",
+    "x = [1, 2, 3]; y = {'a': 1}", "The quick brown fox jumps over the lazy dog.",
+]
+GGUF_CHAT = [{"role": "user", "content": "What is the capital of France?"}]
 
 
 def sha256(path):
@@ -277,9 +290,18 @@ def main_gguf(args):
         json.dump(ids[0].tolist(), f)
     ref = hf_prompt_logits(model, ids)
     hf_toks, min_gap = hf_greedy(model, ids, GGUF_GREEDY)
+    texts_path = os.path.join(args.work, "gguf-texts.json")
+    with open(texts_path, "w") as f:
+        json.dump(GGUF_TEXTS, f)
     go_res, go_logits = run_go(os.path.abspath(args.hipgo), path, prompt_path, os.path.join(args.work, "gguf-go"),
-                               threads[0], args.decode_steps, args.runs, n=GGUF_GREEDY, text=GGUF_PROMPT)
+                               threads[0], args.decode_steps, args.runs, n=GGUF_GREEDY, text=GGUF_PROMPT,
+                               texts=texts_path)
     failures = []
+    for t, got in zip(GGUF_TEXTS, go_res["texts_ids"]):
+        want = tok(t).input_ids
+        if got != want:
+            failures.append(f"tokenizer on {t!r}: hipgo {got} != transformers {want}")
+    log(f"tokenizer: {len(GGUF_TEXTS)} varied strings compared")
     if go_res["text_ids"] != ids[0].tolist():
         failures.append(f"tokenizer: hipgo {go_res['text_ids']} != transformers {ids[0].tolist()}")
     rel = float(np.abs(go_logits.astype(np.float64) - ref).max() / np.abs(ref).max())
@@ -294,6 +316,15 @@ def main_gguf(args):
           f"(smallest top-2 gap {min_gap:.4f}); tokenizer ids {'identical' if go_res['text_ids'] == ids[0].tolist() else 'DIFFER'}")
     print(f"continuation: {tok.decode(hf_toks)!r}")
     print(f"hipgo decode {go_res['decode_tokens_per_s']:.1f} tokens/s with {threads[0]} threads ({go_res['simd']})")
+    # The file's chat template (tokenizer.chat_template) through
+    # apply_chat_template, and transformers' greedy reply up to end of turn.
+    chat_text = tok.apply_chat_template(GGUF_CHAT, tokenize=False, add_generation_prompt=True)
+    chat_ids = tok(chat_text, add_special_tokens=False, return_tensors="pt").input_ids
+    with torch.inference_mode():
+        out = model.generate(chat_ids, attention_mask=torch.ones_like(chat_ids), max_new_tokens=32, do_sample=False,
+                             eos_token_id=tok.convert_tokens_to_ids("<|im_end|>"), pad_token_id=0)
+    reply = out[0][chat_ids.shape[1]:].tolist()
+    print(f"chat {GGUF_CHAT!r}: {tok.decode(reply)!r}")
     if args.write_golden and not failures:
         golden = {
             "generator": "model/internal/cmd/hfcompare/hf_compare.py --gguf",
@@ -303,6 +334,8 @@ def main_gguf(args):
             "top5": [{"position": p, "ids": [int(i) for i in np.argsort(-ref[p])[:5]],
                       "logits": [float(ref[p][i]) for i in np.argsort(-ref[p])[:5]]} for p in GGUF_CHECK_POSITIONS],
             "logit_scale": float(np.abs(ref).max()), "rel_logit_diff": rel,
+            "chat": {"messages": GGUF_CHAT, "text": chat_text, "prompt_ids": chat_ids[0].tolist(), "reply_ids": reply,
+                     "reply": tok.decode(reply, skip_special_tokens=True)},
         }
         os.makedirs(os.path.dirname(os.path.abspath(args.write_golden)), exist_ok=True)
         with open(args.write_golden, "w") as f:

@@ -7,7 +7,8 @@
 // -model is a checkpoint directory or a GGUF file. ids.json is a JSON array
 // of prompt token ids; with -text the model's own tokenizer also encodes
 // the text and result.json reports its ids (text_ids), so the caller can
-// check the tokenizer against its reference. It writes OUTDIR/logits.f32,
+// check the tokenizer against its reference; -texts does the same for each
+// string of a JSON array (texts_ids). It writes OUTDIR/logits.f32,
 // the float32 logits of every prompt position (little-endian, [T, vocab]
 // row-major), and OUTDIR/result.json with the greedy continuation of n
 // tokens, prefill and decode tokens/s with -threads threads (GOMAXPROCS), and
@@ -35,20 +36,21 @@ import (
 
 // Result is result.json.
 type Result struct {
-	Model               string   `json:"model"`
-	PromptTokens        int      `json:"prompt_tokens"`
-	Vocab               int      `json:"vocab"`
-	Greedy              []uint32 `json:"greedy"`
-	Threads             int      `json:"threads"`
-	SIMD                string   `json:"simd"`
-	WeightBytes         int64    `json:"weight_bytes"`
-	LoadSeconds         float64  `json:"load_seconds"`
-	PrefillTokensPerS   float64  `json:"prefill_tokens_per_s"`
-	DecodeTokens        int      `json:"decode_tokens"`
-	DecodeTokensPerS    float64  `json:"decode_tokens_per_s"`
-	DecodeTokensPerSMed float64  `json:"decode_tokens_per_s_median"`
-	GoVersion           string   `json:"go_version"`
-	TextIDs             []uint32 `json:"text_ids,omitempty"`
+	Model               string     `json:"model"`
+	PromptTokens        int        `json:"prompt_tokens"`
+	Vocab               int        `json:"vocab"`
+	Greedy              []uint32   `json:"greedy"`
+	Threads             int        `json:"threads"`
+	SIMD                string     `json:"simd"`
+	WeightBytes         int64      `json:"weight_bytes"`
+	LoadSeconds         float64    `json:"load_seconds"`
+	PrefillTokensPerS   float64    `json:"prefill_tokens_per_s"`
+	DecodeTokens        int        `json:"decode_tokens"`
+	DecodeTokensPerS    float64    `json:"decode_tokens_per_s"`
+	DecodeTokensPerSMed float64    `json:"decode_tokens_per_s_median"`
+	GoVersion           string     `json:"go_version"`
+	TextIDs             []uint32   `json:"text_ids,omitempty"`
+	TextsIDs            [][]uint32 `json:"texts_ids,omitempty"`
 }
 
 func main() {
@@ -61,6 +63,7 @@ func main() {
 func run() error {
 	dir := flag.String("model", "", "checkpoint directory or GGUF file")
 	text := flag.String("text", "", "also encode this text with the model's tokenizer (result.json's text_ids)")
+	textsPath := flag.String("texts", "", "also encode each string of this JSON array (result.json's texts_ids)")
 	promptPath := flag.String("prompt", "", "JSON array of prompt token ids")
 	n := flag.Int("n", 32, "greedy tokens to generate after the prompt")
 	threads := flag.Int("threads", runtime.NumCPU(), "threads (sets GOMAXPROCS)")
@@ -94,7 +97,7 @@ func run() error {
 	}
 	start := time.Now()
 	opts := []model.Option{model.WithThreads(*threads)}
-	if *text == "" {
+	if *text == "" && *textsPath == "" {
 		opts = append(opts, model.WithoutTokenizer())
 	}
 	m, err := model.Load(*dir, opts...)
@@ -105,6 +108,19 @@ func run() error {
 		SIMD: cpu.SIMD(), WeightBytes: m.WeightBytes(), LoadSeconds: time.Since(start).Seconds(), GoVersion: runtime.Version()}
 	if *text != "" {
 		res.TextIDs = m.Tokenizer().Encode(*text, true)
+	}
+	if *textsPath != "" {
+		data, err := os.ReadFile(*textsPath)
+		if err != nil {
+			return err
+		}
+		var texts []string
+		if err := json.Unmarshal(data, &texts); err != nil {
+			return fmt.Errorf("%s: %w", *textsPath, err)
+		}
+		for _, t := range texts {
+			res.TextsIDs = append(res.TextsIDs, m.Tokenizer().Encode(t, true))
+		}
 	}
 	ctx := context.Background()
 
