@@ -48,6 +48,7 @@ type cpuSequence struct {
 	x, xb, qkv, att, gu, act, q []float32
 	cos, sin                    []float32
 	scores                      [][]float32 // per parallel range
+	parts                       []float32   // one unfused projection's output
 }
 
 func (s *cpuSequence) len() int { return s.n }
@@ -151,7 +152,7 @@ func (s *cpuSequence) step(ctx context.Context, tokens []uint32, all bool, logit
 		for t := range T {
 			cpu.RMSNorm(xb[t*D:(t+1)*D], x[t*D:(t+1)*D], lw.attnNorm, eps)
 		}
-		b.pool.MatMul(qkv, xb, T, &lw.qkv, lw.qkvBias)
+		b.project(qkv, xb, T, &lw.qkv, lw.qkvParts, lw.qkvBias, &s.parts)
 		for t := range T {
 			row := qkv[t*qkvD : (t+1)*qkvD]
 			qt := q[t*qD : (t+1)*qD]
@@ -169,7 +170,7 @@ func (s *cpuSequence) step(ctx context.Context, tokens []uint32, all bool, logit
 		for t := range T {
 			cpu.RMSNorm(xb[t*D:(t+1)*D], x[t*D:(t+1)*D], lw.mlpNorm, eps)
 		}
-		b.pool.MatMul(gu, xb, T, &lw.gateUp, lw.gateUpBias)
+		b.project(gu, xb, T, &lw.gateUp, lw.gateUpParts, lw.gateUpBias, &s.parts)
 		for t := range T {
 			cpu.SwiGLU(act[t*I:(t+1)*I], gu[t*2*I:t*2*I+I], gu[t*2*I+I:(t+1)*2*I])
 		}
@@ -228,5 +229,35 @@ func add(dst, src []float32) {
 	src = src[:len(dst)]
 	for i := range dst {
 		dst[i] += src[i]
+	}
+}
+
+// project computes a fused projection, from its one matrix or, for
+// unfused parts, part by part into columns of out, as if fused.
+func (b *cpuBackend) project(out, x []float32, T int, m *cpu.Matrix, parts []cpu.Matrix, bias []float32, scratch *[]float32) {
+	if parts == nil {
+		b.pool.MatMul(out, x, T, m, bias)
+		return
+	}
+	N := 0
+	for i := range parts {
+		N += parts[i].Rows
+	}
+	off := 0
+	for i := range parts {
+		p := &parts[i]
+		if cap(*scratch) < T*p.Rows {
+			*scratch = make([]float32, T*p.Rows)
+		}
+		tmp := (*scratch)[:T*p.Rows]
+		var pb []float32
+		if bias != nil {
+			pb = bias[off : off+p.Rows]
+		}
+		b.pool.MatMul(tmp, x, T, p, pb)
+		for t := range T {
+			copy(out[t*N+off:t*N+off+p.Rows], tmp[t*p.Rows:(t+1)*p.Rows])
+		}
+		off += p.Rows
 	}
 }

@@ -255,3 +255,50 @@ func TestGGUFBadFilesNameTheKeyOrTensor(t *testing.T) {
 	require.ErrorIs(t, err, gguf.ErrFormat)
 	require.ErrorIs(t, err, ErrWeights)
 }
+
+// TestGGUFMixedTypesStayUnfused proves a layer whose q/k/v or gate/up are
+// stored in different formats (as llama.cpp's Q4_K_M recipe stores attn_v)
+// loads with those projections unfused and computes what the fused model
+// computes: here v and up are F32 copies of the bf16 values, q/k/gate BF16.
+func TestGGUFMixedTypesStayUnfused(t *testing.T) {
+	spec := modeltest.SmolLMTiny()
+	spec.NoTokenizer = true
+	dir := t.TempDir()
+	require.NoError(t, modeltest.Write(dir, spec))
+	want, err := Load(dir, WithoutTokenizer())
+	require.NoError(t, err)
+	widen := func(ts []gguf.Tensor) []gguf.Tensor {
+		for i, tt := range ts {
+			if strings.HasSuffix(tt.Name, "attn_v.weight") || strings.HasSuffix(tt.Name, "ffn_up.weight") {
+				data := make([]byte, 2*len(tt.Data))
+				for j := 0; j < len(tt.Data); j += 2 {
+					binary.LittleEndian.PutUint32(data[2*j:], uint32(binary.LittleEndian.Uint16(tt.Data[j:]))<<16)
+				}
+				ts[i].Type, ts[i].Data = gguf.F32, data
+			}
+		}
+		return ts
+	}
+	got, err := Load(ggufFromSpec(t, spec, nil, widen), WithoutTokenizer())
+	require.NoError(t, err)
+	lw := got.be.(*cpuBackend).w.layers[0]
+	require.Len(t, lw.qkvParts, 3)
+	require.Len(t, lw.gateUpParts, 2)
+	require.Nil(t, lw.qkv.BF16)
+	require.NotNil(t, lw.qkvParts[2].F32)
+	prompt := []uint32{1, 7, 42, 99, 3, 250, 17, 5}
+	wl, err := want.NewSession().Forward(context.Background(), prompt, true)
+	require.NoError(t, err)
+	gl, err := got.NewSession().Forward(context.Background(), prompt, true)
+	require.NoError(t, err)
+	require.InDeltaSlice(t, wl, gl, 1e-4)
+	// One token at a time (decode) goes through the same unfused path.
+	s := got.NewSession()
+	var last []float32
+	for _, id := range prompt {
+		last, err = s.Forward(context.Background(), []uint32{id}, false)
+		require.NoError(t, err)
+	}
+	V := spec.Vocab
+	require.InDeltaSlice(t, wl[(len(prompt)-1)*V:], last, 1e-4)
+}

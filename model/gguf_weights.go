@@ -86,7 +86,7 @@ func (l *ggufLoader) matrix(cols int, parts ...part) (cpu.Matrix, error) {
 		}
 		if infos[i].Type != infos[0].Type {
 			return cpu.Matrix{}, &TensorError{File: l.f.Name(), Tensor: p.name,
-				Reason: fmt.Sprintf("type %s differs from %s's %s; fused projections of mixed types are not supported", infos[i].Type, parts[0].name, infos[0].Type)}
+				Reason: fmt.Sprintf("type %s differs from %s's %s in one matrix", infos[i].Type, parts[0].name, infos[0].Type)}
 		}
 		total += p.rows
 	}
@@ -165,6 +165,35 @@ func unpermuteRows(data []byte, rows, rb, heads int) ([]byte, error) {
 	return out, nil
 }
 
+// fused reads parts as one matrix when they share a type, else each alone
+// (the returned list; the matrix is then empty).
+func (l *ggufLoader) fused(cols int, parts ...part) (cpu.Matrix, []cpu.Matrix, error) {
+	mixed := false
+	var first gguf.Type
+	for i, p := range parts {
+		info, ok := l.f.Tensor(p.name)
+		if !ok {
+			break // matrix reports it
+		}
+		if i == 0 {
+			first = info.Type
+		}
+		mixed = mixed || info.Type != first
+	}
+	if !mixed {
+		m, err := l.matrix(cols, parts...)
+		return m, nil, err
+	}
+	out := make([]cpu.Matrix, len(parts))
+	for i, p := range parts {
+		var err error
+		if out[i], err = l.matrix(cols, p); err != nil {
+			return cpu.Matrix{}, nil, err
+		}
+	}
+	return cpu.Matrix{}, out, nil
+}
+
 // loadGGUFWeights reads and checks every tensor the config calls for.
 // Llama GGUFs converted from Hugging Face have q/k rows permuted for
 // llama.cpp's interleaved RoPE; they are put back for rotate_half. Qwen2
@@ -191,7 +220,7 @@ func loadGGUFWeights(cfg *Config, f *gguf.File, format WeightFormat, progress fu
 		if lw.attnNorm, err = l.vector(p+"attn_norm.weight", D); err != nil {
 			return nil, err
 		}
-		if lw.qkv, err = l.matrix(D, part{p + "attn_q.weight", qD, qHeads}, part{p + "attn_k.weight", kvD, kHeads}, part{p + "attn_v.weight", kvD, 0}); err != nil {
+		if lw.qkv, lw.qkvParts, err = l.fused(D, part{p + "attn_q.weight", qD, qHeads}, part{p + "attn_k.weight", kvD, kHeads}, part{p + "attn_v.weight", kvD, 0}); err != nil {
 			return nil, err
 		}
 		if cfg.QKVBias {
@@ -226,7 +255,7 @@ func loadGGUFWeights(cfg *Config, f *gguf.File, format WeightFormat, progress fu
 		if lw.mlpNorm, err = l.vector(p+"ffn_norm.weight", D); err != nil {
 			return nil, err
 		}
-		if lw.gateUp, err = l.matrix(D, part{name: p + "ffn_gate.weight", rows: I}, part{name: p + "ffn_up.weight", rows: I}); err != nil {
+		if lw.gateUp, lw.gateUpParts, err = l.fused(D, part{name: p + "ffn_gate.weight", rows: I}, part{name: p + "ffn_up.weight", rows: I}); err != nil {
 			return nil, err
 		}
 		if lw.down, err = l.matrix(I, part{name: p + "ffn_down.weight", rows: D}); err != nil {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 
 	"github.com/hipgo/hipgo/model/chat"
 	"github.com/hipgo/hipgo/model/gguf"
@@ -325,6 +326,9 @@ func (w *weights) size() int64 {
 	for i := range w.layers {
 		l := &w.layers[i]
 		n += l.qkv.Bytes() + l.o.Bytes() + l.gateUp.Bytes() + l.down.Bytes()
+		for _, p := range append(slices.Clone(l.qkvParts), l.gateUpParts...) {
+			n += p.Bytes()
+		}
 		n += 4 * int64(len(l.attnNorm)+len(l.mlpNorm)+len(l.qkvBias)+len(l.oBias)+len(l.gateUpBias)+len(l.downBias))
 	}
 	return n

@@ -30,6 +30,11 @@ type layerWeights struct {
 	gateUpBias        []float32
 	down              cpu.Matrix // [hidden, intermediate]
 	downBias          []float32
+	// qkvParts and gateUpParts hold q, k, v (gate, up) unfused, and qkv
+	// (gateUp) is then empty, when a GGUF stores them in different block
+	// formats: llama.cpp's Q4_K_M recipe, ollama's default, keeps attn_v
+	// in Q6_K and attn_q/attn_k in Q4_K, and a Matrix holds one format.
+	qkvParts, gateUpParts []cpu.Matrix
 }
 
 // WeightFormat chooses how matrices are held in memory.
