@@ -29,6 +29,12 @@ var ggufPreTokenizers = map[string]any{
 	"qwen2":     preSequence(split(`(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`), byteLevel(false)),
 }
 
+// ggufNFC lists the pre-tokenizers whose Hugging Face tokenizer normalizes
+// to NFC first (Qwen2's does; transformers' GGUF loader adds it too, while
+// llama.cpp does not normalize: we follow the tokenizer the model was
+// trained with).
+var ggufNFC = map[string]bool{"qwen2": true}
+
 func byteLevel(regex bool) map[string]any {
 	return map[string]any{"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": regex}
 }
@@ -107,6 +113,9 @@ func tokenizerFromGGUF(f *gguf.File) (*tokenizer.Tokenizer, error) {
 		"decoder":       map[string]any{"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true, "use_regex": true},
 		"model": map[string]any{"type": "BPE", "dropout": nil, "unk_token": nil, "fuse_unk": false, "byte_fallback": false,
 			"ignore_merges": false, "vocab": vocab, "merges": merges},
+	}
+	if ggufNFC[pre] {
+		js["normalizer"] = map[string]any{"type": "NFC"}
 	}
 	if addBOS, err := f.Bool("tokenizer.ggml.add_bos_token"); err == nil && addBOS {
 		bos, err := f.Int("tokenizer.ggml.bos_token_id", len(tokens)-1)
