@@ -40,13 +40,17 @@ type Config struct {
 	RMSNormEps            float64
 	RopeTheta             float64
 	RopeScaling           *RopeScaling // nil: plain RoPE
-	TieWordEmbeddings     bool
-	QKVBias               bool // q/k/v projections have biases (Qwen2, or Llama attention_bias)
-	OBias                 bool // o_proj has a bias (Llama attention_bias)
-	MLPBias               bool // gate/up/down have biases (Llama mlp_bias)
-	BOSTokenID            int  // -1 when the config names none
-	EOSTokenIDs           []int
-	DType                 string // torch_dtype (transformers 4) or dtype (5), informational
+	// RopeFreqFactors divide each rotary pair's inverse frequency (a GGUF's
+	// rope_freqs.weight: how llama.cpp's converter stores Llama 3.1 rope
+	// scaling); nil: none.
+	RopeFreqFactors   []float32
+	TieWordEmbeddings bool
+	QKVBias           bool // q/k/v projections have biases (Qwen2, or Llama attention_bias)
+	OBias             bool // o_proj has a bias (Llama attention_bias)
+	MLPBias           bool // gate/up/down have biases (Llama mlp_bias)
+	BOSTokenID        int  // -1 when the config names none
+	EOSTokenIDs       []int
+	DType             string // torch_dtype (transformers 4) or dtype (5), informational
 }
 
 // ConfigFile is the file name ParseConfig's errors use by default.
@@ -399,6 +403,9 @@ func (c *Config) ropeInvFreq() []float32 {
 			case "llama3":
 				inv = llama3Scale(inv, rs)
 			}
+		}
+		if i < len(c.RopeFreqFactors) {
+			inv /= float64(c.RopeFreqFactors[i])
 		}
 		out[i] = float32(inv)
 	}

@@ -123,8 +123,10 @@ func configFromGGUF(f *gguf.File) (*Config, error) {
 		}
 		c.RopeScaling = &RopeScaling{Type: "linear", Factor: factor}
 	}
-	if _, ok := f.Tensor("rope_freqs.weight"); ok {
-		return nil, errf("rope_freqs.weight", "per-frequency rope factors (Llama 3.1 rope scaling in GGUF) are not supported")
+	if rf, ok := f.Tensor("rope_freqs.weight"); ok {
+		if c.RopeFreqFactors, err = ropeFreqFactors(f, rf, c.HeadDim/2); err != nil {
+			return nil, err
+		}
 	}
 	if v, ok := f.Lookup(key("{arch}.attention.sliding_window")); ok {
 		return nil, errf(key("{arch}.attention.sliding_window"), "sliding-window attention (%v) is not supported", v)
@@ -154,4 +156,26 @@ func ggufStopIDs(f *gguf.File) ([]int, error) {
 		}
 	}
 	return ids, nil
+}
+
+// ropeFreqFactors reads rope_freqs.weight: one float32 divisor per rotary
+// pair, finite and positive.
+func ropeFreqFactors(f *gguf.File, info gguf.TensorInfo, half int) ([]float32, error) {
+	bad := func(format string, args ...any) error {
+		return &ConfigError{File: f.Name(), Field: info.Name, Reason: fmt.Sprintf(format, args...)}
+	}
+	if info.Type != gguf.F32 || len(info.Dims) != 1 || info.Dims[0] != int64(half) {
+		return nil, bad("is %s %v, want F32 [%d] (one factor per rotary pair)", info.Type, info.Dims, half)
+	}
+	data := make([]byte, info.Size)
+	if err := f.ReadTensor(info.Name, data); err != nil {
+		return nil, &ConfigError{File: f.Name(), Field: info.Name, Reason: "unreadable", Err: err}
+	}
+	out := bytesToF32(data)
+	for i, x := range out {
+		if !(x > 0) || math.IsInf(float64(x), 0) {
+			return nil, bad("factor %d is %g, want a finite number > 0", i, x)
+		}
+	}
+	return out, nil
 }

@@ -45,6 +45,29 @@ func permuteHF(v []float32, rows, cols, heads int) []float32 {
 	return out
 }
 
+// ropeFreqsTensor is rope_freqs.weight as convert_hf_to_gguf.py's
+// LlamaModel writes it for llama3 rope scaling: a factor per rotary pair.
+func ropeFreqsTensor(theta float64, dim int, l3 *modeltest.Llama3Scaling) gguf.Tensor {
+	old := float64(l3.OriginalMaxPositionEmbeddings)
+	lowWavelen, highWavelen := old/l3.LowFreqFactor, old/l3.HighFreqFactor
+	data := make([]byte, 4*dim/2)
+	for i := range dim / 2 {
+		freq := float64(float32(1 / math.Pow(theta, float64(2*i)/float64(dim)))) // torch float32
+		wavelen := 2 * math.Pi / freq
+		factor := 1.0
+		switch {
+		case wavelen < highWavelen:
+		case wavelen > lowWavelen:
+			factor = l3.Factor
+		default:
+			smooth := (old/wavelen - l3.LowFreqFactor) / (l3.HighFreqFactor - l3.LowFreqFactor)
+			factor = 1 / ((1-smooth)/l3.Factor + smooth)
+		}
+		binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(float32(factor)))
+	}
+	return gguf.Tensor{Name: "rope_freqs.weight", Dims: []int64{int64(dim / 2)}, Type: gguf.F32, Data: data}
+}
+
 // ggufFromSpec converts spec's weights the way convert_hf_to_gguf.py does
 // (llama.cpp names, reversed dims, q/k permuted for llama) and writes them
 // with metadata as a GGUF file; meta can add or override keys.
@@ -123,6 +146,9 @@ func ggufFromSpec(t *testing.T, spec modeltest.Spec, meta map[string]any, mutate
 		}
 		ts = append(ts, gguf.Tensor{Name: hfToGGUF(tt.Name), Dims: dims, Type: typ, Data: data})
 	}
+	if l3 := spec.Llama3; l3 != nil {
+		ts = append(ts, ropeFreqsTensor(spec.RopeTheta, hd, l3))
+	}
 	if mutate != nil {
 		ts = mutate(ts)
 	}
@@ -137,11 +163,14 @@ func ggufFromSpec(t *testing.T, spec modeltest.Spec, meta map[string]any, mutate
 // a Hugging Face checkpoint (renamed tensors, reversed dims, llama q/k rows
 // permuted, config in metadata) loads into the same model: logits are
 // bit-identical to the safetensors checkpoint's, for llama with GQA and
-// attention biases, qwen2 with q/k/v biases, and a tied bf16 llama.
+// attention biases, qwen2 with q/k/v biases, and a tied bf16 llama; and
+// within 1e-4 for Llama 3.1 rope scaling, which GGUF stores as per-pair
+// factors (rope_freqs.weight) that round differently.
 func TestGGUFMatchesSafetensors(t *testing.T) {
 	llama := modeltest.Llama3Tiny()
 	llama.Llama3, llama.AttnBias = nil, true
-	for name, spec := range map[string]modeltest.Spec{"llama-gqa-bias": llama, "qwen2": modeltest.Qwen2Tiny(), "smollm-tied-bf16": modeltest.SmolLMTiny()} {
+	for name, spec := range map[string]modeltest.Spec{"llama-gqa-bias": llama, "qwen2": modeltest.Qwen2Tiny(),
+		"smollm-tied-bf16": modeltest.SmolLMTiny(), "llama3-rope-scaling": modeltest.Llama3Tiny()} {
 		t.Run(name, func(t *testing.T) {
 			spec.NoTokenizer = true
 			dir := t.TempDir()
@@ -152,6 +181,13 @@ func TestGGUFMatchesSafetensors(t *testing.T) {
 			require.NoError(t, err)
 			wc, gc := want.Config(), got.Config()
 			wc.DType, gc.DType = "", ""
+			scaled := spec.Llama3 != nil
+			if scaled {
+				// GGUF stores llama3 scaling as per-pair factors, not parameters.
+				require.Len(t, gc.RopeFreqFactors, wc.HeadDim/2)
+				require.InDeltaSlice(t, wc.ropeInvFreq(), gc.ropeInvFreq(), 1e-6)
+				wc.RopeScaling, gc.RopeFreqFactors = nil, nil
+			}
 			require.Equal(t, wc, gc)
 			require.Equal(t, want.WeightBytes(), got.WeightBytes())
 			prompt := []uint32{1, 7, 42, 99, 3, 250, 17, 5}
@@ -159,6 +195,10 @@ func TestGGUFMatchesSafetensors(t *testing.T) {
 			require.NoError(t, err)
 			gl, err := got.NewSession().Forward(context.Background(), prompt, true)
 			require.NoError(t, err)
+			if scaled {
+				require.InDeltaSlice(t, wl, gl, 1e-4)
+				return
+			}
 			require.Equal(t, wl, gl)
 		})
 	}
