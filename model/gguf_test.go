@@ -11,8 +11,10 @@ import (
 	"testing"
 
 	"github.com/hipgo/hipgo/model/gguf"
+	"github.com/hipgo/hipgo/model/internal/gpu/gpusim"
 	"github.com/hipgo/hipgo/model/modeltest"
 	"github.com/hipgo/hipgo/model/safetensors"
+	"github.com/hipgo/hipgo/runtime"
 	"github.com/stretchr/testify/require"
 )
 
@@ -341,4 +343,34 @@ func TestGGUFMixedTypesStayUnfused(t *testing.T) {
 	}
 	V := spec.Vocab
 	require.InDeltaSlice(t, wl[(len(prompt)-1)*V:], last, 1e-4)
+}
+
+// TestGGUFDeviceModes proves a GGUF model, which has no GPU path yet, runs
+// on the CPU under DeviceAuto with the reason in CPUReason (and the device
+// it opened closed), and that DeviceGPU is an error saying why.
+func TestGGUFDeviceModes(t *testing.T) {
+	spec := modeltest.SmolLMTiny()
+	path := ggufFromSpec(t, spec, nil, nil)
+	var opened []*runtime.Device
+	sim := func(o *options) {
+		o.openDevice = func(ctx context.Context) (*runtime.Device, error) {
+			dev, err := runtime.Open(ctx, runtime.WithDrivers(gpusim.Driver(2<<30, nil)))
+			opened = append(opened, dev)
+			return dev, err
+		}
+	}
+	m, err := Load(path, WithoutTokenizer(), WithDeviceMode(DeviceAuto), sim)
+	require.NoError(t, err)
+	require.Equal(t, "cpu", m.Backend())
+	require.ErrorIs(t, m.CPUReason(), errNoGPUPath)
+	_, err = m.GenerateTokens(context.Background(), []uint32{1, 2, 3}, GenerateOptions{MaxTokens: 2}, nil)
+	require.NoError(t, err)
+
+	_, err = Load(path, WithoutTokenizer(), WithDeviceMode(DeviceGPU), sim)
+	require.ErrorIs(t, err, errNoGPUPath)
+	require.Len(t, opened, 2)
+	for _, d := range opened {
+		_, err := d.Alloc(16)
+		require.ErrorIs(t, err, runtime.ErrClosed, "the model closed the device it opened")
+	}
 }
