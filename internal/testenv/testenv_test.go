@@ -28,6 +28,14 @@ func TestChildNeedHost(t *testing.T) {
 	t.Log("NOT REACHED")
 }
 
+func TestChildCacheFile(t *testing.T) {
+	if os.Getenv("HIPGO_TESTENV_CHILD") != "cache" {
+		return
+	}
+	CacheFile(t, "HIPGO_TESTENV_CACHE_FILE", "no/such/file.gguf")
+	t.Log("NOT REACHED")
+}
+
 // TestSkipOrFail proves the rule every GPU and host-package test relies on:
 // skip when the thing is missing, but fail when the run requires it.
 func TestSkipOrFail(t *testing.T) {
@@ -44,6 +52,9 @@ func TestSkipOrFail(t *testing.T) {
 		{"host", "TestChildNeedHost", nil, false, "SKIP"},
 		{"host", "TestChildNeedHost", []string{"CI=true"}, true, "CI must have this"},
 		{"host", "TestChildNeedHost", []string{"HIPGO_REQUIRE_HOST_TOOLS=1"}, true, "CI must have this"},
+		{"cache", "TestChildCacheFile", nil, false, "SKIP"},
+		{"cache", "TestChildCacheFile", []string{"CI=true"}, true, "CI must have this"},
+		{"cache", "TestChildCacheFile", []string{"HIPGO_TESTENV_CACHE_FILE=/nonexistent/x.gguf"}, true, "/nonexistent/x.gguf (scripts/deps.sh fetches it"},
 	} {
 		cmd := exec.Command(exe, "-test.run=^"+tc.test+"$", "-test.v")
 		cmd.Env = append(cleanEnv(), append(tc.env, "HIPGO_TESTENV_CHILD="+tc.child)...)
@@ -61,7 +72,7 @@ func TestSkipOrFail(t *testing.T) {
 func cleanEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "HIPGO_REQUIRE_") || strings.HasPrefix(kv, "CI=") {
+		if strings.HasPrefix(kv, "HIPGO_REQUIRE_") || strings.HasPrefix(kv, "CI=") || strings.HasPrefix(kv, "HIPGO_TESTENV_CACHE_FILE=") {
 			continue
 		}
 		env = append(env, kv)
