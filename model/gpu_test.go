@@ -170,7 +170,8 @@ func BenchmarkGPUDecode(b *testing.B) {
 	}{{"smollm135m", modeltest.SmolLM135M()}, {"demo", modeltest.DemoShaped()}} {
 		spec := c.spec
 		spec.NoTokenizer = true
-		m := loadSpec(b, spec, WithDevice(dev))
+		// Room for 32 whole contexts, so batch 32 never finds the cache full.
+		m := loadSpec(b, spec, WithDevice(dev), WithKVCacheTokens(1<<16))
 		for _, n := range []int{1, 32} {
 			b.Run(fmt.Sprintf("%s/batch=%d", c.name, n), func(b *testing.B) {
 				var batch *Batch

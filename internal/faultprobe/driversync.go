@@ -90,9 +90,11 @@ func oobWriteDriverSync(withEvent bool) Result {
 	}
 	defer pin.Unpin()
 	one := cuda.Dim3{X: 1, Y: 1, Z: 1}
+	tSpin := time.Now()
 	if err := cuda.LaunchKernel(spinFn, one, one, 0, other, unsafe.Pointer(&spinParams[0]), nil); err != nil {
 		return fail(err)
 	}
+	time.Sleep(time.Until(tSpin.Add(faultOffset)))
 	t0 := time.Now()
 	if err := cuda.LaunchKernel(fn, one, one, 0, s, unsafe.Pointer(&params[0]), nil); err != nil {
 		return fail(err)

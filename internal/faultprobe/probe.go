@@ -406,6 +406,13 @@ func RunChild(ctx context.Context, c Class, args ...string) Result {
 
 var childStart = time.Now()
 
+// faultOffset is when, after the spin kernel's launch, every out-of-bounds
+// probe launches its faulting kernel. The H200 reports such a fault after
+// either about 100 ms or about 140 ms, by the launch's phase against
+// something periodic in the driver or the GPU, for the runtime and the
+// driver-only baselines alike; the same offset puts them in the same phase.
+const faultOffset = 50 * time.Millisecond
+
 // Diagnostics for the time-to-error comparison (faultprobe's doc): the
 // out-of-bounds probe without host callbacks, and the driver-only baseline
 // with a host function queued behind each of its kernels, as the runtime
@@ -431,6 +438,7 @@ func oobWrite(ctx context.Context) Result {
 	}
 	// Pending work on another stream when the fault hits (stream and flag
 	// die with the device).
+	tSpin := time.Now()
 	_, otherEv, _, err := spin(e, 10*time.Second)
 	if err != nil {
 		r.Got = err.Error()
@@ -446,6 +454,7 @@ func oobWrite(ctx context.Context) Result {
 		r.Got = err.Error()
 		return r
 	}
+	time.Sleep(time.Until(tSpin.Add(faultOffset)))
 	tLaunch := time.Now()
 	if err := s.Launch(e.OOB, grid1(1, 1), buf, uint32(0xBAD), uint64(1)<<40); err != nil {
 		r.Got = "launch: " + err.Error()
