@@ -162,16 +162,7 @@ func (m *Model) EndOfTurnID() (uint32, bool) { return m.turnEnd, m.hasTurnEnd }
 // end-of-turn token. Result.Text is the reply alone; special tokens are not
 // part of the text.
 func (m *Model) Chat(ctx context.Context, messages []chat.Message, opts GenerateOptions, emit func(Token) error) (Result, error) {
-	if m.tok == nil {
-		return Result{Reason: StopError}, fmt.Errorf("model: chat: %w", ErrNoTokenizer)
-	}
-	if m.chat == nil {
-		if m.chatErr != nil {
-			return Result{Reason: StopError}, fmt.Errorf("model: chat: %w: %w", ErrNoChatTemplate, m.chatErr)
-		}
-		return Result{Reason: StopError}, fmt.Errorf("model: chat: %w", ErrNoChatTemplate)
-	}
-	text, err := m.chat.Render(messages, true)
+	prompt, err := m.ChatPrompt(messages)
 	if err != nil {
 		return Result{Reason: StopError}, fmt.Errorf("model: chat: %w", err)
 	}
@@ -179,5 +170,5 @@ func (m *Model) Chat(ctx context.Context, messages []chat.Message, opts Generate
 	if m.hasTurnEnd {
 		stop = []uint32{m.turnEnd}
 	}
-	return m.generate(ctx, m.tok.Encode(text, false), opts, emit, stop)
+	return m.generate(ctx, prompt, opts, emit, stop)
 }

@@ -93,13 +93,9 @@ var ErrNoTokenizer = errors.New("model has no tokenizer")
 // of the prefill and returns ctx.Err() with the partial Result. An error from
 // emit stops generation and is returned.
 func (m *Model) Generate(ctx context.Context, prompt string, opts GenerateOptions, emit func(Token) error) (Result, error) {
-	if m.tok == nil {
-		return Result{Reason: StopError}, fmt.Errorf("model: generate: %w", ErrNoTokenizer)
-	}
-	ids := m.tok.Encode(prompt, true)
-	if len(ids) == 0 && m.cfg.BOSTokenID >= 0 {
-		// An empty prompt starts from BOS when the tokenizer adds none itself.
-		ids = []uint32{uint32(m.cfg.BOSTokenID)}
+	ids, err := m.PromptTokens(prompt)
+	if err != nil {
+		return Result{Reason: StopError}, fmt.Errorf("model: generate: %w", err)
 	}
 	return m.generate(ctx, ids, opts, emit, nil)
 }
@@ -175,11 +171,7 @@ func (m *Model) generate(ctx context.Context, prompt []uint32, opts GenerateOpti
 	}
 	res.PromptDuration = time.Since(start)
 
-	var stream streamDecoder
-	if m.tok != nil {
-		stream = m.tok.newStream()
-	}
-	stops := &stopMatcher{stops: opts.Stop}
+	ts := m.NewTextStream(opts.Stop)
 	release := func(id uint32, piece string) error {
 		text.WriteString(piece)
 		if emit == nil {
@@ -192,15 +184,9 @@ func (m *Model) generate(ctx context.Context, prompt []uint32, opts GenerateOpti
 		id := next[0].ID
 		if m.eos[id] || slices.Contains(stopIDs, id) {
 			res.Reason = StopEOS
-			var rest string
-			if stream != nil {
-				rest = stream.Flush()
-			}
-			if r, found := stops.push(rest); found {
-				rest = r
+			rest, found := ts.Finish()
+			if found {
 				res.Reason = StopString
-			} else {
-				rest = r + stops.flush()
 			}
 			if rest != "" {
 				if err := release(id, rest); err != nil {
@@ -210,18 +196,14 @@ func (m *Model) generate(ctx context.Context, prompt []uint32, opts GenerateOpti
 			break
 		}
 		res.Tokens = append(res.Tokens, id)
-		var piece string
-		if stream != nil {
-			piece = stream.Add(id)
-		}
+		out, found := ts.Add(id)
 		full := len(prompt)+len(res.Tokens) >= m.ctxLen
 		capped := opts.MaxTokens > 0 && len(res.Tokens) >= opts.MaxTokens
-		if (full || capped) && stream != nil {
-			piece += stream.Flush() // no more tokens will complete a character
-		}
-		out, found := stops.push(piece)
 		if !found && (full || capped) {
-			out += stops.flush()
+			// No more tokens will complete a character or a stop string.
+			var rest string
+			rest, found = ts.Finish()
+			out += rest
 		}
 		if err := release(id, out); err != nil {
 			return fail(err)

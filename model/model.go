@@ -53,6 +53,7 @@ type options struct {
 	// layers, and openDevice runtime.Open in the device modes (tests).
 	gpuStepTokens int
 	openDevice    func(context.Context) (*runtime.Device, error)
+	stepFaults    func(step uint64) error // WithStepFaults
 }
 
 // Option configures Load and LoadFS.
@@ -267,6 +268,18 @@ func build(cfg *Config, tok textCodec, o options, src weightSource) (*Model, err
 	if err != nil {
 		return nil, err
 	}
+	m, err := place(cfg, set, tok, o, where, pool, threads, ctxLen)
+	if err != nil {
+		return nil, err
+	}
+	if o.stepFaults != nil {
+		m.be = &faultyBackend{backend: m.be, fail: o.stepFaults}
+	}
+	return m, nil
+}
+
+// place builds the model's backend where choose put it.
+func place(cfg *Config, set *safetensors.Set, tok textCodec, o options, where placement, pool *cpu.Pool, threads, ctxLen int) (*Model, error) {
 	m := &Model{cfg: *cfg, tok: tok, ctxLen: ctxLen, threads: threads, eos: map[uint32]bool{}, cpuReason: where.cpuReason}
 	for _, id := range cfg.EOSTokenIDs {
 		m.eos[uint32(id)] = true
