@@ -1,0 +1,169 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+)
+
+// The wire types of the OpenAI API that the server reads and writes.
+
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+// common are the fields both generation endpoints take. Pointers tell a
+// field left out from a zero.
+type common struct {
+	Model            string          `json:"model"`
+	MaxTokens        *int            `json:"max_tokens"`
+	Temperature      *float64        `json:"temperature"`
+	TopP             *float64        `json:"top_p"`
+	TopK             *int            `json:"top_k"` // an extension, as llama.cpp's server has
+	MinP             *float64        `json:"min_p"` // an extension
+	N                *int            `json:"n"`
+	Seed             *int64          `json:"seed"`
+	Stop             stopField       `json:"stop"`
+	Stream           bool            `json:"stream"`
+	StreamOptions    *streamOptions  `json:"stream_options"`
+	PresencePenalty  *float64        `json:"presence_penalty"`
+	FrequencyPenalty *float64        `json:"frequency_penalty"`
+	Logprobs         json.RawMessage `json:"logprobs"`
+}
+
+type chatRequest struct {
+	common
+	Messages            []chatMessage   `json:"messages"`
+	MaxCompletionTokens *int            `json:"max_completion_tokens"`
+	Tools               json.RawMessage `json:"tools"`
+}
+
+type completionRequest struct {
+	common
+	Prompt json.RawMessage `json:"prompt"`
+	Echo   bool            `json:"echo"`
+	BestOf *int            `json:"best_of"`
+}
+
+type chatMessage struct {
+	Role    string         `json:"role"`
+	Content messageContent `json:"content"`
+}
+
+// messageContent is a string or an array of content parts, of which only
+// text parts are accepted.
+type messageContent string
+
+func (c *messageContent) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if len(b) > 0 && b[0] == '"' {
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		*c = messageContent(s)
+		return nil
+	}
+	if string(b) == "null" {
+		*c = ""
+		return nil
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(b, &parts); err != nil {
+		return fmt.Errorf("content is neither a string nor an array of parts")
+	}
+	var s string
+	for _, p := range parts {
+		if p.Type != "text" {
+			return fmt.Errorf("content part of type %q: only text parts are supported", p.Type)
+		}
+		s += p.Text
+	}
+	*c = messageContent(s)
+	return nil
+}
+
+// stopField is a string or an array of strings.
+type stopField []string
+
+func (s *stopField) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if string(b) == "null" {
+		return nil
+	}
+	if len(b) > 0 && b[0] == '"' {
+		var one string
+		if err := json.Unmarshal(b, &one); err != nil {
+			return err
+		}
+		*s = stopField{one}
+		return nil
+	}
+	var many []string
+	if err := json.Unmarshal(b, &many); err != nil {
+		return fmt.Errorf("stop is neither a string nor an array of strings")
+	}
+	*s = many
+	return nil
+}
+
+type usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+type chatChoice struct {
+	Index        int          `json:"index"`
+	Message      *wireMessage `json:"message,omitempty"`
+	Delta        *wireMessage `json:"delta,omitempty"`
+	FinishReason *string      `json:"finish_reason"`
+	Logprobs     *struct{}    `json:"logprobs"`
+}
+
+type wireMessage struct {
+	Role    string `json:"role,omitempty"`
+	Content string `json:"content"`
+}
+
+type chatResponse struct {
+	ID                string       `json:"id"`
+	Object            string       `json:"object"`
+	Created           int64        `json:"created"`
+	Model             string       `json:"model"`
+	SystemFingerprint string       `json:"system_fingerprint"`
+	Choices           []chatChoice `json:"choices"`
+	Usage             *usage       `json:"usage,omitempty"`
+}
+
+type completionChoice struct {
+	Index        int       `json:"index"`
+	Text         string    `json:"text"`
+	FinishReason *string   `json:"finish_reason"`
+	Logprobs     *struct{} `json:"logprobs"`
+}
+
+type completionResponse struct {
+	ID                string             `json:"id"`
+	Object            string             `json:"object"`
+	Created           int64              `json:"created"`
+	Model             string             `json:"model"`
+	SystemFingerprint string             `json:"system_fingerprint"`
+	Choices           []completionChoice `json:"choices"`
+	Usage             *usage             `json:"usage,omitempty"`
+}
+
+type modelList struct {
+	Object string      `json:"object"`
+	Data   []modelInfo `json:"data"`
+}
+
+type modelInfo struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	OwnedBy string `json:"owned_by"`
+}

@@ -1,0 +1,21 @@
+// Package server is an OpenAI-compatible HTTP API over a model/scheduler
+// Scheduler: an http.Handler another Go service can mount.
+//
+// It translates HTTP to the scheduler and back and owns nothing else:
+// batching, device ownership and the failure semantics (a failed step
+// fails only its requests; a lost device ends them; the failed-step guard)
+// are the scheduler's. Endpoints:
+//
+//	POST /v1/chat/completions   chat, through the model's chat template (or the plain format, see PlainChat)
+//	POST /v1/completions        text completion
+//	GET  /v1/models             the one model served
+//	GET  /health/live           200 while the process serves HTTP
+//	GET  /health/ready          200 when requests can be served; 503 loading, device lost (with the fault and since when) or guard tripped
+//	GET  /metrics               Prometheus text (client_golang)
+//	GET  /                      a chat page that streams the reply
+//
+// Both generation endpoints stream with "stream": true as server-sent
+// events ending in "data: [DONE]"; with stream_options.include_usage the
+// last chunk carries the usage. Errors are OpenAI-shaped
+// {"error":{"message","type","param","code"}}; docs/serve.md has the table.
+package server

@@ -1,0 +1,381 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/hipgo/hipgo/model"
+	"github.com/hipgo/hipgo/model/chat"
+	"github.com/hipgo/hipgo/model/scheduler"
+	"github.com/hipgo/hipgo/sampling"
+)
+
+// maxStops is the OpenAI API's limit on stop strings.
+const maxStops = 4
+
+// decode reads the JSON body into v: a body over the limit, malformed JSON
+// and a field of the wrong type are 400s naming what is wrong.
+func decode(r *http.Request, v any) *apiError {
+	err := json.NewDecoder(r.Body).Decode(v)
+	var mbe *http.MaxBytesError
+	var te *json.UnmarshalTypeError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &mbe):
+		return badRequest("body", "body_too_large", "the request body exceeds %d bytes", mbe.Limit)
+	case errors.As(err, &te):
+		return badRequest(te.Field, "invalid_type", "expected %s, got JSON %s", te.Type, te.Value)
+	}
+	return badRequest("body", "invalid_json", "the body is not valid JSON: %v", err)
+}
+
+// options validates the fields both endpoints share and maps them onto
+// model.GenerateOptions; the sampling ranges are sampling.Params.Validate's.
+func (s *Server) options(c *common, maxTokens *int, maxTokensField string, defaultMax int) (model.GenerateOptions, *apiError) {
+	var o model.GenerateOptions
+	if c.Model != "" && c.Model != s.opts.ModelName {
+		return o, &apiError{Status: http.StatusBadRequest, Message: fmt.Sprintf("model: %q is not served here (this server serves %q)", c.Model, s.opts.ModelName),
+			Type: "invalid_request_error", Param: "model", Code: "model_not_found", Class: "bad_request"}
+	}
+	if c.N != nil && *c.N != 1 {
+		return o, badRequest("n", "unsupported_value", "only n = 1 is supported, got %d", *c.N)
+	}
+	for _, p := range []struct {
+		name string
+		v    *float64
+	}{{"presence_penalty", c.PresencePenalty}, {"frequency_penalty", c.FrequencyPenalty}} {
+		if p.v != nil && *p.v != 0 {
+			return o, badRequest(p.name, "unsupported_value", "penalties are not supported (only 0)")
+		}
+	}
+	if len(c.Logprobs) > 0 && string(c.Logprobs) != "false" && string(c.Logprobs) != "null" && string(c.Logprobs) != "0" {
+		return o, badRequest("logprobs", "unsupported_value", "logprobs are not supported")
+	}
+	p := sampling.Params{Temperature: 1, TopP: 1}
+	if c.Temperature != nil {
+		p.Temperature = float32(*c.Temperature)
+		if *c.Temperature > 2 { // the OpenAI API's range
+			return o, badRequest("temperature", "invalid_value", "%g must be in [0, 2]", *c.Temperature)
+		}
+	}
+	if c.TopP != nil {
+		p.TopP = float32(*c.TopP)
+	}
+	if c.TopK != nil {
+		p.TopK = *c.TopK
+	}
+	if c.MinP != nil {
+		p.MinP = float32(*c.MinP)
+	}
+	if err := p.Validate(); err != nil {
+		var pe *sampling.ParameterError
+		if errors.As(err, &pe) {
+			return o, badRequest(pe.Name, "invalid_value", "%s %s", pe.Value, pe.Rule)
+		}
+		return o, badRequest("", "invalid_value", "%v", err)
+	}
+	o.Temperature, o.TopK, o.TopP, o.MinP = p.Temperature, p.TopK, p.TopP, p.MinP
+	if maxTokens == nil {
+		maxTokens = c.MaxTokens
+		maxTokensField = "max_tokens"
+	}
+	o.MaxTokens = defaultMax
+	if maxTokens != nil {
+		if *maxTokens < 1 {
+			return o, badRequest(maxTokensField, "invalid_value", "%d must be at least 1", *maxTokens)
+		}
+		o.MaxTokens = *maxTokens
+	}
+	if len(c.Stop) > maxStops {
+		return o, badRequest("stop", "invalid_value", "at most %d stop strings, got %d", maxStops, len(c.Stop))
+	}
+	for i, st := range c.Stop {
+		if st == "" {
+			return o, badRequest("stop", "invalid_value", "stop string %d is empty", i)
+		}
+	}
+	o.Stop = c.Stop
+	if c.Seed != nil {
+		o.Seed = uint64(*c.Seed)
+	} else {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		o.Seed = binary.LittleEndian.Uint64(b[:])
+	}
+	return o, nil
+}
+
+// scheduler returns the scheduler, or the 503 of a loading server.
+func (s *Server) scheduler() (*scheduler.Scheduler, *apiError) {
+	sch := s.sched.Load()
+	if sch == nil {
+		return nil, &apiError{Status: http.StatusServiceUnavailable, Message: "the model is loading", Type: "server_error", Code: "loading", Class: "loading", RetryAfter: 5}
+	}
+	return sch, nil
+}
+
+// fits checks the context limit: the prompt, and the prompt with max_tokens.
+func fits(m *model.Model, prompt []uint32, o *model.GenerateOptions, promptField, maxField string, explicitMax bool) *apiError {
+	ctx := m.ContextLength()
+	if len(prompt) >= ctx {
+		return badRequest(promptField, "context_length_exceeded", "the prompt is %d tokens and the context length is %d", len(prompt), ctx)
+	}
+	room := ctx - len(prompt)
+	if o.MaxTokens > room {
+		if explicitMax {
+			return badRequest(maxField, "context_length_exceeded", "%d tokens do not fit: the prompt is %d tokens of a context of %d, leaving %d", o.MaxTokens, len(prompt), ctx, room)
+		}
+		o.MaxTokens = room
+	}
+	if o.MaxTokens == 0 {
+		o.MaxTokens = room
+	}
+	return nil
+}
+
+func (s *Server) chat(w http.ResponseWriter, r *http.Request) *apiError {
+	var req chatRequest
+	if e := decode(r, &req); e != nil {
+		return e
+	}
+	sch, e := s.scheduler()
+	if e != nil {
+		return e
+	}
+	field := "max_tokens"
+	if req.MaxCompletionTokens != nil {
+		field = "max_completion_tokens"
+	}
+	opts, e := s.options(&req.common, req.MaxCompletionTokens, field, 0)
+	if e != nil {
+		return e
+	}
+	if len(req.Tools) > 0 && string(req.Tools) != "null" && string(req.Tools) != "[]" {
+		return badRequest("tools", "unsupported_value", "tools are not supported")
+	}
+	if len(req.Messages) == 0 {
+		return badRequest("messages", "invalid_value", "at least one message is required")
+	}
+	msgs := make([]chat.Message, len(req.Messages))
+	for i, m := range req.Messages {
+		switch m.Role {
+		case "system", "developer", "user", "assistant":
+		default:
+			return badRequest(fmt.Sprintf("messages[%d].role", i), "invalid_value", "role %q is not system, developer, user or assistant", m.Role)
+		}
+		role := m.Role
+		if role == "developer" {
+			role = "system"
+		}
+		msgs[i] = chat.Message{Role: role, Content: string(m.Content)}
+	}
+	m := sch.Status().Model
+	var prompt []uint32
+	var stopIDs []uint32
+	if m.ChatTemplate() != nil {
+		var err error
+		if prompt, err = m.ChatPrompt(msgs); err != nil {
+			return badRequest("messages", "invalid_value", "the chat template refused them: %v", err)
+		}
+		if id, ok := m.EndOfTurnID(); ok {
+			stopIDs = []uint32{id}
+		}
+	} else {
+		var err error
+		if prompt, err = m.PromptTokens(PlainChat(msgs)); err != nil {
+			return classify(err)
+		}
+		opts.Stop = append(opts.Stop, PlainChatStop)
+	}
+	if e := fits(m, prompt, &opts, "messages", field, req.MaxCompletionTokens != nil || req.MaxTokens != nil); e != nil {
+		return e
+	}
+	return s.run(w, r, sch, scheduler.Request{Prompt: prompt, Options: opts, StopIDs: stopIDs}, req.Stream, req.StreamOptions, true)
+}
+
+// PlainChat is the chat format for a model without a chat template (the
+// embedded demo model): each message on its own line as "Role: content"
+// (System, User, Assistant), then "Assistant:" for the reply, which stops
+// at PlainChatStop (the next user turn) as well as at end of sequence.
+func PlainChat(msgs []chat.Message) string {
+	var b strings.Builder
+	for _, m := range msgs {
+		role := strings.ToUpper(m.Role[:1]) + m.Role[1:]
+		fmt.Fprintf(&b, "%s: %s\n", role, m.Content)
+	}
+	b.WriteString("Assistant:")
+	return b.String()
+}
+
+// PlainChatStop ends a reply in the plain chat format.
+const PlainChatStop = "\nUser:"
+
+func (s *Server) completions(w http.ResponseWriter, r *http.Request) *apiError {
+	var req completionRequest
+	if e := decode(r, &req); e != nil {
+		return e
+	}
+	sch, e := s.scheduler()
+	if e != nil {
+		return e
+	}
+	opts, e := s.options(&req.common, nil, "max_tokens", 16) // the API's default
+	if e != nil {
+		return e
+	}
+	if req.Echo {
+		return badRequest("echo", "unsupported_value", "echo is not supported")
+	}
+	if req.BestOf != nil && *req.BestOf != 1 {
+		return badRequest("best_of", "unsupported_value", "only best_of = 1 is supported")
+	}
+	var prompt string
+	var one []string
+	switch {
+	case len(req.Prompt) == 0 || string(req.Prompt) == "null":
+		return badRequest("prompt", "invalid_value", "a prompt is required")
+	case json.Unmarshal(req.Prompt, &prompt) == nil:
+	case json.Unmarshal(req.Prompt, &one) == nil && len(one) == 1:
+		prompt = one[0]
+	default:
+		return badRequest("prompt", "invalid_value", "one prompt string is supported (a string, or an array of one string)")
+	}
+	m := sch.Status().Model
+	ids, err := m.PromptTokens(prompt)
+	if err != nil {
+		return classify(err)
+	}
+	if e := fits(m, ids, &opts, "prompt", "max_tokens", req.MaxTokens != nil); e != nil {
+		return e
+	}
+	return s.run(w, r, sch, scheduler.Request{Prompt: ids, Options: opts}, req.Stream, req.StreamOptions, false)
+}
+
+// run submits the request and writes the answer, whole or streamed.
+func (s *Server) run(w http.ResponseWriter, r *http.Request, sch *scheduler.Scheduler, req scheduler.Request, stream bool, so *streamOptions, isChat bool) *apiError {
+	start := time.Now()
+	st, err := sch.Submit(r.Context(), req)
+	if err != nil {
+		return classify(err)
+	}
+	id := fmt.Sprintf("%s-%d", map[bool]string{true: "chatcmpl", false: "cmpl"}[isChat], s.ids.Add(1))
+	w.Header().Set("X-Request-Id", id)
+	created := now()
+	if !stream {
+		var text strings.Builder
+		var end scheduler.Chunk
+		for range math.MaxInt32 {
+			end = st.Next()
+			text.WriteString(end.Text)
+			if end.Done {
+				break
+			}
+		}
+		s.observe(st, start, end.Err)
+		if end.Err != nil {
+			if errors.Is(end.Err, context.Canceled) || errors.Is(end.Err, context.DeadlineExceeded) {
+				s.metrics.errors.WithLabelValues("cancelled").Inc()
+				return nil // the client is gone
+			}
+			return classify(end.Err)
+		}
+		u := usageOf(st)
+		finish := string(end.Finish)
+		if isChat {
+			writeJSON(w, http.StatusOK, chatResponse{ID: id, Object: "chat.completion", Created: created, Model: s.opts.ModelName, SystemFingerprint: "hipgo",
+				Choices: []chatChoice{{Message: &wireMessage{Role: "assistant", Content: text.String()}, FinishReason: &finish}}, Usage: &u})
+		} else {
+			writeJSON(w, http.StatusOK, completionResponse{ID: id, Object: "text_completion", Created: created, Model: s.opts.ModelName, SystemFingerprint: "hipgo",
+				Choices: []completionChoice{{Text: text.String(), FinishReason: &finish}}, Usage: &u})
+		}
+		return nil
+	}
+
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	flusher, _ := w.(http.Flusher)
+	send := func(v any) error {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
+			return err
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+		return nil
+	}
+	chunk := func(text string, role string, finish *string) any {
+		if isChat {
+			return chatResponse{ID: id, Object: "chat.completion.chunk", Created: created, Model: s.opts.ModelName, SystemFingerprint: "hipgo",
+				Choices: []chatChoice{{Delta: &wireMessage{Role: role, Content: text}, FinishReason: finish}}}
+		}
+		return completionResponse{ID: id, Object: "text_completion", Created: created, Model: s.opts.ModelName, SystemFingerprint: "hipgo",
+			Choices: []completionChoice{{Text: text, FinishReason: finish}}}
+	}
+	if isChat {
+		if err := send(chunk("", "assistant", nil)); err != nil {
+			return nil // the client is gone; its context ends the generation
+		}
+	}
+	for range math.MaxInt32 {
+		c := st.Next()
+		if c.Text != "" {
+			if err := send(chunk(c.Text, "", nil)); err != nil {
+				s.observe(st, start, err)
+				return nil
+			}
+		}
+		if !c.Done {
+			continue
+		}
+		s.observe(st, start, c.Err)
+		if c.Err != nil {
+			if errors.Is(c.Err, context.Canceled) || errors.Is(c.Err, context.DeadlineExceeded) {
+				s.metrics.errors.WithLabelValues("cancelled").Inc()
+				return nil
+			}
+			// The status is sent; an error event ends the stream (the
+			// OpenAI clients raise it), without [DONE].
+			e := classify(c.Err)
+			s.metrics.errors.WithLabelValues(e.Class).Inc()
+			_ = send(e.body())
+			return nil
+		}
+		finish := string(c.Finish)
+		_ = send(chunk("", "", &finish))
+		if so != nil && so.IncludeUsage {
+			u := usageOf(st)
+			if isChat {
+				_ = send(chatResponse{ID: id, Object: "chat.completion.chunk", Created: created, Model: s.opts.ModelName, SystemFingerprint: "hipgo", Choices: []chatChoice{}, Usage: &u})
+			} else {
+				_ = send(completionResponse{ID: id, Object: "text_completion", Created: created, Model: s.opts.ModelName, SystemFingerprint: "hipgo", Choices: []completionChoice{}, Usage: &u})
+			}
+		}
+		_, _ = fmt.Fprint(w, "data: [DONE]\n\n")
+		if flusher != nil {
+			flusher.Flush()
+		}
+		return nil
+	}
+	return nil
+}
+
+func usageOf(st *scheduler.Stream) usage {
+	u := st.Usage()
+	return usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.PromptTokens + u.CompletionTokens}
+}
