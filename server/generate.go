@@ -33,7 +33,7 @@ func decode(r *http.Request, v any) *apiError {
 	case errors.As(err, &mbe):
 		return badRequest("body", "body_too_large", "the request body exceeds %d bytes", mbe.Limit)
 	case errors.As(err, &te):
-		return badRequest(te.Field, "invalid_type", "expected %s, got JSON %s", te.Type, te.Value)
+		return badRequest(strings.TrimPrefix(te.Field, "common."), "invalid_type", "expected %s, got JSON %s", te.Type, te.Value)
 	}
 	return badRequest("body", "invalid_json", "the body is not valid JSON: %v", err)
 }

@@ -70,3 +70,10 @@ func get(t testing.TB, url string) (int, string) {
 	require.NoError(t, err)
 	return resp.StatusCode, string(b)
 }
+
+// httptestServer serves h on 127.0.0.1 for the test and returns its URL.
+func httptestServer(t testing.TB, h http.Handler) string {
+	ts := httptest.NewServer(h)
+	t.Cleanup(ts.Close)
+	return ts.URL
+}

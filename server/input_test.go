@@ -1,0 +1,95 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hipgo/hipgo/model"
+	"github.com/hipgo/hipgo/model/scheduler"
+)
+
+// TestBadInputIsA400NamingTheField proves each kind of bad input is a 400
+// with an OpenAI error whose param names the field, and costs the server
+// nothing (the next request is served).
+func TestBadInputIsA400NamingTheField(t *testing.T) {
+	ts := start(t, scheduler.Config{}, Options{MaxBodyBytes: 4096}, model.WithContextLength(64))
+	long := strings.Repeat("and ", 200)
+	for _, tc := range []struct {
+		name, path, body, param, code string
+	}{
+		{"bad json", "/v1/completions", `{"prompt": "x",`, "body", "invalid_json"},
+		{"wrong type", "/v1/completions", `{"prompt": "x", "max_tokens": "many"}`, "max_tokens", "invalid_type"},
+		{"unknown model", "/v1/completions", `{"model": "gpt-4", "prompt": "x"}`, "model", "model_not_found"},
+		{"n > 1", "/v1/chat/completions", `{"messages": [{"role":"user","content":"x"}], "n": 2}`, "n", "unsupported_value"},
+		{"temperature", "/v1/completions", `{"prompt": "x", "temperature": -1}`, "temperature", "invalid_value"},
+		{"top_p", "/v1/completions", `{"prompt": "x", "top_p": 0}`, "top_p", "invalid_value"},
+		{"top_k", "/v1/completions", `{"prompt": "x", "top_k": -3}`, "top_k", "invalid_value"},
+		{"min_p", "/v1/completions", `{"prompt": "x", "min_p": 2}`, "min_p", "invalid_value"},
+		{"max_tokens", "/v1/completions", `{"prompt": "x", "max_tokens": 0}`, "max_tokens", "invalid_value"},
+		{"max_tokens past the context", "/v1/completions", `{"prompt": "x", "max_tokens": 1000}`, "max_tokens", "context_length_exceeded"},
+		{"max_completion_tokens", "/v1/chat/completions", `{"messages": [{"role":"user","content":"x"}], "max_completion_tokens": 1000}`, "max_completion_tokens", "context_length_exceeded"},
+		{"prompt past the context", "/v1/completions", `{"prompt": "` + long[:400] + `"}`, "prompt", "context_length_exceeded"},
+		{"oversize body", "/v1/completions", `{"prompt": "` + long + long + long + long + long + long + `"}`, "body", "body_too_large"},
+		{"no prompt", "/v1/completions", `{}`, "prompt", "invalid_value"},
+		{"no messages", "/v1/chat/completions", `{"messages": []}`, "messages", "invalid_value"},
+		{"bad role", "/v1/chat/completions", `{"messages": [{"role":"wizard","content":"x"}]}`, "messages[0].role", "invalid_value"},
+		{"empty stop", "/v1/completions", `{"prompt": "x", "stop": ["a", ""]}`, "stop", "invalid_value"},
+		{"five stops", "/v1/completions", `{"prompt": "x", "stop": ["a","b","c","d","e"]}`, "stop", "invalid_value"},
+		{"penalty", "/v1/completions", `{"prompt": "x", "presence_penalty": 1}`, "presence_penalty", "unsupported_value"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status, body := post(t, ts.URL+tc.path, tc.body)
+			require.Equal(t, http.StatusBadRequest, status, body)
+			var e errorBody
+			require.NoError(t, json.Unmarshal([]byte(body), &e), body)
+			require.NotNil(t, e.Error.Param, body)
+			require.Equal(t, tc.param, *e.Error.Param)
+			require.Equal(t, tc.code, e.Error.Code)
+			require.Equal(t, "invalid_request_error", e.Error.Type)
+			require.True(t, strings.HasPrefix(e.Error.Message, tc.param+": "), "the message names the field: %s", e.Error.Message)
+		})
+	}
+	status, body := post(t, ts.URL+"/v1/completions", `{"prompt": "x", "max_tokens": 2}`)
+	require.Equal(t, http.StatusOK, status, body)
+}
+
+// TestQueueFullIs429WithRetryAfter proves a request beyond the queue is a
+// 429 with Retry-After while the batch and the queue are full (the steps
+// are held at a gate so they stay full).
+func TestQueueFullIs429WithRetryAfter(t *testing.T) {
+	gate := make(chan struct{})
+	stepping := make(chan struct{}, 1)
+	ts := start(t, scheduler.Config{MaxBatch: 1, MaxQueue: 1}, Options{}, model.WithStepFaults(func(uint64) error {
+		select {
+		case stepping <- struct{}{}:
+		default:
+		}
+		<-gate
+		return nil
+	}))
+	done := make(chan int, 2)
+	for range 2 { // one running (held in its step), one queued
+		go func() {
+			status, _ := post(t, ts.URL+"/v1/completions", `{"prompt": "x", "max_tokens": 2}`)
+			done <- status
+		}()
+	}
+	<-stepping
+	for i := 0; ts.sched.Status().Queued < 1; i++ {
+		require.Less(t, i, 5000, "the second request never reached the queue")
+		time.Sleep(time.Millisecond)
+	}
+	got, err := http.Post(ts.URL+"/v1/completions", "application/json", strings.NewReader(`{"prompt": "x", "max_tokens": 1}`))
+	require.NoError(t, err)
+	got.Body.Close()
+	require.Equal(t, http.StatusTooManyRequests, got.StatusCode)
+	close(gate)
+	require.Equal(t, "1", got.Header.Get("Retry-After"))
+	require.Equal(t, http.StatusOK, <-done)
+	require.Equal(t, http.StatusOK, <-done)
+}
