@@ -1,0 +1,70 @@
+package server
+
+import (
+	"context"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/hipgo/hipgo/internal/loadtest"
+	"github.com/hipgo/hipgo/model"
+	"github.com/hipgo/hipgo/model/demo"
+	"github.com/hipgo/hipgo/model/scheduler"
+	"github.com/hipgo/hipgo/runtime"
+)
+
+// TestLoadWithInjectedStepFailures is the CI-size load test: 64 concurrent
+// streaming clients x 20 requests (max_tokens 4, the demo model on the
+// CPU) while 5% of batch steps fail. Every request is answered, by a
+// completion or an OpenAI error (the failed steps' 500s and error events),
+// none outlasts its timeout, and after shutdown no goroutine is left.
+func TestLoadWithInjectedStepFailures(t *testing.T) {
+	defer goleak.VerifyNone(t, leakOpts...)
+	var mu sync.Mutex
+	rng := rand.New(rand.NewPCG(1, 2))
+	m, err := model.LoadFS(demo.FS(), model.WithStepFaults(func(uint64) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if rng.Float64() < 0.05 {
+			return &runtime.LaunchError{Kernel: "injected", Reason: "5% of steps fail"}
+		}
+		return nil
+	}))
+	require.NoError(t, err)
+	srv := New(Options{ModelName: demoName})
+	sch := scheduler.New(m, scheduler.Config{MaxBatch: 32, MaxQueue: 64, MaxFailedSteps: -1, OnStep: srv.OnStep})
+	srv.SetScheduler(sch)
+	hs := httptest.NewServer(srv)
+
+	ctx := context.Background()
+	rep := loadtest.Run(ctx, loadtest.Config{BaseURL: hs.URL, Model: demoName, Clients: 64, Requests: 20, MaxTokens: 4, Timeout: 60 * time.Second})
+	t.Logf("load (64 clients x 20, 5%% failed steps, demo model on the CPU):\n%s", rep.Summary())
+
+	require.Equal(t, 64*20, rep.Requests)
+	require.Zero(t, rep.Hangs, "requests past their timeout")
+	require.Empty(t, rep.Malformed, "answers that were neither a completion nor an OpenAI error")
+	require.Equal(t, rep.Requests, rep.Completions+sum(rep.Errors))
+	require.Positive(t, sum(rep.Errors), "5%% of steps failed, so some requests got errors")
+	for class := range rep.Errors {
+		require.Contains(t, []string{"500:step_failed", "stream:step_failed", "429:queue_full"}, class)
+	}
+	require.Greater(t, rep.Completions, rep.Requests/2)
+
+	sch.Close()
+	hs.Close()
+	http.DefaultClient.CloseIdleConnections()
+}
+
+func sum(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
