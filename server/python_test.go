@@ -1,0 +1,37 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hipgo/hipgo/internal/testenv"
+	"github.com/hipgo/hipgo/model/scheduler"
+)
+
+// TestPythonOpenAIClient runs testdata/openai_client.py with PyPI's openai
+// client (installed by scripts/deps.sh into .cache/pyopenai) against the
+// server: completions and chat, whole and streamed, and the errors the
+// client raises. The script fails on the first wrong answer.
+func TestPythonOpenAIClient(t *testing.T) {
+	py, err := filepath.Abs("../.cache/pyopenai/bin/python")
+	require.NoError(t, err)
+	if _, serr := os.Stat(py); serr != nil {
+		testenv.NeedHost(t, errors.New("PyPI openai in .cache/pyopenai (scripts/deps.sh installs it): "+serr.Error()))
+	}
+	ts := start(t, scheduler.Config{}, Options{APIKey: "k"})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, py, "testdata/openai_client.py")
+	cmd.Env = append(os.Environ(), "HIPGO_BASE_URL="+ts.URL, "NO_PROXY=127.0.0.1", "no_proxy=127.0.0.1")
+	out, err := cmd.CombinedOutput()
+	t.Logf("openai_client.py:\n%s", out)
+	require.NoError(t, err)
+	require.Contains(t, string(out), "\nok\n")
+}
