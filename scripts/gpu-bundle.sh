@@ -33,10 +33,10 @@ for p in $pkgs; do
   go test -c -ldflags="-s -w" -o "$out/bin/$name.test" "$p"
   echo "$name ${p#./}" >>"$out/bin/PKGS"   # tests run from their package directory
 done
-for tool in gpuinfo faultprobe samplerbench; do
+for tool in gpuinfo faultprobe samplerbench serveload; do
   if compgen -G "tools/$tool/*.go" >/dev/null; then go build -ldflags="-s -w" -o "$out/bin/$tool" "./tools/$tool"; fi
 done
-for tool in model/internal/cmd/hfcompare model/tokenizer/internal/cmd/tokdump examples/generate; do
+for tool in model/internal/cmd/hfcompare model/tokenizer/internal/cmd/tokdump examples/generate examples/serve; do
   if compgen -G "$tool/*.go" >/dev/null; then go build -ldflags="-s -w" -o "$out/bin/$(basename "$tool")" "./$tool"; fi
 done
 # CPU kernel tests and benchmarks for the cpuquant section (the GPU host's

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU suite, run on the GPU machine from the repository root after
 # scripts/gpu-bundle.sh built .gpu/ here:
-#   bash .gpu-carry/run.sh [section ...]      (default: info tests faults launch samplers)
+#   bash .gpu-carry/run.sh [section ...]      (default: info tests faults launch samplers; also: serve, ...)
 # Sections:
 #   info      nvidia-smi and gpuinfo (text and JSON)
 #   tests     every GPU test binary with HIPGO_REQUIRE_GPU=1 (fails, never skips),
@@ -336,6 +336,43 @@ if has cpuquant; then
   fi
   grep -m1 'model name' /proc/cpuinfo
   (cd model/internal/cpu && "$root/$bin/cpu.bench" -test.run=NONE -test.bench='MatVecQuant/avx2' -test.benchtime=10x -test.count=3 -test.cpu=1) 2>&1 | tee -a "$LOGS/cpuquant.log" | grep -E '^Benchmark'
+fi
+
+if has serve; then
+  # examples/serve on the GPU batch path: the load test (64 clients x 20,
+  # 5% injected step failures), then a real out-of-bounds fault (the
+  # runtime's oob_write_u32 test kernel) in the middle of load, with
+  # -on-device-loss=fail and =cpu.
+  if [ -x $bin/serve ] && [ -x $bin/serveload ]; then
+    : >"$LOGS/serve.log"
+    serve_run() { # name port serve-args...
+      local name=$1 port=$2; shift 2
+      $bin/serve -device gpu -addr 127.0.0.1:$port "$@" >>"$LOGS/serve-$name.log" 2>&1 &
+      local pid=$!
+      for _ in $(seq 1 600); do curl -sf http://127.0.0.1:$port/health/ready >/dev/null && break; sleep 0.1; done
+      echo "### $name: serve $*" >>"$LOGS/serve.log"
+      echo "$pid"
+    }
+    pid=$(serve_run load 18080 -max-batch 64 -inject-step-failures 0.05)
+    $bin/serveload -url http://127.0.0.1:18080 -clients 64 -requests 20 -max-tokens 32 -timeout 60s >>"$LOGS/serve.log" 2>&1 || { status=1; note "serve load: FAILED"; }
+    curl -s http://127.0.0.1:18080/metrics | grep -E '^hipgo_(device_state|sampling_router_total|failed_steps_total|errors_total)' >>"$LOGS/serve.log"
+    kill $pid; wait $pid 2>/dev/null
+    for mode in fail cpu; do
+      pid=$(serve_run oob-$mode 18081 -max-batch 64 -inject-oob-at-step 200 -on-device-loss $mode)
+      t0=$(date +%s.%N)
+      $bin/serveload -url http://127.0.0.1:18081 -clients 64 -requests 5 -max-tokens 32 -timeout 60s >>"$LOGS/serve.log" 2>&1 || { status=1; note "serve oob $mode: FAILED"; }
+      echo "ready after the fault ($mode):" >>"$LOGS/serve.log"
+      curl -s -w ' HTTP %{http_code}\n' http://127.0.0.1:18081/health/ready >>"$LOGS/serve.log"
+      echo "a later request ($mode):" >>"$LOGS/serve.log"
+      curl -s -m 30 -w ' HTTP %{http_code} in %{time_total}s\n' -H 'Content-Type: application/json' -d '{"prompt":"x","max_tokens":4}' http://127.0.0.1:18081/v1/completions >>"$LOGS/serve.log"
+      kill -0 $pid 2>/dev/null && echo "process still up after the fault ($mode)" >>"$LOGS/serve.log" || { status=1; note "serve oob $mode: the process died"; }
+      kill $pid; wait $pid 2>/dev/null
+    done
+    cat "$LOGS/serve.log"
+    while read -r l; do note "serve: $l"; done < <(grep -E '^(###|requests|latency|tokens|ready after|a later|process still|.*HTTP [0-9]+)' "$LOGS/serve.log")
+  else
+    status=1; note "serve: no binary in the bundle"
+  fi
 fi
 
 for f in "$LOGS"/*; do echo "##### $(basename "$f")"; cat "$f"; done >"$OUT/misc.log" 2>/dev/null
