@@ -68,23 +68,3 @@ func (s *gpuSequence) forward(ctx context.Context, tokens []uint32, all bool, lo
 
 func (s *gpuSequence) len() int { return s.s.Len() }
 func (s *gpuSequence) release() { s.s.Release() }
-
-// DeviceLost is the fault that lost the model's GPU (a
-// *runtime.DeviceLostError), or nil while it is usable; always nil on the
-// CPU. After it every step fails at once.
-func (m *Model) DeviceLost() error {
-	if g := m.gpu(); g != nil {
-		return g.b.Device().Lost()
-	}
-	return nil
-}
-
-// SamplingRouter is the router of the GPU backend's device sampler, whose
-// counters say how each draw was routed; nil on the CPU, which samples with
-// the CPU references directly.
-func (m *Model) SamplingRouter() *sampling.Router {
-	if g := m.gpu(); g != nil {
-		return g.sampler().Router()
-	}
-	return nil
-}

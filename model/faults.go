@@ -3,6 +3,8 @@ package model
 import (
 	"context"
 	"sync/atomic"
+
+	"github.com/hipgo/hipgo/sampling"
 )
 
 // WithStepFaults is fault injection for tests of code above the model (a
@@ -40,4 +42,24 @@ func (m *Model) gpu() *gpuBackend {
 	}
 	g, _ := be.(*gpuBackend)
 	return g
+}
+
+// DeviceLost is the fault that lost the model's GPU (a
+// *runtime.DeviceLostError), or nil while it is usable; always nil on the
+// CPU. After it every step fails at once.
+func (m *Model) DeviceLost() error {
+	if g := m.gpu(); g != nil {
+		return g.b.Device().Lost()
+	}
+	return nil
+}
+
+// SamplingRouter is the router of the GPU backend's device sampler, whose
+// counters say how each draw was routed; nil on the CPU, which samples with
+// the CPU references directly.
+func (m *Model) SamplingRouter() *sampling.Router {
+	if g := m.gpu(); g != nil {
+		return g.sampler().Router()
+	}
+	return nil
 }
