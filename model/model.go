@@ -268,7 +268,7 @@ func build(cfg *Config, tok textCodec, o options, src weightSource) (*Model, err
 	if err != nil {
 		return nil, err
 	}
-	m, err := place(cfg, set, tok, o, where, pool, threads, ctxLen)
+	m, err := place(cfg, tok, o, src, where, pool, threads, ctxLen)
 	if err != nil {
 		return nil, err
 	}
@@ -279,7 +279,7 @@ func build(cfg *Config, tok textCodec, o options, src weightSource) (*Model, err
 }
 
 // place builds the model's backend where choose put it.
-func place(cfg *Config, set *safetensors.Set, tok textCodec, o options, where placement, pool *cpu.Pool, threads, ctxLen int) (*Model, error) {
+func place(cfg *Config, tok textCodec, o options, src weightSource, where placement, pool *cpu.Pool, threads, ctxLen int) (*Model, error) {
 	m := &Model{cfg: *cfg, tok: tok, ctxLen: ctxLen, threads: threads, eos: map[uint32]bool{}, cpuReason: where.cpuReason}
 	for _, id := range cfg.EOSTokenIDs {
 		m.eos[uint32(id)] = true
