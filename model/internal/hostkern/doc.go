@@ -1,5 +1,6 @@
-// Package hostkern runs the forward kernels of kernels/src/forward.cu on the
-// host, for tests: the kernel source is compiled with clang++-19 around
+// Package hostkern runs the forward kernels of kernels/src/forward.cu (and,
+// with BuildQuant, the quantized ones of kernels/src/qforward.cu, checked
+// against quant.DequantizeRow) on the host, for tests: the kernel source is compiled with clang++-19 around
 // kernels/hostemu/hostemu.h (one std::thread per GPU thread, barriers for
 // block_sync and for exchanges within 32-thread groups) and driven through
 // a small binary protocol (kernels/hostemu/forward_driver.cc). The tests in this package check every

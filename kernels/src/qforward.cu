@@ -1,0 +1,450 @@
+// qforward.cu: the forward kernels over GGUF's quantized weights: matmul and
+// the embedding gather for Q4_0, Q4_1, Q8_0, Q4_K, Q5_K and Q6_K weights
+// kept in ggml's block layout on the device (no float copy of a matrix is
+// ever made: each 32-weight unit is decoded in registers inside the
+// product), and scatter_cols_f32, which places the output of an unfused
+// projection into its columns of the fused q|k|v or gate|up activations.
+// One text, compiled as HIP for every AMDGPU target and as CUDA for NVPTX
+// (portable.h), and on the host by model/internal/hostkern's emulation test
+// (HIPGO_HOST_SHIM names the header that stands in for portable.h there).
+//
+// The semantics and launch shapes are matmul_W's and embed_W's in
+// FORWARD_ABI.md (forward.cu), with W one of q4_0, q4_1, q8_0, q4_k, q5_k,
+// q6_k and the weight pointer a byte pointer to the rows' blocks: a [out,
+// in] matrix is out rows of in/block_elems blocks each, row-major, exactly
+// the GGUF tensor's bytes. in (hidden for embed) must be a multiple of the
+// type's block (32 elements, 256 for the K types): otherwise the kernel
+// writes nothing (the host checks first). The weight pointer must be 4-byte
+// aligned (every device allocation is 256-byte aligned).
+//
+// Numerics: each weight is decoded with the float32 operations, in the
+// order, of quant.DequantizeRow (ggml's dequantize_row_*): contraction into
+// fused multiply-adds is switched off there, so the decoded weights are
+// bit-identical to the Go reference and to ggml. The products accumulate
+// in float32 with explicit fused multiply-adds.
+#ifdef HIPGO_HOST_SHIM
+#include HIPGO_HOST_SHIM
+#else
+#include "portable.h"
+#endif
+
+// A block format's static member function; int8 (neither header has it).
+#define QF_MEMBER static __device__ inline __attribute__((always_inline))
+typedef __INT8_TYPE__ qf_i8;
+
+#define QF_EMBED_THREADS 256
+#define QF_MM_THREADS 256
+#define QF_SCATTER_THREADS 256
+
+// matmul tiling, as matmul_W's: rows < QF_MM_GEMM_ROWS take the matvec path
+// (each 32-lane group one output, QF_MM_VEC_ROWS input rows per block),
+// more take a QF_MM_TILE x QF_MM_TILE tile through shared memory, one
+// 32-wide unit of in at a time.
+#define QF_MM_GROUPS (QF_MM_THREADS / 32)
+#define QF_MM_VEC_ROWS 8
+#define QF_MM_GEMM_ROWS 64
+#define QF_MM_TILE 64
+#define QF_UNIT 32
+
+DEVICE float qf_u2f(uint32_t x) { return __builtin_bit_cast(float, x); }
+DEVICE uint32_t qf_f2u(float x) { return __builtin_bit_cast(uint32_t, x); }
+// IEEE binary16 to float32, exact (subnormals included).
+DEVICE float qf_f16(uint32_t h) {
+  const uint32_t sign = (h & 0x8000u) << 16;
+  const uint32_t ex = (h >> 10) & 0x1fu;
+  const uint32_t man = h & 0x3ffu;
+  if (ex == 0) return qf_u2f(qf_f2u((float)man * 5.96046448e-08f) | sign);
+  if (ex == 31) return qf_u2f(sign | 0x7f800000u | (man << 13));
+  return qf_u2f(sign | ((ex + 112u) << 23) | (man << 13));
+}
+// qf_mul: a product rounded to float32 before any add that uses it. The
+// CUDA compile contracts a*b+c into an FMA in the backend whatever the
+// source pragmas say; mul.rn is never contracted. HIP honors the pragmas
+// (fp contract off in every decoder), the host emulation compiles with
+// -ffp-contract=off.
+#if defined(__NVPTX__)
+DEVICE float qf_mul(float a, float b) { return __nvvm_mul_rn_f(a, b); }
+#else
+DEVICE float qf_mul(float a, float b) { return a * b; }
+#endif
+DEVICE uint32_t qf_ld16(const uint8_t* p) { return *(const uint16_t*)p; }
+DEVICE uint32_t qf_ld32(const uint8_t* p) { return *(const uint32_t*)p; }
+
+// ---- block formats ----
+// Each type is BYTES per block of UNITS * 32 weights; unit(b, j, v) decodes
+// weights [32j, 32j+32) of the block at b into v. Block alignment within a
+// 4-aligned row: Q4_0 (18), Q8_0 (34) and Q6_K (210) blocks are 2-byte
+// aligned (16-bit loads), Q4_1 (20), Q4_K (144) and Q5_K (176) 4-byte
+// aligned (32-bit loads).
+
+// Q4_0: d (f16), 16 bytes; weight i < 16 is d*(lo nibble of byte i - 8),
+// weight i+16 the high nibble's.
+struct qf_q4_0 {
+  static constexpr uint32_t BYTES = 18, UNITS = 1;
+  QF_MEMBER void unit(const uint8_t* b, uint32_t, float* v) {
+#pragma clang fp contract(off)
+    const float d = qf_f16(qf_ld16(b));
+#pragma unroll
+    for (uint32_t i = 0; i < 8; ++i) {
+      const uint32_t w = qf_ld16(b + 2 + 2 * i);
+#pragma unroll
+      for (uint32_t k = 0; k < 2; ++k) {
+        const uint32_t q = (w >> (8 * k)) & 0xffu;
+        v[2 * i + k] = d * (float)((int32_t)(q & 15u) - 8);
+        v[2 * i + k + 16] = d * (float)((int32_t)(q >> 4) - 8);
+      }
+    }
+  }
+};
+
+// Q4_1: d, m (f16), nibbles as Q4_0; weight d*q + m.
+struct qf_q4_1 {
+  static constexpr uint32_t BYTES = 20, UNITS = 1;
+  QF_MEMBER void unit(const uint8_t* b, uint32_t, float* v) {
+#pragma clang fp contract(off)
+    const float d = qf_f16(qf_ld16(b)), m = qf_f16(qf_ld16(b + 2));
+#pragma unroll
+    for (uint32_t i = 0; i < 4; ++i) {
+      const uint32_t w = qf_ld32(b + 4 + 4 * i);
+#pragma unroll
+      for (uint32_t k = 0; k < 4; ++k) {
+        const uint32_t q = (w >> (8 * k)) & 0xffu;
+        v[4 * i + k] = qf_mul(d, (float)(q & 15u)) + m;
+        v[4 * i + k + 16] = qf_mul(d, (float)(q >> 4)) + m;
+      }
+    }
+  }
+};
+
+// Q8_0: d (f16), 32 int8; weight q*d.
+struct qf_q8_0 {
+  static constexpr uint32_t BYTES = 34, UNITS = 1;
+  QF_MEMBER void unit(const uint8_t* b, uint32_t, float* v) {
+#pragma clang fp contract(off)
+    const float d = qf_f16(qf_ld16(b));
+#pragma unroll
+    for (uint32_t i = 0; i < 16; ++i) {
+      const uint32_t w = qf_ld16(b + 2 + 2 * i);
+      v[2 * i] = (float)(qf_i8)(w & 0xffu) * d;
+      v[2 * i + 1] = (float)(qf_i8)(w >> 8) * d;
+    }
+  }
+};
+
+// The 6-bit scale and min of sub-block j of a Q4_K/Q5_K block's 12 packed
+// scale bytes s (ggml's get_scale_min_k4).
+DEVICE void qf_scale_min(const uint8_t* s, uint32_t j, uint32_t* sc, uint32_t* m) {
+  if (j < 4) {
+    *sc = s[j] & 63u;
+    *m = s[j + 4] & 63u;
+  } else {
+    *sc = (s[j + 4] & 0xfu) | ((s[j - 4] >> 6) << 4);
+    *m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+  }
+}
+
+// Q4_K: d, dmin (f16), 12 scale bytes, 128 bytes of nibbles; sub-block j
+// (32 weights) has scale sc_j, min m_j and takes the low (j even) or high
+// (j odd) nibbles of bytes [32(j/2), 32(j/2)+32); weight (d*sc)*q - dmin*m.
+struct qf_q4_k {
+  static constexpr uint32_t BYTES = 144, UNITS = 8;
+  QF_MEMBER void unit(const uint8_t* b, uint32_t j, float* v) {
+#pragma clang fp contract(off)
+    const float d = qf_f16(qf_ld16(b)), dmin = qf_f16(qf_ld16(b + 2));
+    uint32_t sc, m;
+    qf_scale_min(b + 4, j, &sc, &m);
+    const float d1 = d * (float)sc, m1 = qf_mul(dmin, (float)m);
+    const uint8_t* qs = b + 16 + 32 * (j / 2);
+    const uint32_t sh = (j & 1u) * 4u;
+#pragma unroll
+    for (uint32_t i = 0; i < 8; ++i) {
+      const uint32_t w = qf_ld32(qs + 4 * i) >> sh;
+#pragma unroll
+      for (uint32_t k = 0; k < 4; ++k) v[4 * i + k] = qf_mul(d1, (float)((w >> (8 * k)) & 15u)) - m1;
+    }
+  }
+};
+
+// Q5_K: as Q4_K with 32 bytes of high bits (qh) before the 128 nibble
+// bytes: bit j of qh[l] is the fifth bit of weight l of sub-block j.
+struct qf_q5_k {
+  static constexpr uint32_t BYTES = 176, UNITS = 8;
+  QF_MEMBER void unit(const uint8_t* b, uint32_t j, float* v) {
+#pragma clang fp contract(off)
+    const float d = qf_f16(qf_ld16(b)), dmin = qf_f16(qf_ld16(b + 2));
+    uint32_t sc, m;
+    qf_scale_min(b + 4, j, &sc, &m);
+    const float d1 = d * (float)sc, m1 = qf_mul(dmin, (float)m);
+    const uint8_t* qh = b + 16;
+    const uint8_t* qs = b + 48 + 32 * (j / 2);
+    const uint32_t sh = (j & 1u) * 4u;
+#pragma unroll
+    for (uint32_t i = 0; i < 8; ++i) {
+      const uint32_t w = qf_ld32(qs + 4 * i) >> sh, h = qf_ld32(qh + 4 * i) >> j;
+#pragma unroll
+      for (uint32_t k = 0; k < 4; ++k) {
+        const uint32_t q = ((w >> (8 * k)) & 15u) | (((h >> (8 * k)) & 1u) << 4);
+        v[4 * i + k] = qf_mul(d1, (float)q) - m1;
+      }
+    }
+  }
+};
+
+// Q6_K: 128 bytes of low nibbles (ql), 64 of high 2-bit pairs (qh), 16 int8
+// scales, d (f16). Sub-block j (32 weights) lies in half h = j/4 as part
+// k = j%4: weight l takes its low four bits from ql[64h + 32(k&1) + l] (the
+// low nibble for k < 2, the high one otherwise), its high two from bits 2k
+// of qh[32h + l], and the scale sc[8h + l/16 + 2k]; weight (d*sc)*(q-32).
+struct qf_q6_k {
+  static constexpr uint32_t BYTES = 210, UNITS = 8;
+  QF_MEMBER void unit(const uint8_t* b, uint32_t j, float* v) {
+#pragma clang fp contract(off)
+    const uint32_t h = j / 4, k = j % 4;
+    const float d = qf_f16(qf_ld16(b + 208));
+    const uint8_t* ql = b + 64 * h + 32 * (k & 1u);
+    const uint8_t* qh = b + 128 + 32 * h;
+    const uint32_t lsh = k < 2 ? 0u : 4u, hsh = 2u * k;
+    const float d0 = d * (float)(qf_i8)b[192 + 8 * h + 2 * k];
+    const float d1 = d * (float)(qf_i8)b[192 + 8 * h + 2 * k + 1];
+#pragma unroll
+    for (uint32_t i = 0; i < 16; ++i) {
+      const uint32_t lo = qf_ld16(ql + 2 * i) >> lsh, hi = qf_ld16(qh + 2 * i) >> hsh;
+#pragma unroll
+      for (uint32_t e = 0; e < 2; ++e) {
+        const int32_t q = (int32_t)(((lo >> (8 * e)) & 15u) | (((hi >> (8 * e)) & 3u) << 4)) - 32;
+        v[2 * i + e] = (i < 8 ? d0 : d1) * (float)q;
+      }
+    }
+  }
+};
+
+// qf_row_bytes: bytes of one row of n weights (n a multiple of the block).
+template <class Q>
+DEVICE uint64_t qf_row_bytes(uint32_t n) {
+  return (uint64_t)(n / (QF_UNIT * Q::UNITS)) * Q::BYTES;
+}
+template <class Q>
+DEVICE void qf_unit(const uint8_t* row, uint32_t u, float* v) {
+  Q::unit(row + (uint64_t)(u / Q::UNITS) * Q::BYTES, u % Q::UNITS, v);
+}
+
+struct __attribute__((aligned(16))) qf_f32x4 {
+  float v[4];
+};
+
+// qf_load4: four floats at p, one 16-byte load when vec (p 16-byte
+// aligned), else four (one FMA sequence for both keeps the code small).
+DEVICE qf_f32x4 qf_load4(const float* p, bool vec) {
+  if (vec) return *(const qf_f32x4*)p;
+  qf_f32x4 a;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) a.v[i] = p[i];
+  return a;
+}
+
+// qf_group_sum: the sum of v over this thread's aligned group of 32
+// threads, by butterfly (every thread gets the same value).
+DEVICE float qf_group_sum(float v) {
+  for (uint32_t m = 16; m >= 1; m >>= 1) v += lane_xor_f32(v, m);
+  return v;
+}
+
+DEVICE void qf_store(float* y, const float* bias, uint64_t i, uint32_t o, float acc, uint32_t accumulate) {
+  float v = acc;
+  if (bias) v += bias[o];
+  if (accumulate) v += y[i];
+  y[i] = v;
+}
+
+// =====================================================================
+// embed_Q: out[t] = dequant(table row tokens[t]) for t < n; a token >=
+// vocab gives a zero row. Block QF_EMBED_THREADS, grid n (block t fills
+// row t, a thread per 32 weights).
+// =====================================================================
+template <class Q>
+DEVICE void qembed(float* out, const uint8_t* table, const uint32_t* tokens, uint32_t n, uint32_t hidden,
+                   uint32_t vocab) {
+  const uint32_t t = block_idx_x();
+  if (t >= n || hidden % (QF_UNIT * Q::UNITS) != 0) return;
+  const uint32_t id = tokens[t];
+  float* o = out + (uint64_t)t * hidden;
+  const uint8_t* row = table + (uint64_t)id * qf_row_bytes<Q>(hidden);
+  for (uint32_t u = thread_idx_x(); u < hidden / QF_UNIT; u += QF_EMBED_THREADS) {
+    float v[QF_UNIT];
+    if (id < vocab) {
+      qf_unit<Q>(row, u, v);
+    } else {
+#pragma unroll
+      for (uint32_t i = 0; i < QF_UNIT; ++i) v[i] = 0.0f;
+    }
+#pragma unroll
+    for (uint32_t i = 0; i < QF_UNIT; ++i) o[(uint64_t)u * QF_UNIT + i] = v[i];
+  }
+}
+
+// =====================================================================
+// matmul_Q: y[r, o] (+)= x[r] . dequant(w row o) (+ bias[o]) for r < rows,
+// o < out; x [rows, in] f32, bias [out] f32 or null, f32 accumulation;
+// accumulate != 0 adds into y. Block QF_MM_THREADS (256). Grid, as
+// matmul_W's:
+//   rows <  64: ceil(out / 8) * ceil(rows / 8)    (matvec path)
+//   rows >= 64: ceil(out / 64) * ceil(rows / 64)  (tiled path)
+// Matvec path: block b takes outputs [8c, 8c+8) with c = b / ceil(rows/8)
+// and input rows [8s, 8s+8) with s = b % ceil(rows/8); each 32-lane group
+// streams one weight row once, lane i taking units i, i+32, ... (the
+// group's lanes read neighbouring blocks together), decodes each unit once
+// and applies it to up to 8 input rows. Tiled path: block b computes the
+// 64 x 64 tile of rows [64s, 64s+64) and outputs [64c, 64c+64),
+// s = b % ceil(rows/64), c = b / ceil(rows/64), one unit of in at a time:
+// 64 threads decode the tile's 64 weight units into shared memory while
+// the others stage x.
+// =====================================================================
+template <class Q>
+DEVICE void qmatvec(float* y, const float* x, const uint8_t* w, const float* bias, uint32_t rows, uint32_t in,
+                    uint32_t out, uint32_t accumulate) {
+  const uint32_t tiles = (rows + QF_MM_VEC_ROWS - 1) / QF_MM_VEC_ROWS;
+  const uint32_t b = block_idx_x();
+  const uint32_t c = b / tiles, s = b % tiles;
+  const uint32_t lane = thread_idx_x() & 31u;
+  const uint32_t o = c * QF_MM_GROUPS + thread_idx_x() / 32;
+  if (o >= out) return;  // whole 32-groups leave together: no block_sync below
+  const uint32_t r0 = s * QF_MM_VEC_ROWS;
+  const uint32_t nr = rows - r0 < QF_MM_VEC_ROWS ? rows - r0 : QF_MM_VEC_ROWS;
+  const uint32_t units = in / QF_UNIT;
+  const uint8_t* wr = w + (uint64_t)o * qf_row_bytes<Q>(in);
+  const float* xr = x + (uint64_t)r0 * in;
+  const bool vec = ((__UINTPTR_TYPE__)x & 15u) == 0;
+  float acc[QF_MM_VEC_ROWS];
+#pragma unroll
+  for (int r = 0; r < QF_MM_VEC_ROWS; ++r) acc[r] = 0.0f;
+  for (uint32_t u = lane; u < units; u += 32) {
+    float v[QF_UNIT];
+    qf_unit<Q>(wr, u, v);
+#pragma unroll
+    for (uint32_t r = 0; r < QF_MM_VEC_ROWS; ++r) {
+      if (r < nr) {
+        const float* xp = xr + (uint64_t)r * in + (uint64_t)u * QF_UNIT;
+        float d = acc[r];
+#pragma unroll
+        for (uint32_t i = 0; i < QF_UNIT / 4; ++i) {
+          const qf_f32x4 a = qf_load4(xp + 4 * i, vec);
+#pragma unroll
+          for (uint32_t e = 0; e < 4; ++e) d = __builtin_fmaf(v[4 * i + e], a.v[e], d);
+        }
+        acc[r] = d;
+      }
+    }
+  }
+#pragma unroll
+  for (uint32_t r = 0; r < QF_MM_VEC_ROWS; ++r) {
+    if (r >= nr) break;  // nr is the same for the whole block
+    const float v = qf_group_sum(acc[r]);
+    if (lane == 0) qf_store(y, bias, (uint64_t)(r0 + r) * out + o, o, v, accumulate);
+  }
+}
+
+template <class Q>
+DEVICE void qmatmul_tiled(float* y, const float* x, const uint8_t* w, const float* bias, uint32_t rows,
+                          uint32_t in, uint32_t out, uint32_t accumulate) {
+  // xs[k][r], ws[k][o]: one unit (32 values of in) for the tile's 64 rows
+  // and 64 outputs; +4 keeps the float4 reads aligned.
+  __shared__ float xs[QF_UNIT][QF_MM_TILE + 4];
+  __shared__ float ws[QF_UNIT][QF_MM_TILE + 4];
+  const uint32_t tiles = (rows + QF_MM_TILE - 1) / QF_MM_TILE;
+  const uint32_t b = block_idx_x();
+  const uint32_t c = b / tiles, s = b % tiles;
+  if (c >= (out + QF_MM_TILE - 1) / QF_MM_TILE) return;  // whole block
+  const uint32_t r0 = s * QF_MM_TILE, o0 = c * QF_MM_TILE;
+  const uint32_t t = thread_idx_x();
+  const uint32_t tr = (t / 16u) * 4u, tc = (t % 16u) * 4u;  // this thread's 4 x 4 of the tile
+  const uint64_t rb = qf_row_bytes<Q>(in);
+  float acc[4][4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) acc[i][j] = 0.0f;
+  for (uint32_t u = 0; u < in / QF_UNIT; ++u) {
+    if (t < QF_MM_TILE) {
+      float v[QF_UNIT];
+      if (o0 + t < out) {
+        qf_unit<Q>(w + (uint64_t)(o0 + t) * rb, u, v);
+      } else {
+#pragma unroll
+        for (uint32_t k = 0; k < QF_UNIT; ++k) v[k] = 0.0f;
+      }
+#pragma unroll
+      for (uint32_t k = 0; k < QF_UNIT; ++k) ws[k][t] = v[k];
+    }
+    // 2048 values of x, 8 per thread: 32 consecutive k per row (coalesced).
+#pragma unroll
+    for (uint32_t q = 0; q < 8; ++q) {
+      const uint32_t idx = t + QF_MM_THREADS * q, i = idx / QF_UNIT, k = idx % QF_UNIT;
+      const uint32_t r = r0 + i;
+      xs[k][i] = r < rows ? x[(uint64_t)r * in + (uint64_t)u * QF_UNIT + k] : 0.0f;
+    }
+    block_sync();
+#pragma unroll 8
+    for (uint32_t k = 0; k < QF_UNIT; ++k) {
+      const qf_f32x4 xv = *(const qf_f32x4*)&xs[k][tr];
+      const qf_f32x4 wv = *(const qf_f32x4*)&ws[k][tc];
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) acc[i][j] = __builtin_fmaf(xv.v[i], wv.v[j], acc[i][j]);
+    }
+    block_sync();
+  }
+#pragma unroll
+  for (uint32_t i = 0; i < 4; ++i) {
+    const uint32_t r = r0 + tr + i;
+    if (r >= rows) continue;
+#pragma unroll
+    for (uint32_t j = 0; j < 4; ++j) {
+      const uint32_t o = o0 + tc + j;
+      if (o < out) qf_store(y, bias, (uint64_t)r * out + o, o, acc[i][j], accumulate);
+    }
+  }
+}
+
+template <class Q>
+DEVICE void qmatmul(float* y, const float* x, const uint8_t* w, const float* bias, uint32_t rows, uint32_t in,
+                    uint32_t out, uint32_t accumulate) {
+  if (in % (QF_UNIT * Q::UNITS) != 0) return;
+  if (rows >= QF_MM_GEMM_ROWS)
+    qmatmul_tiled<Q>(y, x, w, bias, rows, in, out, accumulate);
+  else
+    qmatvec<Q>(y, x, w, bias, rows, in, out, accumulate);
+}
+
+// =====================================================================
+// scatter_cols_f32: dst[r*dst_stride + dst_off + c] = src[r*cols + c] for
+// r < rows, c < cols (an unfused projection's output into its columns of
+// the q|k|v or gate|up rows). Block QF_SCATTER_THREADS, grid rows.
+// =====================================================================
+KERNEL KBOUNDS(QF_SCATTER_THREADS) void scatter_cols_f32(float* dst, const float* src, uint32_t rows,
+                                                         uint32_t cols, uint32_t dst_stride, uint32_t dst_off) {
+  const uint32_t r = block_idx_x();
+  if (r >= rows) return;
+  const float* s = src + (uint64_t)r * cols;
+  float* d = dst + (uint64_t)r * dst_stride + dst_off;
+  for (uint32_t c = thread_idx_x(); c < cols; c += QF_SCATTER_THREADS) d[c] = s[c];
+}
+
+// ---- the per-type entry points ----
+#define QF_KERNELS(SUF, Q)                                                                                   \
+  KERNEL KBOUNDS(QF_EMBED_THREADS) void embed_##SUF(float* out, const uint8_t* table, const uint32_t* tokens, \
+                                                    uint32_t n, uint32_t hidden, uint32_t vocab) {           \
+    qembed<Q>(out, table, tokens, n, hidden, vocab);                                                         \
+  }                                                                                                          \
+  KERNEL KBOUNDS(QF_MM_THREADS) void matmul_##SUF(float* y, const float* x, const uint8_t* w,                \
+                                                  const float* bias, uint32_t rows, uint32_t in, uint32_t out, \
+                                                  uint32_t accumulate) {                                     \
+    qmatmul<Q>(y, x, w, bias, rows, in, out, accumulate);                                                    \
+  }
+
+QF_KERNELS(q4_0, qf_q4_0)
+QF_KERNELS(q4_1, qf_q4_1)
+QF_KERNELS(q8_0, qf_q8_0)
+QF_KERNELS(q4_k, qf_q4_k)
+QF_KERNELS(q5_k, qf_q5_k)
+QF_KERNELS(q6_k, qf_q6_k)
