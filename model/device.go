@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/hipgo/hipgo/model/internal/gpu"
-	"github.com/hipgo/hipgo/model/safetensors"
 	"github.com/hipgo/hipgo/runtime"
 )
 
@@ -94,12 +93,12 @@ func kvTokens(o options, ctxLen int) (int, error) {
 }
 
 // buildGPU loads the weights in their file dtype and uploads them to dev.
-func buildGPU(cfg *Config, set *safetensors.Set, o options, dev *runtime.Device, ctxLen int) (*gpuBackend, int64, error) {
+func buildGPU(cfg *Config, load func() (*gpu.Weights, error), o options, dev *runtime.Device, ctxLen int) (*gpuBackend, int64, error) {
 	n, err := kvTokens(o, ctxLen)
 	if err != nil {
 		return nil, 0, err
 	}
-	w, err := loadRawWeights(cfg, set, o.format, o.progress)
+	w, err := load()
 	if err != nil {
 		return nil, 0, err
 	}

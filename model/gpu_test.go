@@ -44,6 +44,7 @@ func TestPlumbingOfTheGPUTestsOnASimulatedCUDADevice(t *testing.T) {
 	require.NotContains(t, string(out), "--- SKIP", "every GPU test ran against the simulation")
 	require.Contains(t, string(out), "--- PASS: TestGPUForwardMatchesTheCPU")
 	require.Contains(t, string(out), "--- PASS: TestGPUBatchGivesEachSequenceItsAloneTokens")
+	require.Contains(t, string(out), "--- PASS: TestGPUQuantizedGGUFMatchesTheCPU")
 }
 
 func openGPU(t testing.TB) *runtime.Device {
@@ -170,8 +171,7 @@ func BenchmarkGPUDecode(b *testing.B) {
 	}{{"smollm135m", modeltest.SmolLM135M()}, {"demo", modeltest.DemoShaped()}} {
 		spec := c.spec
 		spec.NoTokenizer = true
-		// Room for 32 whole contexts, so batch 32 never finds the cache full.
-		m := loadSpec(b, spec, WithDevice(dev), WithKVCacheTokens(1<<16))
+		m := loadSpec(b, spec, WithDevice(dev))
 		for _, n := range []int{1, 32} {
 			b.Run(fmt.Sprintf("%s/batch=%d", c.name, n), func(b *testing.B) {
 				var batch *Batch

@@ -13,6 +13,7 @@ import (
 	"github.com/hipgo/hipgo/model/chat"
 	"github.com/hipgo/hipgo/model/gguf"
 	"github.com/hipgo/hipgo/model/internal/cpu"
+	"github.com/hipgo/hipgo/model/internal/gpu"
 	"github.com/hipgo/hipgo/model/safetensors"
 	"github.com/hipgo/hipgo/runtime"
 )
@@ -136,9 +137,7 @@ func Load(path string, opts ...Option) (*Model, error) {
 // precision the same way, BF16 stays bfloat16 and F32 is used as is.
 // WithWeightFormat(WeightsF32) widens everything to float32 instead.
 // Errors name the file and the metadata key (*ConfigError) or tensor
-// (*TensorError) at fault. GGUF models run on the CPU: the GPU backend has
-// no quantized kernels yet, so DeviceAuto says why in CPUReason and
-// DeviceGPU or WithDevice is an error.
+// (*TensorError) at fault.
 func LoadGGUF(path string, opts ...Option) (*Model, error) {
 	o := buildOptions(opts)
 	f, err := gguf.Open(path)
@@ -164,8 +163,7 @@ func LoadGGUF(path string, opts ...Option) (*Model, error) {
 			ct = checkpointChat{source: v.String(), file: path + ": tokenizer.chat_template"}
 		}
 	}
-	src := weightSource{cpu: func() (*weights, error) { return loadGGUFWeights(cfg, f, o.format, o.progress) }}
-	m, err := build(cfg, tok, o, src)
+	m, err := build(cfg, tok, o, ggufSource(cfg, f, o))
 	if err != nil {
 		return nil, err
 	}
@@ -224,24 +222,20 @@ func buildOptions(opts []Option) options {
 	return o
 }
 
-// weightSource loads a checkpoint's weights for the CPU backend and, where
-// the format has a GPU path, onto a device.
+// weightSource loads a checkpoint's weights for the CPU backend (cpu) or
+// in their file's format for upload to a device (gpu).
 type weightSource struct {
 	cpu func() (*weights, error)
-	gpu func(dev *runtime.Device, ctxLen int) (*gpuBackend, int64, error) // nil: no GPU path
+	gpu func() (*gpu.Weights, error)
 }
 
+// safetensorsSource reads weights from an open safetensors set.
 func safetensorsSource(cfg *Config, set *safetensors.Set, o options) weightSource {
 	return weightSource{
 		cpu: func() (*weights, error) { return loadWeights(cfg, set, o.format, o.progress) },
-		gpu: func(dev *runtime.Device, ctxLen int) (*gpuBackend, int64, error) {
-			return buildGPU(cfg, set, o, dev, ctxLen)
-		},
+		gpu: func() (*gpu.Weights, error) { return loadRawWeights(cfg, set, o.format, o.progress) },
 	}
 }
-
-// errNoGPUPath: the checkpoint's format has no GPU path (GGUF today).
-var errNoGPUPath = errors.New("model: GGUF weights run on the CPU only (the GPU backend has no quantized kernels yet)")
 
 // build assembles a model from a parsed config and its weights, on the
 // device the options choose.
@@ -285,10 +279,7 @@ func place(cfg *Config, tok textCodec, o options, src weightSource, where placem
 		m.eos[uint32(id)] = true
 	}
 	if where.dev != nil {
-		be, bytes, err := (*gpuBackend)(nil), int64(0), errNoGPUPath
-		if src.gpu != nil {
-			be, bytes, err = src.gpu(where.dev, ctxLen)
-		}
+		be, bytes, err := buildGPU(cfg, src.gpu, o, where.dev, ctxLen)
 		switch {
 		case err == nil:
 			if where.owned {

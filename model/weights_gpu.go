@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/hipgo/hipgo/model/internal/gpu"
 	"github.com/hipgo/hipgo/model/safetensors"
@@ -145,7 +146,7 @@ func (c *Config) gpuConfig() gpu.Config {
 func rawSize(w *gpu.Weights) int64 {
 	n := int64(len(w.Embed.Data) + len(w.Norm.Data) + len(w.LMHead.Data))
 	for _, l := range w.Layers {
-		for _, t := range []gpu.Tensor{l.AttnNorm, l.MLPNorm, l.QKV, l.O, l.GateUp, l.Down} {
+		for _, t := range slices.Concat([]gpu.Tensor{l.AttnNorm, l.MLPNorm, l.QKV, l.O, l.GateUp, l.Down}, l.QKVParts, l.GateUpParts) {
 			n += int64(len(t.Data))
 		}
 		n += 4 * int64(len(l.QKVBias)+len(l.OBias)+len(l.GateUpBias)+len(l.DownBias))

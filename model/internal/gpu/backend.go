@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -37,7 +38,8 @@ type Backend struct {
 	cfg     Config
 	dev     *runtime.Device
 	s       *runtime.Stream
-	mod     *runtime.Module
+	mod     *runtime.Module // forward
+	qmod    *runtime.Module // qforward: loaded when a weight is quantized or a layer unfused
 	kernels map[string]*runtime.Kernel
 	sampler *sampling.Sampler
 
@@ -62,6 +64,7 @@ type matrix struct {
 
 type deviceLayer struct {
 	attnNorm, mlpNorm, qkv, o, gateUp, down matrix
+	qkvParts, gateUpParts                   []matrix        // nil: fused (Layer.QKVParts)
 	qkvBias, oBias, gateUpBias, downBias    *runtime.Buffer // nil: none
 }
 
@@ -90,6 +93,11 @@ func New(ctx context.Context, dev *runtime.Device, cfg Config, w *Weights, opts 
 	}()
 	if b.mod, err = dev.LoadModule("forward"); err != nil {
 		return nil, err
+	}
+	if w.needsQForward() {
+		if b.qmod, err = dev.LoadModule("qforward"); err != nil {
+			return nil, err
+		}
 	}
 	if b.s, err = dev.NewStream(); err != nil {
 		return nil, err
@@ -133,8 +141,11 @@ func (b *Backend) kernelNames() []string {
 		"rope_f32":                            true, "kv_store_f32": true, "attention_f32": true, "silu_mul_f32": true, "copy_rows_f32": true,
 	}
 	for _, l := range b.w.layers {
-		for _, m := range []matrix{l.qkv, l.o, l.gateUp, l.down} {
+		for _, m := range append([]matrix{l.o, l.down}, l.projections()...) {
 			names["matmul_"+m.dtype.Suffix()] = true
+		}
+		if l.qkvParts != nil || l.gateUpParts != nil {
+			names["scatter_cols_f32"] = true
 		}
 		for _, m := range []matrix{l.attnNorm, l.mlpNorm} {
 			names["rmsnorm_"+m.dtype.Suffix()] = true
@@ -147,11 +158,59 @@ func (b *Backend) kernelNames() []string {
 	return out
 }
 
+// projections are the layer's q|k|v and gate|up matrices, fused or not.
+func (l *deviceLayer) projections() []matrix {
+	var out []matrix
+	if l.qkvParts != nil {
+		out = append(out, l.qkvParts...)
+	} else {
+		out = append(out, l.qkv)
+	}
+	if l.gateUpParts != nil {
+		return append(out, l.gateUpParts...)
+	}
+	return append(out, l.gateUp)
+}
+
+// needsQForward: some weight is quantized or some layer unfused.
+func (w *Weights) needsQForward() bool {
+	if w.Embed.DType.Quantized() || (!w.Tied && w.LMHead.DType.Quantized()) {
+		return true
+	}
+	for _, l := range w.Layers {
+		if l.QKVParts != nil || l.GateUpParts != nil || l.QKV.DType.Quantized() || l.O.DType.Quantized() ||
+			l.GateUp.DType.Quantized() || l.Down.DType.Quantized() {
+			return true
+		}
+	}
+	return false
+}
+
+// inQForward reports the kernels module qforward holds.
+func inQForward(name string) bool {
+	if name == "scatter_cols_f32" {
+		return true
+	}
+	for t := Q4_0; t.Quantized(); t++ {
+		if strings.HasSuffix(name, "_"+t.Suffix()) {
+			return true
+		}
+	}
+	return false
+}
+
 func (b *Backend) kernel(name string) (*runtime.Kernel, error) {
 	if k := b.kernels[name]; k != nil {
 		return k, nil
 	}
-	k, err := b.mod.Kernel(name)
+	mod := b.mod
+	if inQForward(name) {
+		if b.qmod == nil {
+			return nil, fmt.Errorf("gpu: kernel %s: module qforward not loaded", name)
+		}
+		mod = b.qmod
+	}
+	k, err := mod.Kernel(name)
 	if err != nil {
 		return nil, err
 	}
@@ -180,6 +239,9 @@ func (b *Backend) uploadBytes(data []byte) (*runtime.Buffer, error) {
 }
 
 func (b *Backend) uploadTensor(name string, t Tensor) (matrix, error) {
+	if len(t.Data) == 0 {
+		return matrix{dtype: t.DType}, nil // a fused matrix that comes as parts
+	}
 	buf, err := b.uploadBytes(t.Data)
 	if err != nil {
 		return matrix{}, fmt.Errorf("gpu: upload %s (%d bytes): %w", name, len(t.Data), err)
@@ -229,6 +291,19 @@ func (b *Backend) upload(ctx context.Context, w *Weights) error {
 			{&d.o, l.O, "o"}, {&d.gateUp, l.GateUp, "gate|up"}, {&d.down, l.Down, "down"}} {
 			if *m.dst, err = b.uploadTensor(p+m.n, m.t); err != nil {
 				return err
+			}
+		}
+		for _, ps := range []struct {
+			dst   *[]matrix
+			ts    []Tensor
+			names []string
+		}{{&d.qkvParts, l.QKVParts, []string{"q", "k", "v"}}, {&d.gateUpParts, l.GateUpParts, []string{"gate", "up"}}} {
+			for j, t := range ps.ts {
+				m, err := b.uploadTensor(p+ps.names[j], t)
+				if err != nil {
+					return err
+				}
+				*ps.dst = append(*ps.dst, m)
 			}
 		}
 		for _, v := range []struct {
@@ -330,3 +405,7 @@ func (s *Sequence) Release() {
 	b.free = append(b.free, s.blocks...)
 	s.blocks = nil
 }
+
+// Unfused reports whether some layer runs q|k|v or gate|up as separate
+// matrices (parts of different types).
+func (b *Backend) Unfused() bool { return b.unfused() }

@@ -44,6 +44,8 @@ const (
 	maxEWGrid  = 65535 // the elementwise kernels stride over the grid
 )
 
+// embed gathers token rows; a quantized table runs embed_q4_0 etc., whose
+// grid is embed_W's.
 func (b *Backend) embed(out runtime.DevicePtr, tokens runtime.DevicePtr, n int) error {
 	c := b.cfg
 	return b.launch("embed_"+b.w.embed.dtype.Suffix(), g1(n), out, b.w.embed.buf, tokens, u32(n), u32(c.Hidden), u32(c.Vocab))
@@ -64,15 +66,59 @@ func matmulGrid(rows, out int) int {
 }
 
 func (b *Backend) matmul(y, x runtime.DevicePtr, w matrix, bias *runtime.Buffer, rows, in, out int, accumulate bool) error {
-	var bp any = runtime.DevicePtr(0)
+	var bp runtime.DevicePtr
 	if bias != nil {
-		bp = bias
+		bp = bias.Ptr()
 	}
+	return b.matmulPtr(y, x, w, bp, rows, in, out, accumulate)
+}
+
+// matmulPtr is matmul with the bias as a device pointer (0: none). The
+// quantized kernels (matmul_q4_0, ...) share matmul_W's grid rule.
+func (b *Backend) matmulPtr(y, x runtime.DevicePtr, w matrix, bias runtime.DevicePtr, rows, in, out int, accumulate bool) error {
 	acc := uint32(0)
 	if accumulate {
 		acc = 1
 	}
-	return b.launch("matmul_"+w.dtype.Suffix(), g1(matmulGrid(rows, out)), y, x, w.buf, bp, u32(rows), u32(in), u32(out), acc)
+	return b.launch("matmul_"+w.dtype.Suffix(), g1(matmulGrid(rows, out)), y, x, w.buf, bias, u32(rows), u32(in), u32(out), acc)
+}
+
+// projection computes a fused projection y [rows, sum(partRows)] = x . w^T
+// (+ bias): one launch of the fused matrix, or, when the layer keeps the
+// parts unfused (types that differ), one launch per part, each written
+// into its columns of y: directly for a single row (its columns are
+// contiguous), else through b.sc.part and scatter_cols_f32.
+func (b *Backend) projection(y, x runtime.DevicePtr, w matrix, parts []matrix, partRows []int, bias *runtime.Buffer, rows, in int) error {
+	total := 0
+	for _, r := range partRows {
+		total += r
+	}
+	if parts == nil {
+		return b.matmul(y, x, w, bias, rows, in, total, false)
+	}
+	off := 0
+	for i, p := range parts {
+		var bp runtime.DevicePtr
+		if bias != nil {
+			bp = bias.At(4 * off)
+		}
+		n := partRows[i]
+		if rows == 1 {
+			if err := b.matmulPtr(y+runtime.DevicePtr(4*off), x, p, bp, 1, in, n, false); err != nil {
+				return err
+			}
+		} else {
+			tmp := b.sc.part.Ptr()
+			if err := b.matmulPtr(tmp, x, p, bp, rows, in, n, false); err != nil {
+				return err
+			}
+			if err := b.launch("scatter_cols_f32", g1(rows), y, tmp, u32(rows), u32(n), u32(total), u32(off)); err != nil {
+				return err
+			}
+		}
+		off += n
+	}
+	return nil
 }
 
 func (b *Backend) rope(x, pos runtime.DevicePtr, tokens, heads, stride int) error {

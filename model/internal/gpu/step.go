@@ -37,6 +37,7 @@ func (e *CacheFullError) Unwrap() error { return ErrCacheFull }
 // stream is idle.
 type scratch struct {
 	x, xb, qkv, att, gu, act *runtime.Buffer // one chunk's activations
+	part                     *runtime.Buffer // one unfused projection part's output (Layer.QKVParts)
 	last, logits             *runtime.Buffer // the rows that reach the LM head
 	meta                     *runtime.Buffer // the call's u32 metadata
 	tokens                   *runtime.Buffer
@@ -221,6 +222,11 @@ func (b *Backend) run(ctx context.Context, p *plan) error {
 			return err
 		}
 	}
+	if b.unfused() {
+		if err := b.ensure(&b.sc.part, 4*C*max(qD, I)); err != nil {
+			return err
+		}
+	}
 	if err := runtime.Upload(b.sc.meta, p.meta); err != nil {
 		return err
 	}
@@ -240,14 +246,14 @@ func (b *Backend) run(ctx context.Context, p *plan) error {
 			w := &b.w.layers[l]
 			steps := []func() error{
 				func() error { return b.rmsnorm(xb, x, w.attnNorm, n) },
-				func() error { return b.matmul(qkv, xb, w.qkv, w.qkvBias, n, D, qkvD, false) },
+				func() error { return b.projection(qkv, xb, w.qkv, w.qkvParts, c.qkvRows(), w.qkvBias, n, D) },
 				func() error { return b.rope(qkv, pos, n, c.Heads, qkvD) },
 				func() error { return b.rope(qkv+runtime.DevicePtr(4*qD), pos, n, c.KVHeads, qkvD) },
 				func() error { return b.kvStore(l, qkv, slot, n) },
 				func() error { return b.attention(l, att, qkv, seq, pos, meta(p.tables), p.maxBlocks, n, scale) },
 				func() error { return b.matmul(x, att, w.o, w.oBias, n, qD, D, true) },
 				func() error { return b.rmsnorm(xb, x, w.mlpNorm, n) },
-				func() error { return b.matmul(gu, xb, w.gateUp, w.gateUpBias, n, D, 2*I, false) },
+				func() error { return b.projection(gu, xb, w.gateUp, w.gateUpParts, c.gateUpRows(), w.gateUpBias, n, D) },
 				func() error { return b.siluMul(act, gu, n) },
 				func() error { return b.matmul(x, act, w.down, w.downBias, n, I, D, true) },
 			}
@@ -268,6 +274,16 @@ func (b *Backend) run(ctx context.Context, p *plan) error {
 		return err
 	}
 	return b.matmul(b.sc.logits.Ptr(), last, b.w.lmHead, nil, p.rows, D, V, false)
+}
+
+// unfused: some layer keeps q|k|v or gate|up as parts.
+func (b *Backend) unfused() bool {
+	for i := range b.w.layers {
+		if b.w.layers[i].qkvParts != nil || b.w.layers[i].gateUpParts != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // finish waits for the call's work.

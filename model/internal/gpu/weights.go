@@ -1,36 +1,83 @@
 package gpu
 
 import (
+	"errors"
 	"fmt"
 	"unsafe"
+
+	"github.com/hipgo/hipgo/model/internal/quant"
 )
 
-// DType is a weight's element type on the device (its file's dtype).
+// DType is a weight's element type on the device (its file's dtype): a
+// float type, or a GGUF block format kept as its blocks (the quantized
+// kernels of module qforward decode it inside the products).
 type DType uint8
 
 const (
 	F32 DType = iota
 	F16
 	BF16
+	Q4_0
+	Q4_1
+	Q8_0
+	Q4_K
+	Q5_K
+	Q6_K
 )
 
-// Size is the element size in bytes.
-func (t DType) Size() int {
-	if t == F32 {
-		return 4
-	}
-	return 2
+// ErrDType reports a weight type the backend has no kernel for.
+var ErrDType = errors.New("gpu: no kernel for the weight type")
+
+var dtypes = [...]struct {
+	suffix string
+	q      quant.Type
+}{
+	F32: {"f32", quant.F32}, F16: {"f16", quant.F16}, BF16: {"bf16", quant.BF16},
+	Q4_0: {"q4_0", quant.Q4_0}, Q4_1: {"q4_1", quant.Q4_1}, Q8_0: {"q8_0", quant.Q8_0},
+	Q4_K: {"q4_k", quant.Q4_K}, Q5_K: {"q5_k", quant.Q5_K}, Q6_K: {"q6_k", quant.Q6_K},
 }
 
-// Suffix names the kernel variant that reads this dtype ("matmul_bf16").
-func (t DType) Suffix() string {
-	switch t {
-	case F16:
-		return "f16"
-	case BF16:
-		return "bf16"
+// QuantDType is the device type of a GGUF block format, or ErrDType.
+func QuantDType(t quant.Type) (DType, error) {
+	for i, d := range dtypes {
+		if d.q == t {
+			return DType(i), nil
+		}
 	}
-	return "f32"
+	return 0, fmt.Errorf("%w: %v", ErrDType, t)
+}
+
+// Size is the element size in bytes of a float type (0 for a block format:
+// use RowBytes).
+func (t DType) Size() int {
+	switch t {
+	case F32:
+		return 4
+	case F16, BF16:
+		return 2
+	}
+	return 0
+}
+
+// Quantized reports a block format (its kernels live in module qforward).
+func (t DType) Quantized() bool { return t >= Q4_0 && int(t) < len(dtypes) }
+
+// RowBytes is the size of a row of n weights; it fails for an unknown type
+// or an n that is not a whole number of the type's blocks.
+func (t DType) RowBytes(n int) (int, error) {
+	if int(t) >= len(dtypes) {
+		return 0, fmt.Errorf("%w: %d", ErrDType, t)
+	}
+	return quant.RowBytes(dtypes[t].q, n)
+}
+
+// Suffix names the kernel variant that reads this dtype ("matmul_bf16",
+// "matmul_q4_k").
+func (t DType) Suffix() string {
+	if int(t) < len(dtypes) {
+		return dtypes[t].suffix
+	}
+	return fmt.Sprintf("dtype%d", t)
 }
 
 func (t DType) String() string { return t.Suffix() }
@@ -50,18 +97,36 @@ func F32Tensor(v []float32) Tensor {
 	return Tensor{DType: F32, Data: unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), 4*len(v))}
 }
 
-func (t Tensor) elems() int { return len(t.Data) / t.DType.Size() }
+// holds checks that t is exactly rows rows of cols weights.
+func (t Tensor) holds(rows, cols int) error {
+	rb, err := t.DType.RowBytes(cols)
+	if err != nil {
+		return err
+	}
+	if len(t.Data) != rows*rb {
+		return fmt.Errorf("%d bytes of %s, want %d rows of %d (%d bytes)", len(t.Data), t.DType, rows, cols, rows*rb)
+	}
+	return nil
+}
 
 // Layer is one decoder layer's weights. Matrices are [out, in] (Hugging Face
 // layout); QKV is q|k|v stacked by rows, GateUp gate|up. Biases are nil when
-// the model has none.
+// the model has none (a fused bias stays fused either way).
+//
+// When q, k and v (gate and up) differ in type, which a fused matrix cannot
+// hold (GGUF's Q4_K_M keeps attn_v in Q6_K, attn_q/attn_k in Q4_K), they
+// come unfused in QKVParts (GateUpParts), in that order, and QKV (GateUp)
+// is empty: each part is its own launch, written into its columns of the
+// fused activations.
 type Layer struct {
 	AttnNorm, MLPNorm Tensor
 	QKV               Tensor
+	QKVParts          []Tensor
 	QKVBias           []float32
 	O                 Tensor
 	OBias             []float32
 	GateUp            Tensor
+	GateUpParts       []Tensor
 	GateUpBias        []float32
 	Down              Tensor
 	DownBias          []float32
@@ -96,29 +161,57 @@ func (c Config) qDim() int   { return c.Heads * c.HeadDim }
 func (c Config) kvDim() int  { return c.KVHeads * c.HeadDim }
 func (c Config) qkvDim() int { return c.qDim() + 2*c.kvDim() }
 
+// qkvRows and gateUpRows are the rows of the parts of the fused matrices.
+func (c Config) qkvRows() []int    { return []int{c.qDim(), c.kvDim(), c.kvDim()} }
+func (c Config) gateUpRows() []int { return []int{c.Intermediate, c.Intermediate} }
+
 // check validates every tensor's element count against the shape, so a
 // mistake upstream is an error here rather than a kernel reading past a
 // buffer.
 func (w *Weights) check(c Config) error {
 	D, I, V := c.Hidden, c.Intermediate, c.Vocab
 	type want struct {
-		name string
-		t    Tensor
-		n    int
+		name       string
+		t          Tensor
+		rows, cols int
+		vector     bool // a norm weight: a float type
 	}
-	ws := []want{{"embed", w.Embed, V * D}, {"norm", w.Norm, D}}
+	ws := []want{{"embed", w.Embed, V, D, false}, {"norm", w.Norm, 1, D, true}}
 	if !w.Tied {
-		ws = append(ws, want{"lm_head", w.LMHead, V * D})
+		ws = append(ws, want{"lm_head", w.LMHead, V, D, false})
 	}
 	if len(w.Layers) != c.Layers {
 		return fmt.Errorf("gpu: %d layers of weights for a %d-layer config", len(w.Layers), c.Layers)
 	}
+	// fused adds a fused matrix, or its parts when it comes unfused.
+	fused := func(name string, t Tensor, parts []Tensor, partNames []string, rows []int) error {
+		if parts == nil {
+			n := 0
+			for _, r := range rows {
+				n += r
+			}
+			ws = append(ws, want{name, t, n, D, false})
+			return nil
+		}
+		if len(parts) != len(rows) || len(t.Data) != 0 {
+			return fmt.Errorf("gpu: %s: %d parts (and %d fused bytes), want %d parts and no fused matrix", name, len(parts), len(t.Data), len(rows))
+		}
+		for i, p := range parts {
+			ws = append(ws, want{partNames[i], p, rows[i], D, false})
+		}
+		return nil
+	}
 	for i, l := range w.Layers {
 		p := fmt.Sprintf("layer %d ", i)
 		ws = append(ws,
-			want{p + "attn norm", l.AttnNorm, D}, want{p + "mlp norm", l.MLPNorm, D},
-			want{p + "qkv", l.QKV, c.qkvDim() * D}, want{p + "o", l.O, D * c.qDim()},
-			want{p + "gate|up", l.GateUp, 2 * I * D}, want{p + "down", l.Down, D * I})
+			want{p + "attn norm", l.AttnNorm, 1, D, true}, want{p + "mlp norm", l.MLPNorm, 1, D, true},
+			want{p + "o", l.O, D, c.qDim(), false}, want{p + "down", l.Down, D, I, false})
+		if err := fused(p+"qkv", l.QKV, l.QKVParts, []string{p + "q", p + "k", p + "v"}, c.qkvRows()); err != nil {
+			return err
+		}
+		if err := fused(p+"gate|up", l.GateUp, l.GateUpParts, []string{p + "gate", p + "up"}, c.gateUpRows()); err != nil {
+			return err
+		}
 		for _, b := range []struct {
 			name string
 			v    []float32
@@ -130,8 +223,11 @@ func (w *Weights) check(c Config) error {
 		}
 	}
 	for _, x := range ws {
-		if len(x.t.Data)%x.t.DType.Size() != 0 || x.t.elems() != x.n {
-			return fmt.Errorf("gpu: %s has %d bytes of %s, want %d elements", x.name, len(x.t.Data), x.t.DType, x.n)
+		if x.vector && x.t.DType.Quantized() {
+			return fmt.Errorf("gpu: %s is %s: %w (norm weights are f32, f16 or bf16)", x.name, x.t.DType, ErrDType)
+		}
+		if err := x.t.holds(x.rows, x.cols); err != nil {
+			return fmt.Errorf("gpu: %s: %w", x.name, err)
 		}
 	}
 	if len(c.InvFreq) != c.HeadDim/2 {

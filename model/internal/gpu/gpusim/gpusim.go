@@ -1,5 +1,6 @@
 // Package gpusim is test support for the GPU backend: the forward kernels of
-// the ABI (kernels/src/forward.cu) and the sampler kernels as Go functions
+// the ABI (kernels/src/forward.cu, and the quantized ones of
+// kernels/src/qforward.cu) and the sampler kernels as Go functions
 // on internal/simgpu's simulated device, doing the math with the CPU
 // backend's own operations (model/internal/cpu) over the device's bytes.
 //
@@ -137,7 +138,7 @@ func forwardKernels() []simgpu.KernelDef {
 			simgpu.KernelDef{Name: "rmsnorm_" + dt.suffix(), ParamSizes: []int{8, 8, 8, 4, 4, 4}, Run: rmsnorm(dt)},
 			simgpu.KernelDef{Name: "matmul_" + dt.suffix(), ParamSizes: []int{8, 8, 8, 8, 4, 4, 4, 4}, Run: matmul(dt)})
 	}
-	return ks
+	return append(ks, quantKernels()...)
 }
 
 type wtype int
