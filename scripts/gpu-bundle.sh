@@ -55,12 +55,23 @@ if [ "$target" = cuda ]; then
   go test -c -ldflags="-s -w" -o "$out/rocmshim/shimbuild.test" ./tools/rocmshim/shimbuild
 fi
 cp scripts/gpu-suite.sh "$out/run.sh"
+# The real SmolLM2 Q4_1 GGUF (98362432 bytes) for the qforward section, in
+# GGUF_PARTS parts (default 4, 24590304 bytes each) under .gguf/ (ignored):
+# with the checkout (about 30 MB) one part fits a call's 64 MiB carry, so
+# carry one per call while the machine stays warm (files a call carried stay
+# there), then .gpu-carry; the suite joins .gguf/*.part* and checks the hash.
+gguf=.cache/models/smollm2-135m-instruct-q4_1.gguf
+if [ -f "$gguf" ]; then
+  rm -rf .gguf && mkdir -p .gguf
+  split -n "${GGUF_PARTS:-4}" -d -a 1 "$gguf" .gguf/smollm2-135m-instruct-q4_1.gguf.part
+fi
 # The demo model's corpus, for the train section (needs Debian's bible-kjv).
 if command -v bible >/dev/null; then
   mkdir -p "$out/corpus"
   tools/traindemo/prepare_corpus.sh "$out/corpus/kjv.txt" >/dev/null
 fi
 echo "gpu-bundle: $(ls "$out/bin" | tr '\n' ' ')"
+[ -d .gguf ] && ls -l .gguf
 du -sh "$out"
 # What travels: one compressed archive and a runner that unpacks it (a call
 # carries at most 64 MiB with the checkout, which is about 30 MB itself).

@@ -31,6 +31,15 @@
 #   forward   the forward kernels' PTX against PyTorch (max relative error per
 #             kernel) and matmul at SmolLM2-135M / Llama-3-8B decode shapes
 #             against the weight-read floor and torch (tools/gpubench/forward_kernels.py)
+#   qforward  the quantized kernels' PTX (kernels/src/qforward.cu: Q4_0 Q4_1 Q8_0
+#             Q4_K Q5_K Q6_K) against numpy-dequantized weights and PyTorch float64
+#             products, and matmul_Q at SmolLM2-135M / Llama-3-8B decode shapes
+#             against the copy floor (tools/gpubench/qforward_kernels.py); then
+#             examples/generate -chat on the real SmolLM2-135M-Instruct Q4_1 GGUF
+#             (98362432 bytes, sha256 b179c952...): -device gpu against -device
+#             cpu, greedy, the same reply expected. The GGUF is $HIPGO_GGUF, or
+#             .gguf/*.part* joined (gpu-bundle.sh splits it in four: carry one
+#             part per call, each under the 64 MiB carry, before this one)
 #   train     train the demo model (tools/traindemo), last and alone on the GPU
 #   hf        model forward pass and decode speed against transformers (CPU)
 #   tok       the Go tokenizer against HF tokenizers (after train: the demo tokenizer too)
@@ -239,6 +248,44 @@ if has forward; then
   grep -E '"ok": false|"failed"|Error|error' "$LOGS/forward.jsonl" | head -20
   grep -cE '"ok": true' "$LOGS/forward.jsonl" | xargs -I{} echo "forward checks passed: {}"
   grep -E '"(copy_TBps|case)"' "$LOGS/forward.jsonl"
+fi
+
+if has qforward; then
+  python3 tools/gpubench/qforward_kernels.py kernels/build/qforward/sm_90.ptx >"$LOGS/qforward.jsonl" 2>&1 \
+    || { status=1; note "qforward kernels: FAILED"; }
+  grep -E '"ok": false|"failed"|Error|error' "$LOGS/qforward.jsonl" | head -20
+  note "qforward checks passed: $(grep -cE '"ok": true' "$LOGS/qforward.jsonl") of $(grep -cE '"check"' "$LOGS/qforward.jsonl")"
+  grep -E '"(copy_TBps|case)"' "$LOGS/qforward.jsonl"
+  gguf=${HIPGO_GGUF:-}
+  if [ -z "$gguf" ] && compgen -G ".gguf/*.part*" >/dev/null; then
+    gguf=/tmp/smollm2-135m-instruct-q4_1.gguf
+    cat .gguf/*.part* >"$gguf"
+  fi
+  want_sha=b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53
+  if [ -z "$gguf" ] || [ ! -f "$gguf" ]; then
+    status=1; note "qforward generate: no GGUF (set HIPGO_GGUF or carry .gguf/ parts; $(ls .gguf 2>/dev/null | tr '\n' ' '))"
+  elif [ "$(sha256sum "$gguf" | cut -d' ' -f1)" != "$want_sha" ]; then
+    status=1; note "qforward generate: $gguf ($(stat -c %s "$gguf") bytes) is not the SmolLM2 Q4_1 GGUF (a part missing?)"
+  else
+    : >"$LOGS/qgenerate.log"
+    for dev in gpu cpu; do
+      echo "### -model $gguf -device $dev -chat -temp 0" >>"$LOGS/qgenerate.log"
+      if $bin/generate -model "$gguf" -device $dev -chat -temp 0 -n 64 -prompt "What is the capital of France?" \
+        >"/tmp/qgenerate-$dev.txt" 2>>"$LOGS/qgenerate.log"; then
+        cat "/tmp/qgenerate-$dev.txt" >>"$LOGS/qgenerate.log"
+      else
+        status=1; note "qforward generate -device $dev: FAILED"
+      fi
+    done
+    cat "$LOGS/qgenerate.log"
+    note "qforward generate on the GPU: $(head -c 200 /tmp/qgenerate-gpu.txt | tr '\n' ' ')"
+    if cmp -s /tmp/qgenerate-gpu.txt /tmp/qgenerate-cpu.txt; then
+      note "qforward generate: GGUF chat reply on the GPU identical to the CPU's"
+    else
+      status=1; note "qforward generate: GGUF chat reply on the GPU DIFFERS from the CPU's"
+    fi
+    while read -r l; do note "qforward generate: $l"; done < <(grep -E '^(running on|loaded|prompt:)' "$LOGS/qgenerate.log")
+  fi
 fi
 
 if has samplers; then
