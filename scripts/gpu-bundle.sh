@@ -77,7 +77,18 @@ du -sh "$out"
 # carries at most 64 MiB with the checkout, which is about 30 MB itself).
 carry=.gpu-carry
 rm -rf "$carry" && mkdir -p "$carry"
-tar czf "$carry/bundle.tar.gz" --exclude=./.gpu/corpus .gpu
+# GPU_BUNDLE_ONLY="a b ..." packs only those files of .gpu/bin (and the
+# shim when it names rocmshim), for a call whose sections need only them:
+# the checkout plus the whole bundle no longer fit in one call.
+if [ -n "${GPU_BUNDLE_ONLY:-}" ]; then
+  files=(.gpu/run.sh .gpu/bin/PKGS)
+  for f in $GPU_BUNDLE_ONLY; do
+    if [ "$f" = rocmshim ]; then files+=(.gpu/rocmshim); else files+=(".gpu/bin/$f"); fi
+  done
+  tar czf "$carry/bundle.tar.gz" "${files[@]}"
+else
+  tar czf "$carry/bundle.tar.gz" --exclude=./.gpu/corpus .gpu
+fi
 if [ -d "$out/corpus" ]; then tar czf "$carry/corpus.tar.gz" .gpu/corpus; fi
 cat >"$carry/run.sh" <<'RUN'
 #!/usr/bin/env bash

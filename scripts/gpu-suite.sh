@@ -222,9 +222,9 @@ for _ in range(5):
     runs.append((time.perf_counter() - t) / 20000 * 1e6)
 print("torch " + json.dumps({"op": "argmax().item()", "us": statistics.median(runs), "runs": runs}))
 PY
-  for i in 1 2 3 4 5; do
+  for i in $(seq "${LATENCY_FAULT_RUNS:-11}"); do
     for c in oob-write oob-write-driver-sync oob-write-driver-event; do
-      HIPGO_FAULTPROBE_CHILD=$c $bin/faultprobe 2>>"$LOGS/latency.err" | sed -n "s/^FAULTPROBE_RESULT /$c /p" >>"$LOGS/latency.log"
+      HIPGO_BACKEND=cuda HIPGO_FAULTPROBE_CHILD=$c $bin/faultprobe 2>>"$LOGS/latency.err" | sed -n "s/^FAULTPROBE_RESULT /$c /p" >>"$LOGS/latency.log"
     done
   done
   python3 tools/gpubench/latency_table.py "$LOGS/latency.log" | tee "$LOGS/latency.md"
