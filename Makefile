@@ -12,9 +12,9 @@ export HIPGO_TEST_CHAT_TEMPLATES := $(CURDIR)/.cache/chat_templates
 # The real GGUF checkpoint scripts/deps.sh fetches, for the GGUF golden tests.
 export HIPGO_TEST_SMOLLM2_GGUF := $(CURDIR)/.cache/models/smollm2-135m-instruct-q4_1.gguf
 
-.PHONY: test deps vet build kernels kernels-check rocm-evidence test-nocgo test-race gpu-bundle
+.PHONY: test deps vet build kernels kernels-check rocm-evidence test-nocgo test-race mlx-skips gpu-bundle
 
-test: deps vet kernels-check rocm-evidence test-nocgo test-race build
+test: deps vet kernels-check rocm-evidence test-nocgo test-race mlx-skips build
 
 deps:
 	scripts/deps.sh
@@ -38,6 +38,13 @@ test-nocgo:
 # The race detector needs cgo, so this pass exercises purego's cgo path.
 test-race:
 	$(GO) test -count=1 -race ./...
+
+# No package registry carries mlx-c, so CI has no libmlxc and the TestMLX*
+# tests skip (they ran above): say how many, and why.
+mlx-skips:
+	@n=$$(CGO_ENABLED=0 $(GO) test -count=1 -v -run '^TestMLX' ./... 2>&1 | grep -c -- '--- SKIP' || true); \
+	if [ -n "$$HIPGO_MLX_LIBRARY" ]; then echo "mlx: TestMLX* ran against $$HIPGO_MLX_LIBRARY ($$n skipped)"; \
+	else echo "mlx: $$n TestMLX* tests skipped: no libmlxc (no package registry carries mlx-c; docs/mlx.md builds one, HIPGO_MLX_LIBRARY points at it)"; fi
 
 # The darwin test binaries are linked too (vet above type-checks them; this
 # also links them, as a Mac's `go test` would): nothing here can run them,

@@ -47,3 +47,21 @@ func LookPath(t testing.TB, name string) string {
 	NeedHost(t, err)
 	return p
 }
+
+// MLXRequired reports whether a missing libmlxc must fail tests.
+func MLXRequired() bool { return os.Getenv("HIPGO_REQUIRE_MLX") == "1" }
+
+// NeedMLX skips the test with why, or fails it when HIPGO_REQUIRE_MLX=1.
+// Call it when err says libmlxc could not be loaded. No package registry
+// carries mlx-c, so CI has no libmlxc: there these tests skip, and make test
+// prints how many.
+func NeedMLX(t testing.TB, err error) {
+	t.Helper()
+	if err == nil {
+		return
+	}
+	if MLXRequired() {
+		t.Fatalf("HIPGO_REQUIRE_MLX=1 but libmlxc is unusable: %v", err)
+	}
+	t.Skipf("libmlxc is not available: no package registry carries mlx-c (build it as docs/mlx.md says and set HIPGO_MLX_LIBRARY; HIPGO_REQUIRE_MLX=1 makes this a failure): %v", err)
+}

@@ -1,7 +1,8 @@
 // Command gpuinfo prints every GPU backend hipgo tried, what it found
 // (device, arch, memory, compute units, warp size, driver and runtime
 // versions, library), and for each unusable backend why: library not found
-// (with the paths tried), init failure (with the code), or no device.
+// (with the paths tried), init failure (with the code), or no device; and
+// MLX (libmlxc) with its version and devices, or why it is unusable.
 //
 //	go run ./tools/gpuinfo [-json] [-timeout 30s]
 //
@@ -19,6 +20,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/hipgo/hipgo/mlx"
 	"github.com/hipgo/hipgo/runtime"
 	"github.com/hipgo/hipgo/runtime/driver"
 )
@@ -28,6 +30,10 @@ type jsonBackend struct {
 	Usable  bool          `json:"usable"`
 	Reason  string        `json:"reason,omitempty"`
 	Devices []driver.Info `json:"devices,omitempty"`
+	// MLX only: its version, library and device counts by type.
+	Version    string         `json:"version,omitempty"`
+	Library    string         `json:"library,omitempty"`
+	MLXDevices map[string]int `json:"mlx_devices,omitempty"`
 }
 
 // Exit codes.
@@ -43,16 +49,32 @@ func main() {
 	flag.Parse()
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	os.Exit(report(os.Stdout, os.Stderr, runtime.Survey(ctx), *asJSON))
+	m, merr := mlx.Survey()
+	os.Exit(report(os.Stdout, os.Stderr, runtime.Survey(ctx), mlxSurvey{m, merr}, *asJSON))
 }
 
-// report writes the survey and returns the exit code.
-func report(stdout, stderr io.Writer, reports []runtime.BackendReport, asJSON bool) int {
+// mlxSurvey is MLX's line: what mlx.Survey found, or why it is unusable.
+type mlxSurvey struct {
+	mlx.Report
+	Err error
+}
+
+// gpus is how many GPUs MLX has (0 when unusable or unknown).
+func (m mlxSurvey) gpus() int {
+	if m.Err != nil {
+		return 0
+	}
+	return m.Devices[mlx.GPU]
+}
+
+// report writes the survey and returns the exit code. MLX counts as usable
+// for the exit code only with a GPU: gpuinfo answers whether there is one.
+func report(stdout, stderr io.Writer, reports []runtime.BackendReport, m mlxSurvey, asJSON bool) int {
 	var err error
 	if asJSON {
-		err = writeJSON(stdout, reports)
+		err = writeJSON(stdout, reports, m)
 	} else {
-		err = writeText(stdout, reports)
+		err = writeText(stdout, reports, m)
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "gpuinfo:", err)
@@ -63,11 +85,14 @@ func report(stdout, stderr io.Writer, reports []runtime.BackendReport, asJSON bo
 			return exitUsable
 		}
 	}
+	if m.gpus() > 0 {
+		return exitUsable
+	}
 	return exitNoDevice
 }
 
-func writeJSON(w io.Writer, reports []runtime.BackendReport) error {
-	out := make([]jsonBackend, 0, len(reports))
+func writeJSON(w io.Writer, reports []runtime.BackendReport, m mlxSurvey) error {
+	out := make([]jsonBackend, 0, len(reports)+1)
 	for _, r := range reports {
 		jb := jsonBackend{Backend: string(r.Backend), Usable: r.Err == nil, Devices: r.Devices}
 		if r.Err != nil {
@@ -75,12 +100,39 @@ func writeJSON(w io.Writer, reports []runtime.BackendReport) error {
 		}
 		out = append(out, jb)
 	}
+	jm := jsonBackend{Backend: "mlx", Usable: m.Err == nil, Version: m.Version, Library: m.Library}
+	if m.Err != nil {
+		jm.Reason = m.Err.Error()
+	}
+	for t, n := range m.Devices {
+		if jm.MLXDevices == nil {
+			jm.MLXDevices = map[string]int{}
+		}
+		jm.MLXDevices[t.String()] = n
+	}
+	out = append(out, jm)
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(out)
 }
 
-func writeText(w io.Writer, reports []runtime.BackendReport) error {
+func writeText(w io.Writer, reports []runtime.BackendReport, m mlxSurvey) error {
+	if err := writeBackends(w, reports); err != nil {
+		return err
+	}
+	if m.Err != nil {
+		_, err := fmt.Fprintf(w, "%-6s unusable: %v\n", "mlx", m.Err)
+		return err
+	}
+	devices := "device counts unknown (libmlxc predates mlx-c 0.5.0)"
+	if m.Devices != nil {
+		devices = fmt.Sprintf("%d cpu, %d gpu", m.Devices[mlx.CPU], m.Devices[mlx.GPU])
+	}
+	_, err := fmt.Fprintf(w, "%-6s MLX %s, devices: %s, library %s\n", "mlx", m.Version, devices, m.Library)
+	return err
+}
+
+func writeBackends(w io.Writer, reports []runtime.BackendReport) error {
 	for _, r := range reports {
 		if r.Err != nil {
 			if _, err := fmt.Fprintf(w, "%-6s unusable: %v\n", r.Backend, r.Err); err != nil {
