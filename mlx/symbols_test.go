@@ -13,7 +13,7 @@ import (
 // releases are the mlx-c releases hipgo supports, oldest first, with the
 // MLX each pins (testdata/mlxc-<ref>.txt, from testdata/prototypes.py).
 var releases = []struct{ ref, name string }{
-	{"v0.4.1", "mlx-c 0.4.1 (MLX 0.30.0)"},
+	{"v0.4.1", "mlx-c 0.4.1 (MLX 0.30.1)"},
 	{"v0.5.0", "mlx-c 0.5.0 (MLX 0.30.6)"},
 	{"v0.6.0", "mlx-c 0.6.0 (MLX 0.31.1)"},
 	{"fba4470", "mlx-c fba4470 (MLX 0.31.2)"},
