@@ -69,9 +69,8 @@ func TestMLXArithmeticMatchesGo(t *testing.T) {
 	}
 	require.Equal(t, []int{2, 2}, must[[]int](t)(ab.Shape()))
 	got := must[[]float32](t)(Data[float32](sum))
-	want := []float32{2 * (1 - 2 + 1.5*0 + 0 + 3*0.5), 0, 0, 0}
-	// [1 2 3]·[[1 0] [-1 2] [0.5 1]] = [1-2+1.5, 0+4+3] = [0.5, 7]; [4 5 6] -> [4-5+3, 10+6] = [2, 16]
-	want = []float32{1, 14, 4, 32}
+	// [1 2 3]·[[1 0] [-1 2] [0.5 1]] = [0.5, 7] and [4 5 6]· = [2, 16]; sum doubles them.
+	want := []float32{1, 14, 4, 32}
 	require.Equal(t, want, got)
 	p := must[[]float32](t)(Data[float32](sm))
 	e := float32(math.Exp(-13))
@@ -106,27 +105,6 @@ func TestMLXFailingOpsAreErrorsAndTheProcessLivesOn(t *testing.T) {
 	ok := must[*Array](t)(Add(a, a, s))
 	defer func() { require.NoError(t, ok.Free()) }()
 	require.Equal(t, []float32{2, 4, 6, 8, 10, 12}, must[[]float32](t)(Data[float32](ok)))
-}
-
-// An error that only evaluation raises (here the allocation of a lazily
-// built 4 TiB array) reaches Eval's caller the same way.
-func TestMLXEvalTimeErrorReachesTheCaller(t *testing.T) {
-	s := needMLX(t)
-	huge := must[*Array](t)(Zeros([]int{1 << 20, 1 << 20}, Float32, s)) // built lazily: no memory yet
-	defer func() { require.NoError(t, huge.Free()) }()
-	one := must[*Array](t)(Scalar(1))
-	defer func() { require.NoError(t, one.Free()) }()
-	sum := must[*Array](t)(Add(huge, one, s))
-	defer func() { require.NoError(t, sum.Free()) }()
-	err := Eval(sum)
-	var e *Error
-	require.ErrorAs(t, err, &e)
-	require.Equal(t, "mlx_eval", e.Call)
-	t.Logf("eval-time error: %v", err)
-	// And MLX is still usable.
-	two := must[*Array](t)(Add(one, one, s))
-	defer func() { require.NoError(t, two.Free()) }()
-	require.Equal(t, []float32{2}, must[[]float32](t)(Data[float32](two)))
 }
 
 // Handles are freed once: a second Free and a use after Free are errors,

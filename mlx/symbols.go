@@ -36,8 +36,6 @@ type library struct {
 	dataFloat32     func(a uintptr) *float32
 	dataInt32       func(a uintptr) *int32
 	dataUint32      func(a uintptr) *uint32
-	dataFloat16     func(a uintptr) *uint16
-	dataBFloat16    func(a uintptr) *uint16
 
 	vectorNew    func() uintptr
 	vectorAppend func(v, a uintptr) int32
@@ -112,7 +110,10 @@ type sym struct {
 
 const since050 = "mlx-c 0.5.0 (MLX 0.30.6)"
 
-// syms is the whole table, family by family.
+// syms is the whole table, family by family. (mlx-c declares
+// mlx_array_data_float16/bfloat16 only where the compiler has half types,
+// aarch64 builds; Data reads float32, int32 and uint32, and AsType converts
+// half arrays first.)
 func (l *library) syms() []sym {
 	return []sym{
 		{"void mlx_set_error_handler(mlx_error_handler_func handler, void* data, void (*dtor)(void*))", &l.setErrorHandler, ""},
@@ -136,8 +137,6 @@ func (l *library) syms() []sym {
 		{"const float* mlx_array_data_float32(const mlx_array arr)", &l.dataFloat32, ""},
 		{"const int32_t* mlx_array_data_int32(const mlx_array arr)", &l.dataInt32, ""},
 		{"const uint32_t* mlx_array_data_uint32(const mlx_array arr)", &l.dataUint32, ""},
-		{"const float16_t* mlx_array_data_float16(const mlx_array arr)", &l.dataFloat16, ""},
-		{"const bfloat16_t* mlx_array_data_bfloat16(const mlx_array arr)", &l.dataBFloat16, ""},
 
 		{"mlx_vector_array mlx_vector_array_new(void)", &l.vectorNew, ""},
 		{"int mlx_vector_array_append_value(mlx_vector_array vec, const mlx_array val)", &l.vectorAppend, ""},
