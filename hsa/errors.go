@@ -1,7 +1,6 @@
 package hsa
 
 import (
-	"errors"
 	"fmt"
 	"unsafe"
 
@@ -63,21 +62,6 @@ func check(call string, s Status) error {
 	}
 	return &Error{Call: call, Status: s}
 }
-
-// UnsupportedError says the loaded library lacks an optional function; it
-// matches errors.Is(err, errors.ErrUnsupported).
-type UnsupportedError struct {
-	Func    string
-	Since   string
-	Library string
-}
-
-func (e *UnsupportedError) Error() string {
-	return fmt.Sprintf("%s is not supported by this ROCm (%s does not export it; it needs %s)", e.Func, e.Library, e.Since)
-}
-
-// Is makes errors.Is(err, errors.ErrUnsupported) true.
-func (e *UnsupportedError) Is(target error) bool { return target == errors.ErrUnsupported }
 
 type errorsAPI struct {
 	// hsa_status_t hsa_status_string(hsa_status_t status, const char** status_string);
