@@ -52,6 +52,41 @@ func (h handle) release() bool {
 	return h.state != nil && h.state.freed.CompareAndSwap(false, true)
 }
 
+// free is every handle's Free: a freed or empty handle is an error, and
+// the mlx-c free function (picked from the library) runs exactly once.
+func (h handle) free(what, name string, pick func(*library) func(uintptr) int32) error {
+	l, err := api()
+	if err != nil {
+		return err
+	}
+	v, err := h.live(what)
+	if err != nil {
+		return err
+	}
+	if !h.release() {
+		return fmt.Errorf("mlx: %s freed twice", what)
+	}
+	return call(name, func() int32 { return pick(l)(v) })
+}
+
+// describe is every handle's String: MLX's rendering through its
+// *_tostring function, or the reason there is none, in angle brackets.
+func (h handle) describe(what, name string, pick func(*library) func(*uintptr, uintptr) int32) string {
+	l, err := api()
+	if err != nil {
+		return "<mlx: " + err.Error() + ">"
+	}
+	v, err := h.live(what)
+	if err != nil {
+		return "<" + err.Error() + ">"
+	}
+	s, err := toString(name, func(str *uintptr) int32 { return pick(l)(str, v) })
+	if err != nil {
+		return "<" + err.Error() + ">"
+	}
+	return s
+}
+
 // Array is an mlx_array: a lazily evaluated n-dimensional array.
 type Array struct{ handle }
 
@@ -116,18 +151,7 @@ func Scalar(v float32) (*Array, error) {
 
 // Free releases the array. Freeing twice is an error, not a double free.
 func (a *Array) Free() error {
-	l, err := api()
-	if err != nil {
-		return err
-	}
-	h, err := a.live("array")
-	if err != nil {
-		return err
-	}
-	if !a.release() {
-		return fmt.Errorf("mlx: array freed twice")
-	}
-	return call("mlx_array_free", func() int32 { return l.arrayFree(h) })
+	return a.free("array", "mlx_array_free", func(l *library) func(uintptr) int32 { return l.arrayFree })
 }
 
 // Shape is the array's dimensions.
@@ -176,19 +200,7 @@ func (a *Array) DType() (DType, error) {
 
 // String is MLX's rendering of the array (it evaluates it).
 func (a *Array) String() string {
-	l, err := api()
-	if err != nil {
-		return "<mlx: " + err.Error() + ">"
-	}
-	h, err := a.live("array")
-	if err != nil {
-		return "<" + err.Error() + ">"
-	}
-	s, err := toString("mlx_array_tostring", func(str *uintptr) int32 { return l.arrayToString(str, h) })
-	if err != nil {
-		return "<" + err.Error() + ">"
-	}
-	return s
+	return a.describe("array", "mlx_array_tostring", func(l *library) func(*uintptr, uintptr) int32 { return l.arrayToString })
 }
 
 // Data evaluates the array and copies its elements out. T must be the

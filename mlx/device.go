@@ -41,35 +41,12 @@ func NewDevice(t DeviceType, index int) (*Device, error) {
 
 // Free releases the device handle.
 func (d *Device) Free() error {
-	l, err := api()
-	if err != nil {
-		return err
-	}
-	h, err := d.live("device")
-	if err != nil {
-		return err
-	}
-	if !d.release() {
-		return fmt.Errorf("mlx: device freed twice")
-	}
-	return call("mlx_device_free", func() int32 { return l.deviceFree(h) })
+	return d.free("device", "mlx_device_free", func(l *library) func(uintptr) int32 { return l.deviceFree })
 }
 
 // String is MLX's name for the device ("Device(cpu, 0)").
 func (d *Device) String() string {
-	l, err := api()
-	if err != nil {
-		return "<mlx: " + err.Error() + ">"
-	}
-	h, err := d.live("device")
-	if err != nil {
-		return "<" + err.Error() + ">"
-	}
-	s, err := toString("mlx_device_tostring", func(str *uintptr) int32 { return l.deviceToString(str, h) })
-	if err != nil {
-		return "<" + err.Error() + ">"
-	}
-	return s
+	return d.describe("device", "mlx_device_tostring", func(l *library) func(*uintptr, uintptr) int32 { return l.deviceToString })
 }
 
 // DeviceCount is the number of devices of type t (mlx-c 0.5.0 and later).
@@ -206,18 +183,7 @@ func NewStream(d *Device) (*Stream, error) {
 
 // Free releases the stream handle.
 func (s *Stream) Free() error {
-	l, err := api()
-	if err != nil {
-		return err
-	}
-	h, err := s.live("stream")
-	if err != nil {
-		return err
-	}
-	if !s.release() {
-		return fmt.Errorf("mlx: stream freed twice")
-	}
-	return call("mlx_stream_free", func() int32 { return l.streamFree(h) })
+	return s.free("stream", "mlx_stream_free", func(l *library) func(uintptr) int32 { return l.streamFree })
 }
 
 // Synchronize waits for everything scheduled on s.
@@ -235,19 +201,7 @@ func (s *Stream) Synchronize() error {
 
 // String is MLX's name for the stream.
 func (s *Stream) String() string {
-	l, err := api()
-	if err != nil {
-		return "<mlx: " + err.Error() + ">"
-	}
-	h, err := s.live("stream")
-	if err != nil {
-		return "<" + err.Error() + ">"
-	}
-	str, err := toString("mlx_stream_tostring", func(p *uintptr) int32 { return l.streamToString(p, h) })
-	if err != nil {
-		return "<" + err.Error() + ">"
-	}
-	return str
+	return s.describe("stream", "mlx_stream_tostring", func(l *library) func(*uintptr, uintptr) int32 { return l.streamToString })
 }
 
 // Version is the MLX version libmlxc was built with ("0.31.2").
