@@ -400,12 +400,15 @@ if has serve; then
       echo "### $name: serve $*" >>"$LOGS/serve.log"
       echo "$pid"
     }
-    pid=$(serve_run load 18080 -max-batch 64 -inject-step-failures 0.05)
+    # -kv-tokens: room for all 64 sequences of the demo model's 512-token
+    # context, so no request fails for want of KV blocks.
+    pid=$(serve_run load 18080 -max-batch 64 -kv-tokens 32768 -inject-step-failures 0.05)
     $bin/serveload -url http://127.0.0.1:18080 -clients 64 -requests 20 -max-tokens 32 -timeout 60s >>"$LOGS/serve.log" 2>&1 || { status=1; note "serve load: FAILED"; }
     curl -s http://127.0.0.1:18080/metrics | grep -E '^hipgo_(device_state|sampling_router_total|failed_steps_total|errors_total)' >>"$LOGS/serve.log"
     kill $pid; wait $pid 2>/dev/null
     for mode in fail cpu; do
-      pid=$(serve_run oob-$mode 18081 -max-batch 64 -inject-oob-at-step 200 -on-device-loss $mode)
+      # Step 40 falls in the middle of this load (about 170 steps).
+      pid=$(serve_run oob-$mode 18081 -max-batch 64 -kv-tokens 32768 -inject-oob-at-step 40 -on-device-loss $mode)
       t0=$(date +%s.%N)
       $bin/serveload -url http://127.0.0.1:18081 -clients 64 -requests 5 -max-tokens 32 -timeout 60s >>"$LOGS/serve.log" 2>&1 || { status=1; note "serve oob $mode: FAILED"; }
       echo "ready after the fault ($mode):" >>"$LOGS/serve.log"
