@@ -9,8 +9,8 @@ import (
 
 // backend is the compute seam: the forward pass and sampling over one kind of
 // memory. It owns the weights and creates sequences. Implementations: the CPU
-// backend (forward.go, pure Go) and the GPU backend (gpuBackend over
-// model/internal/gpu); an MLX backend will come through the same seam.
+// backend (forward.go, pure Go), the GPU backend (gpuBackend over
+// model/internal/gpu) and the MLX backend (backend_mlx.go, over package mlx).
 type backend interface {
 	// newSequence returns an empty sequence that can hold capacity tokens.
 	newSequence(capacity int) sequence

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hipgo/hipgo/mlx"
 	"github.com/hipgo/hipgo/model/internal/gpu"
 	"github.com/hipgo/hipgo/runtime"
 )
@@ -19,6 +20,10 @@ const (
 	DeviceCPU = "cpu"
 	// DeviceGPU runs on the GPU runtime.Open finds; none is an error naming why.
 	DeviceGPU = "gpu"
+	// DeviceMLX runs the forward pass with MLX through libmlxc (package
+	// mlx): on MLX's GPU where it has one (Metal), else its CPU. Without a
+	// loadable libmlxc Load fails with ErrNoMLX.
+	DeviceMLX = "mlx"
 )
 
 // ErrNoGPU: DeviceGPU was asked for and no usable GPU was found; the error
@@ -34,7 +39,7 @@ const openTimeout = 30 * time.Second
 func WithDevice(dev *runtime.Device) Option { return func(o *options) { o.dev = dev } }
 
 // WithDeviceMode picks the device by name: DeviceAuto, DeviceCPU or
-// DeviceGPU. In the GPU modes the model opens the device (runtime.Open) and
+// DeviceGPU or DeviceMLX. In the GPU modes the model opens the device (runtime.Open) and
 // closes it in Model.Close. Another name is an ErrOptions error from Load.
 func WithDeviceMode(mode string) Option { return func(o *options) { o.mode = mode } }
 
@@ -49,6 +54,7 @@ type placement struct {
 	dev       *runtime.Device
 	owned     bool // the model opened dev and closes it
 	cpuReason error
+	mlx       bool // DeviceMLX
 }
 
 func choose(o options) (placement, error) {
@@ -61,9 +67,15 @@ func choose(o options) (placement, error) {
 	switch o.mode {
 	case "", DeviceCPU:
 		return placement{}, nil
+	case DeviceMLX:
+		// Fail before the weights load when libmlxc is missing.
+		if err := mlx.Load(); err != nil {
+			return placement{}, fmt.Errorf("%w: %w", ErrNoMLX, err)
+		}
+		return placement{mlx: true}, nil
 	case DeviceAuto, DeviceGPU:
 	default:
-		return placement{}, fmt.Errorf("model: device %q is not auto, cpu or gpu: %w", o.mode, ErrOptions)
+		return placement{}, fmt.Errorf("model: device %q is not auto, cpu, gpu or mlx: %w", o.mode, ErrOptions)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
 	defer cancel()

@@ -302,6 +302,14 @@ func place(cfg *Config, tok textCodec, o options, src weightSource, where placem
 	if err != nil {
 		return nil, err
 	}
+	if where.mlx {
+		be, err := newMLXBackend(cfg, w)
+		if err != nil {
+			return nil, err
+		}
+		m.be, m.bytes = be, w.size()
+		return m, nil
+	}
 	m.be = newCPUBackend(cfg, w, pool, threads)
 	m.bytes = w.size()
 	return m, nil

@@ -5,10 +5,12 @@
 //	go run ./examples/generate -model DIR -prompt "Once upon a time" -n 100
 //	go run ./examples/generate -model DIR -chat -system "Be brief." -prompt "What is the capital of France?"
 //	go run ./examples/generate -device gpu          # the GPU, or an error naming why not
+//	go run ./examples/generate -device mlx          # MLX through libmlxc (docs/mlx.md)
 //
 // -device auto (the default) runs on the GPU that runtime.Open finds and
 // otherwise on the CPU, saying in one line why; -device cpu never looks for
-// a GPU; -device gpu fails when there is none.
+// a GPU; -device gpu fails when there is none; -device mlx runs the
+// forward pass with MLX and fails when libmlxc cannot be loaded.
 //
 // DIR holds a Hugging Face checkpoint: config.json, model.safetensors (or a
 // sharded model.safetensors.index.json) and tokenizer.json; -model can also
@@ -67,7 +69,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	minP := fl.Float64("min-p", 0, "keep tokens at least this fraction as probable as the best (0: off)")
 	seed := fl.Int64("seed", -1, "random seed (-1: pick one and print it)")
 	threads := fl.Int("threads", 0, "parallelism of each CPU matrix product (0: GOMAXPROCS)")
-	device := fl.String("device", model.DeviceAuto, "where to run: auto (the GPU when one is usable), cpu or gpu")
+	device := fl.String("device", model.DeviceAuto, "where to run: auto (the GPU when one is usable), cpu, gpu or mlx")
 	chatMode := fl.Bool("chat", false, "the prompt is a user message: format it with the model's chat template and print the reply")
 	system := fl.String("system", "", "with -chat: a system message before the user's")
 	if err := fl.Parse(args); err != nil {
@@ -85,9 +87,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	bar := newProgressBar(stderr)
 	switch *device {
-	case model.DeviceAuto, model.DeviceCPU, model.DeviceGPU:
+	case model.DeviceAuto, model.DeviceCPU, model.DeviceGPU, model.DeviceMLX:
 	default:
-		return fmt.Errorf("-device %q is not auto, cpu or gpu: %w", *device, model.ErrOptions)
+		return fmt.Errorf("-device %q is not auto, cpu, gpu or mlx: %w", *device, model.ErrOptions)
 	}
 	opts := []model.Option{model.WithProgress(bar.update), model.WithThreads(*threads), model.WithDeviceMode(*device)}
 	loadStart := time.Now()

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hipgo/hipgo/mlx"
 	"github.com/hipgo/hipgo/model"
 	"github.com/hipgo/hipgo/model/chat"
 	"github.com/hipgo/hipgo/model/modeltest"
@@ -177,4 +178,7 @@ func TestDeviceFlag(t *testing.T) {
 	require.ErrorIs(t, err, model.ErrNoGPU)
 	require.ErrorIs(t, err, runtime.ErrNoDevice)
 	require.ErrorIs(t, run(ctx, args("tpu"), &out, &errOut), model.ErrOptions)
+	if mlx.Load() != nil {
+		require.ErrorIs(t, run(ctx, args("mlx"), &out, &errOut), model.ErrNoMLX)
+	}
 }
