@@ -28,6 +28,7 @@ type mlxBackend struct {
 	freqs          *mlx.Array // RoPE periods 1/inv_freq, headDim/2
 	layers         []mlxLayer
 	owned          []*mlx.Array // every array above, freed by close
+	bytes          int64        // MLX memory the weights take (float32)
 }
 
 // mlxLayer holds one layer's weights; matrices are transposed to [in, out]
@@ -130,6 +131,7 @@ func (b *mlxBackend) keep(a *mlx.Array, err error) (*mlx.Array, error) {
 }
 
 func (b *mlxBackend) vector(v []float32) (*mlx.Array, error) {
+	b.bytes += 4 * int64(len(v))
 	return b.keep(mlx.FromSlice(v, len(v)))
 }
 
@@ -159,6 +161,7 @@ func (b *mlxBackend) matrix(m *cpu.Matrix, parts []cpu.Matrix, transposed bool) 
 			r++
 		}
 	}
+	b.bytes += 4 * int64(len(host))
 	a, err := mlx.FromSlice(host, rows, cols)
 	if err != nil {
 		return nil, fmt.Errorf("model: mlx: %w", err)

@@ -179,3 +179,52 @@ func TestDeviceMLXWithoutLibraryIsErrNoMLX(t *testing.T) {
 	require.ErrorIs(t, err, ErrNoMLX)
 	require.ErrorIs(t, err, mlx.Load())
 }
+
+// TestMLXQuantizedGGUFMatchesTheCPU runs GGUF models in every block format
+// (dequantized to float32 when the MLX backend loads them) against the CPU
+// backend, which reads the blocks themselves: logits and greedy tokens.
+func TestMLXQuantizedGGUFMatchesTheCPU(t *testing.T) {
+	needMLX(t)
+	ctx := context.Background()
+	for i, c := range quantGGUFCases() {
+		t.Run(c.name, func(t *testing.T) {
+			path := ggufFromSpec(t, c.spec, nil, quantizeGGUF(t, uint64(i+1), c.types))
+			cm, err := Load(path, WithoutTokenizer())
+			require.NoError(t, err)
+			gm, err := Load(path, WithoutTokenizer(), WithDeviceMode(DeviceMLX))
+			require.NoError(t, err)
+			defer gm.Close()
+			require.Contains(t, gm.Backend(), "mlx ")
+			require.Greater(t, gm.bytes, cm.bytes, "MLX holds float32, the CPU the blocks")
+			prompt := testTokens(21, c.spec.Vocab)
+			cs, gs := cm.NewSession(), gm.NewSession()
+			defer gs.Close()
+			want, err := cs.Forward(ctx, prompt, true)
+			require.NoError(t, err)
+			got, err := gs.Forward(ctx, prompt, true)
+			require.NoError(t, err)
+			d := relDiff32(want, got)
+			t.Logf("prefill logits: max|d|/max|logit| = %.2g (weights: %d bytes on MLX, %d on the CPU)", d, gm.bytes, cm.bytes)
+			require.Less(t, d, 1e-4)
+			require.Equal(t, greedyTokens(t, cm, prompt[:5], 64), greedyTokens(t, gm, prompt[:5], 64))
+		})
+	}
+}
+
+// TestMLXRealSmolLM2ChatMatchesTransformers runs the real SmolLM2-135M
+// Q4_1 GGUF on MLX: the greedy chat reply is transformers'
+// (testdata/smollm2-135m-instruct-q4_1.json), as on the CPU.
+func TestMLXRealSmolLM2ChatMatchesTransformers(t *testing.T) {
+	needMLX(t)
+	path := testenv.CacheFile(t, "HIPGO_TEST_SMOLLM2_GGUF", "models/smollm2-135m-instruct-q4_1.gguf")
+	g := loadSmolLM2Golden(t)
+	m, err := Load(path, WithDeviceMode(DeviceMLX))
+	require.NoError(t, err)
+	defer m.Close()
+	require.Contains(t, m.Backend(), "mlx ")
+	res, err := m.Chat(context.Background(), g.Chat.Messages, GenerateOptions{MaxTokens: 32, Temperature: 0}, func(Token) error { return nil })
+	require.NoError(t, err)
+	require.Equal(t, g.Chat.ReplyIDs[:len(g.Chat.ReplyIDs)-1], res.Tokens)
+	require.Equal(t, g.Chat.Reply, res.Text)
+	t.Logf("chat reply on %s: %q", m.Backend(), res.Text)
+}

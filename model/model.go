@@ -307,7 +307,7 @@ func place(cfg *Config, tok textCodec, o options, src weightSource, where placem
 		if err != nil {
 			return nil, err
 		}
-		m.be, m.bytes = be, w.size()
+		m.be, m.bytes = be, be.bytes
 		return m, nil
 	}
 	m.be = newCPUBackend(cfg, w, pool, threads)
