@@ -177,6 +177,8 @@ func (b *mlxBackend) matrix(m *cpu.Matrix, parts []cpu.Matrix, transposed bool) 
 func (b *mlxBackend) name() string { return b.label }
 
 func (b *mlxBackend) close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	var errs []error
 	for _, a := range b.owned {
 		errs = append(errs, a.Free())

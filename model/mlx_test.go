@@ -6,7 +6,9 @@ package model
 
 import (
 	"context"
+	goruntime "runtime"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -227,4 +229,34 @@ func TestMLXRealSmolLM2ChatMatchesTransformers(t *testing.T) {
 	require.Equal(t, g.Chat.ReplyIDs[:len(g.Chat.ReplyIDs)-1], res.Tokens)
 	require.Equal(t, g.Chat.Reply, res.Text)
 	t.Logf("chat reply on %s: %q", m.Backend(), res.Text)
+}
+
+// TestMLXFreesEveryArray proves a model's steps, sequences and Close free
+// every MLX handle they make: after a generation, a cancelled step and Close,
+// no handle was dropped unfreed (mlx.Leaked counts those at GC).
+func TestMLXFreesEveryArray(t *testing.T) {
+	needMLX(t)
+	settle := func() int64 {
+		for range 5 {
+			goruntime.GC()
+			time.Sleep(20 * time.Millisecond)
+		}
+		return mlx.Leaked()
+	}
+	before := settle()
+	spec := modeltest.Qwen2Tiny()
+	m := loadSpec(t, spec, WithDeviceMode(DeviceMLX))
+	ctx := context.Background()
+	_, err := m.GenerateTokens(ctx, testTokens(7, spec.Vocab), GenerateOptions{MaxTokens: 16, Temperature: 0}, nil)
+	require.NoError(t, err)
+	s := m.NewSession()
+	_, err = s.Forward(ctx, testTokens(5, spec.Vocab), true)
+	require.NoError(t, err)
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = s.Forward(cancelled, testTokens(3, spec.Vocab), false)
+	require.ErrorIs(t, err, context.Canceled)
+	s.Close()
+	require.NoError(t, m.Close())
+	require.Equal(t, before, settle(), "MLX handles dropped without Free")
 }
