@@ -7,6 +7,7 @@ package model
 import (
 	"context"
 	goruntime "runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -259,4 +260,38 @@ func TestMLXFreesEveryArray(t *testing.T) {
 	s.Close()
 	require.NoError(t, m.Close())
 	require.Equal(t, before, settle(), "MLX handles dropped without Free")
+}
+
+// TestMLXConcurrentGenerationsMatchTheCPU proves 8 generations at once on
+// one MLX model (their steps serialised on the model's stream) each give the
+// CPU's greedy tokens; run it under -race.
+func TestMLXConcurrentGenerationsMatchTheCPU(t *testing.T) {
+	needMLX(t)
+	spec := modeltest.SmolLMTiny()
+	c := loadSpec(t, spec)
+	g := loadSpec(t, spec, WithDeviceMode(DeviceMLX))
+	defer g.Close()
+	ctx := context.Background()
+	opts := GenerateOptions{MaxTokens: 24, Temperature: 0}
+	prompt := func(i int) []uint32 { return testTokens(3+i, spec.Vocab)[i:] }
+	want := make([][]uint32, 8)
+	for i := range want {
+		res, err := c.GenerateTokens(ctx, prompt(i), opts, nil)
+		require.NoError(t, err)
+		want[i] = res.Tokens
+	}
+	got := make([][]uint32, 8)
+	errs := make([]error, 8)
+	var wg sync.WaitGroup
+	for i := range got {
+		wg.Go(func() {
+			res, err := g.GenerateTokens(ctx, prompt(i), opts, nil)
+			got[i], errs[i] = res.Tokens, err
+		})
+	}
+	wg.Wait()
+	for i := range got {
+		require.NoError(t, errs[i])
+		require.Equal(t, want[i], got[i], "generation %d", i)
+	}
 }
