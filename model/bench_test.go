@@ -5,6 +5,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/hipgo/hipgo/internal/testenv"
+	"github.com/hipgo/hipgo/mlx"
 	"github.com/hipgo/hipgo/model/modeltest"
 )
 
@@ -98,4 +100,35 @@ func BenchmarkPrefillSmolLM135M(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N*len(prompt))/b.Elapsed().Seconds(), "tokens/s")
+}
+
+// BenchmarkMLXDecodeSmolLM135M is BenchmarkDecodeSmolLM135M on the MLX
+// backend (float32 weights on MLX's stream), against libmlxc.
+func BenchmarkMLXDecodeSmolLM135M(b *testing.B) {
+	testenv.NeedMLX(b, mlx.Load())
+	m, err := LoadFS(specFS(b, modeltest.SmolLM135M()), WithoutTokenizer(), WithDeviceMode(DeviceMLX))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	ctx := context.Background()
+	var s *Session
+	for b.Loop() {
+		if s == nil || s.Len() >= 1024 {
+			b.StopTimer()
+			if s != nil {
+				s.Close()
+			}
+			s = m.NewSession()
+			if _, err := s.Forward(ctx, testTokens(32, 49152), false); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+		}
+		if _, err := s.Forward(ctx, []uint32{42}, false); err != nil {
+			b.Fatal(err)
+		}
+	}
+	s.Close()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
 }
