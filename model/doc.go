@@ -48,8 +48,9 @@
 //
 // The forward pass sits behind an internal backend interface (backend.go):
 // the CPU backend here, the GPU backend in model/internal/gpu (WithDevice,
-// or WithDeviceMode "auto", "cpu", "gpu"), and later MLX through the same
-// seam. On a GPU the weights stay in their file dtype on the device, the KV
+// or WithDeviceMode "auto", "cpu", "gpu"), and the MLX backend
+// (backend_mlx.go, WithDeviceMode "mlx": float32 weights as MLX arrays, MLX
+// ops per layer, logits sampled on the host). On a GPU the weights stay in their file dtype on the device, the KV
 // cache is a pool of fixed-size blocks, logits never leave the device
 // (sampling.Sampler draws there) and every device failure is the
 // generation's error, the runtime's typed one. Batch steps many sequences
