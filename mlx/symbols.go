@@ -46,6 +46,10 @@ type library struct {
 	eval      func(v uintptr) int32
 	asyncEval func(v uintptr) int32
 
+	activeMemory func(res *uintptr) int32
+	cacheMemory  func(res *uintptr) int32
+	clearCache   func() int32
+
 	defaultCPUStream func() uintptr
 	defaultGPUStream func() uintptr
 	streamNewDevice  func(d uintptr) uintptr
@@ -146,6 +150,10 @@ func (l *library) syms() []sym {
 
 		{"int mlx_eval(const mlx_vector_array outputs)", &l.eval, ""},
 		{"int mlx_async_eval(const mlx_vector_array outputs)", &l.asyncEval, ""},
+
+		{"int mlx_get_active_memory(size_t* res)", &l.activeMemory, ""},
+		{"int mlx_get_cache_memory(size_t* res)", &l.cacheMemory, ""},
+		{"int mlx_clear_cache(void)", &l.clearCache, ""},
 
 		{"mlx_stream mlx_default_cpu_stream_new(void)", &l.defaultCPUStream, ""},
 		{"mlx_stream mlx_default_gpu_stream_new(void)", &l.defaultGPUStream, ""},
