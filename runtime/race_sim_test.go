@@ -210,6 +210,10 @@ func TestAHIPCallbackNeverLandsAnEventByItself(t *testing.T) {
 	require.False(t, r.dev.Info().NotifyReportsSuccess)
 	s, err := r.dev.NewStream()
 	require.NoError(t, err)
+	// A short spin ahead of the fault, so the event and its callback are
+	// recorded before the fault happens (without it the simulated kernel can
+	// fault first, and Record rightly refuses on a lost device).
+	require.NoError(t, s.Launch(r.spin, one, uint64(50*time.Millisecond), mustAlloc(t, r.dev)))
 	require.NoError(t, s.Launch(r.oob, one, mustAlloc(t, r.dev), uint32(1), uint64(1)<<40))
 	ev, err := s.Record()
 	require.NoError(t, err)
