@@ -33,7 +33,7 @@ for p in $pkgs; do
   go test -c -ldflags="-s -w" -o "$out/bin/$name.test" "$p"
   echo "$name ${p#./}" >>"$out/bin/PKGS"   # tests run from their package directory
 done
-for tool in gpuinfo faultprobe samplerbench serveload; do
+for tool in gpuinfo faultprobe samplerbench serveload decodebench; do
   if compgen -G "tools/$tool/*.go" >/dev/null; then go build -ldflags="-s -w" -o "$out/bin/$tool" "./tools/$tool"; fi
 done
 for tool in model/internal/cmd/hfcompare model/tokenizer/internal/cmd/tokdump examples/generate examples/serve; do

@@ -50,6 +50,18 @@
 #             tests (every kernel set against the reference), then the
 #             quantized matrix-vector benchmark (assembly sets), one thread,
 #             96 MiB per format
+#   side      decode and prefill speed side by side on one random-init
+#             checkpoint per shape in SIDE_SHAPES (default "llama1b smollm135m";
+#             bf16, made with transformers on the GPU, with the tokenizer
+#             written by tools/gpubench/vocab_tokenizer.py into
+#             $SIDE_TOKENIZERS/{llama1b,smollm135m}): hipgo's decodebench
+#             (graphs on and off), transformers eager and static-cache
+#             torch.compile, the weight-read floor, and llama.cpp when
+#             $LLAMA_CPP names a CUDA build of it (its build/bin and
+#             convert_hf_to_gguf.py; nothing here builds it): the weights
+#             converted to GGUF bf16 by its own converter, llama-bench
+#             -n 128 -p 512, llama-batched-bench at 1 and 32 sequences
+#             (tools/gpubench/decode_side_by_side.py prints the table)
 # Full logs go to $OUT (at most 8 files come back); the tail of stdout holds
 # the summary lines.
 set -uo pipefail
@@ -371,6 +383,34 @@ if has generate; then
   else
     status=1; note "generate: no binary in the bundle"
   fi
+fi
+
+if has side; then
+  sbs=tools/gpubench/decode_side_by_side.py
+  for shape in ${SIDE_SHAPES:-llama1b smollm135m}; do
+    d=/tmp/sbs-$shape j="$LOGS/side-$shape.jsonl"
+    : >"$j"
+    [ -f "$d/config.json" ] || python3 $sbs make "$shape" "$d" "${SIDE_TOKENIZERS:-.peer/tok}/$shape" >>"$j" 2>"$LOGS/side-$shape.err" \
+      || { status=1; note "side $shape: make FAILED"; tail -5 "$LOGS/side-$shape.err"; continue; }
+    python3 $sbs floor "$d" >>"$j" 2>>"$LOGS/side-$shape.err"
+    for g in 1 0; do
+      HIPGO_GPU_GRAPHS=$g $bin/decodebench -model "$d" -device gpu -label "$shape" >>"$j.hipgo$g" 2>>"$LOGS/side-$shape.err" \
+        || { status=1; note "side $shape: decodebench (graphs=$g) FAILED"; tail -5 "$LOGS/side-$shape.err"; }
+      sed "s/\"tool\":\"hipgo\"/\"tool\":\"hipgo-graphs$g\"/" "$j.hipgo$g" >>"$j"
+    done
+    python3 $sbs hf "$d" ${SIDE_HF_MODES:-eager compile} >>"$j" 2>>"$LOGS/side-$shape.err" || { status=1; note "side $shape: transformers FAILED"; tail -5 "$LOGS/side-$shape.err"; }
+    if [ -n "${LLAMA_CPP:-}" ] && [ -x "$LLAMA_CPP/build/bin/llama-bench" ]; then
+      [ -f "$d.gguf" ] || python3 "$LLAMA_CPP/convert_hf_to_gguf.py" "$d" --outtype bf16 --outfile "$d.gguf" >>"$LOGS/side-$shape.err" 2>&1 \
+        || { status=1; note "side $shape: convert_hf_to_gguf FAILED"; tail -5 "$LOGS/side-$shape.err"; }
+      "$LLAMA_CPP/build/bin/llama-bench" -m "$d.gguf" -ngl 99 -n 128 -p 512 -r 3 -o jsonl >"/tmp/lb-$shape.jsonl" 2>>"$LOGS/side-$shape.err"
+      "$LLAMA_CPP/build/bin/llama-batched-bench" -m "$d.gguf" -ngl 99 -c 8192 -npp 16 -ntg 128 -npl 1,32 >"/tmp/lbb-$shape.txt" 2>>"$LOGS/side-$shape.err"
+      python3 $sbs llamacpp "/tmp/lb-$shape.jsonl" "/tmp/lbb-$shape.txt" >>"$j"
+    else
+      note "side $shape: llama.cpp not run (LLAMA_CPP unset or not built)"
+    fi
+    echo "### $shape"; python3 $sbs table "$j" | tee "$LOGS/side-$shape.md"
+    while read -r l; do note "side $shape: $l"; done < <(grep -E '^\| (hipgo|transformers|llama|floor)' "$LOGS/side-$shape.md")
+  done
 fi
 
 if has cpuquant; then

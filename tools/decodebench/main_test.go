@@ -1,0 +1,50 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hipgo/hipgo/model/modeltest"
+)
+
+func TestBadFlagsAreErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{},
+		{"-model", "x", "-batch", "0"},
+		{"-model", "x", "-batch", "1,a"},
+		{"-model", "x", "-new", "0"},
+		{"-model", "x", "-prefill", "-1"},
+	} {
+		_, err := parse(args)
+		require.Error(t, err, "%v", args)
+	}
+}
+
+// A tiny random checkpoint on the CPU: one JSON line per batch size and one
+// for prefill, each with a positive rate and the backend named.
+func TestPrintsOneLinePerMeasurement(t *testing.T) {
+	dir := t.TempDir()
+	spec := modeltest.SmolLMTiny()
+	spec.NoTokenizer = true
+	require.NoError(t, modeltest.Write(dir, spec))
+	var out bytes.Buffer
+	require.NoError(t, run([]string{"-model", dir, "-device", "cpu", "-batch", "1,3", "-prompt", "4", "-new", "5", "-prefill", "9", "-runs", "1"}, &out))
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	require.Len(t, lines, 3)
+	want := []struct {
+		phase string
+		batch int
+	}{{"decode", 1}, {"decode", 3}, {"prefill", 1}}
+	for i, l := range lines {
+		var r result
+		require.NoError(t, json.Unmarshal([]byte(l), &r), l)
+		require.Equal(t, want[i].phase, r.Phase, l)
+		require.Equal(t, want[i].batch, r.Batch, l)
+		require.Equal(t, "cpu", r.Device, l)
+		require.Positive(t, r.TokensPerSec, l)
+	}
+}
