@@ -31,6 +31,7 @@ type driver struct {
 	moduleAPI
 	launchAPI
 	callbackAPI
+	graphAPI
 }
 
 // table lists every symbol the binding needs, family by family.
@@ -46,6 +47,7 @@ func (d *driver) table() []dynlib.Func {
 	t = append(t, d.moduleAPI.bind()...)
 	t = append(t, d.launchAPI.bind()...)
 	t = append(t, d.callbackAPI.bind()...)
+	t = append(t, d.graphAPI.bind()...)
 	return t
 }
 

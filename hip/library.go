@@ -36,6 +36,7 @@ type api struct {
 	moduleAPI
 	launchAPI
 	callbackAPI
+	graphAPI
 }
 
 // openAPI opens and binds the library. It reads EnvLibrary (through
@@ -58,7 +59,7 @@ func (a *api) table() []dynlib.Func {
 	return slices.Concat(
 		a.errorsAPI.funcs(), a.initAPI.funcs(), a.deviceAPI.funcs(), a.identityAPI.funcs(), a.archAPI.funcs(),
 		a.memoryAPI.funcs(), a.streamAPI.funcs(), a.eventAPI.funcs(), a.moduleAPI.funcs(),
-		a.launchAPI.funcs(), a.callbackAPI.funcs(),
+		a.launchAPI.funcs(), a.callbackAPI.funcs(), a.graphAPI.funcs(),
 	)
 }
 

@@ -63,6 +63,7 @@ func TestLoadWrongLibrary(t *testing.T) {
 	// Optional symbols are never reported missing.
 	require.NotContains(t, ms.Missing, "hipKernelGetParamInfo")
 	require.NotContains(t, ms.Missing, "hipLaunchHostFunc")
+	require.NotContains(t, ms.Missing, "hipGraphLaunch")
 }
 
 // TestOptionalFunctionsOnThisLibrary proves optional functions the loaded
@@ -78,6 +79,12 @@ func TestOptionalFunctionsOnThisLibrary(t *testing.T) {
 		require.Nil(t, a.hipGetDevicePropertiesR0600, "ROCm 5.2 exports hipGetDevicePropertiesR0600?")
 		require.Nil(t, a.hipLaunchHostFunc, "Debian's ROCm 5.2 exports hipLaunchHostFunc?")
 		require.NotNil(t, a.hipGetDeviceProperties)
+		require.True(t, a.graphBound(), "ROCm 5.2 exports the hip_4.3 graph calls")
+	}
+	if !a.graphBound() {
+		err := StreamBeginCapture(0, CaptureModeRelaxed)
+		require.ErrorIs(t, err, errors.ErrUnsupported)
+		t.Logf("StreamBeginCapture: %v", err)
 	}
 	if a.hipKernelGetParamInfo == nil {
 		_, _, err := KernelGetParamInfo(0, 0)
