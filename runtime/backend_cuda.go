@@ -423,3 +423,46 @@ func (f *cudaFunction) Params() ([]driver.Param, bool, error) {
 	}
 	return out, true, nil
 }
+
+// BeginCapture starts a relaxed capture (driver.Capturer): the runtime's
+// monitor keeps querying events from its own thread meanwhile, which the
+// global and thread-local modes refuse.
+func (s *cudaStream) BeginCapture() error {
+	if !cuda.GraphSupported() {
+		return fmt.Errorf("cuda: stream capture: %w (%w)", errors.ErrUnsupported, &cuda.UnavailableError{Symbol: "cuGraphInstantiateWithFlags", Since: "CUDA 11.4", Path: cuda.LibraryPath()})
+	}
+	return s.dev.do(func() error { return s.s.BeginCapture(cuda.CaptureModeRelaxed) })
+}
+
+// EndCapture ends the capture and instantiates its graph; the graph itself
+// is freed at once (the executable does not need it).
+func (s *cudaStream) EndCapture() (driver.Graph, error) {
+	var exec cuda.GraphExec
+	err := s.dev.do(func() error {
+		g, err := s.s.EndCapture()
+		if err != nil {
+			return err
+		}
+		exec, err = g.Instantiate()
+		return errors.Join(err, g.Destroy())
+	})
+	if err != nil {
+		if exec != 0 {
+			err = errors.Join(err, s.dev.do(exec.Destroy))
+		}
+		return nil, err
+	}
+	return &cudaGraph{dev: s.dev, e: exec}, nil
+}
+
+type cudaGraph struct {
+	dev *cudaDevice
+	e   cuda.GraphExec
+}
+
+func (g *cudaGraph) Launch(on driver.Stream) error {
+	s := on.(*cudaStream).s
+	return g.dev.do(func() error { return g.e.Launch(s) })
+}
+
+func (g *cudaGraph) Destroy() error { return g.dev.do(g.e.Destroy) }

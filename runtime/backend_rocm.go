@@ -551,6 +551,51 @@ func (s *rocmStream) Destroy() error {
 	return s.dev.do(func() error { return hip.StreamDestroy(s.s) })
 }
 
+// BeginCapture starts a relaxed capture (driver.Capturer) where the library
+// exports hipGraph (ROCm 4.3+); elsewhere hip's *UnsupportedError, which
+// matches errors.ErrUnsupported.
+func (s *rocmStream) BeginCapture() error {
+	if !hip.GraphSupported() {
+		return hip.StreamBeginCapture(s.s, hip.CaptureModeRelaxed) // the *UnsupportedError, no driver call
+	}
+	return s.dev.do(func() error { return hip.StreamBeginCapture(s.s, hip.CaptureModeRelaxed) })
+}
+
+// EndCapture ends the capture and instantiates its graph, freeing the
+// graph itself at once.
+func (s *rocmStream) EndCapture() (driver.Graph, error) {
+	var exec hip.GraphExec
+	err := s.dev.do(func() error {
+		g, err := hip.StreamEndCapture(s.s)
+		if err != nil {
+			return err
+		}
+		exec, err = hip.GraphInstantiate(g)
+		return errors.Join(err, hip.GraphDestroy(g))
+	})
+	if err != nil {
+		if exec != 0 {
+			err = errors.Join(err, s.dev.do(func() error { return hip.GraphExecDestroy(exec) }))
+		}
+		return nil, err
+	}
+	return &rocmGraph{dev: s.dev, e: exec}, nil
+}
+
+type rocmGraph struct {
+	dev *rocmDevice
+	e   hip.GraphExec
+}
+
+func (g *rocmGraph) Launch(on driver.Stream) error {
+	s := on.(*rocmStream).s
+	return g.dev.do(func() error { return hip.GraphLaunch(g.e, s) })
+}
+
+func (g *rocmGraph) Destroy() error {
+	return g.dev.do(func() error { return hip.GraphExecDestroy(g.e) })
+}
+
 type rocmEvent struct {
 	dev *rocmDevice
 	e   hip.Event

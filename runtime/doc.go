@@ -53,6 +53,17 @@
 // (grid_dependency_wait in kernels/src/portable.h); sampling's Gumbel kernel
 // is one.
 //
+// Graphs: Stream.Capture runs a function with the stream capturing (CUDA
+// stream capture in relaxed mode, hipGraph where the library has it): its
+// launches are checked as usual and recorded, not run, and
+// Stream.LaunchGraph replays them with one driver call. A replayed kernel's
+// fault fails the events recorded after it and loses the device exactly as
+// a plain launch's does. A capturing stream refuses Record, Synchronize and
+// TimeGPU (ErrCapturing) and ends the capture; an error from the function
+// discards it; a backend without graphs gives a *CaptureError matching
+// errors.ErrUnsupported, so callers launch plainly. Graphs belong to their
+// stream and are freed with it.
+//
 // Thread model: CUDA contexts and HIP's current device are per OS thread and
 // goroutines migrate, so each backend call locks the OS thread and makes the
 // device current for its duration (see the backend files for the measured

@@ -47,6 +47,9 @@ type Stream struct {
 	scratch   []byte // kernel-argument memory outside the Go heap
 	last      string // the last kernel launched
 	destroyed bool
+	capture   *capture            // non-nil while Capture runs
+	graphs    map[*Graph]struct{} // graphs captured here and not closed
+	captures  uint64              // graphs captured so far, for names
 
 	// Completion callbacks are coalesced: at most one host callback is
 	// outstanding per stream, and when it runs it lands every event recorded
@@ -74,7 +77,7 @@ func (d *Device) NewStream() (*Stream, error) {
 		// The stream exists; give it back before reporting.
 		return nil, fmt.Errorf("%s: kernel-argument memory: %w (stream destroy: %v)", d.label, err, ds.Destroy())
 	}
-	s := &Stream{dev: d, drv: ds, scratch: scratch}
+	s := &Stream{dev: d, drv: ds, scratch: scratch, graphs: map[*Graph]struct{}{}}
 	d.mu.Lock()
 	d.streams[s] = struct{}{}
 	d.mu.Unlock()
@@ -117,17 +120,30 @@ func (s *Stream) Launch(k *Kernel, cfg LaunchConfig, args ...any) error {
 	if s.destroyed {
 		return fmt.Errorf("launch %s: stream closed: %w", k.spec.Name, ErrClosed)
 	}
+	c := s.capture
+	if c != nil && c.ended {
+		return fmt.Errorf("launch %s: %w", k.spec.Name, c.err)
+	}
 	params, err := s.pack(k, args)
 	if err != nil {
 		return &LaunchError{Kernel: k.spec.Name, Reason: err.Error()}
 	}
-	if el, ok := s.drv.(driver.EarlyLauncher); ok && cfg.EarlyStart {
+	// A capture records plain launches: early start in a graph is a
+	// different edge type, and the kernels wait for their inputs anyway.
+	if el, ok := s.drv.(driver.EarlyLauncher); ok && cfg.EarlyStart && c == nil {
 		err = el.LaunchEarly(k.fn, cfg.Grid, cfg.Block, uint32(cfg.SharedMem), params)
 	} else {
 		err = s.drv.Launch(k.fn, cfg.Grid, cfg.Block, uint32(cfg.SharedMem), params)
 	}
 	if err != nil {
-		return s.launchFailed(k, err)
+		return s.launchFailed(k.spec.Name, err)
+	}
+	if c != nil {
+		// Captured, not run: the stream's last kernel is the graph's once
+		// it is launched.
+		c.kernels++
+		c.last = k.spec.Name
+		return nil
 	}
 	s.last = k.spec.Name
 	return nil
@@ -195,21 +211,21 @@ func (s *Stream) pack(k *Kernel, args []any) (unsafe.Pointer, error) {
 // rejection (HIP has reported a block over the kernel's bounds as
 // hipErrorLaunchFailure), so the device is probed before it is declared
 // lost.
-func (s *Stream) launchFailed(k *Kernel, err error) error {
+func (s *Stream) launchFailed(name string, err error) error {
 	d := s.dev
 	switch d.drv.Classify(err) {
 	case driver.Fault:
 		if probe := d.drv.Alive(); probe != nil {
-			f := d.markLost(&FaultError{Device: d.label, Kernel: k.spec.Name, Op: "launch", Kind: faultKind(err), Err: err})
+			f := d.markLost(&FaultError{Device: d.label, Kernel: name, Op: "launch", Kind: faultKind(err), Err: err})
 			return &DeviceLostError{Device: d.label, Cause: f}
 		}
-		return &LaunchError{Kernel: k.spec.Name, Err: err}
+		return &LaunchError{Kernel: name, Err: err}
 	case driver.OutOfMemory:
-		return &LaunchError{Kernel: k.spec.Name, Reason: "out of resources", Err: err}
+		return &LaunchError{Kernel: name, Reason: "out of resources", Err: err}
 	case driver.Rejected:
-		return &LaunchError{Kernel: k.spec.Name, Err: err}
+		return &LaunchError{Kernel: name, Err: err}
 	}
-	return d.fail("launch "+k.spec.Name, k.spec.Name, err)
+	return d.fail("launch "+name, name, err)
 }
 
 // Record returns an event that completes when all work enqueued on the
@@ -224,6 +240,9 @@ func (s *Stream) Record() (*Event, error) {
 	defer s.mu.Unlock()
 	if s.destroyed {
 		return nil, fmt.Errorf("record: stream closed: %w", ErrClosed)
+	}
+	if s.capture != nil {
+		return nil, s.abortCaptureLocked("record")
 	}
 	// Under the stream's lock, which Close's teardown takes before the
 	// driver closes, so no destroy runs against a closed driver.
@@ -373,14 +392,17 @@ func (s *Stream) mark() (driver.TimingMark, error) {
 		return nil, err
 	}
 	defer d.leave()
-	t, ok := s.drv.(driver.GPUTimer)
-	if !ok {
-		return nil, fmt.Errorf("time GPU work: backend %s has no GPU timer: %w", d.Backend(), errors.ErrUnsupported)
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.destroyed {
 		return nil, fmt.Errorf("time GPU work: stream closed: %w", ErrClosed)
+	}
+	if s.capture != nil {
+		return nil, s.abortCaptureLocked("time GPU work")
+	}
+	t, ok := s.drv.(driver.GPUTimer)
+	if !ok {
+		return nil, fmt.Errorf("time GPU work: backend %s has no GPU timer: %w", d.Backend(), errors.ErrUnsupported)
 	}
 	m, err := t.Mark()
 	if err != nil {
@@ -420,9 +442,12 @@ func (s *Stream) destroy(useDriver bool) error {
 	s.destroyed = true
 	var derr error
 	if useDriver && s.dev.lost.Load() == nil {
-		derr = s.drv.Destroy()
-	} else if a, ok := s.drv.(driver.Abandoner); ok {
-		derr = a.Abandon()
+		derr = errors.Join(s.destroyGraphsLocked(true), s.drv.Destroy())
+	} else {
+		derr = s.destroyGraphsLocked(false) // no driver call: the context owns them
+		if a, ok := s.drv.(driver.Abandoner); ok {
+			derr = a.Abandon()
+		}
 	}
 	ferr := hostFree(s.scratch)
 	s.scratch = nil

@@ -24,12 +24,17 @@ const (
 	CodeNotFound      Code = 500
 	CodeIllegalAddr   Code = 700
 	CodeLaunchFailure Code = 719
+	// CodeCaptureUnsupported: a call a capturing stream cannot record.
+	CodeCaptureUnsupported Code = 900
+	// CodeCaptureInvalidated: EndCapture of a capture a failed call spoiled.
+	CodeCaptureInvalidated Code = 901
 )
 
 var names = map[Code]string{
 	CodeInvalidValue: "simErrorInvalidValue", CodeOutOfMemory: "simErrorOutOfMemory",
 	CodeNotFound: "simErrorNotFound", CodeIllegalAddr: "simErrorIllegalAddress",
-	CodeLaunchFailure: "simErrorLaunchFailure",
+	CodeLaunchFailure: "simErrorLaunchFailure", CodeCaptureUnsupported: "simErrorStreamCaptureUnsupported",
+	CodeCaptureInvalidated: "simErrorStreamCaptureInvalidated",
 }
 
 func (c Code) Error() string { return fmt.Sprintf("%s (%d)", c.Name(), int(c)) }
@@ -93,6 +98,9 @@ type Config struct {
 	// time at which the stream reaches it. Without it streams cannot time,
 	// like a backend with no timing events.
 	GPUTimer bool
+	// NoGraphs makes BeginCapture fail with an error wrapping
+	// errors.ErrUnsupported, as a backend without graphs does.
+	NoGraphs bool
 	// CloseBlocks makes Close block until Release is called.
 	CloseBlocks bool
 	// OnCall, when set, runs inside every driver call (Close included),
@@ -104,7 +112,8 @@ type Config struct {
 	// "Alive", "Open" (the driver's), "Close", "LoadModule", "Function", "Unload", "NewStream",
 	// "Launch", "Record", "Notify", "StreamDestroy", "EventQuery",
 	// "EventDestroy", "Mark", "MarkDestroy" (a mark's Since queries as
-	// "EventQuery").
+	// "EventQuery"), "BeginCapture", "EndCapture", "GraphLaunch",
+	// "GraphDestroy".
 	OnCall func(call string) error
 }
 
@@ -207,6 +216,12 @@ type Device struct {
 	// destroyed (on a real driver: a use after free, or a handle recycled
 	// for another event); such a call fails with CodeInvalidValue.
 	StaleHandleCalls atomic.Int64
+	// GraphsLive counts captured graphs not destroyed; Capturing, streams
+	// capturing now; GraphLaunches, graph launches queued (their kernels
+	// are not counted in Launches).
+	GraphsLive    atomic.Int64
+	Capturing     atomic.Int64
+	GraphLaunches atomic.Int64
 }
 
 func (d *Device) Info() driver.Info {

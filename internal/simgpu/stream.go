@@ -29,6 +29,13 @@ type stream struct {
 	cond  *sync.Cond
 	queue []op
 	dead  bool
+
+	// capture is the graph being recorded, nil when the stream does not
+	// capture; invalid says a call failed during it (EndCapture then fails).
+	// Only the runtime's calling goroutine touches them (under its stream
+	// lock).
+	capture *graph
+	invalid bool
 }
 
 func (d *Device) NewStream() (driver.Stream, error) {
@@ -58,6 +65,9 @@ type mark struct {
 
 func (s *timedStream) Mark() (driver.TimingMark, error) {
 	if err := s.dev.call("Mark"); err != nil {
+		return nil, err
+	}
+	if err := s.notCapturing(); err != nil {
 		return nil, err
 	}
 	m := &mark{event: event{dev: s.dev}}
@@ -159,6 +169,13 @@ func (s *stream) run(o op) {
 }
 
 func (s *stream) Launch(fn driver.Function, grid, block driver.Dim3, shmem uint32, params unsafe.Pointer) error {
+	err := s.launch(fn, grid, block, params)
+	// A failed launch invalidates a capture, as on CUDA.
+	s.invalid = s.invalid || (err != nil && s.capture != nil)
+	return err
+}
+
+func (s *stream) launch(fn driver.Function, grid, block driver.Dim3, params unsafe.Pointer) error {
 	if err := s.dev.call("Launch"); err != nil {
 		return err
 	}
@@ -171,8 +188,13 @@ func (s *stream) Launch(fn driver.Function, grid, block driver.Dim3, shmem uint3
 	if block.Count() > uint64(s.dev.cfg.MaxBlock) {
 		return CodeInvalidValue
 	}
+	l := &launchOp{def: f.def, grid: grid, block: block, args: readArgs(params, f.def.ParamSizes)}
+	if s.capture != nil {
+		s.capture.launches = append(s.capture.launches, l)
+		return nil
+	}
 	s.dev.Launches.Add(1)
-	s.enqueue(op{launch: &launchOp{def: f.def, grid: grid, block: block, args: readArgs(params, f.def.ParamSizes)}})
+	s.enqueue(op{launch: l})
 	return nil
 }
 
@@ -230,6 +252,9 @@ func (s *stream) Record() (driver.Event, error) {
 	if err := s.dev.call("Record"); err != nil {
 		return nil, err
 	}
+	if err := s.notCapturing(); err != nil {
+		return nil, err
+	}
 	e := &event{dev: s.dev}
 	s.dev.EventsLive.Add(1)
 	s.enqueue(op{event: e})
@@ -240,11 +265,15 @@ func (s *stream) Notify(fn func()) error {
 	if err := s.dev.call("Notify"); err != nil {
 		return err
 	}
+	if err := s.notCapturing(); err != nil {
+		return err
+	}
 	s.enqueue(op{notify: fn})
 	return nil
 }
 
 func (s *stream) Destroy() error {
+	s.dropCapture()
 	s.dev.StreamsLive.Add(-1)
 	return s.dev.call("StreamDestroy")
 }
@@ -252,6 +281,7 @@ func (s *stream) Destroy() error {
 // Abandon is driver.Abandoner: a simulated stream holds nothing outside the
 // driver, so it only counts, which tells tests the runtime let go of it.
 func (s *stream) Abandon() error {
+	s.dropCapture()
 	s.dev.StreamsLive.Add(-1)
 	return nil
 }

@@ -210,3 +210,27 @@ type AsyncFault struct {
 type FaultSource interface {
 	OnFault(handler func(AsyncFault) bool)
 }
+
+// Capturer is implemented by streams that can record the kernels launched
+// on them into a graph and replay it with one call (CUDA graphs, hipGraph).
+// Between BeginCapture and EndCapture, Launch records instead of running;
+// the runtime makes no other call on the stream meanwhile (no Record, no
+// Notify, no Mark). A backend whose library lacks the calls returns an
+// error wrapping errors.ErrUnsupported from BeginCapture.
+type Capturer interface {
+	BeginCapture() error
+	// EndCapture ends the capture, whatever happened during it, and returns
+	// the launchable graph. When a launch failed during the capture (the
+	// driver invalidates it) it returns an error and no graph; the stream
+	// captures no more either way.
+	EndCapture() (Graph, error)
+}
+
+// Graph is a captured, launchable sequence of kernels.
+type Graph interface {
+	// Launch enqueues the graph's kernels on on (a stream of the same
+	// device), in order with its other work. A fault while they run is
+	// reported as a plain launch's is: by queries of events recorded after.
+	Launch(on Stream) error
+	Destroy() error
+}
