@@ -93,6 +93,59 @@ func TestGPUOutOfBoundsWriteFailsTheWaitAndLosesTheDevice(t *testing.T) {
 	}
 }
 
+// TestGPUOutOfBoundsWriteInAGraphFailsTheWaitAndLosesTheDevice is the same
+// fault from inside a replayed graph (CUDA: the ROCm shim has no hipGraph).
+func TestGPUOutOfBoundsWriteInAGraphFailsTheWaitAndLosesTheDevice(t *testing.T) {
+	env := openGPU(t)
+	if env.Dev.Backend() != driver.CUDA {
+		t.Skipf("backend %s: graphs are checked on CUDA", env.Dev.Backend())
+	}
+	requireProbe(t, faultprobe.RunChild(context.Background(), faultprobe.OOBWriteGraph, "-test.run=^$"))
+}
+
+// TestGPUGraphReplayMatchesPlainLaunches proves a captured graph replays
+// on the device: fills captured with their values, replayed many times in
+// order with plain launches, each replay's result seen after an event.
+func TestGPUGraphReplayMatchesPlainLaunches(t *testing.T) {
+	env := openGPU(t)
+	if env.Dev.Backend() != driver.CUDA {
+		t.Skipf("backend %s: graphs are checked on CUDA", env.Dev.Backend())
+	}
+	ctx := context.Background()
+	s, err := env.Dev.NewStream()
+	require.NoError(t, err)
+	defer s.Close()
+	const n = 1024
+	a, err := env.Dev.Alloc(4 * n)
+	require.NoError(t, err)
+	defer a.Free()
+	cfg := runtime.LaunchConfig{Grid: runtime.Dim3{X: 4, Y: 1, Z: 1}, Block: runtime.Dim3{X: 256, Y: 1, Z: 1}}
+	g, err := s.Capture(func() error {
+		for v := range uint32(8) {
+			if err := s.Launch(env.Fill, cfg, a, 100+v, uint32(n)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	require.Equal(t, 8, g.Kernels())
+	got := make([]uint32, n)
+	for i := range 100 {
+		require.NoError(t, s.Launch(env.Fill, cfg, a, uint32(i), uint32(n)))
+		require.NoError(t, s.Synchronize(ctx))
+		require.NoError(t, runtime.Download(a, got))
+		require.EqualValues(t, i, got[n-1], "the plain fill ran")
+		require.NoError(t, s.LaunchGraph(g))
+		require.NoError(t, s.Synchronize(ctx))
+		require.NoError(t, runtime.Download(a, got))
+		for j, v := range got {
+			require.EqualValues(t, 107, v, "replay %d element %d: the graph's last fill wins", i, j)
+		}
+	}
+	require.NoError(t, g.Close())
+}
+
 func TestGPUTenThousandLaunchesWithEventsAllLand(t *testing.T) {
 	env := openGPU(t)
 	s, err := env.Dev.NewStream()

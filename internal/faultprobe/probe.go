@@ -51,13 +51,18 @@ const (
 	// H200 anything queued behind the faulting kernel delays the driver's
 	// report by about 45 ms, so this is the like-for-like baseline.
 	OOBWriteDriverEvent Class = "oob-write-driver-event"
+	// OOBWriteGraph: OOBWrite's fault from inside a captured graph (a fill,
+	// then the faulting store) replayed with Stream.LaunchGraph: the event
+	// recorded after the replay must fail as after a plain launch. Fatal;
+	// not in Classes, since it needs a backend with graphs (CUDA).
+	OOBWriteGraph Class = "oob-write-graph"
 )
 
 // Classes in the order the tool runs them.
 var Classes = []Class{OversizedBlock, DriverRejection, OutOfMemory, Watchdog, SpinLands, OOBWrite, OOBWriteDriverSync, OOBWriteDriverEvent}
 
 // Fatal reports whether a class loses the device (so it needs its own process).
-func (c Class) Fatal() bool { return c == OOBWrite || c.Baseline() }
+func (c Class) Fatal() bool { return c == OOBWrite || c == OOBWriteGraph || c.Baseline() }
 
 // Baseline reports whether a class is a driver-only baseline (CUDA only).
 func (c Class) Baseline() bool { return c == OOBWriteDriverSync || c == OOBWriteDriverEvent }
@@ -345,7 +350,9 @@ func ChildMain() bool {
 	var r Result
 	switch c {
 	case OOBWrite:
-		r = oobWrite(ctx)
+		r = oobWrite(ctx, false)
+	case OOBWriteGraph:
+		r = oobWrite(ctx, true)
 	case OOBWriteDriverSync:
 		r = oobWriteDriverSync(false)
 	case OOBWriteDriverEvent:
@@ -423,9 +430,14 @@ const (
 )
 
 // oobWrite runs in a child process: a fault loses the device for good.
-func oobWrite(ctx context.Context) Result {
+// With graph, the faulting kernel runs inside a replayed graph.
+func oobWrite(ctx context.Context, graph bool) Result {
 	r := Result{Class: OOBWrite, Expected: "Wait fails with *FaultError (illegal address) within 2 s; other streams' events fail with it; a new launch fails in < 1 ms with *DeviceLostError",
 		Metrics: map[string]float64{}}
+	if graph {
+		r.Class = OOBWriteGraph
+		r.Expected = "the fault inside a replayed graph: " + r.Expected
+	}
 	var opts []runtime.Option
 	if os.Getenv(EnvNoCallbacks) == "1" {
 		opts = append(opts, runtime.WithoutCallbacks())
@@ -454,9 +466,28 @@ func oobWrite(ctx context.Context) Result {
 		r.Got = err.Error()
 		return r
 	}
+	var g *runtime.Graph
+	if graph {
+		g, err = s.Capture(func() error {
+			if err := s.Launch(e.Fill, grid1(1, 1), buf, uint32(1), uint32(1)); err != nil {
+				return err
+			}
+			return s.Launch(e.OOB, grid1(1, 1), buf, uint32(0xBAD), uint64(1)<<40)
+		})
+		if err != nil {
+			r.Got = "capture: " + err.Error()
+			return r
+		}
+		r.Detail += fmt.Sprintf("graph of %d kernels; ", g.Kernels())
+	}
 	time.Sleep(time.Until(tSpin.Add(faultOffset)))
 	tLaunch := time.Now()
-	if err := s.Launch(e.OOB, grid1(1, 1), buf, uint32(0xBAD), uint64(1)<<40); err != nil {
+	if g != nil {
+		err = s.LaunchGraph(g)
+	} else {
+		err = s.Launch(e.OOB, grid1(1, 1), buf, uint32(0xBAD), uint64(1)<<40)
+	}
+	if err != nil {
 		r.Got = "launch: " + err.Error()
 		return r
 	}
