@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/hipgo/hipgo/mlx"
@@ -114,9 +115,28 @@ func buildGPU(cfg *Config, load func() (*gpu.Weights, error), o options, dev *ru
 	if err != nil {
 		return nil, 0, err
 	}
-	b, err := gpu.New(context.Background(), dev, cfg.gpuConfig(), w, gpu.Options{KVTokens: n, StepTokens: o.gpuStepTokens})
+	noGraphs, err := graphsOff()
+	if err != nil {
+		return nil, 0, err
+	}
+	b, err := gpu.New(context.Background(), dev, cfg.gpuConfig(), w, gpu.Options{KVTokens: n, StepTokens: o.gpuStepTokens, NoGraphs: noGraphs})
 	if err != nil {
 		return nil, 0, fmt.Errorf("model: on %s: %w", dev, err)
 	}
 	return &gpuBackend{b: b, label: "gpu " + dev.String()}, rawSize(w), nil
+}
+
+// EnvGPUGraphs turns the GPU backend's decode graphs off when "0" (each
+// step's kernels are then launched one by one); "1" or unset: on.
+const EnvGPUGraphs = "HIPGO_GPU_GRAPHS"
+
+func graphsOff() (bool, error) {
+	switch v := os.Getenv(EnvGPUGraphs); v {
+	case "", "1":
+		return false, nil
+	case "0":
+		return true, nil
+	default:
+		return false, fmt.Errorf("model: %s=%q: want 0 (off) or 1 (on): %w", EnvGPUGraphs, v, ErrOptions)
+	}
 }

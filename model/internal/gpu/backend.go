@@ -31,6 +31,9 @@ type Options struct {
 	KVTokens int
 	// StepTokens bounds the tokens of one pass (default 512).
 	StepTokens int
+	// NoGraphs launches every decode step's kernels one by one instead of
+	// replaying a captured graph of them (see graph.go).
+	NoGraphs bool
 }
 
 // Backend holds a model's weights, KV-cache pool and scratch on one device.
@@ -55,6 +58,8 @@ type Backend struct {
 	sc         scratch
 	dirty      bool // work of a call that returned early may still be queued
 	closed     bool
+	graphs     graphCache
+	inject     func(*runtime.Stream) error // InjectFault's, for the next forward
 }
 
 type matrix struct {
@@ -83,6 +88,7 @@ func New(ctx context.Context, dev *runtime.Device, cfg Config, w *Weights, opts 
 		return nil, fmt.Errorf("gpu: KV cache of %d tokens: %w", opts.KVTokens, runtime.ErrInvalidArgument)
 	}
 	b := &Backend{cfg: cfg, dev: dev, kernels: map[string]*runtime.Kernel{}, stepTokens: opts.StepTokens}
+	b.graphs.off = opts.NoGraphs
 	if b.stepTokens <= 0 {
 		b.stepTokens = defaultStepTokens
 	}
@@ -358,6 +364,9 @@ func (b *Backend) Close() error {
 func (b *Backend) release() error {
 	var errs []error
 	lost := b.dev.Lost() != nil
+	if err := b.graphs.drop(); err != nil && !lost {
+		errs = append(errs, err)
+	}
 	for _, buf := range b.owned {
 		if !lost {
 			errs = append(errs, buf.Free())

@@ -51,6 +51,10 @@ func (b *Backend) ensure(buf **runtime.Buffer, n int) error {
 	if *buf != nil && (*buf).Size() >= n {
 		return nil
 	}
+	// Graphs captured so far bake in the old buffer's address.
+	if err := b.graphs.drop(); err != nil {
+		return err
+	}
 	if *buf != nil {
 		old := *buf
 		for i, o := range b.owned {
@@ -74,8 +78,9 @@ func (b *Backend) ensure(buf **runtime.Buffer, n int) error {
 
 // plan is one call's token layout on the device.
 type plan struct {
-	T, rows   int // tokens fed; rows reaching the LM head
-	maxBlocks int
+	T, rows   int  // tokens fed; rows reaching the LM head
+	maxBlocks int  // block-table stride: padded (tableStride) so it rarely changes
+	decode    bool // one token per sequence, in one chunk: the graph-replayed shape
 	meta      []uint32
 	// offsets into meta, in u32 elements
 	tok, pos, seq, slot, tables, gather, ident int
@@ -134,13 +139,16 @@ func (b *Backend) prepare(ctx context.Context, seqs []*Sequence, toks [][]uint32
 		}
 		return nil, e
 	}
+	capBlocks := 0
 	for i, s := range seqs {
 		for range need[i] {
 			s.blocks = append(s.blocks, b.free[len(b.free)-1])
 			b.free = b.free[:len(b.free)-1]
 		}
 		p.maxBlocks = max(p.maxBlocks, len(s.blocks))
+		capBlocks = max(capBlocks, ceilDiv(s.capacity, BlockSize))
 	}
+	p.maxBlocks = tableStride(p.maxBlocks, capBlocks)
 	if all {
 		p.rows = p.T
 	} else {
@@ -190,7 +198,20 @@ func (b *Backend) prepare(ctx context.Context, seqs []*Sequence, toks [][]uint32
 		m[p.ident+i] = uint32(i)
 	}
 	p.meta = m
+	p.decode = p.T == nseq && len(p.chunks) == 1
 	return p, nil
+}
+
+// tableStride pads the widest block table to a power of two (at most the
+// widest capacity), so the metadata layout, which a decode graph bakes in,
+// changes only when sequences double in length. The padding is zero: the
+// attention kernel reads only the entries below each query's position.
+func tableStride(widest, capBlocks int) int {
+	n := 1
+	for n < widest {
+		n *= 2
+	}
+	return max(widest, min(n, capBlocks))
 }
 
 // asFault recovers the *FaultError behind Device.Lost.
@@ -230,6 +251,19 @@ func (b *Backend) run(ctx context.Context, p *plan) error {
 	if err := runtime.Upload(b.sc.meta, p.meta); err != nil {
 		return err
 	}
+	if p.decode {
+		if replayed, err := b.replay(ctx, p); replayed {
+			return err
+		}
+	}
+	return b.forward(ctx, p)
+}
+
+// forward enqueues plan p's launches; b.sc holds what they use.
+func (b *Backend) forward(ctx context.Context, p *plan) error {
+	c := b.cfg
+	D, I, V := c.Hidden, c.Intermediate, c.Vocab
+	qD, qkvD := c.qDim(), c.qkvDim()
 	meta := func(off int) runtime.DevicePtr { return b.sc.meta.At(4 * off) }
 	x, xb, qkv, att, gu, act := b.sc.x.Ptr(), b.sc.xb.Ptr(), b.sc.qkv.Ptr(), b.sc.att.Ptr(), b.sc.gu.Ptr(), b.sc.act.Ptr()
 	scale := float32(1 / math.Sqrt(float64(c.HeadDim)))
@@ -259,6 +293,12 @@ func (b *Backend) run(ctx context.Context, p *plan) error {
 			}
 			for _, f := range steps {
 				if err := f(); err != nil {
+					return err
+				}
+			}
+			if inject := b.inject; inject != nil {
+				b.inject = nil
+				if err := inject(b.s); err != nil {
 					return err
 				}
 			}

@@ -76,6 +76,12 @@ func (f *Faults) hit() (simgpu.Code, bool) {
 // Driver is a simulated CUDA sm_90 device with the forward and sampler
 // kernels. memory is its size in bytes.
 func Driver(memory uint64, faults *Faults) *simgpu.Driver {
+	return DriverWith(memory, faults, nil)
+}
+
+// DriverWith is Driver with its simulated device's configuration changed
+// by edit (e.g. NoGraphs) when edit is not nil.
+func DriverWith(memory uint64, faults *Faults, edit func(*simgpu.Config)) *simgpu.Driver {
 	if faults == nil {
 		faults = &Faults{}
 	}
@@ -84,7 +90,12 @@ func Driver(memory uint64, faults *Faults) *simgpu.Driver {
 		ks = append(ks, faults.wrap(k))
 	}
 	ks = append(ks, samplerKernels()...)
-	return simgpu.New(simgpu.Config{Devices: 1, Kind: driver.CUDA, Format: driver.PTX, Arch: "sm_90", Memory: memory, Kernels: ks})
+	ks = append(ks, simgpu.OOBWriteU32) // module testkernels' faulting store, for fault tests
+	cfg := simgpu.Config{Devices: 1, Kind: driver.CUDA, Format: driver.PTX, Arch: "sm_90", Memory: memory, Kernels: ks}
+	if edit != nil {
+		edit(&cfg)
+	}
+	return simgpu.New(cfg)
 }
 
 // wrap makes a kernel fail when faults says so. A sticky code fails the

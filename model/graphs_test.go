@@ -1,0 +1,208 @@
+package model
+
+// Decode graphs (model/internal/gpu/graph.go) against plain launches, on
+// the simulated device here and on the GPU in gpu_test.go.
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hipgo/hipgo/internal/simgpu"
+	"github.com/hipgo/hipgo/model/internal/gpu"
+	"github.com/hipgo/hipgo/model/internal/gpu/gpusim"
+	"github.com/hipgo/hipgo/model/modeltest"
+	"github.com/hipgo/hipgo/runtime"
+)
+
+// loadGraphsAndPlain loads spec twice on dev: with decode graphs, and with
+// HIPGO_GPU_GRAPHS=0.
+func loadGraphsAndPlain(t *testing.T, spec modeltest.Spec, dev *runtime.Device) (graphs, plain *Model) {
+	t.Helper()
+	t.Setenv(EnvGPUGraphs, "0")
+	plain = loadSpec(t, spec, WithDevice(dev))
+	t.Setenv(EnvGPUGraphs, "1")
+	graphs = loadSpec(t, spec, WithDevice(dev))
+	t.Cleanup(func() {
+		require.NoError(t, plain.Close())
+		require.NoError(t, graphs.Close())
+	})
+	return graphs, plain
+}
+
+func graphStats(m *Model) gpu.GraphStats { return m.gpu().b.GraphStats() }
+
+// schedSeq is one sequence of a batch schedule: it joins at step join and
+// leaves once it has made left tokens.
+type schedSeq struct {
+	prompt     []uint32
+	opts       GenerateOptions
+	join, left int
+}
+
+// schedules are the batch runs the graph tests compare. The first has
+// sequences of different lengths and sampling options joining and
+// leaving, so the batch size and the block-table stride change; in the
+// second a long prompt joins a lone sequence for one token (its prefill
+// grows the scratch), then the lone sequence decodes on in the shape it
+// had before, whose graph must not be replayed over the freed scratch.
+func schedules(vocab int) map[string][]schedSeq {
+	return map[string][]schedSeq{
+		"join and leave": {
+			{testTokens(3, vocab), GenerateOptions{}, 0, 40},
+			{testTokens(17, vocab)[4:], GenerateOptions{Temperature: 0.9, Seed: 5}, 0, 12},
+			{testTokens(30, vocab), GenerateOptions{Temperature: 1.1, TopK: 20, TopP: 0.9, Seed: 9}, 2, 30},
+			{testTokens(1, vocab), GenerateOptions{}, 5, 20},
+			{testTokens(9, vocab)[2:], GenerateOptions{Temperature: 0.7, MinP: 0.05, Seed: 2}, 8, 35},
+			{testTokens(12, vocab), GenerateOptions{}, 21, 9},
+		},
+		"scratch grows under a graph": {
+			{testTokens(3, vocab), GenerateOptions{}, 0, 12},
+			{testTokens(120, vocab), GenerateOptions{}, 4, 1},
+		},
+	}
+}
+
+// batchRun steps one batch of m through sched and returns every step's
+// tokens in order.
+func batchRun(t *testing.T, m *Model, sched []schedSeq) [][]BatchToken {
+	t.Helper()
+	ctx := context.Background()
+	b := m.NewBatch()
+	defer b.Close()
+	ids := make([]SeqID, len(sched))
+	made := map[SeqID]int{}
+	var out [][]BatchToken
+	for step := 0; step < 64; step++ {
+		for i, s := range sched {
+			if s.join == step {
+				id, err := b.Add(s.prompt, s.opts)
+				require.NoError(t, err)
+				ids[i] = id
+			}
+		}
+		if b.Len() == 0 {
+			break
+		}
+		toks, err := b.Step(ctx)
+		require.NoError(t, err, "step %d", step)
+		out = append(out, toks)
+		for _, tok := range toks {
+			made[tok.Seq]++
+			for i, s := range sched {
+				if ids[i] == tok.Seq && made[tok.Seq] == s.left {
+					require.NoError(t, b.Remove(tok.Seq))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// requireGraphsGiveThePlainTokens proves decode steps replayed from graphs
+// give exactly the tokens of plain launches, step by step, while sequences
+// join and leave (so the batch size, the block-table stride and the
+// scratch change under the graph cache), and that graphs were replayed.
+func requireGraphsGiveThePlainTokens(t *testing.T, dev *runtime.Device, spec modeltest.Spec) {
+	graphs, plain := loadGraphsAndPlain(t, spec, dev)
+	steps := 0
+	for name, sched := range schedules(spec.Vocab) {
+		want := batchRun(t, plain, sched)
+		got := batchRun(t, graphs, sched)
+		require.Equal(t, len(want), len(got), name)
+		for i := range want {
+			require.Equal(t, want[i], got[i], "%s: step %d", name, i)
+		}
+		steps += len(got)
+	}
+	res, err := plain.GenerateTokens(context.Background(), testTokens(5, spec.Vocab), GenerateOptions{MaxTokens: 24}, nil)
+	require.NoError(t, err)
+	gres, err := graphs.GenerateTokens(context.Background(), testTokens(5, spec.Vocab), GenerateOptions{MaxTokens: 24}, nil)
+	require.NoError(t, err)
+	require.Equal(t, res.Tokens, gres.Tokens, "greedy generation")
+
+	st := graphStats(graphs)
+	t.Logf("graphs: %+v over %d steps", st, steps)
+	require.NoError(t, st.Err)
+	require.Zero(t, st.Fallbacks)
+	require.Positive(t, st.Captures)
+	require.Greater(t, st.Replays, 2*st.Captures, "most decode steps replay a graph they did not capture")
+	require.Equal(t, gpu.GraphStats{}, graphStats(plain), "HIPGO_GPU_GRAPHS=0 captures nothing")
+}
+
+func TestSimGPUDecodeGraphsGiveThePlainTokens(t *testing.T) {
+	requireGraphsGiveThePlainTokens(t, simDevice(t, nil), modeltest.Llama3Tiny())
+}
+
+// TestSimGPUDecodeGraphsFallBackWhenTheBackendCannotCapture proves a
+// device without graphs decodes with plain launches, says why once in its
+// stats, and gives the same tokens.
+func TestSimGPUDecodeGraphsFallBackWhenTheBackendCannotCapture(t *testing.T) {
+	spec := modeltest.Llama3Tiny()
+	drv := gpusim.DriverWith(2<<30, nil, func(c *simgpu.Config) { c.NoGraphs = true })
+	dev, err := runtime.Open(context.Background(), runtime.WithDrivers(drv))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = dev.Close() })
+	m := loadSpec(t, spec, WithDevice(dev))
+	t.Setenv(EnvGPUGraphs, "0")
+	plain := loadSpec(t, spec, WithDevice(simDevice(t, nil)))
+	for name, sched := range schedules(spec.Vocab) {
+		require.Equal(t, batchRun(t, plain, sched), batchRun(t, m, sched), name)
+	}
+	st := graphStats(m)
+	require.ErrorIs(t, st.Err, errors.ErrUnsupported)
+	require.Zero(t, st.Captures+st.Replays)
+	require.Equal(t, 1, st.Fallbacks, "tried once, then off for good")
+}
+
+// TestGPUGraphsEnvIsChecked: a value other than 0 or 1 fails the load.
+func TestGPUGraphsEnvIsChecked(t *testing.T) {
+	t.Setenv(EnvGPUGraphs, "no")
+	_, err := LoadFS(specFS(t, modeltest.Llama3Tiny()), WithDevice(simDevice(t, nil)), WithoutTokenizer())
+	require.ErrorIs(t, err, ErrOptions)
+	require.ErrorContains(t, err, EnvGPUGraphs)
+}
+
+// TestSimGPUFaultInAReplayedDecodeGraph proves a simulated fault in a
+// kernel of a replayed decode graph fails that step with the runtime's
+// *FaultError and loses the device, which the model then reports, as a
+// fault in a plain launch does.
+func TestSimGPUFaultInAReplayedDecodeGraph(t *testing.T) {
+	ctx := context.Background()
+	spec := modeltest.Qwen2Tiny()
+	faults := &gpusim.Faults{}
+	dev := simDevice(t, faults)
+	m := loadSpec(t, spec, WithDevice(dev))
+	b := m.NewBatch()
+	for i := range 2 {
+		_, err := b.Add(testTokens(3+i, spec.Vocab), GenerateOptions{})
+		require.NoError(t, err)
+	}
+	for range 3 { // prefill, a capture, a replay
+		_, err := b.Step(ctx)
+		require.NoError(t, err)
+	}
+	before := graphStats(m)
+	require.Positive(t, before.Replays)
+	n0 := faults.Launches()
+	_, err := b.Step(ctx)
+	require.NoError(t, err)
+	perStep := faults.Launches() - n0
+	require.Equal(t, before.Replays+1, graphStats(m).Replays, "that step replayed the graph")
+
+	faults.Arm(perStep/2, simgpu.CodeIllegalAddr)
+	_, err = b.Step(ctx)
+	var be *BatchError
+	require.ErrorAs(t, err, &be)
+	require.Len(t, be.Seqs, 2)
+	require.ErrorIs(t, err, runtime.ErrDeviceFault)
+	var fe *runtime.FaultError
+	require.ErrorAs(t, err, &fe, "the runtime's typed fault: %v", err)
+	require.Equal(t, before.Replays+2, graphStats(m).Replays, "the failed step was a replay")
+	require.Error(t, m.DeviceLost())
+	_, err = m.GenerateTokens(ctx, testTokens(4, spec.Vocab), GenerateOptions{MaxTokens: 2}, nil)
+	var lost *runtime.DeviceLostError
+	require.ErrorAs(t, err, &lost)
+}
