@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -45,6 +46,8 @@ func TestPlumbingOfTheGPUTestsOnASimulatedCUDADevice(t *testing.T) {
 	require.Contains(t, string(out), "--- PASS: TestGPUForwardMatchesTheCPU")
 	require.Contains(t, string(out), "--- PASS: TestGPUBatchGivesEachSequenceItsAloneTokens")
 	require.Contains(t, string(out), "--- PASS: TestGPUQuantizedGGUFMatchesTheCPU")
+	require.Contains(t, string(out), "--- PASS: TestGPUDecodeGraphsGiveThePlainTokens")
+	require.Contains(t, string(out), "--- PASS: TestGPUFaultMidGenerationInADecodeGraph")
 }
 
 func openGPU(t testing.TB) *runtime.Device {
@@ -158,10 +161,101 @@ func TestGPUBatchGivesEachSequenceItsAloneTokens(t *testing.T) {
 	requireBatchMatchesAlone(t, m, spec.Vocab)
 }
 
+// TestGPUDecodeGraphsGiveThePlainTokens is the graph test on the GPU: decode
+// steps replayed from captured graphs give exactly the tokens of plain
+// launches while sequences join and leave, and graphs were replayed.
+func TestGPUDecodeGraphsGiveThePlainTokens(t *testing.T) {
+	dev := openGPU(t)
+	spec := modeltest.Llama3Tiny()
+	spec.DType = safetensors.BF16
+	requireGraphsGiveThePlainTokens(t, dev, spec)
+}
+
+// envFaultChild marks the child process of the real-fault test.
+const envFaultChild = "HIPGO_MODEL_FAULT_CHILD"
+
+// TestGPUFaultMidGenerationInADecodeGraph is a real device fault in the
+// middle of a batch's decode, from inside a replayed graph: the backend's
+// fault hook launches the runtime's out-of-bounds test kernel in the next
+// forward pass, which is captured into that step's decode graph, so the
+// kernel faults when the graph is replayed. The step fails with the
+// runtime's *FaultError, the model reports the lost device and refuses
+// new work at once. It runs in a child process: the fault loses the
+// device for the rest of the process.
+func TestGPUFaultMidGenerationInADecodeGraph(t *testing.T) {
+	if os.Getenv(envFaultChild) != "1" {
+		openGPU(t) // a GPU is here (or the plumbing's simulation) before spending a child
+		exe, err := os.Executable()
+		require.NoError(t, err)
+		cmd := exec.Command(exe, "-test.run=^TestGPUFaultMidGenerationInADecodeGraph$", "-test.v", "-test.count=1")
+		cmd.Env = append(os.Environ(), envFaultChild+"=1")
+		out, err := cmd.CombinedOutput()
+		t.Logf("child:\n%s", out)
+		require.NoError(t, err)
+		require.Contains(t, string(out), "--- PASS: TestGPUFaultMidGenerationInADecodeGraph")
+		return
+	}
+	var opts []runtime.Option
+	if os.Getenv(envPlumbing) == "1" {
+		opts = append(opts, runtime.WithDrivers(gpusim.Driver(4<<30, nil)))
+	}
+	dev, err := runtime.Open(context.Background(), opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { t.Logf("close of the lost device: %v", dev.Close()) })
+	ctx := context.Background()
+	spec := modeltest.Llama3Tiny()
+	spec.DType = safetensors.BF16
+	m := loadSpec(t, spec, WithDevice(dev))
+	mod, err := dev.LoadModule("testkernels")
+	require.NoError(t, err)
+	oob, err := mod.Kernel("oob_write_u32")
+	require.NoError(t, err)
+	buf, err := dev.Alloc(4)
+	require.NoError(t, err)
+
+	b := m.NewBatch()
+	for i := range 2 {
+		_, err := b.Add(testTokens(5+i, spec.Vocab), GenerateOptions{})
+		require.NoError(t, err)
+	}
+	var made int
+	for range 4 { // prefill, a capture, replays
+		toks, err := b.Step(ctx)
+		require.NoError(t, err)
+		made += len(toks)
+	}
+	before := graphStats(m)
+	require.Positive(t, before.Replays)
+	one := runtime.Dim3{X: 1, Y: 1, Z: 1}
+	require.NoError(t, m.gpu().b.InjectFault(func(s *runtime.Stream) error {
+		return s.Launch(oob, runtime.LaunchConfig{Grid: one, Block: one}, buf, uint32(1), uint64(1)<<40)
+	}))
+	start := time.Now()
+	_, err = b.Step(ctx)
+	t.Logf("the step failed after %v: %v", time.Since(start), err)
+	var be *BatchError
+	require.ErrorAs(t, err, &be)
+	require.Len(t, be.Seqs, 2)
+	var fe *runtime.FaultError
+	require.ErrorAs(t, err, &fe, "the runtime's typed fault")
+	after := graphStats(m)
+	require.Equal(t, before.Captures+1, after.Captures, "the faulting kernel was captured into the step's graph")
+	require.Equal(t, before.Replays+1, after.Replays, "and the step replayed it")
+	require.Error(t, m.DeviceLost())
+	start = time.Now()
+	res, err := m.GenerateTokens(ctx, testTokens(4, spec.Vocab), GenerateOptions{MaxTokens: 4}, nil)
+	var lost *runtime.DeviceLostError
+	require.ErrorAs(t, err, &lost)
+	require.Empty(t, res.Tokens)
+	require.Less(t, time.Since(start), time.Second, "refused at once")
+	t.Logf("%d tokens made before the fault; then: %v", made, err)
+}
+
 // BenchmarkGPUDecode measures greedy batched decode on the GPU backend:
 // tokens/s over every sequence of the batch, after a 16-token prompt each
 // (prefill outside the timer), on random weights of SmolLM-135M's and the
-// demo model's shapes (bf16).
+// demo model's shapes (bf16), with decode graphs (graphs=on) and with
+// every kernel launched by the host (graphs=off, HIPGO_GPU_GRAPHS=0).
 func BenchmarkGPUDecode(b *testing.B) {
 	dev := openGPU(b)
 	ctx := context.Background()
@@ -171,40 +265,50 @@ func BenchmarkGPUDecode(b *testing.B) {
 	}{{"smollm135m", modeltest.SmolLM135M()}, {"demo", modeltest.DemoShaped()}} {
 		spec := c.spec
 		spec.NoTokenizer = true
-		m := loadSpec(b, spec, WithDevice(dev))
-		for _, n := range []int{1, 32} {
-			b.Run(fmt.Sprintf("%s/batch=%d", c.name, n), func(b *testing.B) {
-				var batch *Batch
-				steps := 0
-				start := func() {
-					b.StopTimer()
-					if batch != nil {
-						batch.Close()
-					}
-					batch = m.NewBatch()
-					for i := range n {
-						_, err := batch.Add(testTokens(16+i, spec.Vocab)[i:], GenerateOptions{})
+		for _, graphs := range []string{"on", "off"} {
+			b.Setenv(EnvGPUGraphs, map[string]string{"on": "1", "off": "0"}[graphs])
+			m := loadSpec(b, spec, WithDevice(dev))
+			for _, n := range []int{1, 32} {
+				b.Run(fmt.Sprintf("%s/graphs=%s/batch=%d", c.name, graphs, n), func(b *testing.B) {
+					var batch *Batch
+					steps := 0
+					start := func() {
+						b.StopTimer()
+						if batch != nil {
+							batch.Close()
+						}
+						batch = m.NewBatch()
+						for i := range n {
+							_, err := batch.Add(testTokens(16+i, spec.Vocab)[i:], GenerateOptions{})
+							require.NoError(b, err)
+						}
+						_, err := batch.Step(ctx) // prefill
 						require.NoError(b, err)
+						steps = 1
+						b.StartTimer()
 					}
-					_, err := batch.Step(ctx) // prefill
-					require.NoError(b, err)
-					steps = 1
-					b.StartTimer()
-				}
-				start()
-				b.ResetTimer()
-				for b.Loop() {
-					if 16+steps+1 >= m.ContextLength() {
-						start()
+					start()
+					before := graphStats(m)
+					b.ResetTimer()
+					for b.Loop() {
+						if 16+steps+1 >= m.ContextLength() {
+							start()
+						}
+						_, err := batch.Step(ctx)
+						require.NoError(b, err)
+						steps++
 					}
-					_, err := batch.Step(ctx)
-					require.NoError(b, err)
-					steps++
-				}
-				b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
-				batch.Close()
-			})
+					b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
+					st := graphStats(m)
+					replays := st.Replays - before.Replays
+					b.ReportMetric(float64(replays)/float64(b.N), "replays/op")
+					if graphs == "on" && (st.Err != nil || replays == 0) {
+						b.Fatalf("graphs on but none replayed: %+v", st)
+					}
+					batch.Close()
+				})
+			}
+			require.NoError(b, m.Close())
 		}
-		require.NoError(b, m.Close())
 	}
 }

@@ -45,7 +45,7 @@
 #   tok       the Go tokenizer against HF tokenizers (after train: the demo tokenizer too)
 #   generate  examples/generate on the embedded demo model: -device gpu against
 #             -device cpu (greedy, the same text expected), then sampled on the GPU;
-#             then model's BenchmarkGPUDecode (batch 1 and 32)
+#             then model's BenchmarkGPUDecode (batch 1 and 32, decode graphs on and off)
 #   cpuquant  the CPU kernels on this host's CPU: package quant's and cpu's
 #             tests (every kernel set against the reference), then the
 #             quantized matrix-vector benchmark (assembly sets), one thread,
@@ -374,7 +374,7 @@ if has generate; then
     echo "### -device gpu (sampled, default options) -n 200" >>"$LOGS/generate.log"
     $bin/generate -device gpu -n 200 -seed 7 >>"$LOGS/generate.log" 2>&1 || { status=1; note "generate sampled: FAILED"; }
     # Batched greedy decode on the GPU backend (random weights of SmolLM-135M's
-    # and the demo model's shapes, batch 1 and 32; tokens/s over the batch).
+    # and the demo model's shapes, batch 1 and 32, graphs on and off; tokens/s over the batch).
     (cd model && ../$bin/model.test -test.run '^$' -test.bench '^BenchmarkGPUDecode' -test.benchtime 64x -test.count=1) >/tmp/generate-bench.txt 2>&1 \
       || { status=1; note "BenchmarkGPUDecode: FAILED"; tail -20 /tmp/generate-bench.txt; }
     grep -E '^Benchmark' /tmp/generate-bench.txt >>"$LOGS/generate.log"
