@@ -157,8 +157,8 @@ func TestSimGPUDecodeGraphsFallBackWhenTheBackendCannotCapture(t *testing.T) {
 	require.Equal(t, 1, st.Fallbacks, "tried once, then off for good")
 }
 
-// TestGPUGraphsEnvIsChecked: a value other than 0 or 1 fails the load.
-func TestGPUGraphsEnvIsChecked(t *testing.T) {
+// TestGraphsEnvIsChecked: a value other than 0 or 1 fails the load.
+func TestGraphsEnvIsChecked(t *testing.T) {
 	t.Setenv(EnvGPUGraphs, "no")
 	_, err := LoadFS(specFS(t, modeltest.Llama3Tiny()), WithDevice(simDevice(t, nil)), WithoutTokenizer())
 	require.ErrorIs(t, err, ErrOptions)

@@ -21,6 +21,13 @@
 // on the device and sampling.Sampler draws there; only the token ids (4
 // bytes a sequence) come back.
 //
+// A decode step (one token per sequence) replays a graph of its forward
+// launches captured the first time its shape was seen (graph.go), one
+// driver call instead of about 11 a layer, where the runtime can capture
+// (runtime.Stream.Capture); Options.NoGraphs, or HIPGO_GPU_GRAPHS=0 through
+// package model, launches every kernel from the host instead. A fault in a
+// replayed graph fails its step like one in a plain launch.
+//
 // Every failure of the device (a launch the runtime rejects, a fault, a lost
 // device, a watchdog) is returned from the call whose work it hit, as the
 // runtime's typed error; ctx ends a call with ctx.Err(). A Backend serves one
