@@ -105,7 +105,7 @@ func batchRun(t *testing.T, m *Model, sched []schedSeq) [][]BatchToken {
 // give exactly the tokens of plain launches, step by step, while sequences
 // join and leave (so the batch size, the block-table stride and the
 // scratch change under the graph cache), and that graphs were replayed.
-func requireGraphsGiveThePlainTokens(t *testing.T, dev *runtime.Device, spec modeltest.Spec) {
+func requireGraphsGiveThePlainTokens(t *testing.T, dev *runtime.Device, spec modeltest.Spec) *Model {
 	graphs, plain := loadGraphsAndPlain(t, spec, dev)
 	steps := 0
 	for name, sched := range schedules(spec.Vocab) {
@@ -129,11 +129,51 @@ func requireGraphsGiveThePlainTokens(t *testing.T, dev *runtime.Device, spec mod
 	require.Zero(t, st.Fallbacks)
 	require.Positive(t, st.Captures)
 	require.Greater(t, st.Replays, 2*st.Captures, "most decode steps replay a graph they did not capture")
+	require.LessOrEqual(t, st.Live, 8, "the cache is bounded")
 	require.Equal(t, gpu.GraphStats{}, graphStats(plain), "HIPGO_GPU_GRAPHS=0 captures nothing")
+	return graphs
 }
 
+// TestSimGPUDecodeGraphsGiveThePlainTokens also proves the backend keeps at
+// most 8 graphs (a schedule of many batch shapes) and that closing the
+// model destroys them on the driver.
 func TestSimGPUDecodeGraphsGiveThePlainTokens(t *testing.T) {
-	requireGraphsGiveThePlainTokens(t, simDevice(t, nil), modeltest.Llama3Tiny())
+	drv := gpusim.Driver(2<<30, nil)
+	dev, err := runtime.Open(context.Background(), runtime.WithDrivers(drv))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = dev.Close() })
+	spec := modeltest.Llama3Tiny()
+	m := requireGraphsGiveThePlainTokens(t, dev, spec)
+	sim := drv.Devices()[0]
+
+	// Grow the scratch first (13 rows, 130 tokens), so that nothing below
+	// reallocates it (which would drop the graphs): then one sequence
+	// joined by one more at a time makes 12 batch sizes, 12 graphs.
+	warm := m.NewBatch()
+	for i := range 13 {
+		_, err := warm.Add(testTokens(10+i, spec.Vocab)[i:], GenerateOptions{})
+		require.NoError(t, err)
+	}
+	_, err = warm.Step(context.Background())
+	require.NoError(t, err)
+	warm.Close()
+	capturesBefore := graphStats(m).Captures
+	b := m.NewBatch()
+	defer b.Close()
+	for i := range 12 {
+		_, err := b.Add(testTokens(2+i, spec.Vocab), GenerateOptions{})
+		require.NoError(t, err)
+		for range 3 { // the prefill step, a capture, a replay
+			_, err = b.Step(context.Background())
+			require.NoError(t, err)
+		}
+		require.LessOrEqual(t, graphStats(m).Live, 8)
+		require.LessOrEqual(t, sim.GraphsLive.Load(), int64(8), "evicted graphs are destroyed")
+	}
+	require.GreaterOrEqual(t, graphStats(m).Captures-capturesBefore, 12, "a graph per batch size")
+	require.EqualValues(t, 8, sim.GraphsLive.Load(), "the 8 most recent kept")
+	require.NoError(t, m.Close())
+	require.Zero(t, sim.GraphsLive.Load(), "Close destroys the graphs")
 }
 
 // TestSimGPUDecodeGraphsFallBackWhenTheBackendCannotCapture proves a

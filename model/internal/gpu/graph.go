@@ -35,6 +35,7 @@ type graphCache struct {
 // GraphStats counts what the decode-graph cache did.
 type GraphStats struct {
 	Captures, Replays, Fallbacks int
+	Live                         int // graphs held now (at most maxGraphs)
 	// Err is the first capture failure, after which its key (or, when the
 	// backend has no graphs, every step) launched plainly.
 	Err error
@@ -44,7 +45,13 @@ type GraphStats struct {
 func (b *Backend) GraphStats() GraphStats {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.graphs.stats
+	st := b.graphs.stats
+	for _, g := range b.graphs.graphs {
+		if g != nil {
+			st.Live++
+		}
+	}
+	return st
 }
 
 // replay runs plan p's forward as a graph: captured the first time its key
