@@ -218,6 +218,7 @@ func (s *Stream) LaunchGraph(g *Graph) error {
 		return s.launchFailed(g.name(), err)
 	}
 	s.last = g.last
+	s.afterGraph = true
 	return nil
 }
 

@@ -84,6 +84,14 @@ func TestGraphReplaysItsCapturedLaunches(t *testing.T) {
 	require.Equal(t, "fill_u32", ev2.Kernel(), "an event after a replay names the graph's last kernel")
 	require.NoError(t, ev.Wait(ctx))
 	require.NoError(t, ev2.Wait(ctx))
+	// An early-start launch right after a replay is launched plainly; the
+	// next one starts early again.
+	require.NoError(t, s.LaunchGraph(g))
+	require.NoError(t, s.Launch(r.fill, early, b, uint32(3), uint32(1)))
+	require.Zero(t, r.sim.EarlyLaunches.Load(), "plain right after a replay")
+	require.NoError(t, s.Launch(r.fill, early, b, uint32(3), uint32(1)))
+	require.EqualValues(t, 1, r.sim.EarlyLaunches.Load())
+	require.NoError(t, s.Synchronize(ctx))
 	require.NoError(t, g.Close())
 	require.NoError(t, g.Close(), "a second Close does nothing")
 	require.Zero(t, r.sim.GraphsLive.Load())

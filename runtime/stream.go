@@ -50,6 +50,9 @@ type Stream struct {
 	capture   *capture            // non-nil while Capture runs
 	graphs    map[*Graph]struct{} // graphs captured here and not closed
 	captures  uint64              // graphs captured so far, for names
+	// afterGraph: the last thing enqueued was a graph replay (Launch then
+	// launches an EarlyStart kernel plainly).
+	afterGraph bool
 
 	// Completion callbacks are coalesced: at most one host callback is
 	// outstanding per stream, and when it runs it lands every event recorded
@@ -130,7 +133,12 @@ func (s *Stream) Launch(k *Kernel, cfg LaunchConfig, args ...any) error {
 	}
 	// A capture records plain launches: early start in a graph is a
 	// different edge type, and the kernels wait for their inputs anyway.
-	if el, ok := s.drv.(driver.EarlyLauncher); ok && cfg.EarlyStart && c == nil {
+	// Nor does the launch right after a graph replay start early: the kernel
+	// ahead of it is a graph's node, which a programmatic edge from a plain
+	// launch is not known to reach (unmeasured; a plain launch is safe).
+	early := cfg.EarlyStart && c == nil && !s.afterGraph
+	s.afterGraph = false
+	if el, ok := s.drv.(driver.EarlyLauncher); ok && early {
 		err = el.LaunchEarly(k.fn, cfg.Grid, cfg.Block, uint32(cfg.SharedMem), params)
 	} else {
 		err = s.drv.Launch(k.fn, cfg.Grid, cfg.Block, uint32(cfg.SharedMem), params)
