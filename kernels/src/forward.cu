@@ -35,6 +35,9 @@
 // output column and FW_MM_VEC_ROWS input rows; at rows >= FW_MM_GEMM_ROWS
 // the block computes a FW_MM_TILE x FW_MM_TILE tile through shared memory.
 #define FW_MM_GROUPS (FW_MM_THREADS / 32)
+// rmsnorm keeps rows of up to FW_NORM_THREADS * FW_NORM_CACHED values in
+// registers (4096: every hidden size of the Llama family up to 8B).
+#define FW_NORM_CACHED 16
 #define FW_MM_VEC_ROWS 8
 #define FW_MM_GEMM_ROWS 64
 #define FW_MM_TILE 64
@@ -146,11 +149,35 @@ DEVICE void rmsnorm(float* out, const float* x, const W* weight, uint32_t rows, 
   if (r >= rows) return;
   const float* xr = x + (uint64_t)r * dim;
   float* orow = out + (uint64_t)r * dim;
+  const uint32_t tid = thread_idx_x();
   float ss = 0.0f;
-  for (uint32_t i = thread_idx_x(); i < dim; i += FW_NORM_THREADS) ss += xr[i] * xr[i];
+  if (dim <= FW_NORM_THREADS * FW_NORM_CACHED) {
+    // One pass over memory: every load issued before any is used (a
+    // one-block kernel waits out each round trip otherwise), the row kept
+    // in registers for the scaling. Same summation order as the loop below.
+    float xv[FW_NORM_CACHED], wv[FW_NORM_CACHED];
+#pragma unroll
+    for (uint32_t k = 0; k < FW_NORM_CACHED; ++k) {
+      const uint32_t i = tid + k * FW_NORM_THREADS;
+      xv[k] = i < dim ? xr[i] : 0.0f;
+      wv[k] = i < dim ? fw_to_f32(weight[i]) : 0.0f;
+    }
+#pragma unroll
+    for (uint32_t k = 0; k < FW_NORM_CACHED; ++k)
+      if (tid + k * FW_NORM_THREADS < dim) ss += xv[k] * xv[k];
+    ss = fw_block_sum<FW_NORM_THREADS>(ss);
+    const float inv = 1.0f / sqrt_f32(ss / (float)dim + eps);
+#pragma unroll
+    for (uint32_t k = 0; k < FW_NORM_CACHED; ++k) {
+      const uint32_t i = tid + k * FW_NORM_THREADS;
+      if (i < dim) orow[i] = wv[k] * (xv[k] * inv);
+    }
+    return;
+  }
+  for (uint32_t i = tid; i < dim; i += FW_NORM_THREADS) ss += xr[i] * xr[i];
   ss = fw_block_sum<FW_NORM_THREADS>(ss);
   const float inv = 1.0f / sqrt_f32(ss / (float)dim + eps);
-  for (uint32_t i = thread_idx_x(); i < dim; i += FW_NORM_THREADS)
+  for (uint32_t i = tid; i < dim; i += FW_NORM_THREADS)
     orow[i] = fw_to_f32(weight[i]) * (xr[i] * inv);
 }
 
@@ -210,6 +237,16 @@ DEVICE void matvec_tile(float* y, const float* xr, const W* wr, const float* bia
     // Four 16-byte weight loads issued before any use, per lane: decode is a
     // stream of weights, bound by how many loads are outstanding.
     uint32_t k = lane;
+    // Eight loads in flight first: at 1B-model shapes (in 2048, out 2048)
+    // a 32-lane group per output leaves too few groups per multiprocessor
+    // to cover memory latency with four. Same accumulation order as below.
+    for (; k + 224u < chunks; k += 256u) {
+      float wv[8][8];
+#pragma unroll
+      for (uint32_t j = 0; j < 8; ++j) fw_load8(wr + (uint64_t)(k + 32u * j) * 8u, wv[j]);
+#pragma unroll
+      for (uint32_t j = 0; j < 8; ++j) matvec_fma<NR>(acc, wv[j], xr, in, k + 32u * j, nr);
+    }
     for (; k + 96u < chunks; k += 128u) {
       float wv[4][8];
 #pragma unroll

@@ -281,8 +281,9 @@ func (b *Backend) forward(ctx context.Context, p *plan) error {
 			steps := []func() error{
 				func() error { return b.rmsnorm(xb, x, w.attnNorm, n) },
 				func() error { return b.projection(qkv, xb, w.qkv, w.qkvParts, c.qkvRows(), w.qkvBias, n, D) },
-				func() error { return b.rope(qkv, pos, n, c.Heads, qkvD) },
-				func() error { return b.rope(qkv+runtime.DevicePtr(4*qD), pos, n, c.KVHeads, qkvD) },
+				// q's heads and then k's lie back to back in each qkv row: one
+				// launch rotates both.
+				func() error { return b.rope(qkv, pos, n, c.Heads+c.KVHeads, qkvD) },
 				func() error { return b.kvStore(l, qkv, slot, n) },
 				func() error { return b.attention(l, att, qkv, seq, pos, meta(p.tables), p.maxBlocks, n, scale) },
 				func() error { return b.matmul(x, att, w.o, w.oBias, n, qD, D, true) },
