@@ -36,8 +36,11 @@ var forwardABI = func() map[string]struct {
 }()
 
 // TestForwardModuleABI: every shipped forward artifact (each gfx code
-// object, each PTX) holds exactly the ABI's kernels, with its argument sizes
-// and block size, and no hidden arguments for a launcher to fill.
+// object, each PTX, and the MSL source: Metal is a shipped port) holds
+// exactly the ABI's kernels, with its argument sizes and block size (the
+// MSL's [[max_total_threads_per_threadgroup]]), and no hidden arguments for
+// a launcher to fill. A kernel missing from forward.metal, or declared
+// there with another argument size or block, fails it.
 func TestForwardModuleABI(t *testing.T) {
 	m, err := Manifest()
 	require.NoError(t, err)
@@ -67,5 +70,8 @@ func TestForwardModuleABI(t *testing.T) {
 		sort.Strings(got)
 		require.Equal(t, want, got, a.Path)
 	}
-	require.Equal(t, len(wantAMD)+len(wantPTX), n, "one forward artifact per shipped target")
+	require.Equal(t, len(wantAMD)+len(wantPTX)+1, n, "one forward artifact per shipped target, and the MSL source")
+	_, infos, err := Load("forward", FormatMSL, "")
+	require.NoError(t, err, "the forward module ships its Metal port")
+	require.Len(t, infos, len(forwardABI))
 }

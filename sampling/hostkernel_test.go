@@ -52,7 +52,7 @@ func buildHostDriver(t *testing.T, clang string, metal bool, gumbel, rejection i
 		require.NoError(t, err)
 		src = bytes.ReplaceAll(src, []byte("[[threadgroup("), []byte("[[threadgroup_index("))
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "sampling.metal"), src, 0o644))
-		args = append(args, "-DSP_METAL", "-Wno-unknown-attributes", "-I", dir, "-I", "testdata/hostkernel/metal")
+		args = append(args, "-DSP_METAL", "-Wno-unknown-attributes", "-I", dir, "-I", "../kernels/hostemu/metal")
 	} else {
 		shim, err := filepath.Abs("../kernels/hostemu/hostemu.h")
 		require.NoError(t, err)

@@ -4,6 +4,14 @@
 //   clang++-19 -std=c++20 -O2 -pthread -ffp-contract=off \
 //     -DHIPGO_HOST_SHIM='"<abs>/kernels/hostemu/hostemu.h"' -I kernels/src driver.cc
 //
+// Built with -DFW_METAL instead (hostkern.BuildMetal), it runs
+// kernels/src/forward.metal: -I kernels/hostemu/metal (the stand-in
+// metal_stdlib) -I <dir> (a copy of forward.metal with [[threadgroup(n)]]
+// renamed [[threadgroup_index(n)]], since the stand-in defines the word
+// threadgroup away) -Wno-unknown-attributes. The wrappers below pass the
+// thread and threadgroup indices and the threadgroup buffers the way Metal
+// does, under the .cu kernels' signatures, so the table is the same.
+//
 // Protocol, all words little-endian u32. stdin is a list of launches ended
 // by a 0 word:
 //   name_len, name bytes (padded to 4), grid, nargs, then per argument a kind
@@ -16,7 +24,76 @@
 // At the end stdout gets every buffer's bytes (padded to 4) in id order
 // (ids are 0, 1, 2, ... in order of first appearance). The kernel's block
 // size is its FW_*_THREADS.
+#ifdef FW_METAL
+#include "fibers.h"
+#include "forward.metal"
+#undef kernel
+#undef device
+#undef constant
+#undef threadgroup
+#undef thread
+void metal::threadgroup_barrier(metal::mem_flags) { hostemu::arrive(0); }
+// As hostemu.h's lane_xor_f32: an exchange between two barriers of the
+// thread's 32-group.
+float metal::simd_shuffle_xor(float v, ushort m) {
+  const uint32_t t = hostemu::tid;
+  hostemu::lane_buf[t] = v;
+  hostemu::arrive(1 + t / 32);
+  const float r = hostemu::lane_buf[t ^ m];
+  hostemu::arrive(1 + t / 32);
+  return r;
+}
+
+// The Metal kernels under the .cu signatures. Threadgroup buffers are
+// statics of the block that is running (blocks run one after another).
+namespace fw_metal {
+#define TG hostemu::tid, hostemu::bid
+#define FW_METAL_WEIGHT(SUF, W)                                                                                   \
+  void embed_##SUF(float* out, const W* table, const uint32_t* tokens, uint32_t n, uint32_t hidden, uint32_t vocab) { \
+    ::embed_##SUF(out, table, tokens, n, hidden, vocab, TG);                                                      \
+  }                                                                                                               \
+  void rmsnorm_##SUF(float* out, const float* x, const W* weight, uint32_t rows, uint32_t dim, float eps) {       \
+    static float part[FW_NORM_THREADS / 32];                                                                      \
+    ::rmsnorm_##SUF(out, x, weight, rows, dim, eps, part, TG);                                                    \
+  }                                                                                                               \
+  void matmul_##SUF(float* y, const float* x, const W* w, const float* bias, uint32_t rows, uint32_t in,          \
+                    uint32_t out, uint32_t accumulate) {                                                          \
+    alignas(16) static float xs[FW_MM_TK * FW_MM_PITCH], ws[FW_MM_TK * FW_MM_PITCH];                              \
+    ::matmul_##SUF(y, x, w, bias, rows, in, out, accumulate, xs, ws, TG);                                         \
+  }
+FW_METAL_WEIGHT(f32, float)
+FW_METAL_WEIGHT(f16, fw_f16)
+FW_METAL_WEIGHT(bf16, fw_bf16)
+void rope_f32(float* x, const uint32_t* pos, const float* inv_freq, uint32_t tokens, uint32_t heads, uint32_t headdim,
+              uint32_t stride) {
+  ::rope_f32(x, pos, inv_freq, tokens, heads, headdim, stride, TG);
+}
+void kv_store_f32(float* k_cache, float* v_cache, const float* qkv, const uint32_t* slots, uint32_t tokens,
+                  uint32_t kv_dim, uint32_t k_off, uint32_t v_off, uint32_t stride, uint32_t num_slots) {
+  ::kv_store_f32(k_cache, v_cache, qkv, slots, tokens, kv_dim, k_off, v_off, stride, num_slots, TG);
+}
+void attention_f32(float* out, const float* qkv, const float* k_cache, const float* v_cache, const uint32_t* q_seq,
+                   const uint32_t* q_pos, const uint32_t* block_tables, uint32_t max_blocks, uint32_t block_size,
+                   uint32_t tokens, uint32_t heads, uint32_t kv_heads, uint32_t headdim, uint32_t stride, float scale) {
+  static float qs[FW_ATT_MAX_HEADDIM], gm[FW_ATT_GROUPS], gl[FW_ATT_GROUPS], go[FW_ATT_GROUPS * FW_ATT_MAX_HEADDIM];
+  ::attention_f32(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens, heads,
+                  kv_heads, headdim, stride, scale, qs, gm, gl, go, TG);
+}
+static uint32_t grid_threads() { return hostemu::grid_blocks * hostemu::block_threads; }
+void silu_mul_f32(float* out, const float* gu, uint32_t rows, uint32_t inter) {
+  ::silu_mul_f32(out, gu, rows, inter, TG, grid_threads());
+}
+void add_f32(float* y, const float* x, uint32_t n) { ::add_f32(y, x, n, TG, grid_threads()); }
+void copy_rows_f32(float* dst, const float* src, const uint32_t* rows, uint32_t n, uint32_t dim) {
+  ::copy_rows_f32(dst, src, rows, n, dim, TG);
+}
+#undef TG
+}  // namespace fw_metal
+#define FWK(name) fw_metal::name
+#else
 #include "forward.cu"
+#define FWK(name) ::name
+#endif
 #include "driver.h"
 
 namespace {
@@ -26,12 +103,12 @@ using namespace hostemu_driver;
 #define WEIGHT_KERNELS(SUF, W)                                                                              \
   {"embed_" #SUF,                                                                                           \
    {FW_EMBED_THREADS,                                                                                       \
-    [](std::vector<Arg>& a) { embed_##SUF(P<float>(a, 0), P<W>(a, 1), P<uint32_t>(a, 2), U(a, 3), U(a, 4), U(a, 5)); }}}, \
+    [](std::vector<Arg>& a) { FWK(embed_##SUF)(P<float>(a, 0), P<W>(a, 1), P<uint32_t>(a, 2), U(a, 3), U(a, 4), U(a, 5)); }}}, \
       {"rmsnorm_" #SUF,                                                                                     \
        {FW_NORM_THREADS,                                                                                    \
-        [](std::vector<Arg>& a) { rmsnorm_##SUF(P<float>(a, 0), P<float>(a, 1), P<W>(a, 2), U(a, 3), U(a, 4), F(a, 5)); }}}, \
+        [](std::vector<Arg>& a) { FWK(rmsnorm_##SUF)(P<float>(a, 0), P<float>(a, 1), P<W>(a, 2), U(a, 3), U(a, 4), F(a, 5)); }}}, \
       {"matmul_" #SUF, {FW_MM_THREADS, [](std::vector<Arg>& a) {                                            \
-                          matmul_##SUF(P<float>(a, 0), P<float>(a, 1), P<W>(a, 2), P<float>(a, 3), U(a, 4), U(a, 5), \
+                          FWK(matmul_##SUF)(P<float>(a, 0), P<float>(a, 1), P<W>(a, 2), P<float>(a, 3), U(a, 4), U(a, 5), \
                                        U(a, 6), U(a, 7));                                                   \
                         }}}
 
@@ -42,27 +119,27 @@ const std::map<std::string, Kernel> kernels = {
     {"rope_f32",
      {FW_ROPE_THREADS,
       [](std::vector<Arg>& a) {
-        rope_f32(P<float>(a, 0), P<uint32_t>(a, 1), P<float>(a, 2), U(a, 3), U(a, 4), U(a, 5), U(a, 6));
+        FWK(rope_f32)(P<float>(a, 0), P<uint32_t>(a, 1), P<float>(a, 2), U(a, 3), U(a, 4), U(a, 5), U(a, 6));
       }}},
     {"kv_store_f32",
      {FW_KV_THREADS,
       [](std::vector<Arg>& a) {
-        kv_store_f32(P<float>(a, 0), P<float>(a, 1), P<float>(a, 2), P<uint32_t>(a, 3), U(a, 4), U(a, 5),
+        FWK(kv_store_f32)(P<float>(a, 0), P<float>(a, 1), P<float>(a, 2), P<uint32_t>(a, 3), U(a, 4), U(a, 5),
                      U(a, 6), U(a, 7), U(a, 8), U(a, 9));
       }}},
     {"attention_f32",
      {FW_ATT_THREADS,
       [](std::vector<Arg>& a) {
-        attention_f32(P<float>(a, 0), P<float>(a, 1), P<float>(a, 2), P<float>(a, 3), P<uint32_t>(a, 4),
+        FWK(attention_f32)(P<float>(a, 0), P<float>(a, 1), P<float>(a, 2), P<float>(a, 3), P<uint32_t>(a, 4),
                       P<uint32_t>(a, 5), P<uint32_t>(a, 6), U(a, 7), U(a, 8), U(a, 9), U(a, 10), U(a, 11),
                       U(a, 12), U(a, 13), F(a, 14));
       }}},
     {"silu_mul_f32",
-     {FW_EW_THREADS, [](std::vector<Arg>& a) { silu_mul_f32(P<float>(a, 0), P<float>(a, 1), U(a, 2), U(a, 3)); }}},
-    {"add_f32", {FW_EW_THREADS, [](std::vector<Arg>& a) { add_f32(P<float>(a, 0), P<float>(a, 1), U(a, 2)); }}},
+     {FW_EW_THREADS, [](std::vector<Arg>& a) { FWK(silu_mul_f32)(P<float>(a, 0), P<float>(a, 1), U(a, 2), U(a, 3)); }}},
+    {"add_f32", {FW_EW_THREADS, [](std::vector<Arg>& a) { FWK(add_f32)(P<float>(a, 0), P<float>(a, 1), U(a, 2)); }}},
     {"copy_rows_f32",
      {FW_COPY_THREADS,
-      [](std::vector<Arg>& a) { copy_rows_f32(P<float>(a, 0), P<float>(a, 1), P<uint32_t>(a, 2), U(a, 3), U(a, 4)); }}},
+      [](std::vector<Arg>& a) { FWK(copy_rows_f32)(P<float>(a, 0), P<float>(a, 1), P<uint32_t>(a, 2), U(a, 3), U(a, 4)); }}},
 };
 
 }  // namespace

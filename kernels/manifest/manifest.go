@@ -252,11 +252,13 @@ func FromPTX(m *ptx.Module) []KernelInfo {
 // FromMSL derives the kernel table of an MSL source. Buffer argument i sits
 // where argument i of the .cu twin does (natural alignment); a pointer is a
 // device address ("global_buffer", 8 bytes), a constant value its scalar
-// type. The block size is left to the pipeline Metal builds at run time.
+// type. The block size is the kernel's [[max_total_threads_per_threadgroup]]
+// where it declares one, else 0 (left to the pipeline Metal builds at run
+// time).
 func FromMSL(m *msl.Module) []KernelInfo {
 	out := make([]KernelInfo, 0, len(m.Kernels))
 	for _, k := range m.Kernels {
-		ki := KernelInfo{Name: k.Name, Params: make([]Param, 0, len(k.Args)), KernargAlign: 1}
+		ki := KernelInfo{Name: k.Name, Params: make([]Param, 0, len(k.Args)), KernargAlign: 1, MaxThreadsPerBlock: k.MaxThreads}
 		off := 0
 		for _, a := range k.Args {
 			off = (off + a.Size - 1) / a.Size * a.Size

@@ -14,6 +14,9 @@
 //   - a threadgroup pointer argument names its size in bytes in a comment
 //     right after it, `/* hipgo: 2048 bytes */`: Metal cannot know how long
 //     a threadgroup pointer's memory is, and the host must set it;
+//   - a kernel written for one block size says so with
+//     [[max_total_threads_per_threadgroup(N)]] (a literal N), as a .cu
+//     kernel does with KBOUNDS; the manifest records it as the block size;
 //   - other arguments carry a Metal attribute ([[thread_position_in_grid]]
 //     ...) and are not the host's.
 //

@@ -36,6 +36,10 @@ type Kernel struct {
 	Name        string
 	Args        []Arg
 	Threadgroup []Threadgroup
+	// MaxThreads is the kernel's [[max_total_threads_per_threadgroup(N)]]
+	// (before `kernel` or after the parameter list), 0 when it declares
+	// none: the block size it is written for, as KBOUNDS is in a .cu.
+	MaxThreads int
 }
 
 // Module is every kernel of a source, in source order.
@@ -62,6 +66,9 @@ var (
 	sizeMarker  = regexp.MustCompile(`__hipgo_bytes\((\d+)\)`)
 	defineLine  = regexp.MustCompile(`^\s*#\s*define\s+([A-Za-z_]\w*)\(([^)]*)\)\s*(.*)$`)
 	kernelDecl  = regexp.MustCompile(`\bkernel\s+void\s+([A-Za-z_]\w*)\s*\(`)
+	maxThreads  = `\[\[\s*max_total_threads_per_threadgroup\s*\(\s*(\d+)\s*\)\s*\]\]`
+	maxBefore   = regexp.MustCompile(maxThreads + `\s*$`)
+	maxAfter    = regexp.MustCompile(`^\s*` + maxThreads)
 	attribute   = regexp.MustCompile(`\[\[\s*(\w+)\s*(?:\(\s*(\d+)\s*\))?\s*\]\]`)
 	identRE     = regexp.MustCompile(`[A-Za-z_]\w*`)
 )
@@ -144,13 +151,23 @@ func Parse(src []byte) (*Module, error) {
 	m := &Module{}
 	for _, loc := range kernelDecl.FindAllStringSubmatchIndex(text, -1) {
 		name := text[loc[2]:loc[3]]
-		inner, _, err := balanced(text[loc[1]-1:])
+		inner, n, err := balanced(text[loc[1]-1:])
 		if err != nil {
 			return nil, fail("kernel %s: %v", name, err)
 		}
 		k, err := kernel(name, inner)
 		if err != nil {
 			return nil, err
+		}
+		for _, m := range [][]string{maxBefore.FindStringSubmatch(text[:loc[0]]), maxAfter.FindStringSubmatch(text[loc[1]-1+n:])} {
+			if m == nil {
+				continue
+			}
+			v, err := strconv.Atoi(m[1])
+			if err != nil || v <= 0 || (k.MaxThreads != 0 && k.MaxThreads != v) {
+				return nil, fail("kernel %s: [[max_total_threads_per_threadgroup(%s)]] is not one positive block size", name, m[1])
+			}
+			k.MaxThreads = v
 		}
 		if _, dup := m.Kernel(name); dup {
 			return nil, fail("kernel %s defined twice", name)

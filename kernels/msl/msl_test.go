@@ -38,6 +38,54 @@ func TestSamplingKernelsSignatures(t *testing.T) {
 	require.Equal(t, []Threadgroup{{0, "sa", 4096}, {1, "sb", 4096}, {2, "sc", 4096}, {3, "sd", 4096}, {4, "smu", 16}}, r.Threadgroup)
 }
 
+// TestForwardKernelsSignatures reads the shipped forward source: fifteen
+// kernels (three through per-dtype macros), each declaring the 256-thread
+// block of its .cu twin, arguments sized as the .cu passes them, and the
+// threadgroup buffers of the kernels that use shared memory.
+func TestForwardKernelsSignatures(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("..", "src", "forward.metal"))
+	require.NoError(t, err)
+	m, err := Parse(src)
+	require.NoError(t, err)
+	var names []string
+	for _, k := range m.Kernels {
+		names = append(names, k.Name)
+		require.Equal(t, 256, k.MaxThreads, k.Name)
+	}
+	require.ElementsMatch(t, []string{"rope_f32", "kv_store_f32", "attention_f32", "silu_mul_f32", "add_f32", "copy_rows_f32",
+		"embed_f32", "embed_f16", "embed_bf16", "rmsnorm_f32", "rmsnorm_f16", "rmsnorm_bf16", "matmul_f32", "matmul_f16", "matmul_bf16"}, names)
+
+	mm, _ := m.Kernel("matmul_bf16")
+	require.Equal(t, Arg{Index: 2, Name: "w", Type: "fw_bf16", AddressSpace: "device", Pointer: true, Size: 8}, mm.Args[2])
+	require.Equal(t, Arg{Index: 7, Name: "accumulate", Type: "uint", AddressSpace: "constant", Size: 4}, mm.Args[7])
+	require.Equal(t, []Threadgroup{{0, "xs", 16 * 68 * 4}, {1, "ws", 16 * 68 * 4}}, mm.Threadgroup)
+	a, _ := m.Kernel("attention_f32")
+	require.Len(t, a.Args, 15)
+	require.Equal(t, Arg{Index: 14, Name: "scale", Type: "float", AddressSpace: "constant", Size: 4}, a.Args[14])
+	require.Equal(t, []Threadgroup{{0, "qs", 1024}, {1, "gm", 32}, {2, "gl", 32}, {3, "go", 8192}}, a.Threadgroup)
+	r, _ := m.Kernel("rmsnorm_f16")
+	require.Equal(t, []Threadgroup{{0, "part", 32}}, r.Threadgroup)
+	e, _ := m.Kernel("silu_mul_f32")
+	require.Len(t, e.Args, 4, "[[threads_per_grid]] is Metal's, not the host's")
+	require.Empty(t, e.Threadgroup)
+}
+
+// TestParseReadsTheDeclaredBlock: the block size attribute before `kernel`
+// or after the parameters; none is 0; two that disagree are an error.
+func TestParseReadsTheDeclaredBlock(t *testing.T) {
+	m, err := Parse([]byte(`[[max_total_threads_per_threadgroup(128)]]
+kernel void a(device uint* p [[buffer(0)]]) {}
+kernel void b(device uint* p [[buffer(0)]]) [[max_total_threads_per_threadgroup( 64 )]] {}
+kernel void c(device uint* p [[buffer(0)]]) {}`))
+	require.NoError(t, err)
+	for i, want := range []int{128, 64, 0} {
+		require.Equal(t, want, m.Kernels[i].MaxThreads, m.Kernels[i].Name)
+	}
+	_, err = Parse([]byte(`[[max_total_threads_per_threadgroup(128)]] kernel void a(device uint* p [[buffer(0)]]) [[max_total_threads_per_threadgroup(64)]] {}`))
+	require.ErrorIs(t, err, ErrMalformed)
+	require.ErrorContains(t, err, "kernel a")
+}
+
 func TestParseRefusesWhatItCannotBind(t *testing.T) {
 	for _, c := range []struct {
 		name, src, want string

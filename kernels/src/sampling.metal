@@ -18,7 +18,7 @@
 // = NO before macOS 15): the kernels rely on correctly rounded division and
 // on no contraction, which is what makes their results equal the Go
 // mirrors'. There is no Metal compiler on the build machine; sampling's host
-// emulation test compiles this file as C++ (testdata/hostkernel/metal_stdlib)
+// emulation test compiles this file as C++ (kernels/hostemu/metal/metal_stdlib)
 // and checks its results against the Go mirrors, which tests the logic but
 // not Apple's compiler or GPUs.
 #include <metal_stdlib>

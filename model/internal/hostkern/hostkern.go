@@ -34,18 +34,54 @@ func repoRoot() (string, error) {
 	}
 }
 
-// Build compiles the driver with clang (a clang++ 19 path) into dir.
+// Build compiles the driver of kernels/src/forward.cu with clang (a
+// clang++ 19 path) into dir.
 func Build(clang, dir string) (*Driver, error) {
 	root, err := repoRoot()
 	if err != nil {
 		return nil, err
 	}
-	out := filepath.Join(dir, "forward-driver")
 	shim := filepath.Join(root, "kernels", "hostemu", "hostemu.h")
-	cmd := exec.Command(clang, "-std=c++20", "-O2", "-pthread", "-ffp-contract=off",
-		"-Wall", "-Wno-unknown-pragmas", "-Wno-unused-function", "-Werror",
-		fmt.Sprintf("-DHIPGO_HOST_SHIM=%q", shim), "-I", filepath.Join(root, "kernels", "src"),
-		filepath.Join(root, "kernels", "hostemu", "forward_driver.cc"), "-o", out)
+	return build(clang, filepath.Join(dir, "forward-driver"),
+		fmt.Sprintf("-DHIPGO_HOST_SHIM=%q", shim), "-I", filepath.Join(root, "kernels", "src"))
+}
+
+// BuildMetal compiles the same driver around kernels/src/forward.metal, the
+// forward kernels' MSL source, with kernels/hostemu/metal's stand-in for
+// Apple's metal_stdlib. The source is copied into dir with its
+// [[threadgroup(n)]] attributes renamed, because the stand-in defines the
+// address-space word threadgroup away.
+func BuildMetal(clang, dir string) (*Driver, error) {
+	root, err := repoRoot()
+	if err != nil {
+		return nil, err
+	}
+	src, err := os.ReadFile(filepath.Join(root, "kernels", "src", "forward.metal"))
+	if err != nil {
+		return nil, fmt.Errorf("hostkern: %w", err)
+	}
+	src = bytes.ReplaceAll(src, []byte("[[threadgroup("), []byte("[[threadgroup_index("))
+	srcDir := filepath.Join(dir, "metal-src")
+	if err := os.MkdirAll(srcDir, 0o755); err != nil {
+		return nil, fmt.Errorf("hostkern: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(srcDir, "forward.metal"), src, 0o644); err != nil {
+		return nil, fmt.Errorf("hostkern: %w", err)
+	}
+	return build(clang, filepath.Join(dir, "forward-metal-driver"), "-DFW_METAL", "-Wno-unknown-attributes",
+		"-I", filepath.Join(root, "kernels", "hostemu"), "-I", filepath.Join(root, "kernels", "hostemu", "metal"),
+		"-I", srcDir)
+}
+
+func build(clang, out string, args ...string) (*Driver, error) {
+	root, err := repoRoot()
+	if err != nil {
+		return nil, err
+	}
+	args = append([]string{"-std=c++20", "-O2", "-pthread", "-ffp-contract=off",
+		"-Wall", "-Wno-unknown-pragmas", "-Wno-unused-function", "-Werror"}, args...)
+	args = append(args, filepath.Join(root, "kernels", "hostemu", "forward_driver.cc"), "-o", out)
+	cmd := exec.Command(clang, args...)
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("hostkern: %s: %w\n%s", cmd, err, msg)
 	}

@@ -19,7 +19,7 @@
 // arrival counters (B, which the kernel must leave at 0), and an 'R' job
 // each row's SP_TRACE record (a word count, then tag/value pairs).
 //
-// Built with -DSP_METAL (and -I testdata/hostkernel/metal), it runs
+// Built with -DSP_METAL (and -I kernels/hostemu/metal), it runs
 // kernels/src/sampling.metal instead, through the wrappers below that pass
 // the thread and threadgroup indices and the threadgroup buffers the way
 // Metal does.

@@ -1,0 +1,587 @@
+// forward.metal: the kernels of forward.cu (and the mf_ functions of
+// mathf.h they use) in MSL, kept parallel to them: same kernel names, same
+// argument lists in the same order, same launch shapes (the FW_*_THREADS
+// block and the grid each kernel's comment in forward.cu gives), same
+// arithmetic in the same order. Differences are spelling only:
+//   - thread and threadgroup indices arrive as [[thread_position_in_threadgroup]],
+//     [[threadgroup_position_in_grid]] and, for the grid-stride kernels,
+//     [[threads_per_grid]] (grid_threads_x), and are passed down;
+//   - shared memory is threadgroup buffers the host sizes with
+//     setThreadgroupMemoryLength:atIndex:, not static arrays; each says its
+//     size in a /* hipgo: N bytes */ comment, which kernelc copies into the
+//     manifest (kernels/msl) and the Metal adapter sets at dispatch;
+//   - lane_xor_f32 is simd_shuffle_xor: the kernels assume 32-wide SIMD
+//     groups of consecutive threads (every Apple GPU's
+//     threadExecutionWidth), so a 32-lane group is a SIMD group;
+//   - bf16 and f16 weights are read as ushort bit patterns and widened by
+//     shifting (bf16) or by the exact bit decode of forward.cu (f16), so
+//     nothing needs MSL's bfloat (MSL 3.1) or depends on half conversion;
+//   - group loads use packed vectors, which need only element alignment, so
+//     matmul_W's vector path needs only in % 8 == 0 (forward.cu also asks
+//     for 16-byte aligned w and x; with unaligned pointers the two take
+//     different paths and differ by summation order only);
+//   - as_type replaces __builtin_bit_cast; fma and rint are MSL's.
+// Each kernel declares its block, the FW_*_THREADS of forward.cu, as
+// [[max_total_threads_per_threadgroup(256)]] (a literal: kernelc reads it
+// into the manifest, and kernels' ABI test holds it to forward.cu's).
+// Buffer index i is kernel argument i of the .cu signature; a null pointer
+// argument (matmul_W's bias) is an unbound buffer, which the kernel tests
+// as a null pointer.
+//
+// It is compiled at run time with newLibraryWithSource (fast math off, as
+// for sampling.metal: mf_expf and mf_sincosf rely on exact fma and rint and
+// on IEEE inf/NaN). There is no Metal compiler on the build machine;
+// model/internal/hostkern compiles this file as C++ on the host
+// (kernels/hostemu/metal/metal_stdlib stands in for Apple's header) and
+// checks every kernel against the CPU ops and against forward.cu's host
+// build, which tests the logic but not Apple's compiler or GPUs.
+#include <metal_stdlib>
+using namespace metal;
+
+#define FW_EMBED_THREADS 256
+#define FW_NORM_THREADS 256
+#define FW_MM_THREADS 256
+#define FW_ROPE_THREADS 256
+#define FW_KV_THREADS 256
+#define FW_ATT_THREADS 256
+#define FW_EW_THREADS 256
+#define FW_COPY_THREADS 256
+
+#define FW_MM_GROUPS (FW_MM_THREADS / 32)
+#define FW_MM_VEC_ROWS 8
+#define FW_MM_GEMM_ROWS 64
+#define FW_MM_TILE 64
+#define FW_MM_TK 16
+// Row pitch of the tiled path's staged slices (xs[k][r], ws[k][o]).
+#define FW_MM_PITCH (FW_MM_TILE + 4)
+
+#define FW_ATT_MAX_HEADDIM 256
+#define FW_ATT_GROUPS (FW_ATT_THREADS / 32)
+#define FW_ATT_LANE_DIMS (FW_ATT_MAX_HEADDIM / 32)
+
+// ---- mathf.h ----
+static inline float mf_bits2f(uint b) { return as_type<float>(b); }
+static inline float mf_exp2i(int n) { return mf_bits2f((uint)(n + 127) << 23); }
+
+static inline float mf_expf(float x) {
+  if (!(x == x)) return x;
+  if (x > 88.7228394f) return mf_bits2f(0x7f800000u);
+  if (x < -103.972084f) return 0.0f;
+  const float n = rint(x * 1.44269502f);
+  float r = fma(-n, 0.693145751953125f, x);
+  r = fma(-n, 1.42860677e-06f, r);
+  float p = 1.98412698e-04f;  // 1/5040
+  p = fma(p, r, 1.38888889e-03f);
+  p = fma(p, r, 8.33333377e-03f);
+  p = fma(p, r, 4.16666679e-02f);
+  p = fma(p, r, 1.66666672e-01f);
+  p = fma(p, r, 0.5f);
+  p = fma(p, r, 1.0f);
+  p = fma(p, r, 1.0f);
+  const int ni = (int)n;
+  const int n1 = ni / 2;
+  return p * mf_exp2i(n1) * mf_exp2i(ni - n1);
+}
+
+static inline void mf_sincosf(float x, thread float* s, thread float* c) {
+  if ((as_type<uint>(x) & 0x7f800000u) == 0x7f800000u) {
+    *s = *c = mf_bits2f(0x7fc00000u);
+    return;
+  }
+  const float k = rint(x * 0.636619747f);
+  float r = fma(-k, 1.57079637e+00f, x);
+  r = fma(-k, -4.37113883e-08f, r);
+  r = fma(-k, -1.71512451e-15f, r);
+  const float r2 = r * r;
+  float ps = 2.75573192e-06f;  // 1/9!
+  ps = fma(ps, r2, -1.98412698e-04f);
+  ps = fma(ps, r2, 8.33333377e-03f);
+  ps = fma(ps, r2, -1.66666672e-01f);
+  const float sr = fma(ps * r2, r, r);
+  float pc = -2.75573192e-07f;  // -1/10!
+  pc = fma(pc, r2, 2.48015873e-05f);
+  pc = fma(pc, r2, -1.38888889e-03f);
+  pc = fma(pc, r2, 4.16666679e-02f);
+  pc = fma(pc, r2, -0.5f);
+  const float cr = fma(pc, r2, 1.0f);
+  const uint q = (uint)(int)k & 3u;
+  float sv = (q & 1u) ? cr : sr;
+  float cv = (q & 1u) ? sr : cr;
+  if (q == 1u || q == 2u) cv = -cv;
+  if (q >= 2u) sv = -sv;
+  *s = sv;
+  *c = cv;
+}
+
+// ---- element types ----
+struct fw_bf16 {
+  ushort bits;
+};
+struct fw_f16 {
+  ushort bits;
+};
+
+static inline float fw_u2f(uint x) { return as_type<float>(x); }
+static inline uint fw_f2u(float x) { return as_type<uint>(x); }
+static inline float fw_bf16_f32(uint h) { return fw_u2f(h << 16); }
+static inline float fw_f16_f32(uint h) {
+  const uint sign = (h & 0x8000u) << 16;
+  const uint ex = (h >> 10) & 0x1fu;
+  const uint man = h & 0x3ffu;
+  if (ex == 0) return fw_u2f(fw_f2u((float)man * 5.96046448e-08f) | sign);
+  if (ex == 31) return fw_u2f(sign | 0x7f800000u | (man << 13));
+  return fw_u2f(sign | ((ex + 112u) << 23) | (man << 13));
+}
+static inline float fw_to_f32(float v) { return v; }
+static inline float fw_to_f32(fw_bf16 v) { return fw_bf16_f32(v.bits); }
+static inline float fw_to_f32(fw_f16 v) { return fw_f16_f32(v.bits); }
+
+// fw_load8: eight consecutive weights starting at p (element alignment).
+static inline void fw_load8(device const float* p, thread float* o) {
+  const packed_float4 a = ((device const packed_float4*)p)[0], b = ((device const packed_float4*)p)[1];
+  for (int i = 0; i < 4; ++i) o[i] = a[i], o[4 + i] = b[i];
+}
+static inline void fw_load8(device const fw_bf16* p, thread float* o) {
+  const packed_ushort4 a = ((device const packed_ushort4*)p)[0], b = ((device const packed_ushort4*)p)[1];
+  for (int i = 0; i < 4; ++i) o[i] = fw_bf16_f32(a[i]), o[4 + i] = fw_bf16_f32(b[i]);
+}
+static inline void fw_load8(device const fw_f16* p, thread float* o) {
+  const packed_ushort4 a = ((device const packed_ushort4*)p)[0], b = ((device const packed_ushort4*)p)[1];
+  for (int i = 0; i < 4; ++i) o[i] = fw_f16_f32(a[i]), o[4 + i] = fw_f16_f32(b[i]);
+}
+
+static inline void block_sync() { threadgroup_barrier(mem_flags::mem_threadgroup); }
+
+// fw_group_sum: the sum of v over this thread's SIMD group of 32, by
+// butterfly (every thread gets the same value).
+static inline float fw_group_sum(float v) {
+  for (ushort m = 16; m >= 1; m >>= 1) v += simd_shuffle_xor(v, m);
+  return v;
+}
+
+// fw_block_sum: the sum of v over the block of NT threads; part holds NT/32
+// floats. Starts and ends with the block in step.
+template <uint NT>
+static inline float fw_block_sum(float v, threadgroup float* part, uint t) {
+  v = fw_group_sum(v);
+  if ((t & 31u) == 0) part[t / 32] = v;
+  block_sync();
+  float s = 0.0f;
+  for (uint i = 0; i < NT / 32; ++i) s += part[i];
+  block_sync();
+  return s;
+}
+
+// =====================================================================
+// embed_W (see forward.cu). Block FW_EMBED_THREADS, grid n.
+// =====================================================================
+template <typename W>
+static inline void embed(device float* out, device const W* table, device const uint* tokens, uint n, uint hidden,
+                         uint vocab, uint tid, uint blk) {
+  const uint t = blk;
+  if (t >= n) return;
+  const uint id = tokens[t];
+  device float* o = out + (ulong)t * hidden;
+  device const W* row = table + (ulong)id * hidden;
+  for (uint i = tid; i < hidden; i += FW_EMBED_THREADS) o[i] = id < vocab ? fw_to_f32(row[i]) : 0.0f;
+}
+
+// =====================================================================
+// rmsnorm_W (see forward.cu). Block FW_NORM_THREADS, grid rows.
+// =====================================================================
+template <typename W>
+static inline void rmsnorm(device float* out, device const float* x, device const W* weight, uint rows, uint dim,
+                           float eps, threadgroup float* part, uint tid, uint blk) {
+  const uint r = blk;
+  if (r >= rows) return;
+  device const float* xr = x + (ulong)r * dim;
+  device float* orow = out + (ulong)r * dim;
+  float ss = 0.0f;
+  for (uint i = tid; i < dim; i += FW_NORM_THREADS) ss += xr[i] * xr[i];
+  ss = fw_block_sum<FW_NORM_THREADS>(ss, part, tid);
+  const float inv = 1.0f / sqrt(ss / (float)dim + eps);
+  for (uint i = tid; i < dim; i += FW_NORM_THREADS) orow[i] = fw_to_f32(weight[i]) * (xr[i] * inv);
+}
+
+// =====================================================================
+// matmul_W (see forward.cu for the two paths and the grid rule).
+// Block FW_MM_THREADS. Grid: rows < 64: ceil(out/8) * ceil(rows/8);
+// rows >= 64: ceil(out/64) * ceil(rows/64).
+// =====================================================================
+static inline void fw_mm_store(device float* y, device const float* bias, ulong i, uint o, float acc,
+                               uint accumulate) {
+  float v = acc;
+  if (bias) v += bias[o];
+  if (accumulate) v += y[i];
+  y[i] = v;
+}
+
+template <uint NR>
+static inline void matvec_fma(thread float* acc, thread const float* wv, device const float* xr, uint in, uint k,
+                              uint nr) {
+#pragma unroll
+  for (uint r = 0; r < NR; ++r) {
+    if (NR == 1 || r < nr) {
+      device const packed_float4* xp = (device const packed_float4*)(xr + (ulong)r * in + (ulong)k * 8u);
+      const packed_float4 a = xp[0], b = xp[1];
+      float d = acc[r];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) d += wv[i] * a[i];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) d += wv[4 + i] * b[i];
+      acc[r] = d;
+    }
+  }
+}
+
+template <uint NR, typename W>
+static inline void matvec_tile(device float* y, device const float* xr, device const W* wr, device const float* bias,
+                               uint nr, uint r0, uint in, uint out, uint o, bool vec, uint accumulate, uint tid) {
+  const uint lane = tid & 31u;
+  float acc[NR];
+#pragma unroll
+  for (uint r = 0; r < NR; ++r) acc[r] = 0.0f;
+  if (vec) {
+    const uint chunks = in / 8u;
+    uint k = lane;
+    for (; k + 96u < chunks; k += 128u) {
+      float wv[4][8];
+#pragma unroll
+      for (uint j = 0; j < 4; ++j) fw_load8(wr + (ulong)(k + 32u * j) * 8u, wv[j]);
+#pragma unroll
+      for (uint j = 0; j < 4; ++j) matvec_fma<NR>(acc, wv[j], xr, in, k + 32u * j, nr);
+    }
+    for (; k < chunks; k += 32u) {
+      float wv[8];
+      fw_load8(wr + (ulong)k * 8u, wv);
+      matvec_fma<NR>(acc, wv, xr, in, k, nr);
+    }
+  } else {
+    for (uint k = lane; k < in; k += 32) {
+      const float wv = fw_to_f32(wr[k]);
+#pragma unroll
+      for (uint r = 0; r < NR; ++r)
+        if (NR == 1 || r < nr) acc[r] += wv * xr[(ulong)r * in + k];
+    }
+  }
+#pragma unroll
+  for (uint r = 0; r < NR; ++r) {
+    if (r >= nr) break;  // nr is the same for the whole block
+    const float v = fw_group_sum(acc[r]);
+    if (lane == 0) fw_mm_store(y, bias, (ulong)(r0 + r) * out + o, o, v, accumulate);
+  }
+}
+
+template <typename W>
+static inline void matvec_rows(device float* y, device const float* x, device const W* w, device const float* bias,
+                               uint rows, uint in, uint out, uint accumulate, uint tid, uint blk) {
+  const uint tiles = (rows + FW_MM_VEC_ROWS - 1) / FW_MM_VEC_ROWS;
+  const uint b = blk;
+  const uint c = b / tiles, s = b % tiles;
+  const uint o = c * FW_MM_GROUPS + tid / 32;
+  if (o >= out) return;  // whole SIMD groups leave together: no block_sync below
+  const uint r0 = s * FW_MM_VEC_ROWS;
+  const uint nr = rows - r0 < FW_MM_VEC_ROWS ? rows - r0 : FW_MM_VEC_ROWS;
+  device const W* wr = w + (ulong)o * in;
+  device const float* xr = x + (ulong)r0 * in;
+  const bool vec = (in % 8u) == 0;
+  if (nr == 1)
+    matvec_tile<1>(y, xr, wr, bias, nr, r0, in, out, o, vec, accumulate, tid);
+  else
+    matvec_tile<FW_MM_VEC_ROWS>(y, xr, wr, bias, nr, r0, in, out, o, vec, accumulate, tid);
+}
+
+// xs and ws: FW_MM_TK x FW_MM_PITCH floats each (a 16-wide slice of in for
+// the tile's 64 rows and 64 outputs).
+template <typename W>
+static inline void matmul_tiled(device float* y, device const float* x, device const W* w, device const float* bias,
+                                uint rows, uint in, uint out, uint accumulate, threadgroup float* xs,
+                                threadgroup float* ws, uint tid, uint blk) {
+  const uint tiles = (rows + FW_MM_TILE - 1) / FW_MM_TILE;
+  const uint b = blk;
+  const uint c = b / tiles, s = b % tiles;
+  if (c >= (out + FW_MM_TILE - 1) / FW_MM_TILE) return;  // whole block
+  const uint r0 = s * FW_MM_TILE, o0 = c * FW_MM_TILE;
+  const uint t = tid;
+  const uint tr = (t / 16u) * 4u, tc = (t % 16u) * 4u;
+  float acc[4][4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) acc[i][j] = 0.0f;
+  for (uint k0 = 0; k0 < in; k0 += FW_MM_TK) {
+#pragma unroll
+    for (uint q = 0; q < 4; ++q) {
+      const uint i = t / 16u + 16u * q, k = k0 + t % 16u;
+      const uint r = r0 + i, o = o0 + i;
+      xs[(t % 16u) * FW_MM_PITCH + i] = (r < rows && k < in) ? x[(ulong)r * in + k] : 0.0f;
+      ws[(t % 16u) * FW_MM_PITCH + i] = (o < out && k < in) ? fw_to_f32(w[(ulong)o * in + k]) : 0.0f;
+    }
+    block_sync();
+#pragma unroll
+    for (uint k = 0; k < FW_MM_TK; ++k) {
+      const packed_float4 xv = *(threadgroup const packed_float4*)(xs + k * FW_MM_PITCH + tr);
+      const packed_float4 wv = *(threadgroup const packed_float4*)(ws + k * FW_MM_PITCH + tc);
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) acc[i][j] += xv[i] * wv[j];
+    }
+    block_sync();
+  }
+#pragma unroll
+  for (uint i = 0; i < 4; ++i) {
+    const uint r = r0 + tr + i;
+    if (r >= rows) continue;
+#pragma unroll
+    for (uint j = 0; j < 4; ++j) {
+      const uint o = o0 + tc + j;
+      if (o < out) fw_mm_store(y, bias, (ulong)r * out + o, o, acc[i][j], accumulate);
+    }
+  }
+}
+
+template <typename W>
+static inline void matmul(device float* y, device const float* x, device const W* w, device const float* bias,
+                          uint rows, uint in, uint out, uint accumulate, threadgroup float* xs, threadgroup float* ws,
+                          uint tid, uint blk) {
+  if (rows >= FW_MM_GEMM_ROWS)
+    matmul_tiled(y, x, w, bias, rows, in, out, accumulate, xs, ws, tid, blk);
+  else
+    matvec_rows(y, x, w, bias, rows, in, out, accumulate, tid, blk);
+}
+
+// =====================================================================
+// rope_f32 (see forward.cu). Block FW_ROPE_THREADS, grid tokens.
+// =====================================================================
+[[max_total_threads_per_threadgroup(256)]]
+kernel void rope_f32(device float* x [[buffer(0)]], device const uint* pos [[buffer(1)]],
+                     device const float* inv_freq [[buffer(2)]], constant uint& tokens [[buffer(3)]],
+                     constant uint& heads [[buffer(4)]], constant uint& headdim [[buffer(5)]],
+                     constant uint& stride [[buffer(6)]], uint tid [[thread_position_in_threadgroup]],
+                     uint blk [[threadgroup_position_in_grid]]) {
+  const uint t = blk;
+  if (t >= tokens) return;
+  const uint half_dim = headdim / 2;
+  const float p = (float)pos[t];
+  device float* xt = x + (ulong)t * stride;
+  for (uint j = tid; j < heads * half_dim; j += FW_ROPE_THREADS) {
+    const uint h = j / half_dim, i = j % half_dim;
+    float sn, cs;
+    mf_sincosf(inv_freq[i] * p, &sn, &cs);
+    device float* v = xt + (ulong)h * headdim;
+    const float a = v[i], b = v[i + half_dim];
+    v[i] = a * cs - b * sn;
+    v[i + half_dim] = b * cs + a * sn;
+  }
+}
+
+// =====================================================================
+// kv_store_f32 (see forward.cu): a slot >= num_slots is skipped.
+// Block FW_KV_THREADS, grid tokens.
+// =====================================================================
+[[max_total_threads_per_threadgroup(256)]]
+kernel void kv_store_f32(device float* k_cache [[buffer(0)]], device float* v_cache [[buffer(1)]],
+                         device const float* qkv [[buffer(2)]], device const uint* slots [[buffer(3)]],
+                         constant uint& tokens [[buffer(4)]], constant uint& kv_dim [[buffer(5)]],
+                         constant uint& k_off [[buffer(6)]], constant uint& v_off [[buffer(7)]],
+                         constant uint& stride [[buffer(8)]], constant uint& num_slots [[buffer(9)]],
+                         uint tid [[thread_position_in_threadgroup]], uint blk [[threadgroup_position_in_grid]]) {
+  const uint t = blk;
+  if (t >= tokens) return;
+  const uint slot = slots[t];
+  if (slot >= num_slots) return;
+  device const float* row = qkv + (ulong)t * stride;
+  device float* kc = k_cache + (ulong)slot * kv_dim;
+  device float* vc = v_cache + (ulong)slot * kv_dim;
+  for (uint j = tid; j < kv_dim; j += FW_KV_THREADS) {
+    kc[j] = row[k_off + j];
+    vc[j] = row[v_off + j];
+  }
+}
+
+// =====================================================================
+// attention_f32 (see forward.cu). Block FW_ATT_THREADS, grid tokens *
+// heads, head_dim <= FW_ATT_MAX_HEADDIM. Threadgroup memory: qs
+// [FW_ATT_MAX_HEADDIM], gm and gl [FW_ATT_GROUPS], go [FW_ATT_GROUPS]
+// [FW_ATT_MAX_HEADDIM].
+// =====================================================================
+static inline void fw_att_load(thread float* kn, thread float* vn, device const float* k_cache,
+                               device const float* v_cache, device const uint* table, ulong j, ulong n,
+                               uint block_size, uint kv_dim, uint kvh, uint headdim, uint lane) {
+#pragma unroll
+  for (uint i = 0; i < FW_ATT_LANE_DIMS; ++i) kn[i] = vn[i] = 0.0f;
+  if (j >= n) return;
+  const ulong slot = (ulong)table[j / block_size] * block_size + j % block_size;
+  device const float* kr = k_cache + slot * kv_dim + (ulong)kvh * headdim;
+  device const float* vr = v_cache + slot * kv_dim + (ulong)kvh * headdim;
+#pragma unroll
+  for (uint i = 0; i < FW_ATT_LANE_DIMS; ++i) {
+    const uint e = lane + 32u * i;
+    if (e < headdim) kn[i] = kr[e], vn[i] = vr[e];
+  }
+}
+
+[[max_total_threads_per_threadgroup(256)]]
+kernel void attention_f32(device float* out [[buffer(0)]], device const float* qkv [[buffer(1)]],
+                          device const float* k_cache [[buffer(2)]], device const float* v_cache [[buffer(3)]],
+                          device const uint* q_seq [[buffer(4)]], device const uint* q_pos [[buffer(5)]],
+                          device const uint* block_tables [[buffer(6)]], constant uint& max_blocks [[buffer(7)]],
+                          constant uint& block_size [[buffer(8)]], constant uint& tokens [[buffer(9)]],
+                          constant uint& heads [[buffer(10)]], constant uint& kv_heads [[buffer(11)]],
+                          constant uint& headdim [[buffer(12)]], constant uint& stride [[buffer(13)]],
+                          constant float& scale [[buffer(14)]],
+                          threadgroup float* qs [[threadgroup(0)]] /* hipgo: 1024 bytes */,
+                          threadgroup float* gm [[threadgroup(1)]] /* hipgo: 32 bytes */,
+                          threadgroup float* gl [[threadgroup(2)]] /* hipgo: 32 bytes */,
+                          threadgroup float* go [[threadgroup(3)]] /* hipgo: 8192 bytes */,
+                          uint tid [[thread_position_in_threadgroup]], uint blk [[threadgroup_position_in_grid]]) {
+  const uint b = blk;
+  if (heads == 0 || kv_heads == 0 || kv_heads > heads || block_size == 0) return;
+  if (headdim > FW_ATT_MAX_HEADDIM) return;
+  const uint t = b / heads, h = b % heads;
+  if (t >= tokens) return;
+  const uint group = heads / kv_heads;
+  uint kvh = h / group;
+  if (kvh >= kv_heads) kvh = kv_heads - 1;
+  const uint kv_dim = kv_heads * headdim;
+  const uint lane = tid & 31u, g = tid / 32u;
+  device const float* q = qkv + (ulong)t * stride + (ulong)h * headdim;
+  for (uint d = tid; d < headdim; d += FW_ATT_THREADS) qs[d] = q[d];
+  block_sync();
+  ulong n = (ulong)q_pos[t] + 1;
+  const ulong cap = (ulong)max_blocks * block_size;
+  if (n > cap) n = cap;
+  device const uint* table = block_tables + (ulong)q_seq[t] * max_blocks;
+  float m = -mf_bits2f(0x7f800000u), l = 0.0f;
+  float o[FW_ATT_LANE_DIMS];
+#pragma unroll
+  for (int i = 0; i < FW_ATT_LANE_DIMS; ++i) o[i] = 0.0f;
+  float kn[FW_ATT_LANE_DIMS], vn[FW_ATT_LANE_DIMS];
+  fw_att_load(kn, vn, k_cache, v_cache, table, g, n, block_size, kv_dim, kvh, headdim, lane);
+  for (ulong j = g; j < n; j += FW_ATT_GROUPS) {
+    float kv[FW_ATT_LANE_DIMS], vv[FW_ATT_LANE_DIMS];
+#pragma unroll
+    for (uint i = 0; i < FW_ATT_LANE_DIMS; ++i) kv[i] = kn[i], vv[i] = vn[i];
+    fw_att_load(kn, vn, k_cache, v_cache, table, j + FW_ATT_GROUPS, n, block_size, kv_dim, kvh, headdim, lane);
+    float d = 0.0f;
+#pragma unroll
+    for (uint i = 0; i < FW_ATT_LANE_DIMS; ++i) {
+      const uint e = lane + 32u * i;
+      if (e < headdim) d += qs[e] * kv[i];
+    }
+    const float s = fw_group_sum(d) * scale;
+    const float mn = fmax(m, s);
+    const float c = mf_expf(m - mn), p = mf_expf(s - mn);
+    l = l * c + p;
+#pragma unroll
+    for (uint i = 0; i < FW_ATT_LANE_DIMS; ++i) o[i] = o[i] * c + p * vv[i];
+    m = mn;
+  }
+  if (lane == 0) gm[g] = m, gl[g] = l;
+#pragma unroll
+  for (uint i = 0; i < FW_ATT_LANE_DIMS; ++i) {
+    const uint e = lane + 32u * i;
+    if (e < headdim) go[g * FW_ATT_MAX_HEADDIM + e] = o[i];
+  }
+  block_sync();
+  float M = gm[0];
+  for (uint k = 1; k < FW_ATT_GROUPS; ++k) M = fmax(M, gm[k]);
+  float L = 0.0f;
+  float wk[FW_ATT_GROUPS];
+  for (uint k = 0; k < FW_ATT_GROUPS; ++k) {
+    wk[k] = gl[k] == 0.0f ? 0.0f : mf_expf(gm[k] - M);  // a group with no key has m = -inf
+    L += gl[k] * wk[k];
+  }
+  device float* orow = out + (ulong)t * heads * headdim + (ulong)h * headdim;
+  for (uint d = tid; d < headdim; d += FW_ATT_THREADS) {
+    float acc = 0.0f;
+    for (uint k = 0; k < FW_ATT_GROUPS; ++k) acc += go[k * FW_ATT_MAX_HEADDIM + d] * wk[k];
+    orow[d] = acc / L;
+  }
+}
+
+// =====================================================================
+// silu_mul_f32 (see forward.cu). Block FW_EW_THREADS; any grid
+// (grid-stride), ceil(rows*inter / 256) at most 65535 intended.
+// =====================================================================
+[[max_total_threads_per_threadgroup(256)]]
+kernel void silu_mul_f32(device float* out [[buffer(0)]], device const float* gu [[buffer(1)]],
+                         constant uint& rows [[buffer(2)]], constant uint& inter [[buffer(3)]],
+                         uint tid [[thread_position_in_threadgroup]], uint blk [[threadgroup_position_in_grid]],
+                         uint grid_threads [[threads_per_grid]]) {
+  const ulong n = (ulong)rows * inter;
+  for (ulong k = (ulong)blk * FW_EW_THREADS + tid; k < n; k += grid_threads) {
+    const ulong r = k / inter, i = k % inter;
+    const float g = gu[r * 2 * inter + i];
+    out[k] = g / (1.0f + mf_expf(-g)) * gu[r * 2 * inter + inter + i];
+  }
+}
+
+// =====================================================================
+// add_f32: y[i] += x[i] for i < n. Block FW_EW_THREADS; any grid.
+// =====================================================================
+[[max_total_threads_per_threadgroup(256)]]
+kernel void add_f32(device float* y [[buffer(0)]], device const float* x [[buffer(1)]],
+                    constant uint& n [[buffer(2)]], uint tid [[thread_position_in_threadgroup]],
+                    uint blk [[threadgroup_position_in_grid]], uint grid_threads [[threads_per_grid]]) {
+  for (ulong k = (ulong)blk * FW_EW_THREADS + tid; k < n; k += grid_threads) y[k] += x[k];
+}
+
+// =====================================================================
+// copy_rows_f32: dst[i] = src[rows[i]] (dim values each) for i < n.
+// Block FW_COPY_THREADS, grid n.
+// =====================================================================
+[[max_total_threads_per_threadgroup(256)]]
+kernel void copy_rows_f32(device float* dst [[buffer(0)]], device const float* src [[buffer(1)]],
+                          device const uint* rows [[buffer(2)]], constant uint& n [[buffer(3)]],
+                          constant uint& dim [[buffer(4)]], uint tid [[thread_position_in_threadgroup]],
+                          uint blk [[threadgroup_position_in_grid]]) {
+  const uint i = blk;
+  if (i >= n) return;
+  device const float* s = src + (ulong)rows[i] * dim;
+  device float* d = dst + (ulong)i * dim;
+  for (uint k = tid; k < dim; k += FW_COPY_THREADS) d[k] = s[k];
+}
+
+// ---- the per-dtype entry points ----
+// rmsnorm's part: FW_NORM_THREADS / 32 floats; matmul's xs and ws:
+// FW_MM_TK * FW_MM_PITCH floats each (the matvec path leaves them unused).
+#define FW_EMBED_KERNEL(NAME, W)                                                                              \
+  [[max_total_threads_per_threadgroup(256)]]                                                                  \
+  kernel void NAME(device float* out [[buffer(0)]], device const W* table [[buffer(1)]],                      \
+                   device const uint* tokens [[buffer(2)]], constant uint& n [[buffer(3)]],                   \
+                   constant uint& hidden [[buffer(4)]], constant uint& vocab [[buffer(5)]],                   \
+                   uint tid [[thread_position_in_threadgroup]], uint blk [[threadgroup_position_in_grid]]) {  \
+    embed<W>(out, table, tokens, n, hidden, vocab, tid, blk);                                                 \
+  }
+#define FW_RMSNORM_KERNEL(NAME, W)                                                                            \
+  [[max_total_threads_per_threadgroup(256)]]                                                                  \
+  kernel void NAME(device float* out [[buffer(0)]], device const float* x [[buffer(1)]],                      \
+                   device const W* weight [[buffer(2)]], constant uint& rows [[buffer(3)]],                   \
+                   constant uint& dim [[buffer(4)]], constant float& eps [[buffer(5)]],                       \
+                   threadgroup float* part [[threadgroup(0)]] /* hipgo: 32 bytes */,                          \
+                   uint tid [[thread_position_in_threadgroup]], uint blk [[threadgroup_position_in_grid]]) {  \
+    rmsnorm<W>(out, x, weight, rows, dim, eps, part, tid, blk);                                               \
+  }
+#define FW_MATMUL_KERNEL(NAME, W)                                                                             \
+  [[max_total_threads_per_threadgroup(256)]]                                                                  \
+  kernel void NAME(device float* y [[buffer(0)]], device const float* x [[buffer(1)]],                        \
+                   device const W* w [[buffer(2)]], device const float* bias [[buffer(3)]],                   \
+                   constant uint& rows [[buffer(4)]], constant uint& in [[buffer(5)]],                        \
+                   constant uint& out [[buffer(6)]], constant uint& accumulate [[buffer(7)]],                 \
+                   threadgroup float* xs [[threadgroup(0)]] /* hipgo: 4352 bytes */,                          \
+                   threadgroup float* ws [[threadgroup(1)]] /* hipgo: 4352 bytes */,                          \
+                   uint tid [[thread_position_in_threadgroup]], uint blk [[threadgroup_position_in_grid]]) {  \
+    matmul<W>(y, x, w, bias, rows, in, out, accumulate, xs, ws, tid, blk);                                    \
+  }
+
+FW_EMBED_KERNEL(embed_f32, float)
+FW_RMSNORM_KERNEL(rmsnorm_f32, float)
+FW_MATMUL_KERNEL(matmul_f32, float)
+FW_EMBED_KERNEL(embed_f16, fw_f16)
+FW_RMSNORM_KERNEL(rmsnorm_f16, fw_f16)
+FW_MATMUL_KERNEL(matmul_f16, fw_f16)
+FW_EMBED_KERNEL(embed_bf16, fw_bf16)
+FW_RMSNORM_KERNEL(rmsnorm_bf16, fw_bf16)
+FW_MATMUL_KERNEL(matmul_bf16, fw_bf16)
