@@ -15,8 +15,8 @@ import (
 )
 
 // kernelForward runs a random model's forward pass composed only of the
-// forward kernels (kernels/src/forward.cu, compiled for the host by
-// hostkern), the way a GPU backend launches them: q|k|v and gate|up as one
+// forward kernels (kernels/src/forward.cu or its MSL port forward.metal,
+// compiled for the host by hostkern), the way a GPU backend launches them: q|k|v and gate|up as one
 // matmul each, RoPE on q and k in place in the qkv rows, the keys and values
 // stored through a block-table KV cache of 16-slot blocks handed out in a
 // shuffled order, the residual adds fused into the o and down matmuls, and
@@ -178,11 +178,23 @@ func (f *kernelForward) step(seqs []int, tokens []uint32) [][]float32 {
 // over 3 rows, attention over scattered block tables). Both sides compute in
 // float32 from the same weights; they differ only in summation orders and in
 // exp/sin/cos at float32 rounding, which through two or three layers came
-// to at most 3e-6 of the logit scale (the measured value is logged).
+// to at most 3e-6 of the logit scale (the measured value is logged). It
+// runs once per kernel source: the HIP/CUDA text and the MSL port.
 func TestHostKernelForwardMatchesCPU(t *testing.T) {
 	clang := testenv.LookPath(t, "clang++-19")
-	d, err := hostkern.Build(clang, t.TempDir())
-	require.NoError(t, err)
+	for _, src := range []struct {
+		name  string
+		build func(clang, dir string) (*hostkern.Driver, error)
+	}{{"cuda-hip", hostkern.Build}, {"metal", hostkern.BuildMetal}} {
+		t.Run(src.name, func(t *testing.T) {
+			d, err := src.build(clang, t.TempDir())
+			require.NoError(t, err)
+			hostKernelForwardMatchesCPU(t, d)
+		})
+	}
+}
+
+func hostKernelForwardMatchesCPU(t *testing.T, d *hostkern.Driver) {
 	specs := map[string]modeltest.Spec{
 		"llama3-gqa-rope-scaling": modeltest.Llama3Tiny(),
 		"qwen2-qkv-bias":          modeltest.Qwen2Tiny(),
