@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -115,6 +116,68 @@ func TestMetalArgsReadWhatStreamPackWrites(t *testing.T) {
 	g, _ := sig.Kernel("gumbel_max_f32")
 	lengths, _ = metalThreadgroups(g)
 	require.Equal(t, []uint64{2048, 2048, 16}, lengths, "Metal wants threadgroup lengths in multiples of 16")
+}
+
+// TestMetalForwardModuleBindsLikeTheSamplers: the forward module's MSL, as
+// LoadModule hands it to the Metal adapter, gives every kernel the launch
+// facts of its .cu twin (its 256-thread block, which a larger launch
+// exceeds), and the arguments the GPU backend passes (matmul_bf16 without a
+// bias: a null pointer; attention_f32's f32 scale last) read back at their
+// buffer indices, with the threadgroup lengths Metal will set.
+func TestMetalForwardModuleBindsLikeTheSamplers(t *testing.T) {
+	image, infos, err := kernels.Load("forward", kernels.FormatMSL, "")
+	require.NoError(t, err)
+	sig, err := msl.Parse(image)
+	require.NoError(t, err)
+	specs := map[string]KernelSpec{}
+	for _, ki := range infos {
+		specs[ki.Name] = specFromInfo(ki)
+		require.Equal(t, 256, specs[ki.Name].MaxThreads, ki.Name)
+	}
+	require.Len(t, specs, 15)
+	k, d := &Kernel{spec: specs["matmul_bf16"]}, &Device{}
+	require.Empty(t, k.checkShape(d, LaunchConfig{Grid: Dim3{X: 1, Y: 1, Z: 1}, Block: Dim3{X: 256, Y: 1, Z: 1}}))
+	require.Contains(t, k.checkShape(d, LaunchConfig{Grid: Dim3{X: 1, Y: 1, Z: 1}, Block: Dim3{X: 512, Y: 1, Z: 1}}), "exceeds the 256 the kernel was built for")
+
+	mem, err := hostAlloc(4096)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, hostFree(mem)) }()
+	s := &Stream{scratch: mem}
+	for _, c := range []struct {
+		kernel string
+		args   []any
+		tg     []uint64
+	}{
+		{"matmul_bf16", []any{DevicePtr(metalAddrBase), DevicePtr(metalAddrBase + 1<<20), DevicePtr(metalAddrBase + 2<<20), DevicePtr(0),
+			uint32(1), uint32(2048), uint32(128256), uint32(1)}, []uint64{4352, 4352}},
+		{"attention_f32", []any{DevicePtr(metalAddrBase), DevicePtr(metalAddrBase + 64), DevicePtr(metalAddrBase + 128), DevicePtr(metalAddrBase + 192),
+			DevicePtr(metalAddrBase + 256), DevicePtr(metalAddrBase + 320), DevicePtr(metalAddrBase + 384),
+			uint32(4), uint32(16), uint32(3), uint32(32), uint32(8), uint32(64), uint32(3072), float32(0.125)}, []uint64{1024, 32, 32, 8192}},
+		{"silu_mul_f32", []any{DevicePtr(metalAddrBase), DevicePtr(metalAddrBase + 64), uint32(7), uint32(8192)}, nil},
+	} {
+		mk, ok := sig.Kernel(c.kernel)
+		require.True(t, ok, c.kernel)
+		params, err := s.pack(&Kernel{spec: specs[c.kernel]}, c.args)
+		require.NoError(t, err, c.kernel)
+		got := metalArgs(params, mk)
+		require.Len(t, got, len(c.args), c.kernel)
+		for i, a := range got {
+			require.EqualValues(t, i, a.index)
+			switch v := c.args[i].(type) {
+			case DevicePtr:
+				require.True(t, a.pointer, "%s argument %d", c.kernel, i)
+				require.EqualValues(t, v, a.addr, "%s argument %d", c.kernel, i)
+			case uint32:
+				require.False(t, a.pointer, "%s argument %d", c.kernel, i)
+				require.Equal(t, v, binary.LittleEndian.Uint32(unsafe.Slice((*byte)(a.value), 4)), "%s argument %d", c.kernel, i)
+			case float32:
+				require.False(t, a.pointer, "%s argument %d", c.kernel, i)
+				require.Equal(t, math.Float32bits(v), binary.LittleEndian.Uint32(unsafe.Slice((*byte)(a.value), 4)), "%s argument %d", c.kernel, i)
+			}
+		}
+		lengths, _ := metalThreadgroups(mk)
+		require.Equal(t, c.tg, lengths, c.kernel)
+	}
 }
 
 // TestMetalErrorsSortIntoTheRuntimesClasses: a command buffer that faulted
