@@ -5,7 +5,8 @@
 // with their sizes. kernelc writes what it finds into the manifest and the
 // Metal adapter binds launch arguments by it.
 //
-// The conventions it holds a source to (sampling.metal follows them):
+// The conventions it holds a source to (sampling.metal and forward.metal
+// follow them):
 //   - buffer(i) is argument i of the kernel's .cu twin, so buffer indices run
 //     0, 1, 2... in the order the arguments are written;
 //   - a pointer (`device T*`, `constant T*`, or any `device` argument) is a

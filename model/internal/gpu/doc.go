@@ -1,6 +1,8 @@
 // Package gpu is the model's GPU backend: the llama forward pass on a
 // runtime.Device through hipgo's own forward kernels (kernels/src/forward.cu,
-// the ABI in its header comment), with sampling on the device.
+// the ABI in its header comment; on Metal its MSL port forward.metal, with
+// the same names, arguments and launch shapes), with sampling on the
+// device.
 //
 // Weights are uploaded once in their file's dtype (f32, f16, bf16), q|k|v and
 // gate|up concatenated as the CPU backend concatenates them. GGUF block
