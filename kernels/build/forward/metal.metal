@@ -20,7 +20,9 @@
 //     matmul_W's vector path needs only in % 8 == 0 (forward.cu also asks
 //     for 16-byte aligned w and x; with unaligned pointers the two take
 //     different paths and differ by summation order only);
-//   - as_type replaces __builtin_bit_cast; fma and rint are MSL's.
+//   - as_type replaces __builtin_bit_cast; fma and rint are MSL's; the
+//     helpers carry an fw_ prefix (fw_matmul for matmul, ...) so that no
+//     name meets one of metal_stdlib's under `using namespace metal`.
 // Each kernel declares its block, the FW_*_THREADS of forward.cu, as
 // [[max_total_threads_per_threadgroup(256)]] (a literal: kernelc reads it
 // into the manifest, and kernels' ABI test holds it to forward.cu's).
@@ -176,8 +178,8 @@ static inline float fw_block_sum(float v, threadgroup float* part, uint t) {
 // embed_W (see forward.cu). Block FW_EMBED_THREADS, grid n.
 // =====================================================================
 template <typename W>
-static inline void embed(device float* out, device const W* table, device const uint* tokens, uint n, uint hidden,
-                         uint vocab, uint tid, uint blk) {
+static inline void fw_embed(device float* out, device const W* table, device const uint* tokens, uint n, uint hidden,
+                            uint vocab, uint tid, uint blk) {
   const uint t = blk;
   if (t >= n) return;
   const uint id = tokens[t];
@@ -190,8 +192,8 @@ static inline void embed(device float* out, device const W* table, device const 
 // rmsnorm_W (see forward.cu). Block FW_NORM_THREADS, grid rows.
 // =====================================================================
 template <typename W>
-static inline void rmsnorm(device float* out, device const float* x, device const W* weight, uint rows, uint dim,
-                           float eps, threadgroup float* part, uint tid, uint blk) {
+static inline void fw_rmsnorm(device float* out, device const float* x, device const W* weight, uint rows, uint dim,
+                              float eps, threadgroup float* part, uint tid, uint blk) {
   const uint r = blk;
   if (r >= rows) return;
   device const float* xr = x + (ulong)r * dim;
@@ -217,8 +219,8 @@ static inline void fw_mm_store(device float* y, device const float* bias, ulong 
 }
 
 template <uint NR>
-static inline void matvec_fma(thread float* acc, thread const float* wv, device const float* xr, uint in, uint k,
-                              uint nr) {
+static inline void fw_matvec_fma(thread float* acc, thread const float* wv, device const float* xr, uint in, uint k,
+                                 uint nr) {
 #pragma unroll
   for (uint r = 0; r < NR; ++r) {
     if (NR == 1 || r < nr) {
@@ -235,13 +237,14 @@ static inline void matvec_fma(thread float* acc, thread const float* wv, device 
 }
 
 template <uint NR, typename W>
-static inline void matvec_tile(device float* y, device const float* xr, device const W* wr, device const float* bias,
-                               uint nr, uint r0, uint in, uint out, uint o, bool vec, uint accumulate, uint tid) {
+static inline void fw_matvec_tile(device float* y, device const float* xr, device const W* wr, device const float* bias,
+                                  uint nr, uint r0, uint in, uint out, uint o, bool vec_path, uint accumulate,
+                                  uint tid) {
   const uint lane = tid & 31u;
   float acc[NR];
 #pragma unroll
   for (uint r = 0; r < NR; ++r) acc[r] = 0.0f;
-  if (vec) {
+  if (vec_path) {
     const uint chunks = in / 8u;
     uint k = lane;
     for (; k + 96u < chunks; k += 128u) {
@@ -249,12 +252,12 @@ static inline void matvec_tile(device float* y, device const float* xr, device c
 #pragma unroll
       for (uint j = 0; j < 4; ++j) fw_load8(wr + (ulong)(k + 32u * j) * 8u, wv[j]);
 #pragma unroll
-      for (uint j = 0; j < 4; ++j) matvec_fma<NR>(acc, wv[j], xr, in, k + 32u * j, nr);
+      for (uint j = 0; j < 4; ++j) fw_matvec_fma<NR>(acc, wv[j], xr, in, k + 32u * j, nr);
     }
     for (; k < chunks; k += 32u) {
       float wv[8];
       fw_load8(wr + (ulong)k * 8u, wv);
-      matvec_fma<NR>(acc, wv, xr, in, k, nr);
+      fw_matvec_fma<NR>(acc, wv, xr, in, k, nr);
     }
   } else {
     for (uint k = lane; k < in; k += 32) {
@@ -273,8 +276,8 @@ static inline void matvec_tile(device float* y, device const float* xr, device c
 }
 
 template <typename W>
-static inline void matvec_rows(device float* y, device const float* x, device const W* w, device const float* bias,
-                               uint rows, uint in, uint out, uint accumulate, uint tid, uint blk) {
+static inline void fw_matvec_rows(device float* y, device const float* x, device const W* w, device const float* bias,
+                                  uint rows, uint in, uint out, uint accumulate, uint tid, uint blk) {
   const uint tiles = (rows + FW_MM_VEC_ROWS - 1) / FW_MM_VEC_ROWS;
   const uint b = blk;
   const uint c = b / tiles, s = b % tiles;
@@ -284,19 +287,19 @@ static inline void matvec_rows(device float* y, device const float* x, device co
   const uint nr = rows - r0 < FW_MM_VEC_ROWS ? rows - r0 : FW_MM_VEC_ROWS;
   device const W* wr = w + (ulong)o * in;
   device const float* xr = x + (ulong)r0 * in;
-  const bool vec = (in % 8u) == 0;
+  const bool vec_path = (in % 8u) == 0;
   if (nr == 1)
-    matvec_tile<1>(y, xr, wr, bias, nr, r0, in, out, o, vec, accumulate, tid);
+    fw_matvec_tile<1>(y, xr, wr, bias, nr, r0, in, out, o, vec_path, accumulate, tid);
   else
-    matvec_tile<FW_MM_VEC_ROWS>(y, xr, wr, bias, nr, r0, in, out, o, vec, accumulate, tid);
+    fw_matvec_tile<FW_MM_VEC_ROWS>(y, xr, wr, bias, nr, r0, in, out, o, vec_path, accumulate, tid);
 }
 
 // xs and ws: FW_MM_TK x FW_MM_PITCH floats each (a 16-wide slice of in for
 // the tile's 64 rows and 64 outputs).
 template <typename W>
-static inline void matmul_tiled(device float* y, device const float* x, device const W* w, device const float* bias,
-                                uint rows, uint in, uint out, uint accumulate, threadgroup float* xs,
-                                threadgroup float* ws, uint tid, uint blk) {
+static inline void fw_matmul_tiled(device float* y, device const float* x, device const W* w, device const float* bias,
+                                   uint rows, uint in, uint out, uint accumulate, threadgroup float* xs,
+                                   threadgroup float* ws, uint tid, uint blk) {
   const uint tiles = (rows + FW_MM_TILE - 1) / FW_MM_TILE;
   const uint b = blk;
   const uint c = b / tiles, s = b % tiles;
@@ -342,13 +345,13 @@ static inline void matmul_tiled(device float* y, device const float* x, device c
 }
 
 template <typename W>
-static inline void matmul(device float* y, device const float* x, device const W* w, device const float* bias,
-                          uint rows, uint in, uint out, uint accumulate, threadgroup float* xs, threadgroup float* ws,
-                          uint tid, uint blk) {
+static inline void fw_matmul(device float* y, device const float* x, device const W* w, device const float* bias,
+                             uint rows, uint in, uint out, uint accumulate, threadgroup float* xs,
+                             threadgroup float* ws, uint tid, uint blk) {
   if (rows >= FW_MM_GEMM_ROWS)
-    matmul_tiled(y, x, w, bias, rows, in, out, accumulate, xs, ws, tid, blk);
+    fw_matmul_tiled(y, x, w, bias, rows, in, out, accumulate, xs, ws, tid, blk);
   else
-    matvec_rows(y, x, w, bias, rows, in, out, accumulate, tid, blk);
+    fw_matvec_rows(y, x, w, bias, rows, in, out, accumulate, tid, blk);
 }
 
 // =====================================================================
@@ -553,7 +556,7 @@ kernel void copy_rows_f32(device float* dst [[buffer(0)]], device const float* s
                    device const uint* tokens [[buffer(2)]], constant uint& n [[buffer(3)]],                   \
                    constant uint& hidden [[buffer(4)]], constant uint& vocab [[buffer(5)]],                   \
                    uint tid [[thread_position_in_threadgroup]], uint blk [[threadgroup_position_in_grid]]) {  \
-    embed<W>(out, table, tokens, n, hidden, vocab, tid, blk);                                                 \
+    fw_embed<W>(out, table, tokens, n, hidden, vocab, tid, blk);                                              \
   }
 #define FW_RMSNORM_KERNEL(NAME, W)                                                                            \
   [[max_total_threads_per_threadgroup(256)]]                                                                  \
@@ -562,7 +565,7 @@ kernel void copy_rows_f32(device float* dst [[buffer(0)]], device const float* s
                    constant uint& dim [[buffer(4)]], constant float& eps [[buffer(5)]],                       \
                    threadgroup float* part [[threadgroup(0)]] /* hipgo: 32 bytes */,                          \
                    uint tid [[thread_position_in_threadgroup]], uint blk [[threadgroup_position_in_grid]]) {  \
-    rmsnorm<W>(out, x, weight, rows, dim, eps, part, tid, blk);                                               \
+    fw_rmsnorm<W>(out, x, weight, rows, dim, eps, part, tid, blk);                                            \
   }
 #define FW_MATMUL_KERNEL(NAME, W)                                                                             \
   [[max_total_threads_per_threadgroup(256)]]                                                                  \
@@ -573,7 +576,7 @@ kernel void copy_rows_f32(device float* dst [[buffer(0)]], device const float* s
                    threadgroup float* xs [[threadgroup(0)]] /* hipgo: 4352 bytes */,                          \
                    threadgroup float* ws [[threadgroup(1)]] /* hipgo: 4352 bytes */,                          \
                    uint tid [[thread_position_in_threadgroup]], uint blk [[threadgroup_position_in_grid]]) {  \
-    matmul<W>(y, x, w, bias, rows, in, out, accumulate, xs, ws, tid, blk);                                    \
+    fw_matmul<W>(y, x, w, bias, rows, in, out, accumulate, xs, ws, tid, blk);                                 \
   }
 
 FW_EMBED_KERNEL(embed_f32, float)
