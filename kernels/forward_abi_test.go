@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"errors"
 	"sort"
 	"testing"
 
@@ -74,4 +75,46 @@ func TestForwardModuleABI(t *testing.T) {
 	_, infos, err := Load("forward", FormatMSL, "")
 	require.NoError(t, err, "the forward module ships its Metal port")
 	require.Len(t, infos, len(forwardABI))
+}
+
+// TestMSLPortsAreComplete: a module that ships an MSL source ports every
+// kernel of its .cu (the same names as its PTX), with the same argument
+// sizes, and where an MSL kernel declares its block
+// ([[max_total_threads_per_threadgroup]]) it is the .cu kernel's KBOUNDS.
+// A kernel added to a .cu without its MSL twin fails it.
+func TestMSLPortsAreComplete(t *testing.T) {
+	mods, err := Modules()
+	require.NoError(t, err)
+	ported := 0
+	for _, mod := range mods {
+		_, mslInfos, err := Load(mod, FormatMSL, "")
+		if errors.Is(err, ErrNoBinary) {
+			continue
+		}
+		require.NoError(t, err, mod)
+		ported++
+		_, ptxInfos, err := Load(mod, FormatPTX, "sm_90")
+		require.NoError(t, err, mod)
+		want := map[string]KernelInfo{}
+		for _, ki := range ptxInfos {
+			want[ki.Name] = ki
+		}
+		require.Len(t, mslInfos, len(want), "%s: the MSL source has %d kernels, the .cu %d", mod, len(mslInfos), len(want))
+		for _, ki := range mslInfos {
+			w, ok := want[ki.Name]
+			require.True(t, ok, "%s: %s is not a kernel of the .cu", mod, ki.Name)
+			var got, exp []int
+			for _, p := range ki.Params {
+				got = append(got, p.Size)
+			}
+			for _, p := range w.ExplicitParams() {
+				exp = append(exp, p.Size)
+			}
+			require.Equal(t, exp, got, "%s %s: argument sizes", mod, ki.Name)
+			if ki.MaxThreadsPerBlock != 0 {
+				require.Equal(t, w.MaxThreadsPerBlock, ki.MaxThreadsPerBlock, "%s %s: block size", mod, ki.Name)
+			}
+		}
+	}
+	require.GreaterOrEqual(t, ported, 3, "sampling, forward and qforward ship MSL sources")
 }

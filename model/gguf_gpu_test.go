@@ -2,13 +2,9 @@ package model
 
 import (
 	"context"
-	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/hipgo/hipgo/runtime"
-	"github.com/hipgo/hipgo/runtime/driver"
 )
 
 // tolQuant bounds GPU against CPU logits (max|d| / max|logit|) for the
@@ -32,10 +28,6 @@ func TestGPUQuantizedGGUFMatchesTheCPU(t *testing.T) {
 			cm, err := Load(path, WithoutTokenizer())
 			require.NoError(t, err)
 			gm, err := Load(path, WithoutTokenizer(), WithDevice(dev))
-			if errors.Is(err, runtime.ErrNoBinary) && dev.Backend() == driver.Metal {
-				// Metal: module qforward has no MSL port (forward has).
-				t.Skipf("the quantized kernels have no binary for this backend: %v", err)
-			}
 			require.NoError(t, err)
 			defer func() { require.NoError(t, gm.Close()) }()
 			require.Equal(t, c.layers, gm.be.(*gpuBackend).b.Unfused())

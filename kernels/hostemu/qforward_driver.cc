@@ -2,8 +2,58 @@
 // under kernels/hostemu/hostemu.h, for package hostkern (BuildQuant). The
 // build flags and the stdin/stdout protocol are forward_driver.cc's (read
 // its header); only the kernel table differs. The kernel's block size is
-// its QF_*_THREADS.
+// its QF_*_THREADS. Built with -DQF_METAL (BuildQuantMetal, the flags of
+// forward_driver.cc's -DFW_METAL build), it runs kernels/src/qforward.metal
+// through wrappers with the .cu kernels' signatures.
+#ifdef QF_METAL
+#include "fibers.h"
+#include "qforward.metal"
+#undef kernel
+#undef device
+#undef constant
+#undef threadgroup
+#undef thread
+void metal::threadgroup_barrier(metal::mem_flags) { hostemu::arrive(0); }
+float metal::simd_shuffle_xor(float v, ushort m) {
+  const uint32_t t = hostemu::tid;
+  hostemu::lane_buf[t] = v;
+  hostemu::arrive(1 + t / 32);
+  const float r = hostemu::lane_buf[t ^ m];
+  hostemu::arrive(1 + t / 32);
+  return r;
+}
+
+// The Metal kernels under the .cu signatures; threadgroup buffers are
+// statics of the running block.
+namespace qf_metal {
+#define TG hostemu::tid, hostemu::bid
+#define QF_METAL_KERNELS(SUF)                                                                                    \
+  void embed_##SUF(float* out, const uint8_t* table, const uint32_t* tokens, uint32_t n, uint32_t hidden,        \
+                   uint32_t vocab) {                                                                             \
+    ::embed_##SUF(out, table, tokens, n, hidden, vocab, TG);                                                     \
+  }                                                                                                              \
+  void matmul_##SUF(float* y, const float* x, const uint8_t* w, const float* bias, uint32_t rows, uint32_t in,   \
+                    uint32_t out, uint32_t accumulate) {                                                         \
+    alignas(16) static float xs[QF_UNIT * QF_MM_PITCH], ws[QF_UNIT * QF_MM_PITCH];                               \
+    ::matmul_##SUF(y, x, w, bias, rows, in, out, accumulate, xs, ws, TG);                                        \
+  }
+QF_METAL_KERNELS(q4_0)
+QF_METAL_KERNELS(q4_1)
+QF_METAL_KERNELS(q8_0)
+QF_METAL_KERNELS(q4_k)
+QF_METAL_KERNELS(q5_k)
+QF_METAL_KERNELS(q6_k)
+void scatter_cols_f32(float* dst, const float* src, uint32_t rows, uint32_t cols, uint32_t dst_stride,
+                      uint32_t dst_off) {
+  ::scatter_cols_f32(dst, src, rows, cols, dst_stride, dst_off, TG);
+}
+#undef TG
+}  // namespace qf_metal
+#define QFK(name) qf_metal::name
+#else
 #include "qforward.cu"
+#define QFK(name) ::name
+#endif
 #include "driver.h"
 
 namespace {
@@ -14,10 +64,10 @@ using namespace hostemu_driver;
   {"embed_" #SUF,                                                                                        \
    {QF_EMBED_THREADS,                                                                                    \
     [](std::vector<Arg>& a) {                                                                            \
-      embed_##SUF(P<float>(a, 0), P<uint8_t>(a, 1), P<uint32_t>(a, 2), U(a, 3), U(a, 4), U(a, 5));         \
+      QFK(embed_##SUF)(P<float>(a, 0), P<uint8_t>(a, 1), P<uint32_t>(a, 2), U(a, 3), U(a, 4), U(a, 5));         \
     }}},                                                                                                 \
       {"matmul_" #SUF, {QF_MM_THREADS, [](std::vector<Arg>& a) {                                         \
-                          matmul_##SUF(P<float>(a, 0), P<float>(a, 1), P<uint8_t>(a, 2), P<float>(a, 3),  \
+                          QFK(matmul_##SUF)(P<float>(a, 0), P<float>(a, 1), P<uint8_t>(a, 2), P<float>(a, 3),  \
                                        U(a, 4), U(a, 5), U(a, 6), U(a, 7));                              \
                         }}}
 
@@ -27,7 +77,7 @@ const std::map<std::string, Kernel> kernels = {
     {"scatter_cols_f32",
      {QF_SCATTER_THREADS,
       [](std::vector<Arg>& a) {
-        scatter_cols_f32(P<float>(a, 0), P<float>(a, 1), U(a, 2), U(a, 3), U(a, 4), U(a, 5));
+        QFK(scatter_cols_f32)(P<float>(a, 0), P<float>(a, 1), U(a, 2), U(a, 3), U(a, 4), U(a, 5));
       }}},
 };
 

@@ -6,7 +6,8 @@
 // a small binary protocol (kernels/hostemu/forward_driver.cc). BuildMetal
 // builds the same driver around the kernels' MSL port,
 // kernels/src/forward.metal (kernels/hostemu/metal stands in for Apple's
-// metal_stdlib). The tests in this package run every kernel on both
+// metal_stdlib), and BuildQuantMetal around qforward.metal. The tests in
+// this package run every kernel on both
 // sources, check each against the CPU backend's ops (model/internal/cpu)
 // and require the two to write the same bytes where they take the same
 // path; package model composes them

@@ -42,45 +42,52 @@ func Build(clang, dir string) (*Driver, error) {
 		return nil, err
 	}
 	shim := filepath.Join(root, "kernels", "hostemu", "hostemu.h")
-	return build(clang, filepath.Join(dir, "forward-driver"),
+	return build(clang, "forward_driver.cc", filepath.Join(dir, "forward-driver"),
 		fmt.Sprintf("-DHIPGO_HOST_SHIM=%q", shim), "-I", filepath.Join(root, "kernels", "src"))
 }
 
 // BuildMetal compiles the same driver around kernels/src/forward.metal, the
-// forward kernels' MSL source, with kernels/hostemu/metal's stand-in for
-// Apple's metal_stdlib. The source is copied into dir with its
-// [[threadgroup(n)]] attributes renamed, because the stand-in defines the
-// address-space word threadgroup away.
+// forward kernels' MSL port, with kernels/hostemu/metal's stand-in for
+// Apple's metal_stdlib.
 func BuildMetal(clang, dir string) (*Driver, error) {
+	return buildMetal(clang, dir, "forward", "-DFW_METAL")
+}
+
+// buildMetal builds kernels/hostemu/<module>_driver.cc around
+// kernels/src/<module>.metal. The source is copied into dir with its
+// [[threadgroup(n)]] attributes renamed, because the stand-in metal_stdlib
+// defines the address-space word threadgroup away.
+func buildMetal(clang, dir, module, define string) (*Driver, error) {
 	root, err := repoRoot()
 	if err != nil {
 		return nil, err
 	}
-	src, err := os.ReadFile(filepath.Join(root, "kernels", "src", "forward.metal"))
+	src, err := os.ReadFile(filepath.Join(root, "kernels", "src", module+".metal"))
 	if err != nil {
 		return nil, fmt.Errorf("hostkern: %w", err)
 	}
 	src = bytes.ReplaceAll(src, []byte("[[threadgroup("), []byte("[[threadgroup_index("))
-	srcDir := filepath.Join(dir, "metal-src")
+	srcDir := filepath.Join(dir, module+"-metal-src")
 	if err := os.MkdirAll(srcDir, 0o755); err != nil {
 		return nil, fmt.Errorf("hostkern: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(srcDir, "forward.metal"), src, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(srcDir, module+".metal"), src, 0o644); err != nil {
 		return nil, fmt.Errorf("hostkern: %w", err)
 	}
-	return build(clang, filepath.Join(dir, "forward-metal-driver"), "-DFW_METAL", "-Wno-unknown-attributes",
+	return build(clang, module+"_driver.cc", filepath.Join(dir, module+"-metal-driver"), define, "-Wno-unknown-attributes",
 		"-I", filepath.Join(root, "kernels", "hostemu"), "-I", filepath.Join(root, "kernels", "hostemu", "metal"),
 		"-I", srcDir)
 }
 
-func build(clang, out string, args ...string) (*Driver, error) {
+// build compiles kernels/hostemu/<driver> with the shared flags and args.
+func build(clang, driver, out string, args ...string) (*Driver, error) {
 	root, err := repoRoot()
 	if err != nil {
 		return nil, err
 	}
 	args = append([]string{"-std=c++20", "-O2", "-pthread", "-ffp-contract=off",
 		"-Wall", "-Wno-unknown-pragmas", "-Wno-unused-function", "-Werror"}, args...)
-	args = append(args, filepath.Join(root, "kernels", "hostemu", "forward_driver.cc"), "-o", out)
+	args = append(args, filepath.Join(root, "kernels", "hostemu", driver), "-o", out)
 	cmd := exec.Command(clang, args...)
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("hostkern: %s: %w\n%s", cmd, err, msg)

@@ -31,6 +31,7 @@ type source struct {
 
 var (
 	sources  = []*source{{name: "cuda-hip", build: Build}, {name: "metal", build: BuildMetal}}
+	qsources = []*source{{name: "cuda-hip", build: BuildQuant}, {name: "metal", build: BuildQuantMetal}}
 	buildDir string // removed by TestMain
 	dirOnce  sync.Once
 	dirErr   error
@@ -38,7 +39,7 @@ var (
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	for _, d := range []string{buildDir, qbuildDir} {
+	for _, d := range []string{buildDir} {
 		if d != "" {
 			_ = os.RemoveAll(d)
 		}
@@ -53,8 +54,8 @@ func (s *source) driver(t *testing.T) *Driver {
 	dirOnce.Do(func() { buildDir, dirErr = os.MkdirTemp("", "hostkern") })
 	require.NoError(t, dirErr)
 	s.once.Do(func() {
-		dir := filepath.Join(buildDir, s.name)
-		if s.err = os.Mkdir(dir, 0o755); s.err == nil {
+		dir := filepath.Join(buildDir, s.name) // one per source: the drivers' file names differ by module
+		if s.err = os.MkdirAll(dir, 0o755); s.err == nil {
 			s.d, s.err = s.build(clang, dir)
 		}
 	})
@@ -96,9 +97,16 @@ func cloneLaunch(l Launch, bufs map[*Buf]*Buf) Launch {
 // differ.
 func runAll(t *testing.T, l Launch, exact bool, want ...*Buf) [][]*Buf {
 	t.Helper()
+	return runOn(t, sources, l, exact, want...)
+}
+
+// runOn is runAll over srcs (sources, or qsources for the quantized
+// kernels; both list the HIP/CUDA text first, then the MSL port).
+func runOn(t *testing.T, srcs []*source, l Launch, exact bool, want ...*Buf) [][]*Buf {
+	t.Helper()
 	var all []map[*Buf]*Buf
-	outs := make([][]*Buf, len(sources))
-	for i, s := range sources {
+	outs := make([][]*Buf, len(srcs))
+	for i, s := range srcs {
 		bufs := map[*Buf]*Buf{}
 		require.NoError(t, s.driver(t).Run(context.Background(), cloneLaunch(l, bufs)), s.name)
 		all = append(all, bufs)
@@ -107,9 +115,9 @@ func runAll(t *testing.T, l Launch, exact bool, want ...*Buf) [][]*Buf {
 		}
 	}
 	if exact {
-		for i := 1; i < len(sources); i++ {
+		for i := 1; i < len(srcs); i++ {
 			for orig, b := range all[i] {
-				require.Truef(t, bytes.Equal(all[0][orig].Data, b.Data), "%s: %s wrote other bytes than %s did", l.Kernel, sources[i].name, sources[0].name)
+				require.Truef(t, bytes.Equal(all[0][orig].Data, b.Data), "%s: %s wrote other bytes than %s did", l.Kernel, srcs[i].name, srcs[0].name)
 			}
 		}
 	}

@@ -2,7 +2,6 @@ package hostkern
 
 import (
 	"fmt"
-	"os/exec"
 	"path/filepath"
 )
 
@@ -14,14 +13,13 @@ func BuildQuant(clang, dir string) (*Driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := filepath.Join(dir, "qforward-driver")
 	shim := filepath.Join(root, "kernels", "hostemu", "hostemu.h")
-	cmd := exec.Command(clang, "-std=c++20", "-O2", "-pthread", "-ffp-contract=off",
-		"-Wall", "-Wno-unknown-pragmas", "-Wno-unused-function", "-Werror",
-		fmt.Sprintf("-DHIPGO_HOST_SHIM=%q", shim), "-I", filepath.Join(root, "kernels", "src"),
-		filepath.Join(root, "kernels", "hostemu", "qforward_driver.cc"), "-o", out)
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("hostkern: %s: %w\n%s", cmd, err, msg)
-	}
-	return &Driver{path: out}, nil
+	return build(clang, "qforward_driver.cc", filepath.Join(dir, "qforward-driver"),
+		fmt.Sprintf("-DHIPGO_HOST_SHIM=%q", shim), "-I", filepath.Join(root, "kernels", "src"))
+}
+
+// BuildQuantMetal compiles the same driver around kernels/src/qforward.metal,
+// the quantized kernels' MSL port, as BuildMetal does forward.metal.
+func BuildQuantMetal(clang, dir string) (*Driver, error) {
+	return buildMetal(clang, dir, "qforward", "-DQF_METAL")
 }
