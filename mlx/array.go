@@ -24,7 +24,30 @@ type handle struct {
 	state *handleState
 }
 
-type handleState struct{ freed atomic.Bool }
+type handleState struct {
+	freed atomic.Bool
+	// asyncErr is the error of a failed AsyncEval of this array (arrays only).
+	asyncErr atomic.Pointer[error]
+}
+
+// AsyncEvalError is the refusal of an array whose AsyncEval failed: MLX
+// 0.31.2 would wait forever for it (see AsyncEval). Unwrap gives the
+// AsyncEval's error.
+type AsyncEvalError struct{ Err error }
+
+func (e *AsyncEvalError) Error() string {
+	return "an AsyncEval of this array failed, and MLX would wait for it forever: " + e.Err.Error()
+}
+
+func (e *AsyncEvalError) Unwrap() error { return e.Err }
+
+// asyncFailure is the array's *AsyncEvalError, or nil.
+func (a *Array) asyncFailure() error {
+	if p := a.state.asyncErr.Load(); p != nil {
+		return &AsyncEvalError{Err: *p}
+	}
+	return nil
+}
 
 func newHandle[T any](owner *T, h uintptr) handle {
 	st := &handleState{}
@@ -200,6 +223,11 @@ func (a *Array) DType() (DType, error) {
 
 // String is MLX's rendering of the array (it evaluates it).
 func (a *Array) String() string {
+	if a.state != nil {
+		if err := a.asyncFailure(); err != nil {
+			return "<mlx: " + err.Error() + ">"
+		}
+	}
 	return a.describe("array", "mlx_array_tostring", func(l *library) func(*uintptr, uintptr) int32 { return l.arrayToString })
 }
 
@@ -214,13 +242,16 @@ func Data[T Element](a *Array) ([]T, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := a.asyncFailure(); err != nil {
+		return nil, fmt.Errorf("mlx: Data: %w", err)
+	}
 	want := dtypeOf[T]()
 	if got, err := a.DType(); err != nil {
 		return nil, err
 	} else if got != want {
 		return nil, fmt.Errorf("mlx: Data: the array holds %s, not %s", got, want)
 	}
-	if err := call("mlx_array_eval", func() int32 { return l.arrayEval(h) }); err != nil {
+	if err := callSerial("mlx_array_eval", func() int32 { return l.arrayEval(h) }); err != nil {
 		return nil, err
 	}
 	var out []T
@@ -244,7 +275,9 @@ func Data[T Element](a *Array) ([]T, error) {
 	return out, err
 }
 
-// toString reads an mlx_string a call fills, and frees it.
+// toString reads an mlx_string a call fills, and frees it. It holds serial:
+// mlx_array_tostring evaluates the array (the others need not, but cost
+// nothing).
 func toString(name string, f func(str *uintptr) int32) (string, error) {
 	l, err := api()
 	if err != nil {
@@ -252,7 +285,7 @@ func toString(name string, f func(str *uintptr) int32) (string, error) {
 	}
 	str := l.stringNew() // an empty mlx_string (null ctx) that f fills
 	var out string
-	err = call(name, func() int32 {
+	err = callSerial(name, func() int32 {
 		if rc := f(&str); rc != 0 {
 			return rc
 		}

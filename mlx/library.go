@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"sync"
 	"sync/atomic"
 
 	"github.com/ebitengine/purego"
@@ -142,6 +143,34 @@ func call(name string, f func() int32) error {
 		return &Error{Call: name, Message: takeMessage(tid)}
 	}
 	return nil
+}
+
+// serial is held by every call that evaluates a graph or traces a
+// Function. MLX 0.31.2 is not safe for that from two threads at once: the
+// CPU backend keeps one command encoder per stream in a static map that
+// eval fills and mutates without a lock (cpu::get_command_encoder,
+// CommandEncoder::dispatch), and tracing sets a process-wide flag
+// (detail::InTracing::trace_stack) that changes how other threads' arrays
+// evaluate. owner is the thread holding it, so that a call a Function makes
+// while MLX traces it (on the thread that holds serial) does not deadlock.
+var serial struct {
+	mu    sync.Mutex
+	owner atomic.Uint64
+}
+
+// callSerial is call holding serial.
+func callSerial(name string, f func() int32) error {
+	return call(name, func() int32 {
+		if tid := threadID(); serial.owner.Load() != tid {
+			serial.mu.Lock()
+			serial.owner.Store(tid)
+			defer func() {
+				serial.owner.Store(0)
+				serial.mu.Unlock()
+			}()
+		}
+		return f()
+	})
 }
 
 // callHandle runs one mlx-c call that returns a handle by value: a zero

@@ -267,34 +267,56 @@ func ScaledDotProductAttention(q, k, v *Array, scale float32, mask string, s *St
 	})
 }
 
-// Eval evaluates the arrays' graphs and waits. An error raised inside the
-// graph (a shape that only fails when run, say) is returned here, with
-// MLX's message.
+// Eval evaluates the arrays' graphs and waits. An error MLX raises while it
+// runs the graph on the calling thread (a compiled kernel that cannot be
+// built, say) is returned here with MLX's message, and the process carries
+// on; arrays the failed Eval did not reach are still lazy and a later Eval
+// may retry them. Errors MLX 0.31.2 raises on its stream threads instead
+// end the process: docs/mlx.md lists them.
 func Eval(arrays ...*Array) error { return evalWith("mlx_eval", arrays) }
 
 // AsyncEval schedules the arrays' evaluation and returns without waiting;
-// a later Eval or Data waits for it.
+// a later Eval or Data waits for it. When it fails, MLX 0.31.2 leaves the
+// arrays it had already scheduled waiting for an event nobody signals, so
+// that evaluating them again would block forever: the arrays passed are
+// marked, and Eval, AsyncEval and Data refuse them from then on with the
+// first error. Intermediate arrays of that graph are not marked: free them
+// unread.
 func AsyncEval(arrays ...*Array) error { return evalWith("mlx_async_eval", arrays) }
+
+// liveArrays is the mlx-c handles of arrays, or why one cannot be used.
+func liveArrays(name string, arrays []*Array) ([]uintptr, error) {
+	hs := make([]uintptr, len(arrays))
+	for i, a := range arrays {
+		if a == nil {
+			return nil, fmt.Errorf("mlx: %s: argument %d is nil", name, i)
+		}
+		h, err := a.live("array")
+		if err != nil {
+			return nil, fmt.Errorf("mlx: %s: argument %d: %w", name, i, err)
+		}
+		if err := a.asyncFailure(); err != nil {
+			return nil, fmt.Errorf("mlx: %s: argument %d: %w", name, i, err)
+		}
+		hs[i] = h
+	}
+	return hs, nil
+}
 
 func evalWith(name string, arrays []*Array) error {
 	l, err := api()
 	if err != nil {
 		return err
 	}
-	hs := make([]uintptr, len(arrays))
-	for i, a := range arrays {
-		if a == nil {
-			return fmt.Errorf("mlx: %s: argument %d is nil", name, i)
-		}
-		if hs[i], err = a.live("array"); err != nil {
-			return fmt.Errorf("mlx: %s: argument %d: %w", name, i, err)
-		}
+	hs, err := liveArrays(name, arrays)
+	if err != nil {
+		return err
 	}
 	f := l.eval
 	if name == "mlx_async_eval" {
 		f = l.asyncEval
 	}
-	return call(name, func() int32 {
+	err = callSerial(name, func() int32 {
 		vec := l.vectorNew()
 		rc := appendAll(l, vec, hs)
 		if rc == 0 {
@@ -306,6 +328,12 @@ func evalWith(name string, arrays []*Array) error {
 		}
 		return rc
 	})
+	if err != nil && name == "mlx_async_eval" {
+		for _, a := range arrays {
+			a.state.asyncErr.CompareAndSwap(nil, &err)
+		}
+	}
+	return err
 }
 
 // appendAll appends every handle to vec, stopping at the first failure.

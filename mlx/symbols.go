@@ -8,7 +8,7 @@ import (
 )
 
 // Handles are one-pointer structs passed and returned by value (mlx_array,
-// mlx_stream, mlx_device, mlx_vector_array, mlx_string, mlx_device_info):
+// mlx_closure, mlx_stream, mlx_device, mlx_vector_array, mlx_string, mlx_device_info):
 // on the SysV x86-64 and AArch64 ABIs that is exactly a pointer-sized
 // integer, so they travel as uintptr. mlx_optional_float ({float; bool}, 8
 // bytes, one integer register on both ABIs) travels as uint64.
@@ -31,6 +31,7 @@ type library struct {
 	arrayShape      func(a uintptr) *int32
 	arrayDtype      func(a uintptr) int32
 	arraySize       func(a uintptr) uintptr
+	arrayNbytes     func(a uintptr) uintptr
 	arrayEval       func(a uintptr) int32
 	arrayToString   func(s *uintptr, a uintptr) int32
 	dataFloat32     func(a uintptr) *float32
@@ -43,12 +44,20 @@ type library struct {
 	vectorSize   func(v uintptr) uintptr
 	vectorGet    func(res *uintptr, v uintptr, i uintptr) int32
 
+	closureNew            func() uintptr
+	closureFree           func(c uintptr) int32
+	closureNewFuncPayload func(fun, payload, dtor uintptr) uintptr
+	closureApply          func(res *uintptr, c, input uintptr) int32
+	compile               func(res *uintptr, fun uintptr, shapeless bool) int32
+
 	eval      func(v uintptr) int32
 	asyncEval func(v uintptr) int32
 
 	activeMemory func(res *uintptr) int32
 	cacheMemory  func(res *uintptr) int32
 	clearCache   func() int32
+	memoryLimit  func(res *uintptr) int32
+	setMemLimit  func(res *uintptr, limit uintptr) int32
 
 	defaultCPUStream func() uintptr
 	defaultGPUStream func() uintptr
@@ -136,6 +145,7 @@ func (l *library) syms() []sym {
 		{"const int* mlx_array_shape(const mlx_array arr)", &l.arrayShape, ""},
 		{"mlx_dtype mlx_array_dtype(const mlx_array arr)", &l.arrayDtype, ""},
 		{"size_t mlx_array_size(const mlx_array arr)", &l.arraySize, ""},
+		{"size_t mlx_array_nbytes(const mlx_array arr)", &l.arrayNbytes, ""},
 		{"int mlx_array_eval(mlx_array arr)", &l.arrayEval, ""},
 		{"int mlx_array_tostring(mlx_string* str, const mlx_array arr)", &l.arrayToString, ""},
 		{"const float* mlx_array_data_float32(const mlx_array arr)", &l.dataFloat32, ""},
@@ -148,12 +158,20 @@ func (l *library) syms() []sym {
 		{"size_t mlx_vector_array_size(mlx_vector_array vec)", &l.vectorSize, ""},
 		{"int mlx_vector_array_get(mlx_array* res, const mlx_vector_array vec, size_t idx)", &l.vectorGet, ""},
 
+		{"mlx_closure mlx_closure_new(void)", &l.closureNew, ""},
+		{"int mlx_closure_free(mlx_closure cls)", &l.closureFree, ""},
+		{"mlx_closure mlx_closure_new_func_payload(int (*fun)(mlx_vector_array*, const mlx_vector_array, void*), void* payload, void (*dtor)(void*))", &l.closureNewFuncPayload, ""},
+		{"int mlx_closure_apply(mlx_vector_array* res, mlx_closure cls, const mlx_vector_array input)", &l.closureApply, ""},
+		{"int mlx_compile(mlx_closure* res, const mlx_closure fun, bool shapeless)", &l.compile, ""},
+
 		{"int mlx_eval(const mlx_vector_array outputs)", &l.eval, ""},
 		{"int mlx_async_eval(const mlx_vector_array outputs)", &l.asyncEval, ""},
 
 		{"int mlx_get_active_memory(size_t* res)", &l.activeMemory, ""},
 		{"int mlx_get_cache_memory(size_t* res)", &l.cacheMemory, ""},
 		{"int mlx_clear_cache(void)", &l.clearCache, ""},
+		{"int mlx_get_memory_limit(size_t* res)", &l.memoryLimit, ""},
+		{"int mlx_set_memory_limit(size_t* res, size_t limit)", &l.setMemLimit, ""},
 
 		{"mlx_stream mlx_default_cpu_stream_new(void)", &l.defaultCPUStream, ""},
 		{"mlx_stream mlx_default_gpu_stream_new(void)", &l.defaultGPUStream, ""},

@@ -140,7 +140,7 @@ func goKind(t *testing.T, c string) string {
 	}
 	c = strings.TrimSpace(strings.TrimPrefix(c, "const "))
 	handles := map[string]bool{"mlx_array": true, "mlx_stream": true, "mlx_device": true, "mlx_vector_array": true,
-		"mlx_string": true, "mlx_device_info": true}
+		"mlx_string": true, "mlx_device_info": true, "mlx_closure": true}
 	switch {
 	case handles[c], c == "size_t", c == "void*", c == "fnptr", c == "mlx_error_handler_func":
 		return "uintptr"
