@@ -138,6 +138,9 @@ func FromSlice[T Element](data []T, shape ...int) (*Array, error) {
 	if n != len(data) {
 		return nil, fmt.Errorf("mlx: FromSlice: shape %v holds %d elements, data has %d", shape, n, len(data))
 	}
+	if err := checkSize("mlx_array_new_data", shape, dtypeOf[T]()); err != nil {
+		return nil, err
+	}
 	var p unsafe.Pointer
 	if len(data) > 0 {
 		p = unsafe.Pointer(&data[0])

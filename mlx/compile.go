@@ -143,12 +143,7 @@ func (c *Closure) Apply(in ...*Array) ([]*Array, error) {
 	var fnErr error
 	err = callSerial("mlx_closure_apply", func() int32 {
 		tid := threadID()
-		vec := l.vectorNew()
-		res := l.vectorNew()
-		defer func() {
-			l.vectorFree(vec)
-			l.vectorFree(res)
-		}()
+		vec, res := l.vectorNew(), l.vectorNew()
 		rc := appendAll(l, vec, hs)
 		if rc == 0 {
 			rc = l.closureApply(&res, h, vec)
@@ -157,18 +152,23 @@ func (c *Closure) Apply(in ...*Array) ([]*Array, error) {
 		fnErr = functionErrs.byThread[tid]
 		delete(functionErrs.byThread, tid)
 		functionErrs.Unlock()
-		if rc != 0 {
-			return rc
-		}
-		for i := range l.vectorSize(res) {
+		for i := uintptr(0); rc == 0 && i < l.vectorSize(res); i++ {
 			a := l.arrayNew()
-			if rc := l.vectorGet(&a, res, i); rc != 0 {
-				l.arrayFree(a)
-				return rc
+			if rc = l.vectorGet(&a, res, i); rc != 0 {
+				// The first failure is the one reported (its message is the slot's).
+				if frc := l.arrayFree(a); rc == 0 {
+					rc = frc
+				}
+				break
 			}
 			outs = append(outs, newArray(a))
 		}
-		return 0
+		for _, v := range []uintptr{vec, res} {
+			if frc := l.vectorFree(v); rc == 0 {
+				rc = frc
+			}
+		}
+		return rc
 	})
 	if err != nil {
 		for _, a := range outs {
@@ -204,8 +204,10 @@ func runFunction(res *uintptr, in, id uintptr) int32 {
 	for i := range l.vectorSize(in) {
 		a := l.arrayNew()
 		if l.vectorGet(&a, in, i) != 0 {
-			l.arrayFree(a)
 			err = fmt.Errorf("mlx: closure %d: reading input %d failed", id, i)
+			if l.arrayFree(a) != 0 {
+				err = fmt.Errorf("%w, and so did freeing its handle", err)
+			}
 			break
 		}
 		args = append(args, newArray(a))
@@ -239,7 +241,9 @@ func runFunction(res *uintptr, in, id uintptr) int32 {
 		}
 	}
 	if err != nil {
-		l.vectorFree(vec)
+		if l.vectorFree(vec) != 0 {
+			err = fmt.Errorf("%w (and freeing the result vector failed)", err)
+		}
 		return fail(err)
 	}
 	*res = vec // mlx-c reads and frees it

@@ -8,8 +8,17 @@
 // clears that thread's message slot, calls, and turns a non-zero status (or
 // a null handle) into an *Error carrying MLX's message: the handler runs on
 // the thread whose call failed, so concurrent calls on other threads never
-// see each other's messages. An error raised only when a lazily built graph
-// is evaluated reaches the caller of Eval the same way.
+// see each other's messages. An error MLX raises on the calling thread only
+// when a lazily built graph is evaluated (a compiled kernel that cannot be
+// built) reaches the caller of Eval, AsyncEval, Data or String the same way.
+// Errors MLX 0.31.2 raises in the kernels it runs on its stream threads end
+// the process; docs/mlx.md lists them, and what the binding checks ahead so
+// that they become Go errors instead (every array's size against MLX's
+// memory limit, TooLargeError).
+//
+// Evaluation and tracing are serialised by one lock: MLX 0.31.2 is not safe
+// for two threads doing either at once. Closures (NewClosure) let MLX call a
+// Go Function; Compile traces one and fuses its elementwise ops.
 //
 // Handles (Array, Stream, Device) are freed explicitly with Free; a
 // finalizer only counts the ones a program forgot (Leaked), it never frees

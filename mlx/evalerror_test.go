@@ -248,3 +248,122 @@ func TestMLXEvalTimeErrorsFromEightGoroutines(t *testing.T) {
 	}
 	processLivesOn(t, s)
 }
+
+// An array larger than MLX's memory limit is refused when the graph is
+// built. MLX 0.31.2's CPU allocator does not fail such an allocation: the
+// kernel gets a null buffer and the process dies of SIGSEGV at eval (seen
+// with zeros [65536 1048576] plus 1). A size that overflows 64 bits is
+// refused too.
+func TestMLXArraysLargerThanTheMemoryLimitAreRefusedWhenBuilt(t *testing.T) {
+	s := needMLX(t)
+	lim := must[uint64](t)(MemoryLimit())
+	t.Logf("MLX's memory limit: %d bytes (%.1f GiB)", lim, float64(lim)/(1<<30))
+	const cols = 1 << 20
+	rows := int(lim/(4*cols)) + 1 // rows x cols float32 is just over the limit
+	col := must[*Array](t)(Zeros([]int{rows, 1}, Float32, s))
+	row := must[*Array](t)(Zeros([]int{1, cols}, Float32, s))
+	defer func() { require.NoError(t, errors.Join(col.Free(), row.Free())) }()
+	big := 1<<31 - 1
+	cases := []struct {
+		name, call string
+		build      func() (*Array, error)
+		overflow   bool
+	}{
+		{"zeros", "mlx_zeros", func() (*Array, error) { return Zeros([]int{rows, cols}, Float32, s) }, false},
+		{"broadcast add of small inputs", "mlx_add", func() (*Array, error) { return Add(col, row, s) }, false},
+		{"matmul", "mlx_matmul", func() (*Array, error) { return Matmul(col, row, s) }, false},
+		{"size overflowing 64 bits", "mlx_zeros", func() (*Array, error) { return Zeros([]int{big, big, big}, Float32, s) }, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			a, err := tc.build()
+			require.ErrorIs(t, err, ErrTooLarge)
+			require.Nil(t, a)
+			var e *TooLargeError
+			require.ErrorAs(t, err, &e)
+			require.Equal(t, tc.call, e.Call)
+			require.Equal(t, tc.overflow, e.Overflow)
+			if !tc.overflow {
+				require.Equal(t, []int{rows, cols}, e.Shape)
+				require.Greater(t, e.Bytes, lim)
+			}
+			t.Log(err)
+			processLivesOn(t, s)
+		})
+	}
+
+	// The check follows SetMemoryLimit: under a 1 MiB limit a 2 MiB array
+	// is refused, before MLX copies the slice; under the old one it is made.
+	prev := must[uint64](t)(SetMemoryLimit(1 << 20))
+	data := make([]float32, 1<<19)
+	_, err := FromSlice(data, len(data))
+	var e *TooLargeError
+	require.ErrorAs(t, err, &e)
+	require.Equal(t, "mlx_array_new_data", e.Call)
+	require.Equal(t, uint64(1<<20), must[uint64](t)(SetMemoryLimit(prev)))
+	a := must[*Array](t)(FromSlice(data, len(data)))
+	require.NoError(t, a.Free())
+}
+
+// A Function's own failures come back from the Apply that traced it: an
+// error it returns (wrapped), a failing op inside it (MLX's message), and an
+// Eval inside it, which MLX refuses while it traces (and which must not
+// deadlock on the binding's evaluation lock, held by the Apply).
+func TestMLXFunctionFailuresComeBackFromApply(t *testing.T) {
+	s := needMLX(t)
+	held0 := heldFunctions()
+	errBoom := errors.New("boom")
+	cases := []struct {
+		name string
+		fn   Function
+		want []string
+	}{
+		{"returned error", func(in []*Array) ([]*Array, error) { return nil, errBoom },
+			[]string{"mlx_closure returned a non-zero value", "boom"}},
+		{"failing op", func(in []*Array) ([]*Array, error) {
+			out, err := Matmul(in[0], in[0], s) // [2,3] x [2,3]
+			return []*Array{out}, err
+		}, []string{"[matmul] Last dimension of first input with shape (2,3)"}},
+		{"eval while traced", func(in []*Array) ([]*Array, error) {
+			out, err := Exp(in[0], s)
+			if err != nil {
+				return nil, err
+			}
+			return []*Array{out}, Eval(out)
+		}, []string{"[eval] Attempting to eval an array during function transformations"}},
+	}
+	x := must[*Array](t)(FromSlice([]float32{1, 2, 3, 4, 5, 6}, 2, 3))
+	defer func() { require.NoError(t, x.Free()) }()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			fn := must[*Closure](t)(NewClosure(tc.fn))
+			defer func() { require.NoError(t, fn.Free()) }()
+			compiled := must[*Closure](t)(Compile(fn, false))
+			defer func() { require.NoError(t, compiled.Free()) }()
+			outs, err := compiled.Apply(x)
+			require.Nil(t, outs)
+			var e *Error
+			require.ErrorAs(t, err, &e)
+			require.Equal(t, "mlx_closure_apply", e.Call)
+			for _, w := range tc.want {
+				require.Contains(t, err.Error(), w)
+			}
+			if tc.name == "returned error" {
+				require.ErrorIs(t, err, errBoom)
+			}
+			t.Log(err)
+			processLivesOn(t, s)
+		})
+	}
+	// Uncompiled, a closure just calls its Function.
+	fn := must[*Closure](t)(NewClosure(func(in []*Array) ([]*Array, error) {
+		out, err := Add(in[0], in[0], s)
+		return []*Array{out, in[0]}, err // an input may be an output
+	}))
+	outs := must[[]*Array](t)(fn.Apply(x))
+	require.Len(t, outs, 2)
+	require.Equal(t, []float32{2, 4, 6, 8, 10, 12}, must[[]float32](t)(Data[float32](outs[0])))
+	require.Equal(t, []float32{1, 2, 3, 4, 5, 6}, must[[]float32](t)(Data[float32](outs[1])))
+	require.NoError(t, errors.Join(outs[0].Free(), outs[1].Free(), fn.Free()))
+	require.Equal(t, held0, heldFunctions())
+}

@@ -4,11 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"unsafe"
 )
 
 // op runs one mlx-c operation on s over the live handles of in and returns
 // its result array. Every op checks its handles first, so a freed or nil
-// input is an error before MLX sees it.
+// input is an error before MLX sees it, and its result's size after, so an
+// array larger than MLX's memory limit is a *TooLargeError when the graph
+// is built rather than a crash when it is evaluated.
 func op(name string, s *Stream, in []*Array, f func(l *library, res *uintptr, h []uintptr, sh uintptr) int32) (*Array, error) {
 	l, err := api()
 	if err != nil {
@@ -31,7 +34,26 @@ func op(name string, s *Stream, in []*Array, f func(l *library, res *uintptr, h 
 		}
 	}
 	var res uintptr // an empty mlx_array (null ctx) that the op fills
-	if err := call(name, func() int32 { return f(l, &res, hs, sh) }); err != nil {
+	var shape []int
+	var dtype DType
+	err = call(name, func() int32 {
+		if rc := f(l, &res, hs, sh); rc != 0 {
+			return rc
+		}
+		dtype = DType(l.arrayDtype(res))
+		shape = make([]int, l.arrayNdim(res))
+		if len(shape) > 0 {
+			for i, d := range unsafe.Slice(l.arrayShape(res), len(shape)) {
+				shape[i] = int(d)
+			}
+		}
+		return 0
+	})
+	if err == nil {
+		// A result too large to allocate would crash the process at eval.
+		err = checkSize(name, shape, dtype)
+	}
+	if err != nil {
 		if res != 0 {
 			err = errors.Join(err, call("mlx_array_free", func() int32 { return l.arrayFree(res) }))
 		}
