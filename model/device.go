@@ -115,11 +115,15 @@ func buildGPU(cfg *Config, load func() (*gpu.Weights, error), o options, dev *ru
 	if err != nil {
 		return nil, 0, err
 	}
-	noGraphs, err := graphsOff()
+	noGraphs, err := envOff(EnvGPUGraphs)
 	if err != nil {
 		return nil, 0, err
 	}
-	b, err := gpu.New(context.Background(), dev, cfg.gpuConfig(), w, gpu.Options{KVTokens: n, StepTokens: o.gpuStepTokens, NoGraphs: noGraphs})
+	noEarly, err := envOff(EnvGPUEarlyStart)
+	if err != nil {
+		return nil, 0, err
+	}
+	b, err := gpu.New(context.Background(), dev, cfg.gpuConfig(), w, gpu.Options{KVTokens: n, StepTokens: o.gpuStepTokens, NoGraphs: noGraphs, NoEarlyStart: noEarly})
 	if err != nil {
 		return nil, 0, fmt.Errorf("model: on %s: %w", dev, err)
 	}
@@ -130,13 +134,20 @@ func buildGPU(cfg *Config, load func() (*gpu.Weights, error), o options, dev *ru
 // step's kernels are then launched one by one); "1" or unset: on.
 const EnvGPUGraphs = "HIPGO_GPU_GRAPHS"
 
-func graphsOff() (bool, error) {
-	switch v := os.Getenv(EnvGPUGraphs); v {
+// EnvGPUEarlyStart turns early start off when "0": each forward kernel is
+// then scheduled only once the one before it has finished (programmatic
+// dependent launch, CUDA compute capability 9.0 and later, is what early
+// start uses; elsewhere launches are plain anyway); "1" or unset: on.
+const EnvGPUEarlyStart = "HIPGO_GPU_EARLY_START"
+
+// envOff reads an on/off switch: "0" is off, "1" or unset on.
+func envOff(name string) (bool, error) {
+	switch v := os.Getenv(name); v {
 	case "", "1":
 		return false, nil
 	case "0":
 		return true, nil
 	default:
-		return false, fmt.Errorf("model: %s=%q: want 0 (off) or 1 (on): %w", EnvGPUGraphs, v, ErrOptions)
+		return false, fmt.Errorf("model: %s=%q: want 0 (off) or 1 (on): %w", name, v, ErrOptions)
 	}
 }

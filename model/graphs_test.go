@@ -197,12 +197,17 @@ func TestSimGPUDecodeGraphsFallBackWhenTheBackendCannotCapture(t *testing.T) {
 	require.Equal(t, 1, st.Fallbacks, "tried once, then off for good")
 }
 
-// TestGraphsEnvIsChecked: a value other than 0 or 1 fails the load.
+// TestGraphsEnvIsChecked: a value other than 0 or 1 of either GPU switch
+// fails the load.
 func TestGraphsEnvIsChecked(t *testing.T) {
-	t.Setenv(EnvGPUGraphs, "no")
-	_, err := LoadFS(specFS(t, modeltest.Llama3Tiny()), WithDevice(simDevice(t, nil)), WithoutTokenizer())
-	require.ErrorIs(t, err, ErrOptions)
-	require.ErrorContains(t, err, EnvGPUGraphs)
+	for _, env := range []string{EnvGPUGraphs, EnvGPUEarlyStart} {
+		t.Run(env, func(t *testing.T) {
+			t.Setenv(env, "no")
+			_, err := LoadFS(specFS(t, modeltest.Llama3Tiny()), WithDevice(simDevice(t, nil)), WithoutTokenizer())
+			require.ErrorIs(t, err, ErrOptions)
+			require.ErrorContains(t, err, env)
+		})
+	}
 }
 
 // TestSimGPUFaultInAReplayedDecodeGraph proves a simulated fault in a

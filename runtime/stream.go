@@ -131,12 +131,13 @@ func (s *Stream) Launch(k *Kernel, cfg LaunchConfig, args ...any) error {
 	if err != nil {
 		return &LaunchError{Kernel: k.spec.Name, Reason: err.Error()}
 	}
-	// A capture records plain launches: early start in a graph is a
-	// different edge type, and the kernels wait for their inputs anyway.
-	// Nor does the launch right after a graph replay start early: the kernel
-	// ahead of it is a graph's node, which a programmatic edge from a plain
-	// launch is not known to reach (unmeasured; a plain launch is safe).
-	early := cfg.EarlyStart && c == nil && !s.afterGraph
+	// Inside a capture an early launch becomes a programmatic edge from the
+	// kernel captured before it (the first kernel of a capture has none and
+	// is captured plainly). The launch right after a graph replay does not
+	// start early: the kernel ahead of it is a graph's node, which a
+	// programmatic edge from a plain launch is not known to reach
+	// (unmeasured; a plain launch is safe).
+	early := cfg.EarlyStart && !s.afterGraph && (c == nil || c.kernels > 0)
 	s.afterGraph = false
 	if el, ok := s.drv.(driver.EarlyLauncher); ok && early {
 		err = el.LaunchEarly(k.fn, cfg.Grid, cfg.Block, uint32(cfg.SharedMem), params)

@@ -57,6 +57,19 @@ struct fw_f16 {
   uint16_t bits;
 };
 
+
+// fw_early_start: the first statement of every kernel here. The kernel after
+// it on the stream may be scheduled now (it waits in its own prologue), and
+// this one waits until the kernels before it have finished and their writes
+// are visible: the GPU backend launches these kernels with EarlyStart
+// (programmatic dependent launch on sm_90; a no-op elsewhere), so it must
+// come before any early return, or a kernel could complete before its
+// predecessor and let the next one read unfinished data.
+DEVICE void fw_early_start() {
+  grid_launch_dependents();
+  grid_dependency_wait();
+}
+
 DEVICE float fw_u2f(uint32_t x) { return __builtin_bit_cast(float, x); }
 DEVICE uint32_t fw_f2u(float x) { return __builtin_bit_cast(uint32_t, x); }
 DEVICE float fw_bf16_f32(uint32_t h) { return fw_u2f(h << 16); }
@@ -367,6 +380,7 @@ DEVICE void matmul(float* y, const float* x, const W* w, const float* bias, uint
 KERNEL KBOUNDS(FW_ROPE_THREADS) void rope_f32(float* x, const uint32_t* pos, const float* inv_freq,
                                               uint32_t tokens, uint32_t heads, uint32_t headdim,
                                               uint32_t stride) {
+  fw_early_start();
   const uint32_t t = block_idx_x();
   if (t >= tokens) return;
   const uint32_t half = headdim / 2;
@@ -392,6 +406,7 @@ KERNEL KBOUNDS(FW_KV_THREADS) void kv_store_f32(float* k_cache, float* v_cache, 
                                                 const uint32_t* slots, uint32_t tokens, uint32_t kv_dim,
                                                 uint32_t k_off, uint32_t v_off, uint32_t stride,
                                                 uint32_t num_slots) {
+  fw_early_start();
   const uint32_t t = block_idx_x();
   if (t >= tokens) return;
   const uint32_t slot = slots[t];
@@ -441,6 +456,7 @@ KERNEL KBOUNDS(FW_ATT_THREADS) void attention_f32(float* out, const float* qkv, 
                                                   uint32_t max_blocks, uint32_t block_size, uint32_t tokens,
                                                   uint32_t heads, uint32_t kv_heads, uint32_t headdim,
                                                   uint32_t stride, float scale) {
+  fw_early_start();
   __shared__ float qs[FW_ATT_MAX_HEADDIM];
   __shared__ float gm[FW_ATT_GROUPS], gl[FW_ATT_GROUPS];
   __shared__ float go[FW_ATT_GROUPS][FW_ATT_MAX_HEADDIM];
@@ -519,6 +535,7 @@ KERNEL KBOUNDS(FW_ATT_THREADS) void attention_f32(float* out, const float* qkv, 
 // the intended one.
 // =====================================================================
 KERNEL KBOUNDS(FW_EW_THREADS) void silu_mul_f32(float* out, const float* gu, uint32_t rows, uint32_t inter) {
+  fw_early_start();
   const uint64_t n = (uint64_t)rows * inter;
   for (uint64_t k = (uint64_t)block_idx_x() * FW_EW_THREADS + thread_idx_x(); k < n;
        k += grid_threads_x()) {
@@ -533,6 +550,7 @@ KERNEL KBOUNDS(FW_EW_THREADS) void silu_mul_f32(float* out, const float* gu, uin
 // (grid-stride), ceil(n / 256) at most 65535 intended.
 // =====================================================================
 KERNEL KBOUNDS(FW_EW_THREADS) void add_f32(float* y, const float* x, uint32_t n) {
+  fw_early_start();
   for (uint64_t k = (uint64_t)block_idx_x() * FW_EW_THREADS + thread_idx_x(); k < n;
        k += grid_threads_x())
     y[k] += x[k];
@@ -544,6 +562,7 @@ KERNEL KBOUNDS(FW_EW_THREADS) void add_f32(float* y, const float* x, uint32_t n)
 // =====================================================================
 KERNEL KBOUNDS(FW_COPY_THREADS) void copy_rows_f32(float* dst, const float* src, const uint32_t* rows, uint32_t n,
                                                    uint32_t dim) {
+  fw_early_start();
   const uint32_t i = block_idx_x();
   if (i >= n) return;
   const float* s = src + (uint64_t)rows[i] * dim;
@@ -555,15 +574,18 @@ KERNEL KBOUNDS(FW_COPY_THREADS) void copy_rows_f32(float* dst, const float* src,
 #define FW_WEIGHT_KERNELS(SUF, W)                                                                              \
   KERNEL KBOUNDS(FW_EMBED_THREADS) void embed_##SUF(float* out, const W* table, const uint32_t* tokens,       \
                                                     uint32_t n, uint32_t hidden, uint32_t vocab) {            \
+    fw_early_start();                                                                                         \
     embed(out, table, tokens, n, hidden, vocab);                                                              \
   }                                                                                                           \
   KERNEL KBOUNDS(FW_NORM_THREADS) void rmsnorm_##SUF(float* out, const float* x, const W* weight,             \
                                                      uint32_t rows, uint32_t dim, float eps) {                \
+    fw_early_start();                                                                                         \
     rmsnorm(out, x, weight, rows, dim, eps);                                                                  \
   }                                                                                                           \
   KERNEL KBOUNDS(FW_MM_THREADS) void matmul_##SUF(float* y, const float* x, const W* w, const float* bias,    \
                                                   uint32_t rows, uint32_t in, uint32_t out,                   \
                                                   uint32_t accumulate) {                                      \
+    fw_early_start();                                                                                         \
     matmul(y, x, w, bias, rows, in, out, accumulate);                                                         \
   }
 

@@ -46,6 +46,19 @@ typedef __INT8_TYPE__ qf_i8;
 #define QF_MM_TILE 64
 #define QF_UNIT 32
 
+
+// qf_early_start: the first statement of every kernel here. The kernel after
+// it on the stream may be scheduled now (it waits in its own prologue), and
+// this one waits until the kernels before it have finished and their writes
+// are visible: the GPU backend launches these kernels with EarlyStart
+// (programmatic dependent launch on sm_90; a no-op elsewhere), so it must
+// come before any early return, or a kernel could complete before its
+// predecessor and let the next one read unfinished data.
+DEVICE void qf_early_start() {
+  grid_launch_dependents();
+  grid_dependency_wait();
+}
+
 DEVICE float qf_u2f(uint32_t x) { return __builtin_bit_cast(float, x); }
 DEVICE uint32_t qf_f2u(float x) { return __builtin_bit_cast(uint32_t, x); }
 // IEEE binary16 to float32, exact (subnormals included).
@@ -423,6 +436,7 @@ DEVICE void qmatmul(float* y, const float* x, const uint8_t* w, const float* bia
 // =====================================================================
 KERNEL KBOUNDS(QF_SCATTER_THREADS) void scatter_cols_f32(float* dst, const float* src, uint32_t rows,
                                                          uint32_t cols, uint32_t dst_stride, uint32_t dst_off) {
+  qf_early_start();
   const uint32_t r = block_idx_x();
   if (r >= rows) return;
   const float* s = src + (uint64_t)r * cols;
@@ -433,12 +447,14 @@ KERNEL KBOUNDS(QF_SCATTER_THREADS) void scatter_cols_f32(float* dst, const float
 // ---- the per-type entry points ----
 #define QF_KERNELS(SUF, Q)                                                                                   \
   KERNEL KBOUNDS(QF_EMBED_THREADS) void embed_##SUF(float* out, const uint8_t* table, const uint32_t* tokens, \
-                                                    uint32_t n, uint32_t hidden, uint32_t vocab) {           \
+                                                    uint32_t n, uint32_t hidden, uint32_t vocab) {            \
+    qf_early_start();                                                                                         \
     qembed<Q>(out, table, tokens, n, hidden, vocab);                                                         \
   }                                                                                                          \
   KERNEL KBOUNDS(QF_MM_THREADS) void matmul_##SUF(float* y, const float* x, const uint8_t* w,                \
                                                   const float* bias, uint32_t rows, uint32_t in, uint32_t out, \
-                                                  uint32_t accumulate) {                                     \
+                                                  uint32_t accumulate) {                                      \
+    qf_early_start();                                                                                         \
     qmatmul<Q>(y, x, w, bias, rows, in, out, accumulate);                                                    \
   }
 

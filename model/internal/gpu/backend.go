@@ -34,10 +34,14 @@ type Options struct {
 	// NoGraphs launches every decode step's kernels one by one instead of
 	// replaying a captured graph of them (see graph.go).
 	NoGraphs bool
+	// NoEarlyStart launches the kernels plainly: each waits for the one
+	// before it to finish before it is scheduled (see launch).
+	NoEarlyStart bool
 }
 
 // Backend holds a model's weights, KV-cache pool and scratch on one device.
 type Backend struct {
+	earlyStart bool // launch with LaunchConfig.EarlyStart (Options.NoEarlyStart)
 	cfg     Config
 	dev     *runtime.Device
 	s       *runtime.Stream
@@ -89,6 +93,7 @@ func New(ctx context.Context, dev *runtime.Device, cfg Config, w *Weights, opts 
 	}
 	b := &Backend{cfg: cfg, dev: dev, kernels: map[string]*runtime.Kernel{}, stepTokens: opts.StepTokens}
 	b.graphs.off = opts.NoGraphs
+	b.earlyStart = !opts.NoEarlyStart
 	if b.stepTokens <= 0 {
 		b.stepTokens = defaultStepTokens
 	}
