@@ -33,6 +33,9 @@ var forwardABI = func() map[string]struct {
 		m["rmsnorm_"+w] = k{[]int{8, 8, 8, 4, 4, 4}, 256}
 		m["matmul_"+w] = k{[]int{8, 8, 8, 8, 4, 4, 4, 4}, 256}
 	}
+	for _, w := range []string{"f16", "bf16"} { // the tensor-core matmul: 16-bit weights only
+		m["matmul_tc_"+w] = k{[]int{8, 8, 8, 8, 4, 4, 4, 4}, 256}
+	}
 	return m
 }()
 

@@ -113,6 +113,7 @@ inline std::vector<std::unique_ptr<char[]>> stacks;  // not zeroed: untouched pa
 inline Ctx scheduler;
 inline std::function<void()> body;
 inline float lane_buf[1024];
+inline uint32_t lane_buf_u32[1024];  // lane_read_u32's: no float round trip for the bits
 constexpr size_t kStack = 128 * 1024;
 
 // arrive: this fiber reaches barrier b; the last to arrive releases the

@@ -64,6 +64,13 @@ namespace fw_metal {
 FW_METAL_WEIGHT(f32, float)
 FW_METAL_WEIGHT(f16, fw_f16)
 FW_METAL_WEIGHT(bf16, fw_bf16)
+#define FW_METAL_TC(SUF)                                                                                          \
+  void matmul_tc_##SUF(float* y, const float* x, const fw_##SUF* w, const float* bias, uint32_t rows, uint32_t in,   \
+                       uint32_t out, uint32_t accumulate) {                                                         \
+    ::matmul_tc_##SUF(y, x, w, bias, rows, in, out, accumulate, TG);                                                \
+  }
+FW_METAL_TC(f16)
+FW_METAL_TC(bf16)
 void rope_f32(float* x, const uint32_t* pos, const float* inv_freq, uint32_t tokens, uint32_t heads, uint32_t headdim,
               uint32_t stride) {
   ::rope_f32(x, pos, inv_freq, tokens, heads, headdim, stride, TG);
@@ -112,7 +119,15 @@ using namespace hostemu_driver;
                                        U(a, 6), U(a, 7));                                                   \
                         }}}
 
+#define TC_KERNEL(SUF)                                                                                      \
+  {"matmul_tc_" #SUF, {FW_TC_THREADS, [](std::vector<Arg>& a) {                                             \
+                         FWK(matmul_tc_##SUF)(P<float>(a, 0), P<float>(a, 1), P<fw_##SUF>(a, 2), P<float>(a, 3), U(a, 4), \
+                                         U(a, 5), U(a, 6), U(a, 7));                                        \
+                       }}}
+
 const std::map<std::string, Kernel> kernels = {
+    TC_KERNEL(f16),
+    TC_KERNEL(bf16),
     WEIGHT_KERNELS(f32, float),
     WEIGHT_KERNELS(f16, fw_f16),
     WEIGHT_KERNELS(bf16, fw_bf16),

@@ -4,9 +4,10 @@
 //
 // Emulation: each GPU thread of a block is a fiber, all on one
 // OS thread, switched only at barriers: block_sync waits for the whole
-// block, lane_xor_f32 (the butterfly inside a group of 32 threads) is an
-// exchange through a buffer between two barriers of that group only, so it
-// needs group-uniform control flow exactly as the GPU's shuffle does. A
+// block, lane_xor_f32 (the butterfly inside a group of 32 threads) and
+// lane_read_u32 (an indexed read within the group) are each an exchange
+// through a buffer between two barriers of that group only, so they need
+// group-uniform control flow exactly as the GPU's shuffle does. A
 // barrier that can never complete (some thread left, or waits elsewhere)
 // is reported as a deadlock and exits the process with status 3 instead of
 // hanging. __shared__ variables are function statics, shared by the threads
@@ -43,6 +44,15 @@ DEVICE float lane_xor_f32(float v, uint32_t m) {
   hostemu::lane_buf[t] = v;
   hostemu::arrive(1 + t / 32);
   const float r = hostemu::lane_buf[t ^ m];
+  hostemu::arrive(1 + t / 32);
+  return r;
+}
+
+DEVICE uint32_t lane_read_u32(uint32_t v, uint32_t src) {
+  const uint32_t t = hostemu::tid;
+  hostemu::lane_buf_u32[t] = v;
+  hostemu::arrive(1 + t / 32);
+  const uint32_t r = hostemu::lane_buf_u32[(t & ~31u) | (src & 31u)];
   hostemu::arrive(1 + t / 32);
   return r;
 }

@@ -53,12 +53,16 @@ func TestForwardKernelsSignatures(t *testing.T) {
 		require.Equal(t, 256, k.MaxThreads, k.Name)
 	}
 	require.ElementsMatch(t, []string{"rope_f32", "kv_store_f32", "attention_f32", "silu_mul_f32", "add_f32", "copy_rows_f32",
-		"embed_f32", "embed_f16", "embed_bf16", "rmsnorm_f32", "rmsnorm_f16", "rmsnorm_bf16", "matmul_f32", "matmul_f16", "matmul_bf16"}, names)
+		"embed_f32", "embed_f16", "embed_bf16", "rmsnorm_f32", "rmsnorm_f16", "rmsnorm_bf16", "matmul_f32", "matmul_f16", "matmul_bf16",
+		"matmul_tc_f16", "matmul_tc_bf16"}, names)
 
 	mm, _ := m.Kernel("matmul_bf16")
 	require.Equal(t, Arg{Index: 2, Name: "w", Type: "fw_bf16", AddressSpace: "device", Pointer: true, Size: 8}, mm.Args[2])
 	require.Equal(t, Arg{Index: 7, Name: "accumulate", Type: "uint", AddressSpace: "constant", Size: 4}, mm.Args[7])
 	require.Equal(t, []Threadgroup{{0, "xs", 16 * 68 * 4}, {1, "ws", 16 * 68 * 4}}, mm.Threadgroup)
+	tc, _ := m.Kernel("matmul_tc_bf16")
+	require.Equal(t, mm.Args, tc.Args, "matmul_tc_W takes matmul_W's arguments")
+	require.Empty(t, tc.Threadgroup)
 	a, _ := m.Kernel("attention_f32")
 	require.Len(t, a.Args, 15)
 	require.Equal(t, Arg{Index: 14, Name: "scale", Type: "float", AddressSpace: "constant", Size: 4}, a.Args[14])

@@ -370,6 +370,320 @@ DEVICE void matmul(float* y, const float* x, const W* w, const float* bias, uint
 }
 
 // =====================================================================
+// matmul_tc_W (W = bf16, f16): matmul_W's arguments and semantics (y [rows,
+// out] (+)= x [rows, in] . w[out, in]^T (+ bias), f32 accumulation) on the
+// tensor cores: warp-level mma.sync m16n8k16 with f32 accumulators, A = the
+// activations, B = the weights (B[k][n] = w[n][k], the "col" operand, which
+// is w's own row-major layout).
+//
+// Precision: each f32 activation is split into hi = RN16(x) and lo =
+// RN16(x - hi) in W's 16-bit type (x - hi is exact in f32) and both go
+// through the MMA against the same weights, so the products keep x to
+// |x - hi - lo| <= 2^-16 |x| (bf16: 8-bit significands) or 2^-22 |x| (f16;
+// plus at most 2^-25 absolute where lo is f16-subnormal). The weights are
+// exact in their type. An f16 activation of magnitude >= 65520 rounds to
+// inf and gives NaN (hi*w + lo*w = inf - inf): such models need matmul_f16.
+//
+// Block FW_TC_THREADS (256, 8 warps). Grid (block b: row tile s = b % S,
+// output tile c = b / S, S = the number of row tiles):
+//   rows <  64: ceil(rows / 32) * ceil(out / 64)    tile 32 rows x 64 outputs
+//   rows >= 64: ceil(rows / 128) * ceil(out / 64)   tile 128 rows x 64 outputs
+// Each warp computes 32 rows x 32 outputs (2 x 4 MMA tiles) over 32-wide
+// chunks of in. Below 64 rows (batched decode: every weight read once per
+// row tile) the block's 8 warps are 2 output halves x 4 slices of in,
+// reduced through shared memory at the end, so a small out still makes
+// enough blocks to stream the weights; from 64 rows (prefill) they are 4 row
+// quarters x 2 output halves. Each lane loads its operands straight from
+// global memory, 16 bytes of weights per output tile and 32 bytes of x per
+// row: the chunk's k order is permuted (lane quad t holds k = 8t..8t+7, of
+// which MMA h takes 8t+4h..8t+4h+3 as its logical k = 2t, 2t+1, 2t+8, 2t+9)
+// identically for A and B, which leaves every dot product unchanged. The
+// weights are loaded one chunk ahead; x (small, cached) as it is used,
+// which keeps a thread to 128 registers for 2 resident blocks per SM
+// (KBOUNDS_OCC; ptxas 12.9 for sm_90: 128 registers, 12 bytes spilled
+// for bf16). The scalar path (in not a multiple of 8, or w or x not 16-byte aligned)
+// loads element by element; edges (rows, out, in) are masked with zeros.
+//
+// One source for every port: on NVPTX the MMA is the instruction; on
+// AMDGPU and in the host emulation tc_mma computes the same fragment
+// semantics through lane_read_u32 (32 exchanges per MMA): correct, but far
+// slower than matmul_W there, so the AMD backend keeps matmul_W.
+// =====================================================================
+#define FW_TC_THREADS 256
+#define FW_TC_WARPS (FW_TC_THREADS / 32)
+#define FW_TC_BIG_ROWS 64  // from this many rows on, the 128-row tile
+#define FW_TC_MT 2         // 16-row MMA tiles per warp
+#define FW_TC_NT 4         // 8-output MMA tiles per warp
+#define FW_TC_TN 64        // outputs per block tile (both shapes)
+
+// TC_AMD_CALL: a function AMDGPU calls instead of inlining (the emulated
+// MMA inlined at each of the kernel's 64 MMAs made the code objects six
+// times larger); elsewhere inlined as usual.
+#if defined(__AMDGCN__)
+#define TC_AMD_CALL static __device__ __attribute__((noinline))
+#else
+#define TC_AMD_CALL DEVICE
+#endif
+
+// tc_pack_W(a, b): a and b rounded to nearest even in W's type, a in the
+// low half. tc_widen_W(h): one 16-bit value back to f32, exactly.
+#if defined(__NVPTX__)
+DEVICE uint32_t tc_pack(fw_bf16, float a, float b) {
+  uint32_t r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(b), "f"(a));
+  return r;
+}
+DEVICE uint32_t tc_pack(fw_f16, float a, float b) {
+  uint32_t r;
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(b), "f"(a));
+  return r;
+}
+#else
+DEVICE uint32_t tc_rne_bf16(float f) {
+  const uint32_t x = fw_f2u(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return (x >> 16) | 0x40u;  // NaN stays NaN
+  return (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
+}
+DEVICE uint32_t tc_rne_f16(float f) {
+  const uint32_t x = fw_f2u(f);
+  const uint32_t sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu;
+  if (ax > 0x7f800000u) return sign | 0x7e00u;
+  if (ax >= 0x477ff000u) return sign | 0x7c00u;  // >= 65520 rounds to inf
+  if (ax < 0x38800000u) {                         // below 2^-14: subnormal
+    // |f| + 0.5 has an ulp of 2^-24, the f16 subnormal step: the float
+    // add rounds |f| / 2^-24 to an integer, nearest even.
+    return sign | (fw_f2u(fw_u2f(ax) + 0.5f) - 0x3f000000u);
+  }
+  return sign | ((ax + 0xfffu + ((ax >> 13) & 1u) - (112u << 23)) >> 13);
+}
+DEVICE uint32_t tc_pack(fw_bf16, float a, float b) { return tc_rne_bf16(a) | (tc_rne_bf16(b) << 16); }
+DEVICE uint32_t tc_pack(fw_f16, float a, float b) { return tc_rne_f16(a) | (tc_rne_f16(b) << 16); }
+#endif
+DEVICE float tc_widen(fw_bf16, uint32_t h) { return fw_bf16_f32(h & 0xffffu); }
+#if defined(__NVPTX__)
+DEVICE float tc_widen(fw_f16, uint32_t h) {
+  float r;
+  asm("{.reg .b16 l, u; mov.b32 {l, u}, %1; cvt.f32.f16 %0, l;}" : "=f"(r) : "r"(h));
+  return r;
+}
+#else
+DEVICE float tc_widen(fw_f16, uint32_t h) { return fw_f16_f32(h & 0xffffu); }
+#endif
+
+// tc_split: x0, x1 as hi = (RN16(x0), RN16(x1)) and lo = the same of the
+// remainders (zero where hi is x exactly, infinities included).
+template <typename W>
+DEVICE void tc_split(float x0, float x1, uint32_t* hi, uint32_t* lo) {
+  const uint32_t h = tc_pack(W{}, x0, x1);
+  const float h0 = tc_widen(W{}, h), h1 = tc_widen(W{}, h >> 16);
+  const float d0 = h0 == x0 ? 0.0f : x0 - h0, d1 = h1 == x1 ? 0.0f : x1 - h1;
+  *hi = h;
+  *lo = tc_pack(W{}, d0, d1);
+}
+
+// tc_mma: c += A . B for one m16n8k16 tile held by the 32 lanes of this
+// warp (group-uniform: all 32 call it together). With g = lane / 4,
+// t = lane % 4, each u32 two 16-bit values, the lower column (k) in the
+// low half: a[0] = A[g][2t..2t+1], a[1] = A[g+8][2t..2t+1], a[2] =
+// A[g][2t+8..2t+9], a[3] = A[g+8][2t+8..2t+9]; b[0] = B[2t..2t+1][g], b[1] =
+// B[2t+8..2t+9][g]; c[0..1] = C[g][2t..2t+1], c[2..3] = C[g+8][2t..2t+1]
+// (the PTX ISA's fragment layout for .m16n8k16 with .bf16/.f16).
+#if defined(__NVPTX__)
+DEVICE void tc_mma(fw_bf16, float* c, const uint32_t* a, const uint32_t* b) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+DEVICE void tc_mma(fw_f16, float* c, const uint32_t* a, const uint32_t* b) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+#else
+// The emulation: this lane gathers rows g and g+8 of A (from lanes 4g..4g+3)
+// and columns 2t and 2t+1 of B (from lanes 8t..8t+3 and 8t+4..8t+7), then
+// sums over k = 0..15 in order in f32 (each product of two 16-bit values is
+// exact in f32).
+template <typename W>
+TC_AMD_CALL void tc_mma(W, float* c, const uint32_t* a, const uint32_t* b) {
+  const uint32_t lane = thread_idx_x() & 31u, g = lane >> 2, t = lane & 3u;
+  float A[2][16], B[2][16];
+  for (uint32_t q = 0; q < 4; ++q) {
+    const uint32_t sa = 4u * g + q;
+    const uint32_t r0 = lane_read_u32(a[0], sa), r1 = lane_read_u32(a[1], sa);
+    const uint32_t r2 = lane_read_u32(a[2], sa), r3 = lane_read_u32(a[3], sa);
+    A[0][2 * q] = tc_widen(W{}, r0), A[0][2 * q + 1] = tc_widen(W{}, r0 >> 16);
+    A[1][2 * q] = tc_widen(W{}, r1), A[1][2 * q + 1] = tc_widen(W{}, r1 >> 16);
+    A[0][2 * q + 8] = tc_widen(W{}, r2), A[0][2 * q + 9] = tc_widen(W{}, r2 >> 16);
+    A[1][2 * q + 8] = tc_widen(W{}, r3), A[1][2 * q + 9] = tc_widen(W{}, r3 >> 16);
+    for (uint32_t j = 0; j < 2; ++j) {
+      const uint32_t sb = 4u * (2u * t + j) + q;
+      const uint32_t s0 = lane_read_u32(b[0], sb), s1 = lane_read_u32(b[1], sb);
+      B[j][2 * q] = tc_widen(W{}, s0), B[j][2 * q + 1] = tc_widen(W{}, s0 >> 16);
+      B[j][2 * q + 8] = tc_widen(W{}, s1), B[j][2 * q + 9] = tc_widen(W{}, s1 >> 16);
+    }
+  }
+  for (uint32_t i = 0; i < 4; ++i) {
+    float s = c[i];
+    for (uint32_t k = 0; k < 16; ++k) s += A[i >> 1][k] * B[i & 1u][k];
+    c[i] = s;
+  }
+}
+#endif
+
+// tc_load_w: the weights of this warp's FW_TC_NT output tiles for the
+// 32-wide chunk at k0 (lane (g, t): row obase + 8j + g, k0+8t .. k0+8t+7).
+template <typename W>
+TC_AMD_CALL void tc_load_w(fw_u32x4* wv, const W* w, uint32_t in, uint32_t out, uint32_t obase, uint32_t k0,
+                           bool vec) {
+  const uint32_t lane = thread_idx_x() & 31u, g = lane >> 2, t = lane & 3u;
+  const uint32_t k = k0 + 8u * t;
+#pragma unroll
+  for (uint32_t j = 0; j < FW_TC_NT; ++j) {
+    const uint32_t o = obase + 8u * j + g;
+    const W* p = w + (uint64_t)o * in + k;
+    if (vec && o < out && k < in) {
+      wv[j] = *(const fw_u32x4*)p;
+    } else {
+#pragma unroll
+      for (uint32_t e = 0; e < 4; ++e) {
+        const uint32_t lo = (o < out && k + 2 * e < in) ? p[2 * e].bits : 0u;
+        const uint32_t hi = (o < out && k + 2 * e + 1 < in) ? p[2 * e + 1].bits : 0u;
+        wv[j].v[e] = lo | (hi << 16);
+      }
+    }
+  }
+}
+
+// tc_compute: the chunk at k0 for this warp's live row tiles: x of rows
+// rbase + 16i + g and + 8 (k0+8t .. k0+8t+7, loaded here: x is small and
+// cached, the weights are the stream), split into hi/lo, against wv.
+template <typename W>
+TC_AMD_CALL void tc_compute(float (*acc)[FW_TC_NT][4], const fw_u32x4* wv, const float* x, uint32_t rows,
+                            uint32_t in, uint32_t rbase, uint32_t k0, uint32_t live_mt, bool vec) {
+  const uint32_t lane = thread_idx_x() & 31u, g = lane >> 2, t = lane & 3u;
+  const uint32_t k = k0 + 8u * t;
+#pragma unroll
+  for (uint32_t i = 0; i < FW_TC_MT; ++i) {
+    if (i >= live_mt) break;  // warp-uniform
+    fw_f32x4 xv[2][2];
+#pragma unroll
+    for (uint32_t h = 0; h < 2; ++h) {
+      const uint32_t r = rbase + 16u * i + g + 8u * h;
+      const float* p = x + (uint64_t)r * in + k;
+      if (vec && r < rows && k < in) {
+        xv[h][0] = ((const fw_f32x4*)p)[0];
+        xv[h][1] = ((const fw_f32x4*)p)[1];
+      } else {
+#pragma unroll
+        for (uint32_t e = 0; e < 8; ++e) xv[h][e / 4].v[e % 4] = (r < rows && k + e < in) ? p[e] : 0.0f;
+      }
+    }
+#pragma unroll
+    for (uint32_t h = 0; h < 2; ++h) {
+      // MMA h of the chunk: this lane's k = 8t+4h .. 8t+4h+3 (see above).
+      const fw_f32x4 xa = xv[0][h], xb = xv[1][h];
+      uint32_t hi[4], lo[4];
+      tc_split<W>(xa.v[0], xa.v[1], &hi[0], &lo[0]);
+      tc_split<W>(xb.v[0], xb.v[1], &hi[1], &lo[1]);
+      tc_split<W>(xa.v[2], xa.v[3], &hi[2], &lo[2]);
+      tc_split<W>(xb.v[2], xb.v[3], &hi[3], &lo[3]);
+#pragma unroll
+      for (uint32_t j = 0; j < FW_TC_NT; ++j) {
+        const uint32_t bf[2] = {wv[j].v[2 * h], wv[j].v[2 * h + 1]};
+        tc_mma(W{}, acc[i][j], hi, bf);
+        tc_mma(W{}, acc[i][j], lo, bf);
+      }
+    }
+  }
+}
+
+// matmul_tc_tile: the block tile of WM x WN x WK warps (rows WM*32, outputs
+// WN*32, in split WK ways and reduced in shared memory).
+template <typename W, uint32_t WM, uint32_t WN, uint32_t WK>
+DEVICE void matmul_tc_tile(float* y, const float* x, const W* w, const float* bias, uint32_t rows, uint32_t in,
+                           uint32_t out, uint32_t accumulate) {
+  static_assert(WM * WN * WK == FW_TC_WARPS && WN * FW_TC_NT * 8 == FW_TC_TN, "tile shape");
+  const uint32_t tm = WM * FW_TC_MT * 16;
+  const uint32_t tiles = (rows + tm - 1) / tm;
+  const uint32_t b = block_idx_x();
+  const uint32_t s = b % tiles, c = b / tiles;
+  if (c >= (out + FW_TC_TN - 1) / FW_TC_TN) return;  // whole block
+  const uint32_t warp = thread_idx_x() / 32u, lane = thread_idx_x() & 31u;
+  const uint32_t wk = warp % WK, wn = (warp / WK) % WN, wm = warp / (WK * WN);
+  const uint32_t rbase = s * tm + wm * FW_TC_MT * 16, obase = c * FW_TC_TN + wn * FW_TC_NT * 8;
+  uint32_t live_mt = 0;
+  for (uint32_t i = 0; i < FW_TC_MT; ++i) live_mt += rbase + 16u * i < rows;
+  const bool vec = (in % 8u) == 0 && fw_aligned16(w) && fw_aligned16(x);
+  float acc[FW_TC_MT][FW_TC_NT][4];
+#pragma unroll
+  for (uint32_t i = 0; i < FW_TC_MT; ++i)
+#pragma unroll
+    for (uint32_t j = 0; j < FW_TC_NT; ++j)
+#pragma unroll
+      for (uint32_t e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
+  if (live_mt > 0 && obase < out) {  // warp-uniform; the block_sync below is outside
+    const uint32_t chunks = (in + 31u) / 32u;
+    // The weights one chunk ahead: in flight while this chunk computes.
+    fw_u32x4 cur[FW_TC_NT], nxt[FW_TC_NT];
+    if (wk < chunks) tc_load_w(cur, w, in, out, obase, 32u * wk, vec);
+    for (uint32_t kc = wk; kc < chunks; kc += WK) {
+      const bool more = kc + WK < chunks;
+      if (more) tc_load_w(nxt, w, in, out, obase, 32u * (kc + WK), vec);
+      tc_compute<W>(acc, cur, x, rows, in, rbase, 32u * kc, live_mt, vec);
+      if (more)
+#pragma unroll
+        for (uint32_t j = 0; j < FW_TC_NT; ++j) cur[j] = nxt[j];
+    }
+  }
+  if (WK > 1) {
+    // Slices 1..WK-1 hand their sums to slice 0 (warps warp+1 .. warp+WK-1
+    // share its rows and outputs); [idx][lane] keeps the lanes on distinct
+    // banks.
+    __shared__ float red[FW_TC_WARPS][FW_TC_MT * FW_TC_NT * 4][32];
+    if (wk != 0) {
+#pragma unroll
+      for (uint32_t i = 0; i < FW_TC_MT; ++i)
+#pragma unroll
+        for (uint32_t j = 0; j < FW_TC_NT; ++j)
+#pragma unroll
+          for (uint32_t e = 0; e < 4; ++e) red[warp][(i * FW_TC_NT + j) * 4 + e][lane] = acc[i][j][e];
+    }
+    block_sync();
+    if (wk != 0) return;
+    for (uint32_t q = 1; q < WK; ++q)
+#pragma unroll
+      for (uint32_t i = 0; i < FW_TC_MT; ++i)
+#pragma unroll
+        for (uint32_t j = 0; j < FW_TC_NT; ++j)
+#pragma unroll
+          for (uint32_t e = 0; e < 4; ++e) acc[i][j][e] += red[warp + q][(i * FW_TC_NT + j) * 4 + e][lane];
+  }
+  const uint32_t g = lane >> 2, t = lane & 3u;
+#pragma unroll
+  for (uint32_t i = 0; i < FW_TC_MT; ++i)
+#pragma unroll
+    for (uint32_t j = 0; j < FW_TC_NT; ++j)
+#pragma unroll
+      for (uint32_t e = 0; e < 4; ++e) {
+        const uint32_t r = rbase + 16u * i + g + 8u * (e >> 1), o = obase + 8u * j + 2u * t + (e & 1u);
+        if (r < rows && o < out) fw_mm_store(y, bias, (uint64_t)r * out + o, o, acc[i][j][e], accumulate);
+      }
+}
+
+template <typename W>
+DEVICE void matmul_tc(float* y, const float* x, const W* w, const float* bias, uint32_t rows, uint32_t in,
+                      uint32_t out, uint32_t accumulate) {
+  fw_early_start();
+  if (rows >= FW_TC_BIG_ROWS)
+    matmul_tc_tile<W, 4, 2, 1>(y, x, w, bias, rows, in, out, accumulate);
+  else
+    matmul_tc_tile<W, 1, 2, 4>(y, x, w, bias, rows, in, out, accumulate);
+}
+
+// =====================================================================
 // rope_f32: rotates, in place, heads vectors of headdim values per token in
 // Hugging Face's rotate_half layout (element i pairs with i + headdim/2):
 // token t's head h starts at x + t*stride + h*headdim. The angle of pair i
@@ -592,3 +906,14 @@ KERNEL KBOUNDS(FW_COPY_THREADS) void copy_rows_f32(float* dst, const float* src,
 FW_WEIGHT_KERNELS(f32, float)
 FW_WEIGHT_KERNELS(f16, fw_f16)
 FW_WEIGHT_KERNELS(bf16, fw_bf16)
+
+// matmul_tc_W: the 16-bit weight types only (see matmul_tc).
+#define FW_TC_KERNEL(SUF, W)                                                                                   \
+  KERNEL KBOUNDS_OCC(FW_TC_THREADS, 2) void matmul_tc_##SUF(float* y, const float* x, const W* w, const float* bias,  \
+                                                     uint32_t rows, uint32_t in, uint32_t out,                \
+                                                     uint32_t accumulate) {                                   \
+    matmul_tc(y, x, w, bias, rows, in, out, accumulate);                                                      \
+  }
+
+FW_TC_KERNEL(f16, fw_f16)
+FW_TC_KERNEL(bf16, fw_bf16)

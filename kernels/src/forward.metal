@@ -547,6 +547,90 @@ kernel void copy_rows_f32(device float* dst [[buffer(0)]], device const float* s
   for (uint k = tid; k < dim; k += FW_COPY_THREADS) d[k] = s[k];
 }
 
+// ---- matmul_tc_W ----
+// forward.cu's matmul_tc_W (tensor cores on NVPTX) without an MMA: each
+// thread computes outputs of forward.cu's block tile (32 or 128 rows x 64
+// outputs, same grid) one at a time, summing in the order forward.cu's
+// m16n8k16 fragments do (chunks of 32 of in, per chunk MMA h = 0, 1 over
+// the lanes' k = 8t+4h .. 8t+4h+3, the hi pass then the lo pass, each MMA
+// adding its 16 products in logical k order; below 64 rows four slices of
+// in, added in order), with the same hi/lo split of x, so the bytes are
+// forward.cu's. Correct but slow (every output redoes its split and its
+// 2*in products): no simdgroup_matrix port yet; a Metal backend would run
+// matmul_W.
+#define FW_TC_THREADS 256
+#define FW_TC_BIG_ROWS 64
+#define FW_TC_TN 64
+
+static inline uint fw_tc_rne(fw_bf16, float f) {
+  const uint x = fw_f2u(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return (x >> 16) | 0x40u;
+  return (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
+}
+static inline uint fw_tc_rne(fw_f16, float f) {
+  const uint x = fw_f2u(f);
+  const uint sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu;
+  if (ax > 0x7f800000u) return sign | 0x7e00u;
+  if (ax >= 0x477ff000u) return sign | 0x7c00u;
+  if (ax < 0x38800000u) return sign | (fw_f2u(fw_u2f(ax) + 0.5f) - 0x3f000000u);
+  return sign | ((ax + 0xfffu + ((ax >> 13) & 1u) - (112u << 23)) >> 13);
+}
+static inline float fw_tc_widen(fw_bf16, uint h) { return fw_bf16_f32(h & 0xffffu); }
+static inline float fw_tc_widen(fw_f16, uint h) { return fw_f16_f32(h & 0xffffu); }
+
+// fw_tc_part: x's hi (lo = false) or lo part, widened back to f32.
+template <typename W>
+static inline float fw_tc_part(float x, bool lo) {
+  const float h = fw_tc_widen(W{}, fw_tc_rne(W{}, x));
+  if (!lo) return h;
+  return fw_tc_widen(W{}, fw_tc_rne(W{}, h == x ? 0.0f : x - h));
+}
+
+template <typename W>
+static inline void fw_matmul_tc(device float* y, device const float* x, device const W* w, device const float* bias,
+                                uint rows, uint in, uint out, uint accumulate, uint tid, uint blk) {
+  const uint tm = rows >= FW_TC_BIG_ROWS ? 128u : 32u, slices = rows >= FW_TC_BIG_ROWS ? 1u : 4u;
+  const uint tiles = (rows + tm - 1) / tm;
+  const uint s = blk % tiles, c = blk / tiles;
+  if (c >= (out + FW_TC_TN - 1) / FW_TC_TN) return;
+  const uint chunks = (in + 31u) / 32u;
+  for (uint e = tid; e < tm * FW_TC_TN; e += FW_TC_THREADS) {
+    const uint r = s * tm + e / FW_TC_TN, o = c * FW_TC_TN + e % FW_TC_TN;
+    if (r >= rows || o >= out) continue;
+    device const float* xr = x + (ulong)r * in;
+    device const W* wr = w + (ulong)o * in;
+    float total = 0.0f;
+    for (uint q = 0; q < slices; ++q) {
+      float acc = 0.0f;
+      for (uint kc = q; kc < chunks; kc += slices)
+        for (uint h = 0; h < 2; ++h)
+          for (uint pass = 0; pass < 2; ++pass) {
+            float sum = acc;
+            for (uint lk = 0; lk < 16; ++lk) {
+              const uint k = kc * 32u + 8u * ((lk % 8u) / 2u) + 4u * h + 2u * (lk / 8u) + lk % 2u;
+              const float xv = k < in ? xr[k] : 0.0f, wv = k < in ? fw_to_f32(wr[k]) : 0.0f;
+              sum += fw_tc_part<W>(xv, pass == 1) * wv;
+            }
+            acc = sum;
+          }
+      total = q == 0 ? acc : total + acc;
+    }
+    fw_mm_store(y, bias, (ulong)r * out + o, o, total, accumulate);
+  }
+}
+
+#define FW_MATMUL_TC_KERNEL(NAME, W)                                                                          \
+  [[max_total_threads_per_threadgroup(256)]]                                                                  \
+  kernel void NAME(device float* y [[buffer(0)]], device const float* x [[buffer(1)]],                        \
+                   device const W* w [[buffer(2)]], device const float* bias [[buffer(3)]],                   \
+                   constant uint& rows [[buffer(4)]], constant uint& in [[buffer(5)]],                        \
+                   constant uint& out [[buffer(6)]], constant uint& accumulate [[buffer(7)]],                 \
+                   uint tid [[thread_position_in_threadgroup]], uint blk [[threadgroup_position_in_grid]]) {  \
+    fw_matmul_tc<W>(y, x, w, bias, rows, in, out, accumulate, tid, blk);                                      \
+  }
+FW_MATMUL_TC_KERNEL(matmul_tc_f16, fw_f16)
+FW_MATMUL_TC_KERNEL(matmul_tc_bf16, fw_bf16)
+
 // ---- the per-dtype entry points ----
 // rmsnorm's part: FW_NORM_THREADS / 32 floats; matmul's xs and ws:
 // FW_MM_TK * FW_MM_PITCH floats each (the matvec path leaves them unused).

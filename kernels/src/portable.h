@@ -118,6 +118,24 @@ DEVICE float lane_xor_f32(float v, uint32_t m) {
 }
 #endif
 
+// lane_read_u32(v, src): v as held by lane src (mod 32) of this thread's
+// aligned group of 32 threads (an indexed shuffle); the same calling rule
+// as lane_xor_f32. AMDGPU: ds_bpermute within the wave, the group's base
+// lane kept so a 64-wide wave's upper half reads its own half.
+#if defined(__AMDGCN__)
+DEVICE uint32_t lane_read_u32(uint32_t v, uint32_t src) {
+  const uint32_t lane =
+      ((thread_idx_x() & ~31u) | (src & 31u)) & (uint32_t)(__builtin_amdgcn_wavefrontsize() - 1);
+  return (uint32_t)__builtin_amdgcn_ds_bpermute((int)(lane << 2), (int)v);
+}
+#else
+DEVICE uint32_t lane_read_u32(uint32_t v, uint32_t src) {
+  uint32_t r;
+  asm volatile("shfl.sync.idx.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=r"(r) : "r"(v), "r"(src));
+  return r;
+}
+#endif
+
 // ---- device-wide atomics and fences (the last-block-done pattern) ----
 // grid_fence: this thread's global-memory writes before it are visible to
 // every block before its writes after it (CUDA's __threadfence).

@@ -1,0 +1,197 @@
+package hostkern
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/hipgo/hipgo/model/internal/cpu"
+	"github.com/stretchr/testify/require"
+)
+
+// tcGrid is matmul_tc_W's grid (forward.cu): 32-row x 64-output tiles
+// below 64 rows, 128-row x 64-output tiles from 64 rows.
+func tcGrid(rows, out int) int {
+	if rows < 64 {
+		return ceilDiv(rows, 32) * ceilDiv(out, 64)
+	}
+	return ceilDiv(rows, 128) * ceilDiv(out, 64)
+}
+
+// tcSplit is the hi/lo split's error for weights of dtype: |x - hi - lo|
+// <= rel*|x| + abs. hi = RN(x) errs by at most u|x| and lo = RN(x - hi) by
+// at most u|x - hi| <= u^2|x|, with u the unit roundoff of the 16-bit
+// type (bf16: 8-bit significand, u = 2^-8; f16: 11 bits, u = 2^-11); an
+// f16 lo in the subnormal range errs by at most half its step, 2^-25.
+func tcSplit(dtype string) (rel, abs float64) {
+	if dtype == "bf16" {
+		return 0x1p-16, 0
+	}
+	return 0x1p-22, 0x1p-25
+}
+
+// checkMatMulTC runs matmul_tc_<dtype> on random data and holds each output
+// to the exact (float64) product over the kernel's own inputs: the split
+// costs rel*sum|x w| + abs*sum|w| (above); every product of two 16-bit
+// values is exact in f32, so the rest is f32 summation of the 2*in hi and
+// lo products, the partial sums of the slices of in (at most 4), bias and
+// y: gamma(2*in + 8) * (the sum of the terms' magnitudes, at most
+// (1 + 2^-7) sum|x w| + |bias| + |y|). cpu.MatMul is held to the same
+// bound, and the kernel to twice it against cpu.MatMul.
+func checkMatMulTC(t *testing.T, rng *rand.Rand, dtype string, rows, in, out int, bias, acc bool, shift int) {
+	x := randF32(rng, rows*in, 1)
+	w := makeWeights(rng, dtype, out*in, 0.1)
+	y0 := randF32(rng, rows*out, 1)
+	var b []float32
+	var bArg Arg = Null{}
+	if bias {
+		b = randF32(rng, out, 1)
+		bArg = F32s(b)
+	}
+	xb, yb := F32s(x), F32s(y0)
+	xb.Shift, yb.Shift = shift, shift
+	accU := U32(0)
+	if acc {
+		accU = 1
+	}
+	// The MSL port sums in forward.cu's fragment order: the same bytes.
+	outs := runAll(t, Launch{"matmul_tc_" + dtype, tcGrid(rows, out), []Arg{yb, xb, w.buf, bArg, U32(rows), U32(in), U32(out), accU}}, true, yb)
+
+	m := cpu.Matrix{Rows: out, Cols: in}
+	if w.bf16 != nil {
+		m.BF16 = w.bf16
+	} else {
+		m.F32 = w.f32
+	}
+	ref := make([]float32, rows*out)
+	cpu.NewPool(1).MatMul(ref, x, rows, &m, b)
+	rel, abs := tcSplit(dtype)
+	gamma := float64(2*in+8) * u32 / (1 - float64(2*in+8)*u32)
+	each(t, outs, func(t *testing.T, ob []*Buf) {
+		requireMatMulTC(t, ob[0].Floats(), x, w, y0, b, ref, rows, in, out, bias, acc, rel, abs, gamma)
+	})
+}
+
+func requireMatMulTC(t *testing.T, got, x []float32, w wdata, y0, b, ref []float32, rows, in, out int, bias, acc bool, rel, abs, gamma float64) {
+	worst := 0.0
+	for r := range rows {
+		for o := range out {
+			var sum, mag, wsum float64
+			for k := range in {
+				p := float64(x[r*in+k]) * float64(w.f32[o*in+k])
+				sum += p
+				mag += math.Abs(p)
+				wsum += math.Abs(float64(w.f32[o*in+k]))
+			}
+			split := rel*mag + abs*wsum
+			terms := (1 + 0x1p-7) * mag
+			if bias {
+				sum += float64(b[o])
+				terms += math.Abs(float64(b[o]))
+			}
+			cpuv := float64(ref[r*out+o])
+			if acc {
+				sum += float64(y0[r*out+o])
+				terms += math.Abs(float64(y0[r*out+o]))
+				cpuv += float64(y0[r*out+o])
+			}
+			tol := split + gamma*terms + 1e-30
+			g := float64(got[r*out+o])
+			require.LessOrEqualf(t, math.Abs(g-sum), tol, "row %d out %d: kernel %v, exact %v", r, o, g, sum)
+			require.LessOrEqualf(t, math.Abs(cpuv-sum), tol+math.Abs(cpuv)*u32, "row %d out %d: cpu %v, exact %v", r, o, cpuv, sum)
+			require.LessOrEqualf(t, math.Abs(g-cpuv), 2*tol+math.Abs(cpuv)*u32, "row %d out %d: kernel %v, cpu %v", r, o, g, cpuv)
+			worst = max(worst, math.Abs(g-sum)/tol)
+		}
+	}
+	t.Logf("worst |kernel-exact| / bound = %.3f", worst)
+}
+
+// TestMatMulTC checks matmul_tc_bf16/_f16 through the host emulation of
+// their MMA fragments on both tiles (rows < 64: 32-row tiles with in split
+// over 4 warps; rows >= 64: 128-row tiles), partial row, output and in
+// chunks (in 80: a half chunk; 77: the scalar path, in not a multiple of
+// 8; shift 4: x and y off 16-byte alignment, the scalar path too), with and
+// without bias and accumulate.
+func TestMatMulTC(t *testing.T) {
+	rng := rand.New(rand.NewPCG(15, 16))
+	type shape struct{ rows, in, out int }
+	shapes := []shape{
+		{1, 64, 8}, {15, 80, 100}, {16, 576, 8}, {33, 64, 100}, {64, 80, 8},
+		{130, 64, 100}, {16, 2048, 100}, {1, 576, 576}, {15, 77, 33}, {33, 80, 576}, {64, 2048, 8},
+		{130, 576, 100}, {64, 576, 576},
+	}
+	for _, dtype := range []string{"bf16", "f16"} {
+		for i, s := range shapes {
+			bias := i%3 == 1
+			acc := i%2 == 1
+			shift := 0
+			if i%4 == 3 {
+				shift = 4
+			}
+			name := fmt.Sprintf("%s/%dx%dx%d/bias=%v/acc=%v/shift=%d", dtype, s.rows, s.in, s.out, bias, acc, shift)
+			t.Run(name, func(t *testing.T) {
+				checkMatMulTC(t, rng, dtype, s.rows, s.in, s.out, bias, acc, shift)
+			})
+		}
+	}
+}
+
+// TestMatMulTCKeepsTheActivationsLowBits: x = 1 + 3*2^-10 (bf16) or
+// 1 + 3*2^-13 (f16) in every element, against positive weights: the 16-bit
+// rounding of x is 1 (an error of 2.9e-3 resp. 3.7e-4 relative, of one sign
+// in every product), while x - 1 is exactly a 16-bit value. With the lo
+// MMA the result is exact up to f32 summation; a kernel that fed only the
+// rounded activations (one MMA) would be off by 2.9e-3 resp. 3.7e-4 of the
+// sum, more than 10 times the bound checked here.
+func TestMatMulTCKeepsTheActivationsLowBits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(17, 18))
+	for _, c := range []struct {
+		dtype string
+		x     float32
+	}{{"bf16", 1 + 3.0/1024}, {"f16", 1 + 3.0/8192}} {
+		t.Run(c.dtype, func(t *testing.T) {
+			const rows, in, out = 40, 96, 24
+			x := make([]float32, rows*in)
+			for i := range x {
+				x[i] = c.x
+			}
+			w := positive(makeWeights(rng, c.dtype, out*in, 0.1))
+			yb := F32s(make([]float32, rows*out))
+			outs := runAll(t, Launch{"matmul_tc_" + c.dtype, tcGrid(rows, out), []Arg{yb, F32s(x), w.buf, Null{}, U32(rows), U32(in), U32(out), U32(0)}}, true, yb)
+			got := outs[0][0].Floats() // the MSL port's bytes are the same (runAll)
+			worst, rounded := 0.0, 0.0
+			for r := range rows {
+				for o := range out {
+					var sum, hiOnly float64
+					for k := range in {
+						sum += float64(c.x) * float64(w.f32[o*in+k])
+						hiOnly += float64(w.f32[o*in+k]) // x rounded to the 16-bit type is 1
+					}
+					worst = max(worst, math.Abs(float64(got[r*out+o])-sum)/sum)
+					rounded = max(rounded, math.Abs(hiOnly-sum)/sum)
+				}
+			}
+			bound := float64(2*in+8) * u32 * (1 + 0x1p-7)
+			t.Logf("worst relative error %.3g (bound %.3g); with x rounded to %s: %.3g", worst, bound, c.dtype, rounded)
+			require.LessOrEqual(t, worst, bound)
+			require.Greater(t, rounded, 10*bound, "the input must tell the split from a single MMA")
+		})
+	}
+}
+
+// positive re-encodes w with the magnitudes of its values (sign bit
+// cleared: exact in both 16-bit types).
+func positive(w wdata) wdata {
+	h := make([]uint16, len(w.f32))
+	v := make([]float32, len(w.f32))
+	for i := range h {
+		h[i] = (uint16(w.buf.Data[2*i]) | uint16(w.buf.Data[2*i+1])<<8) &^ 0x8000
+		v[i] = float32(math.Abs(float64(w.f32[i])))
+	}
+	out := wdata{name: w.name, buf: U16s(h), f32: v}
+	if w.bf16 != nil {
+		out.bf16 = h
+	}
+	return out
+}
