@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"strings"
 	"sync"
 	"testing"
 
@@ -110,6 +111,45 @@ func TestSimGPULogitsAndGreedyTokensMatchTheCPU(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, wantRes.Tokens, gotRes.Tokens)
 			require.Equal(t, wantRes.Reason, gotRes.Reason)
+		})
+	}
+}
+
+// TestSimGPUTensorCoreMatmulFromSixteenRows proves which matmul the backend
+// launches on CUDA (the simulated device poses as one): a pass of 16 rows
+// or more runs its bf16/f16 weights through matmul_tc_W, one launch per
+// layer for each of q|k|v, o, gate|up and down (and one more for the LM
+// head when every position's logits are asked for); a pass of fewer rows,
+// the LM head over one gathered row, and f32 weights stay on matmul_W.
+func TestSimGPUTensorCoreMatmulFromSixteenRows(t *testing.T) {
+	ctx := context.Background()
+	for name, spec := range simSpecs() {
+		t.Run(name, func(t *testing.T) {
+			faults := &gpusim.Faults{}
+			m := loadSpec(t, spec, WithDevice(simDevice(t, faults)))
+			tc := "matmul_tc_" + strings.ToLower(string(spec.DType))
+			perPass := 0
+			if spec.DType == safetensors.BF16 || spec.DType == safetensors.F16 {
+				perPass = 4 * spec.Layers
+			}
+			s := m.NewSession()
+			defer s.Close()
+			_, err := s.Forward(ctx, testTokens(15, spec.Vocab), false)
+			require.NoError(t, err)
+			require.Zero(t, faults.Launched(tc), "15 rows: matmul_W")
+			_, err = s.Forward(ctx, testTokens(16, spec.Vocab), false)
+			require.NoError(t, err)
+			require.Equal(t, int64(perPass), faults.Launched(tc), "16 rows, the LM head over the last one")
+			_, err = s.Forward(ctx, testTokens(1, spec.Vocab), false)
+			require.NoError(t, err)
+			require.Equal(t, int64(perPass), faults.Launched(tc), "decode of one row")
+			_, err = s.Forward(ctx, testTokens(20, spec.Vocab), true)
+			require.NoError(t, err)
+			want := 2 * perPass
+			if perPass > 0 {
+				want++ // the LM head over all 20 rows
+			}
+			require.Equal(t, int64(want), faults.Launched(tc), "20 rows, every position's logits")
 		})
 	}
 }

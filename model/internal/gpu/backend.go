@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hipgo/hipgo/runtime"
+	"github.com/hipgo/hipgo/runtime/driver"
 	"github.com/hipgo/hipgo/sampling"
 )
 
@@ -42,13 +43,14 @@ type Options struct {
 // Backend holds a model's weights, KV-cache pool and scratch on one device.
 type Backend struct {
 	earlyStart bool // launch with LaunchConfig.EarlyStart (Options.NoEarlyStart)
-	cfg     Config
-	dev     *runtime.Device
-	s       *runtime.Stream
-	mod     *runtime.Module // forward
-	qmod    *runtime.Module // qforward: loaded when a weight is quantized or a layer unfused
-	kernels map[string]*runtime.Kernel
-	sampler *sampling.Sampler
+	cfg        Config
+	dev        *runtime.Device
+	s          *runtime.Stream
+	mod        *runtime.Module // forward
+	qmod       *runtime.Module // qforward: loaded when a weight is quantized or a layer unfused
+	kernels    map[string]*runtime.Kernel
+	tc         bool // CUDA: 16-bit weights go through matmul_tc_W from tcRows rows (launch.go)
+	sampler    *sampling.Sampler
 
 	mu    sync.Mutex // one call at a time
 	owned []*runtime.Buffer
@@ -91,7 +93,8 @@ func New(ctx context.Context, dev *runtime.Device, cfg Config, w *Weights, opts 
 	if opts.KVTokens <= 0 {
 		return nil, fmt.Errorf("gpu: KV cache of %d tokens: %w", opts.KVTokens, runtime.ErrInvalidArgument)
 	}
-	b := &Backend{cfg: cfg, dev: dev, kernels: map[string]*runtime.Kernel{}, stepTokens: opts.StepTokens}
+	b := &Backend{cfg: cfg, dev: dev, kernels: map[string]*runtime.Kernel{}, stepTokens: opts.StepTokens,
+		tc: dev.Backend() == driver.CUDA}
 	b.graphs.off = opts.NoGraphs
 	b.earlyStart = !opts.NoEarlyStart
 	if b.stepTokens <= 0 {
@@ -160,6 +163,11 @@ func (b *Backend) kernelNames() []string {
 		}
 		for _, m := range []matrix{l.attnNorm, l.mlpNorm} {
 			names["rmsnorm_"+m.dtype.Suffix()] = true
+		}
+	}
+	for _, t := range []DType{F16, BF16} {
+		if names["matmul_"+t.Suffix()] && b.tcCapable(t) {
+			names["matmul_tc_"+t.Suffix()] = true
 		}
 	}
 	out := make([]string, 0, len(names))

@@ -45,8 +45,20 @@ const (
 	mmVecRows  = 8  // FW_MM_VEC_ROWS: the matvec path's outputs and input rows per block
 	mmGemmRows = 64 // FW_MM_GEMM_ROWS: from this many rows on, the tiled path
 	mmTile     = 64 // FW_MM_TILE
-	ewThreads  = 256
-	maxEWGrid  = 65535 // the elementwise kernels stride over the grid
+	// tcRows: from this many rows on, bf16 and f16 weights go through
+	// matmul_tc_W (tensor cores) on CUDA. Below it the matvec path streams
+	// each weight once per 8 rows at full bandwidth and the MMA tile (16
+	// rows at the least) would only idle; from 16 rows matmul_W rereads the
+	// weights per 8-row slice and its SIMT FMAs start to cost, while
+	// matmul_tc_W reads each weight once per 32 rows. ROCm keeps matmul_W:
+	// there the MMA is emulated through lane exchanges (forward.cu).
+	tcRows        = 16
+	tcBigRows     = 64  // FW_TC_BIG_ROWS: from this many rows on, matmul_tc_W's 128-row tile
+	tcTileRows    = 32  // matmul_tc_W's row tile below tcBigRows
+	tcBigTileRows = 128 // and from it
+	tcTileOut     = 64  // FW_TC_TN: outputs per tile (both)
+	ewThreads     = 256
+	maxEWGrid     = 65535 // the elementwise kernels stride over the grid
 )
 
 // embed gathers token rows; a quantized table runs embed_q4_0 etc., whose
@@ -70,6 +82,18 @@ func matmulGrid(rows, out int) int {
 	return ceilDiv(out, mmTile) * ceilDiv(rows, mmTile)
 }
 
+// tcGrid is matmul_tc_W's grid: ceil(rows/32)*ceil(out/64) blocks below
+// 64 rows, ceil(rows/128)*ceil(out/64) from 64 rows.
+func tcGrid(rows, out int) int {
+	if rows < tcBigRows {
+		return ceilDiv(rows, tcTileRows) * ceilDiv(out, tcTileOut)
+	}
+	return ceilDiv(rows, tcBigTileRows) * ceilDiv(out, tcTileOut)
+}
+
+// tcCapable: weights of type t can go through matmul_tc_W on this backend.
+func (b *Backend) tcCapable(t DType) bool { return b.tc && (t == BF16 || t == F16) }
+
 func (b *Backend) matmul(y, x runtime.DevicePtr, w matrix, bias *runtime.Buffer, rows, in, out int, accumulate bool) error {
 	var bp runtime.DevicePtr
 	if bias != nil {
@@ -84,6 +108,9 @@ func (b *Backend) matmulPtr(y, x runtime.DevicePtr, w matrix, bias runtime.Devic
 	acc := uint32(0)
 	if accumulate {
 		acc = 1
+	}
+	if rows >= tcRows && b.tcCapable(w.dtype) {
+		return b.launch("matmul_tc_"+w.dtype.Suffix(), g1(tcGrid(rows, out)), y, x, w.buf, bias, u32(rows), u32(in), u32(out), acc)
 	}
 	return b.launch("matmul_"+w.dtype.Suffix(), g1(matmulGrid(rows, out)), y, x, w.buf, bias, u32(rows), u32(in), u32(out), acc)
 }

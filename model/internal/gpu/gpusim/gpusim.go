@@ -36,6 +36,16 @@ type Faults struct {
 	code     simgpu.Code
 	launches atomic.Int64
 	hook     func(n int64)
+	byName   sync.Map // kernel name -> *atomic.Int64
+}
+
+// Launched counts the launches of forward kernel name so far (rejected
+// ones included), for tests of which kernel the backend picks.
+func (f *Faults) Launched(name string) int64 {
+	if c, ok := f.byName.Load(name); ok {
+		return c.(*atomic.Int64).Load()
+	}
+	return 0
 }
 
 // OnLaunch calls fn with the number of each forward launch as it is
@@ -105,7 +115,9 @@ func DriverWith(memory uint64, faults *Faults, edit func(*simgpu.Config)) *simgp
 func (f *Faults) wrap(k simgpu.KernelDef) simgpu.KernelDef {
 	run := k.Run
 	var pendingFault atomic.Pointer[simgpu.Code]
+	count, _ := f.byName.LoadOrStore(k.Name, new(atomic.Int64))
 	k.Reject = func(_, _ driver.Dim3) error {
+		count.(*atomic.Int64).Add(1)
 		code, ok := f.hit()
 		if !ok {
 			return nil
@@ -148,6 +160,11 @@ func forwardKernels() []simgpu.KernelDef {
 			simgpu.KernelDef{Name: "embed_" + dt.suffix(), ParamSizes: []int{8, 8, 8, 4, 4, 4}, Run: embed(dt)},
 			simgpu.KernelDef{Name: "rmsnorm_" + dt.suffix(), ParamSizes: []int{8, 8, 8, 4, 4, 4}, Run: rmsnorm(dt)},
 			simgpu.KernelDef{Name: "matmul_" + dt.suffix(), ParamSizes: []int{8, 8, 8, 8, 4, 4, 4, 4}, Run: matmul(dt)})
+	}
+	// matmul_tc_W: matmul_W's semantics on the tensor cores (16-bit weights;
+	// the backend launches it on CUDA from 16 rows).
+	for _, dt := range []wtype{wF16, wBF16} {
+		ks = append(ks, simgpu.KernelDef{Name: "matmul_tc_" + dt.suffix(), ParamSizes: []int{8, 8, 8, 8, 4, 4, 4, 4}, Run: matmul(dt)})
 	}
 	return append(ks, quantKernels()...)
 }
