@@ -12,7 +12,9 @@ from CUDA-graph replays, the weight-read floor = bytes / the copy bandwidth
 measured in this run, the percentage of that floor reached, TFLOP/s, and
 torch's bf16 F.linear on the same shape, graph-replayed too; then
 attention_f32 at Llama-3-8B decode and prefill shapes against the K/V read
-floor and torch's scaled_dot_product_attention.
+floor and torch's scaled_dot_product_attention. Before those, matmul_tc_bf16
+(tensor cores) against torch.matmul in bf16 and the SIMT matmul_bf16 at
+the Llama-3.2-1B shapes (tc_timings; FK_SKIP_TC=1 skips it).
 
 Launch shapes follow the comments in forward.cu (FW_*_THREADS, grid rules).
 FK_CASES=name,... narrows the timed cases; FK_SKIP_CHECKS=1 skips the checks.
@@ -80,6 +82,11 @@ def mm_grid(rows, out):
     return cdiv(out, 64) * cdiv(rows, 64) if rows >= 64 else cdiv(out, 8) * cdiv(rows, 8)
 
 
+def tc_grid(rows, out):
+    """matmul_tc_W's grid: 32-row x 64-output tiles below 64 rows, 128 x 64 from 64."""
+    return cdiv(out, 64) * (cdiv(rows, 128) if rows >= 64 else cdiv(rows, 32))
+
+
 def report(name, got, ref, tol):
     got = got.double().cpu()
     ref = ref.double().cpu()
@@ -136,6 +143,28 @@ def checks():
             launch("matmul_" + s, mm_grid(rows, n), ptr(y), ptr(x), ptr(w), ptr(None), u32(rows), u32(k), u32(n), u32(0))
             sync()
             report(f"matmul_{s}/{rows}x{k}x{n}", y, x.double() @ w.double().T, 1e-5)
+    # matmul_tc (tensor cores, hi/lo split activations): awkward shapes
+    # (in not a multiple of 8: the scalar path; partial tiles), then the
+    # Llama-3.2-1B shapes at batched-decode and prefill row counts. The
+    # split keeps x to 2^-16 (bf16) / 2^-22 (f16) relative; the tensor
+    # cores' own f32 accumulation is not IEEE-exact, hence 2e-5 of max|ref|.
+    for s in ("bf16", "f16"):
+        shapes = [(16, 77, 100), (33, 576, 577), (130, 1040, 300), (1, 64, 8)]
+        shapes += [(r, k, n) for r in (16, 32, 64, 512, 513) for k, n in TC_SHAPES]
+        for rows, k, n in shapes:
+            x = torch.randn(rows, k, device=DEV)
+            w = (torch.randn(n, k, device=DEV) / math.sqrt(k)).to(WDT[s])
+            b = torch.randn(n, device=DEV)
+            y0 = torch.randn(rows, n, device=DEV)
+            y = y0.clone()
+            launch("matmul_tc_" + s, tc_grid(rows, n), ptr(y), ptr(x), ptr(w), ptr(b), u32(rows), u32(k), u32(n), u32(1))
+            sync()
+            ref = x.double() @ w.double().T
+            report(f"matmul_tc_{s}/{rows}x{k}x{n}/bias+acc", y, ref + b.double() + y0.double(), 2e-5)
+            y = torch.full((rows, n), float("nan"), device=DEV)
+            launch("matmul_tc_" + s, tc_grid(rows, n), ptr(y), ptr(x), ptr(w), ptr(None), u32(rows), u32(k), u32(n), u32(0))
+            sync()
+            report(f"matmul_tc_{s}/{rows}x{k}x{n}", y, ref, 2e-5)
     # rope (llama3-like base), positions up to 2^20
     for heads, hd in ((32, 128), (9, 64), (3, 10)):
         half = hd // 2
@@ -272,9 +301,72 @@ CASES = [
 ]
 
 
+# (in, out) of Llama-3.2-1B's matmuls per layer (q|k|v, o, gate|up, down).
+TC_SHAPES = [(2048, 3072), (2048, 2048), (2048, 16384), (8192, 2048)]
+TC_NAMES = ["qkv", "o", "gate_up", "down"]
+
+
+def tc_timings(bw):
+    """matmul_tc_bf16 against torch.matmul in bf16 and the SIMT matmul_bf16
+    at the Llama-3.2-1B shapes, rows 16/32/64 (batched decode) and 512/513
+    (prefill), one JSON line per case; then per row count the 16 layers'
+    matmul time and the tokens/s it alone would allow (prefill: rows
+    tokens per pass; decode: rows sequences per step, plus the tied LM
+    head, 128256 x 2048, at that row count)."""
+    tc, simt = mod.get_function("matmul_tc_bf16"), mod.get_function("matmul_bf16")
+    shapes = list(zip(TC_NAMES, TC_SHAPES)) + [("lm_head", (2048, 128256))]
+    for rows in (16, 32, 64, 512, 513):
+        layer_us = {"tc": 0.0, "simt": 0.0, "torch": 0.0}
+        lm = {}
+        for name, (k, n) in shapes:
+            w = (torch.randn(n, k, device=DEV) / math.sqrt(k)).bfloat16()
+            x = torch.randn(rows, k, device=DEV)
+            y = torch.empty(rows, n, device=DEV)
+            args = (ptr(y), ptr(x), ptr(w), ptr(None), u32(rows), u32(k), u32(n), u32(0))
+
+            def run(fn, grid):
+                def go():
+                    with cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream):
+                        fn((grid,), (256,), args)
+                return go
+
+            reps = 5 if rows >= 512 or n > 100000 else 50
+            us_simt = graph_us(run(simt, mm_grid(rows, n)), reps)
+            us = graph_us(run(tc, tc_grid(rows, n)), reps)
+            xb = x.bfloat16()
+            tus = graph_us(lambda: torch.matmul(xb, w.T), reps)
+            ref = x.double() @ w.double().T
+            err = ((y.double() - ref).abs().max() / ref.abs().max()).item()
+            bytes_ = n * k * 2 + rows * k * 4 + rows * n * 4
+            floor = bytes_ / (bw * 1e6)
+            print(json.dumps({"case": f"tc/llama3.2-1b/{name}", "rows": rows, "out": n, "in": k, "dtype": "bf16",
+                              "tc_us": round(us, 2), "simt_us": round(us_simt, 2), "torch_bf16_us": round(tus, 2),
+                              "floor_us": round(floor, 2), "pct_floor": round(100 * floor / us, 1),
+                              "TFLOPs": round(2 * rows * n * k / us / 1e6, 2),
+                              "torch_TFLOPs": round(2 * rows * n * k / tus / 1e6, 2),
+                              "max_rel_err": float(f"{err:.2g}")}), flush=True)
+            if name == "lm_head":
+                lm = {"tc": us, "simt": us_simt, "torch": tus}
+            else:
+                layer_us["tc"] += us
+                layer_us["simt"] += us_simt
+                layer_us["torch"] += tus
+        out = {"case": "tc/llama3.2-1b/summary", "rows": rows}
+        for kind in ("tc", "simt", "torch"):
+            step = 16 * layer_us[kind]
+            out[f"{kind}_layers_us"] = round(step, 1)
+            if rows >= 512:
+                out[f"{kind}_prefill_tokps"] = round(rows / step * 1e6)
+            else:
+                out[f"{kind}_decode_tokps"] = round(rows / (step + lm[kind]) * 1e6)
+        print(json.dumps(out), flush=True)
+
+
 def timings():
     bw = copy_bw()
     print(json.dumps({"copy_TBps": round(bw, 3)}), flush=True)
+    if not os.environ.get("FK_SKIP_TC"):
+        tc_timings(bw)
     want = os.environ.get("FK_CASES")
     fn = mod.get_function("matmul_bf16")
     for name, n, k in CASES:
