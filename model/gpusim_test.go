@@ -22,6 +22,7 @@ import (
 	"github.com/hipgo/hipgo/model/modeltest"
 	"github.com/hipgo/hipgo/model/safetensors"
 	"github.com/hipgo/hipgo/runtime"
+	"github.com/hipgo/hipgo/runtime/driver"
 )
 
 // simDevice opens a simulated GPU (CUDA sm_90: the backend loads the real
@@ -120,7 +121,8 @@ func TestSimGPULogitsAndGreedyTokensMatchTheCPU(t *testing.T) {
 // or more runs its bf16/f16 weights through matmul_tc_W, one launch per
 // layer for each of q|k|v, o, gate|up and down (and one more for the LM
 // head when every position's logits are asked for); a pass of fewer rows,
-// the LM head over one gathered row, and f32 weights stay on matmul_W.
+// the LM head over one gathered row, and f32 weights stay on matmul_W; on a
+// ROCm device every matmul stays on matmul_W.
 func TestSimGPUTensorCoreMatmulFromSixteenRows(t *testing.T) {
 	ctx := context.Background()
 	for name, spec := range simSpecs() {
@@ -152,6 +154,24 @@ func TestSimGPUTensorCoreMatmulFromSixteenRows(t *testing.T) {
 			require.Equal(t, int64(want), faults.Launched(tc), "20 rows, every position's logits")
 		})
 	}
+	// On ROCm the MMA would be emulated: matmul_W at every row count.
+	t.Run("rocm", func(t *testing.T) {
+		spec := modeltest.SmolLMTiny()
+		faults := &gpusim.Faults{}
+		dev, err := runtime.Open(ctx, runtime.WithDrivers(gpusim.DriverWith(2<<30, faults, func(c *simgpu.Config) {
+			c.Kind, c.Format, c.Arch = driver.ROCm, driver.HSACO, "gfx90a"
+		})))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = dev.Close() })
+		m := loadSpec(t, spec, WithDevice(dev))
+		require.Contains(t, m.Backend(), "rocm")
+		s := m.NewSession()
+		defer s.Close()
+		_, err = s.Forward(ctx, testTokens(20, spec.Vocab), true)
+		require.NoError(t, err)
+		require.Zero(t, faults.Launched("matmul_tc_bf16"))
+		require.Equal(t, int64(4*spec.Layers+1), faults.Launched("matmul_bf16"), "every matmul on matmul_W")
+	})
 }
 
 // TestSimGPUChunkedStepsMatch proves steps longer than one pass through the
