@@ -57,6 +57,17 @@ DEVICE uint32_t lane_read_u32(uint32_t v, uint32_t src) {
   return r;
 }
 
+// Copies are synchronous: every wait finds them done.
+struct alignas(16) async_u32x4 {
+  uint32_t v[4];
+};
+DEVICE void async_copy16(void* dst, const void* src, bool valid) {
+  *(async_u32x4*)dst = valid ? *(const async_u32x4*)src : async_u32x4{{0u, 0u, 0u, 0u}};
+}
+DEVICE void async_commit() {}
+template <int N>
+DEVICE void async_wait() {}
+
 DEVICE void grid_fence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 DEVICE uint32_t grid_atomic_add(uint32_t* p, uint32_t v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
 // Blocks run one after another, launches one after another: nothing to wait for.

@@ -393,15 +393,16 @@ DEVICE void matmul(float* y, const float* x, const W* w, const float* bias, uint
 // row tile) the block's 8 warps are 2 output halves x 4 slices of in,
 // reduced through shared memory at the end, so a small out still makes
 // enough blocks to stream the weights; from 64 rows (prefill) they are 4 row
-// quarters x 2 output halves. Each lane loads its operands straight from
-// global memory, 16 bytes of weights per output tile and 32 bytes of x per
-// row: the chunk's k order is permuted (lane quad t holds k = 8t..8t+7, of
-// which MMA h takes 8t+4h..8t+4h+3 as its logical k = 2t, 2t+1, 2t+8, 2t+9)
-// identically for A and B, which leaves every dot product unchanged. The
-// weights are loaded one chunk ahead; x (small, cached) as it is used,
-// which keeps a thread to 128 registers for 2 resident blocks per SM
-// (KBOUNDS_OCC; ptxas 12.9 for sm_90: 128 registers, 12 bytes spilled
-// for bf16). The scalar path (in not a multiple of 8, or w or x not 16-byte aligned)
+// quarters x 2 output halves. Each lane loads its own operands, 16 bytes of
+// weights per output tile and 32 bytes of x per row: the chunk's k order is
+// permuted (lane quad t holds k = 8t..8t+7, of which MMA h takes
+// 8t+4h..8t+4h+3 as its logical k = 2t, 2t+1, 2t+8, 2t+9) identically for
+// A and B, which leaves every dot product unchanged. The weights stream
+// through a per-warp ring in shared memory, FW_TC_STAGES chunks in flight
+// (async_copy16: cp.async on NVPTX; each lane reads back only its own
+// copies, so no barrier); x (small, cached) is loaded as it is used. A
+// thread keeps to 128 registers for 2 resident blocks per SM (ptxas 12.9,
+// sm_90: 128 registers, no spills, 48 KB of shared memory). The scalar path (in not a multiple of 8, or w or x not 16-byte aligned)
 // loads element by element; edges (rows, out, in) are masked with zeros.
 //
 // One source for every port: on NVPTX the MMA is the instruction; on
@@ -415,6 +416,10 @@ DEVICE void matmul(float* y, const float* x, const W* w, const float* bias, uint
 #define FW_TC_MT 2         // 16-row MMA tiles per warp
 #define FW_TC_NT 4         // 8-output MMA tiles per warp
 #define FW_TC_TN 64        // outputs per block tile (both shapes)
+#define FW_TC_STAGES 3     // chunks of weights in flight per warp
+// Each warp's ring: FW_TC_STAGES chunks of FW_TC_NT tiles x 32 lanes x 16
+// bytes (6 KB; the in-split reduction reuses its first 4 KB).
+#define FW_TC_WARP_SMEM (FW_TC_STAGES * FW_TC_NT * 32)
 
 // TC_AMD_CALL: a function AMDGPU calls instead of inlining (the emulated
 // MMA inlined at each of the kernel's 64 MMAs made the code objects six
@@ -533,10 +538,12 @@ TC_AMD_CALL void tc_mma(W, float* c, const uint32_t* a, const uint32_t* b) {
 }
 #endif
 
-// tc_load_w: the weights of this warp's FW_TC_NT output tiles for the
-// 32-wide chunk at k0 (lane (g, t): row obase + 8j + g, k0+8t .. k0+8t+7).
+// tc_load_w: starts loading the weights of this warp's FW_TC_NT output
+// tiles for the 32-wide chunk at k0 into ring slot dst (lane (g, t): row
+// obase + 8j + g, k0+8t .. k0+8t+7, at dst[j*32 + lane]); each lane later
+// reads back only what it loaded itself. The scalar path stores at once.
 template <typename W>
-TC_AMD_CALL void tc_load_w(fw_u32x4* wv, const W* w, uint32_t in, uint32_t out, uint32_t obase, uint32_t k0,
+TC_AMD_CALL void tc_load_w(fw_u32x4* dst, const W* w, uint32_t in, uint32_t out, uint32_t obase, uint32_t k0,
                            bool vec) {
   const uint32_t lane = thread_idx_x() & 31u, g = lane >> 2, t = lane & 3u;
   const uint32_t k = k0 + 8u * t;
@@ -544,15 +551,18 @@ TC_AMD_CALL void tc_load_w(fw_u32x4* wv, const W* w, uint32_t in, uint32_t out, 
   for (uint32_t j = 0; j < FW_TC_NT; ++j) {
     const uint32_t o = obase + 8u * j + g;
     const W* p = w + (uint64_t)o * in + k;
-    if (vec && o < out && k < in) {
-      wv[j] = *(const fw_u32x4*)p;
+    if (vec) {
+      const bool valid = o < out && k < in;
+      async_copy16(&dst[j * 32u + lane], valid ? (const void*)p : (const void*)w, valid);
     } else {
+      fw_u32x4 v;
 #pragma unroll
       for (uint32_t e = 0; e < 4; ++e) {
         const uint32_t lo = (o < out && k + 2 * e < in) ? p[2 * e].bits : 0u;
         const uint32_t hi = (o < out && k + 2 * e + 1 < in) ? p[2 * e + 1].bits : 0u;
-        wv[j].v[e] = lo | (hi << 16);
+        v.v[e] = lo | (hi << 16);
       }
+      dst[j * 32u + lane] = v;
     }
   }
 }
@@ -603,8 +613,8 @@ TC_AMD_CALL void tc_compute(float (*acc)[FW_TC_NT][4], const fw_u32x4* wv, const
 // matmul_tc_tile: the block tile of WM x WN x WK warps (rows WM*32, outputs
 // WN*32, in split WK ways and reduced in shared memory).
 template <typename W, uint32_t WM, uint32_t WN, uint32_t WK>
-DEVICE void matmul_tc_tile(float* y, const float* x, const W* w, const float* bias, uint32_t rows, uint32_t in,
-                           uint32_t out, uint32_t accumulate) {
+DEVICE void matmul_tc_tile(fw_u32x4* smem, float* y, const float* x, const W* w, const float* bias, uint32_t rows,
+                           uint32_t in, uint32_t out, uint32_t accumulate) {
   static_assert(WM * WN * WK == FW_TC_WARPS && WN * FW_TC_NT * 8 == FW_TC_TN, "tile shape");
   const uint32_t tm = WM * FW_TC_MT * 16;
   const uint32_t tiles = (rows + tm - 1) / tm;
@@ -624,42 +634,60 @@ DEVICE void matmul_tc_tile(float* y, const float* x, const W* w, const float* bi
     for (uint32_t j = 0; j < FW_TC_NT; ++j)
 #pragma unroll
       for (uint32_t e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
+  fw_u32x4* ring = smem + warp * FW_TC_WARP_SMEM;
   if (live_mt > 0 && obase < out) {  // warp-uniform; the block_sync below is outside
     const uint32_t chunks = (in + 31u) / 32u;
-    // The weights one chunk ahead: in flight while this chunk computes.
-    fw_u32x4 cur[FW_TC_NT], nxt[FW_TC_NT];
-    if (wk < chunks) tc_load_w(cur, w, in, out, obase, 32u * wk, vec);
-    for (uint32_t kc = wk; kc < chunks; kc += WK) {
-      const bool more = kc + WK < chunks;
-      if (more) tc_load_w(nxt, w, in, out, obase, 32u * (kc + WK), vec);
-      tc_compute<W>(acc, cur, x, rows, in, rbase, 32u * kc, live_mt, vec);
-      if (more)
+    // The weights of FW_TC_STAGES chunks are in flight through this warp's
+    // ring in shared memory: one group of copies per chunk (an empty group
+    // past the end keeps the count), and the wait for chunk kc leaves the
+    // FW_TC_STAGES - 1 after it in flight while it computes.
 #pragma unroll
-        for (uint32_t j = 0; j < FW_TC_NT; ++j) cur[j] = nxt[j];
+    for (uint32_t d = 0; d < FW_TC_STAGES; ++d) {
+      const uint32_t kc = wk + d * WK;
+      if (kc < chunks) tc_load_w(ring + d * FW_TC_NT * 32u, w, in, out, obase, 32u * kc, vec);
+      async_commit();
     }
+    uint32_t slot = 0;
+    for (uint32_t kc = wk; kc < chunks; kc += WK) {
+      async_wait<FW_TC_STAGES - 1>();
+      fw_u32x4* sl = ring + slot * FW_TC_NT * 32u;
+      fw_u32x4 cur[FW_TC_NT];
+#pragma unroll
+      for (uint32_t j = 0; j < FW_TC_NT; ++j) cur[j] = sl[j * 32u + lane];
+      tc_compute<W>(acc, cur, x, rows, in, rbase, 32u * kc, live_mt, vec);
+      // The slot is free once cur was used (the MMAs above read it).
+      const uint32_t next = kc + FW_TC_STAGES * WK;
+      if (next < chunks) tc_load_w(sl, w, in, out, obase, 32u * next, vec);
+      async_commit();
+      slot = slot + 1 == FW_TC_STAGES ? 0 : slot + 1;
+    }
+    async_wait<0>();
   }
   if (WK > 1) {
     // Slices 1..WK-1 hand their sums to slice 0 (warps warp+1 .. warp+WK-1
-    // share its rows and outputs); [idx][lane] keeps the lanes on distinct
+    // share its rows and outputs) through the first 4 KB of their own ring,
+    // which no other warp touches; [idx][lane] keeps the lanes on distinct
     // banks.
-    __shared__ float red[FW_TC_WARPS][FW_TC_MT * FW_TC_NT * 4][32];
+    float* red = (float*)ring;
     if (wk != 0) {
 #pragma unroll
       for (uint32_t i = 0; i < FW_TC_MT; ++i)
 #pragma unroll
         for (uint32_t j = 0; j < FW_TC_NT; ++j)
 #pragma unroll
-          for (uint32_t e = 0; e < 4; ++e) red[warp][(i * FW_TC_NT + j) * 4 + e][lane] = acc[i][j][e];
+          for (uint32_t e = 0; e < 4; ++e) red[((i * FW_TC_NT + j) * 4 + e) * 32u + lane] = acc[i][j][e];
     }
     block_sync();
     if (wk != 0) return;
-    for (uint32_t q = 1; q < WK; ++q)
+    for (uint32_t q = 1; q < WK; ++q) {
+      const float* other = (const float*)(ring + q * FW_TC_WARP_SMEM);
 #pragma unroll
       for (uint32_t i = 0; i < FW_TC_MT; ++i)
 #pragma unroll
         for (uint32_t j = 0; j < FW_TC_NT; ++j)
 #pragma unroll
-          for (uint32_t e = 0; e < 4; ++e) acc[i][j][e] += red[warp + q][(i * FW_TC_NT + j) * 4 + e][lane];
+          for (uint32_t e = 0; e < 4; ++e) acc[i][j][e] += other[((i * FW_TC_NT + j) * 4 + e) * 32u + lane];
+    }
   }
   const uint32_t g = lane >> 2, t = lane & 3u;
 #pragma unroll
@@ -677,10 +705,13 @@ template <typename W>
 DEVICE void matmul_tc(float* y, const float* x, const W* w, const float* bias, uint32_t rows, uint32_t in,
                       uint32_t out, uint32_t accumulate) {
   fw_early_start();
+  // Both tiles share the block's static shared memory (48 KB, the most a
+  // kernel may declare statically): each warp's weight ring.
+  __shared__ fw_u32x4 smem[FW_TC_WARPS * FW_TC_WARP_SMEM];
   if (rows >= FW_TC_BIG_ROWS)
-    matmul_tc_tile<W, 4, 2, 1>(y, x, w, bias, rows, in, out, accumulate);
+    matmul_tc_tile<W, 4, 2, 1>(smem, y, x, w, bias, rows, in, out, accumulate);
   else
-    matmul_tc_tile<W, 1, 2, 4>(y, x, w, bias, rows, in, out, accumulate);
+    matmul_tc_tile<W, 1, 2, 4>(smem, y, x, w, bias, rows, in, out, accumulate);
 }
 
 // =====================================================================
@@ -907,9 +938,16 @@ FW_WEIGHT_KERNELS(f32, float)
 FW_WEIGHT_KERNELS(f16, fw_f16)
 FW_WEIGHT_KERNELS(bf16, fw_bf16)
 
-// matmul_tc_W: the 16-bit weight types only (see matmul_tc).
+// matmul_tc_W: the 16-bit weight types only (see matmul_tc). NVPTX asks
+// for 2 resident blocks per SM (128 registers a thread); on AMDGPU, where
+// the MMA is emulated, 2 blocks' 48 KB of LDS would not fit gfx90a's 64 KB.
+#if defined(__NVPTX__)
+#define FW_TC_BOUNDS KBOUNDS_OCC(FW_TC_THREADS, 2)
+#else
+#define FW_TC_BOUNDS KBOUNDS(FW_TC_THREADS)
+#endif
 #define FW_TC_KERNEL(SUF, W)                                                                                   \
-  KERNEL KBOUNDS_OCC(FW_TC_THREADS, 2) void matmul_tc_##SUF(float* y, const float* x, const W* w, const float* bias,  \
+  KERNEL FW_TC_BOUNDS void matmul_tc_##SUF(float* y, const float* x, const W* w, const float* bias,             \
                                                      uint32_t rows, uint32_t in, uint32_t out,                \
                                                      uint32_t accumulate) {                                   \
     matmul_tc(y, x, w, bias, rows, in, out, accumulate);                                                      \

@@ -136,6 +136,40 @@ DEVICE uint32_t lane_read_u32(uint32_t v, uint32_t src) {
 }
 #endif
 
+// ---- asynchronous copies into shared memory ----
+// async_copy16(dst, src, valid): 16 bytes from global src (16-byte aligned)
+// to shared dst (16-byte aligned), or 16 zero bytes when !valid (src is
+// not read then). The copy lands at some point before the async_wait that
+// covers it; async_commit closes the group of copies this thread issued
+// since the last one, and async_wait<N>() waits until at most the N most
+// recent groups are still in flight. Only the issuing thread may rely on
+// the data after its wait (others need a barrier too). NVPTX (sm_80 and
+// later): cp.async.ca with a source size of 16 or 0; AMDGPU: a plain copy
+// (the wait is a no-op).
+#if defined(__NVPTX__)
+DEVICE void async_copy16(void* dst, const void* src, bool valid) {
+  uint64_t d;
+  asm("cvta.to.shared.u64 %0, %1;" : "=l"(d) : "l"(dst));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;" ::"l"(d), "l"(src), "r"(valid ? 16u : 0u)
+               : "memory");
+}
+DEVICE void async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N>
+DEVICE void async_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
+#else
+struct __attribute__((aligned(16))) async_u32x4 {
+  uint32_t v[4];
+};
+DEVICE void async_copy16(void* dst, const void* src, bool valid) {
+  *(async_u32x4*)dst = valid ? *(const async_u32x4*)src : async_u32x4{{0u, 0u, 0u, 0u}};
+}
+DEVICE void async_commit() {}
+template <int N>
+DEVICE void async_wait() {}
+#endif
+
 // ---- device-wide atomics and fences (the last-block-done pattern) ----
 // grid_fence: this thread's global-memory writes before it are visible to
 // every block before its writes after it (CUDA's __threadfence).
