@@ -147,7 +147,11 @@ def checks():
     # (in not a multiple of 8: the scalar path; partial tiles), then the
     # Llama-3.2-1B shapes at batched-decode and prefill row counts. The
     # split keeps x to 2^-16 (bf16) / 2^-22 (f16) relative; the tensor
-    # cores' own f32 accumulation is not IEEE-exact, hence 2e-5 of max|ref|.
+    # cores' own f32 accumulation is not IEEE-exact, hence 2e-5 of max|ref|
+    # at in <= 2048. Both errors are sums over in terms of random sign, so
+    # against max|ref| they grow as sqrt(in): the bound scales with it (the
+    # first H200 run measured 2.0e-5 to 2.8e-5 at in 8192, and at most
+    # 1.2e-5 at in 2048).
     for s in ("bf16", "f16"):
         shapes = [(16, 77, 100), (33, 576, 577), (130, 1040, 300), (1, 64, 8)]
         shapes += [(r, k, n) for r in (16, 32, 64, 512, 513) for k, n in TC_SHAPES]
@@ -160,11 +164,12 @@ def checks():
             launch("matmul_tc_" + s, tc_grid(rows, n), ptr(y), ptr(x), ptr(w), ptr(b), u32(rows), u32(k), u32(n), u32(1))
             sync()
             ref = x.double() @ w.double().T
-            report(f"matmul_tc_{s}/{rows}x{k}x{n}/bias+acc", y, ref + b.double() + y0.double(), 2e-5)
+            tol = 2e-5 * max(1.0, math.sqrt(k / 2048))
+            report(f"matmul_tc_{s}/{rows}x{k}x{n}/bias+acc", y, ref + b.double() + y0.double(), tol)
             y = torch.full((rows, n), float("nan"), device=DEV)
             launch("matmul_tc_" + s, tc_grid(rows, n), ptr(y), ptr(x), ptr(w), ptr(None), u32(rows), u32(k), u32(n), u32(0))
             sync()
-            report(f"matmul_tc_{s}/{rows}x{k}x{n}", y, ref, 2e-5)
+            report(f"matmul_tc_{s}/{rows}x{k}x{n}", y, ref, tol)
     # rope (llama3-like base), positions up to 2^20
     for heads, hd in ((32, 128), (9, 64), (3, 10)):
         half = hd // 2
