@@ -24,7 +24,7 @@ func TestChatPageStreamsInHeadlessChromium(t *testing.T) {
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(chromium), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
 		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.NoFirstRun, chromedp.UserDataDir(t.TempDir()),
+		chromedp.Flag("disable-sync", true), chromedp.NoFirstRun, chromedp.UserDataDir(browserProfile(t)),
 	}
 	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
 	defer cancel()
@@ -59,4 +59,26 @@ func TestChatPageStreamsInHeadlessChromium(t *testing.T) {
 	require.Equal(t, "true", done, "the reply ended without an error")
 	require.NotEmpty(t, final)
 	require.Less(t, len(partial), len(final), "text was shown before the reply was complete")
+}
+
+// browserProfile is a user-data directory for Chromium, removed when the
+// test ends. Not t.TempDir: Chromium's helper processes can still be
+// writing into the profile for a moment after the browser exits, and
+// TempDir's cleanup then fails the test ("directory not empty"), as it did
+// under load in make test. The removal retries for up to 10 s and then only
+// logs what is left.
+func browserProfile(t *testing.T) string {
+	dir, err := os.MkdirTemp("", "hipgo-chromium-")
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		var err error
+		for range 100 {
+			if err = os.RemoveAll(dir); err == nil {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Logf("browser profile %s left behind: %v", dir, err)
+	})
+	return dir
 }
