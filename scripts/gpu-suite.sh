@@ -55,9 +55,7 @@
 #             bf16, made with transformers on the GPU, with the tokenizer
 #             written by tools/gpubench/vocab_tokenizer.py into
 #             $SIDE_TOKENIZERS/{llama1b,smollm135m}): hipgo's decodebench
-#             (graphs on and off; with SIDE_UNFUSED=1 also graphs on with
-#             the fused decode kernels off, HIPGO_GPU_FUSED=0, as tool
-#             "hipgo-unfused"), transformers eager and static-cache
+#             (graphs on and off), transformers eager and static-cache
 #             torch.compile, the weight-read floor, and llama.cpp when
 #             $LLAMA_CPP names a CUDA build of it (its build/bin and
 #             convert_hf_to_gguf.py; nothing here builds it): the weights
@@ -400,11 +398,6 @@ if has side; then
         || { status=1; note "side $shape: decodebench (graphs=$g) FAILED"; tail -5 "$LOGS/side-$shape.err"; }
       sed "s/\"tool\":\"hipgo\"/\"tool\":\"hipgo-graphs$g\"/" "$j.hipgo$g" >>"$j"
     done
-    if [ -n "${SIDE_UNFUSED:-}" ]; then
-      HIPGO_GPU_FUSED=0 $bin/decodebench -model "$d" -device gpu -label "$shape" >"$j.unfused" 2>>"$LOGS/side-$shape.err" \
-        || { status=1; note "side $shape: decodebench (unfused) FAILED"; tail -5 "$LOGS/side-$shape.err"; }
-      sed "s/\"tool\":\"hipgo\"/\"tool\":\"hipgo-unfused\"/" "$j.unfused" >>"$j"
-    fi
     python3 $sbs hf "$d" ${SIDE_HF_MODES:-eager compile} >>"$j" 2>>"$LOGS/side-$shape.err" || { status=1; note "side $shape: transformers FAILED"; tail -5 "$LOGS/side-$shape.err"; }
     if [ -n "${LLAMA_CPP:-}" ] && [ -x "$LLAMA_CPP/build/bin/llama-bench" ]; then
       [ -f "$d.gguf" ] || python3 "$LLAMA_CPP/convert_hf_to_gguf.py" "$d" --outtype bf16 --outfile "$d.gguf" >>"$LOGS/side-$shape.err" 2>&1 \

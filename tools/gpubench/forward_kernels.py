@@ -15,11 +15,6 @@ attention_f32 at Llama-3-8B decode and prefill shapes against the K/V read
 floor and torch's scaled_dot_product_attention. Before those, matmul_tc_bf16
 (tensor cores) against torch.matmul in bf16 and the SIMT matmul_bf16 at
 the Llama-3.2-1B shapes (tc_timings; FK_SKIP_TC=1 skips it).
-The fused decode kernels
-(rmsnorm_matmul_W, rmsnorm_matmul_silu_W, rope_kv_store_f32) are checked
-for the same bytes as the launches they replace ("same_bytes") and against
-torch, and timed against those launches at Llama-3.2-1B decode shapes
-("fused_us", "unfused_us"); FK_FUSED_ONLY=1 skips the other timings.
 
 Launch shapes follow the comments in forward.cu (FW_*_THREADS, grid rules).
 FK_CASES=name,... narrows the timed cases; FK_SKIP_CHECKS=1 skips the checks.
@@ -269,139 +264,6 @@ def checks():
     report("copy_rows_f32", dst, src[idx.long()].double(), 0.0)
 
 
-def report_same(name, pairs):
-    """A bit-identity check: every (fused, unfused) tensor pair equal."""
-    ok = all(torch.equal(a.view(torch.int32), b.view(torch.int32)) for a, b in pairs)
-    if not ok:
-        failed.append(name)
-    print(json.dumps({"check": name, "same_bytes": ok, "ok": ok}), flush=True)
-
-
-# Llama-3.2-1B decode shapes: hidden, q|k|v rows, intermediate, vocab, and
-# heads / kv heads / head_dim.
-L1B = {"hidden": 2048, "qkv": 3072, "inter": 8192, "vocab": 128256, "heads": 32, "kv_heads": 8, "head_dim": 64}
-
-
-def fused_checks():
-    """The fused decode kernels against the launches they replace (same
-    bytes: torch.equal) and against torch in float64, at the 1B shapes
-    (bf16) and smaller ones for f16/f32, rows 1 (batch-1 decode) and 3."""
-    torch.manual_seed(2)
-    sync = torch.cuda.synchronize
-    D, eps = L1B["hidden"], 1e-5
-    for s, dt in WDT.items():
-        for rows in (1, 3):
-            for what, n in (("qkv", L1B["qkv"]), ("lm_head", L1B["vocab"] if s == "bf16" else 5003)):
-                x = torch.randn(rows, D, device=DEV) * 2
-                nw = (1 + 0.1 * torch.randn(D, device=DEV)).to(dt)
-                nwf = nw.float()
-                w = (torch.randn(n, D, device=DEV) / math.sqrt(D)).to(dt)
-                b = torch.randn(n, device=DEV) if what == "qkv" else None
-                y0 = torch.randn(rows, n, device=DEV)
-                for acc in (0, 1):
-                    yf, yu, xn = y0.clone(), y0.clone(), torch.empty_like(x)
-                    launch("rmsnorm_matmul_" + s, mm_grid(rows, n), ptr(yf), ptr(x), ptr(nwf), ptr(w), ptr(b), u32(rows),
-                           u32(D), u32(n), u32(acc), f32(eps))
-                    launch("rmsnorm_" + s, rows, ptr(xn), ptr(x), ptr(nw), u32(rows), u32(D), f32(eps))
-                    launch("matmul_" + s, mm_grid(rows, n), ptr(yu), ptr(xn), ptr(w), ptr(b), u32(rows), u32(D), u32(n), u32(acc))
-                    sync()
-                    name = f"rmsnorm_matmul_{s}/{what}/rows{rows}/acc{acc}"
-                    report_same(name + "/vs_unfused", [(yf, yu)])
-                    xd = x.double()
-                    ref = (xd * torch.rsqrt((xd * xd).mean(-1, keepdim=True) + eps) * nw.double()) @ w.double().T
-                    if b is not None:
-                        ref = ref + b.double()
-                    if acc:
-                        ref = ref + y0.double()
-                    report(name, yf, ref, 1e-5)
-            inter = L1B["inter"] if s == "bf16" else 1001
-            x = torch.randn(rows, D, device=DEV) * 2
-            nw = (1 + 0.1 * torch.randn(D, device=DEV)).to(dt)
-            w = (torch.randn(2 * inter, D, device=DEV) / math.sqrt(D) * 3).to(dt)
-            act_f, act_u = torch.full((rows, inter), float("nan"), device=DEV), torch.empty(rows, inter, device=DEV)
-            xn, gu = torch.empty_like(x), torch.empty(rows, 2 * inter, device=DEV)
-            nwf = nw.float()
-            launch("rmsnorm_matmul_silu_" + s, cdiv(inter, 4) * cdiv(rows, 8), ptr(act_f), ptr(x), ptr(nwf), ptr(w), ptr(None),
-                   u32(rows), u32(D), u32(inter), f32(eps))
-            launch("rmsnorm_" + s, rows, ptr(xn), ptr(x), ptr(nw), u32(rows), u32(D), f32(eps))
-            launch("matmul_" + s, mm_grid(rows, 2 * inter), ptr(gu), ptr(xn), ptr(w), ptr(None), u32(rows), u32(D), u32(2 * inter), u32(0))
-            launch("silu_mul_f32", cdiv(rows * inter, 256), ptr(act_u), ptr(gu), u32(rows), u32(inter))
-            sync()
-            name = f"rmsnorm_matmul_silu_{s}/inter{inter}/rows{rows}"
-            report_same(name + "/vs_unfused", [(act_f, act_u)])
-            xd = x.double()
-            g = (xd * torch.rsqrt((xd * xd).mean(-1, keepdim=True) + eps) * nw.double()) @ w.double().T
-            report(name, act_f, torch.nn.functional.silu(g[:, :inter]) * g[:, inter:], 1e-5)
-    # rope_kv_store against rope_f32 + kv_store_f32, 1B heads, decode and a short prefill.
-    H, KV, hd = L1B["heads"], L1B["kv_heads"], L1B["head_dim"]
-    half, kvd, stride = hd // 2, KV * hd, (H + 2 * KV) * hd
-    inv = (1.0 / (500000.0 ** (torch.arange(0, half, device=DEV, dtype=torch.float64) * 2 / hd))).float()
-    for T in (1, 7):
-        nslots = 64
-        pos = u32t([5 + 1000 * i for i in range(T)])
-        slots = u32t([(3 * i + 1) % nslots for i in range(T - 1)] + [nslots + 5])  # the last one out of range
-        qkv0 = torch.randn(T, stride, device=DEV)
-        kc0, vc0 = torch.randn(nslots, kvd, device=DEV), torch.randn(nslots, kvd, device=DEV)
-        qf, kf, vf = qkv0.clone(), kc0.clone(), vc0.clone()
-        qu, ku, vu = qkv0.clone(), kc0.clone(), vc0.clone()
-        launch("rope_kv_store_f32", T, ptr(qf), ptr(kf), ptr(vf), ptr(pos), ptr(inv), ptr(slots), u32(T), u32(H), u32(KV),
-               u32(hd), u32(stride), u32(nslots))
-        launch("rope_f32", T, ptr(qu), ptr(pos), ptr(inv), u32(T), u32(H + KV), u32(hd), u32(stride))
-        launch("kv_store_f32", T, ptr(ku), ptr(vu), ptr(qu), ptr(slots), u32(T), u32(kvd), u32(H * hd), u32((H + KV) * hd),
-               u32(stride), u32(nslots))
-        sync()
-        report_same(f"rope_kv_store_f32/T{T}/vs_unfused", [(qf, qu), (kf, ku), (vf, vu)])
-
-
-def fused_timings():
-    """One batch-1 decode layer's fused launches against the unfused ones
-    they replace, at the 1B shapes (bf16), graph-replayed: us per call."""
-    D, I, eps = L1B["hidden"], L1B["inter"], 1e-5
-    H, KV, hd = L1B["heads"], L1B["kv_heads"], L1B["head_dim"]
-    stride, kvd = (H + 2 * KV) * hd, KV * hd
-    x = torch.randn(1, D, device=DEV)
-    nw = torch.randn(D, device=DEV).bfloat16()
-    nwf = nw.float()
-    xn = torch.empty_like(x)
-    wqkv = torch.randn(L1B["qkv"], D, device=DEV).bfloat16()
-    wgu = torch.randn(2 * I, D, device=DEV).bfloat16()
-    qkv, gu, act = torch.empty(1, stride, device=DEV), torch.empty(1, 2 * I, device=DEV), torch.empty(1, I, device=DEV)
-    inv = torch.rand(hd // 2, device=DEV)
-    pos, slots = u32t([100]), u32t([3])
-    kc, vc = torch.empty(64, kvd, device=DEV), torch.empty(64, kvd, device=DEV)
-    n, V = L1B["qkv"], L1B["vocab"]
-    wlm = torch.randn(V, D, device=DEV).bfloat16()
-    logits = torch.empty(1, V, device=DEV)
-
-    def on_stream(calls):
-        def run():
-            with cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream):
-                for c in calls:
-                    c()
-        return run
-
-    cases = [
-        ("rmsnorm+qkv", [lambda: launch("rmsnorm_matmul_bf16", mm_grid(1, n), ptr(qkv), ptr(x), ptr(nwf), ptr(wqkv), ptr(None), u32(1), u32(D), u32(n), u32(0), f32(eps))],
-         [lambda: launch("rmsnorm_bf16", 1, ptr(xn), ptr(x), ptr(nw), u32(1), u32(D), f32(eps)),
-          lambda: launch("matmul_bf16", mm_grid(1, n), ptr(qkv), ptr(xn), ptr(wqkv), ptr(None), u32(1), u32(D), u32(n), u32(0))]),
-        ("rmsnorm+lm_head", [lambda: launch("rmsnorm_matmul_bf16", mm_grid(1, V), ptr(logits), ptr(x), ptr(nwf), ptr(wlm), ptr(None), u32(1), u32(D), u32(V), u32(0), f32(eps))],
-         [lambda: launch("rmsnorm_bf16", 1, ptr(xn), ptr(x), ptr(nw), u32(1), u32(D), f32(eps)),
-          lambda: launch("matmul_bf16", mm_grid(1, V), ptr(logits), ptr(xn), ptr(wlm), ptr(None), u32(1), u32(D), u32(V), u32(0))]),
-        ("rope+kv_store", [lambda: launch("rope_kv_store_f32", 1, ptr(qkv), ptr(kc), ptr(vc), ptr(pos), ptr(inv), ptr(slots), u32(1), u32(H), u32(KV), u32(hd), u32(stride), u32(64))],
-         [lambda: launch("rope_f32", 1, ptr(qkv), ptr(pos), ptr(inv), u32(1), u32(H + KV), u32(hd), u32(stride)),
-          lambda: launch("kv_store_f32", 1, ptr(kc), ptr(vc), ptr(qkv), ptr(slots), u32(1), u32(kvd), u32(H * hd), u32((H + KV) * hd), u32(stride), u32(64))]),
-        ("rmsnorm+gate_up+silu", [lambda: launch("rmsnorm_matmul_silu_bf16", cdiv(I, 4), ptr(act), ptr(x), ptr(nwf), ptr(wgu), ptr(None), u32(1), u32(D), u32(I), f32(eps))],
-         [lambda: launch("rmsnorm_bf16", 1, ptr(xn), ptr(x), ptr(nw), u32(1), u32(D), f32(eps)),
-          lambda: launch("matmul_bf16", mm_grid(1, 2 * I), ptr(gu), ptr(xn), ptr(wgu), ptr(None), u32(1), u32(D), u32(2 * I), u32(0)),
-          lambda: launch("silu_mul_f32", cdiv(I, 256), ptr(act), ptr(gu), u32(1), u32(I))]),
-    ]
-    for name, fused, unfused in cases:
-        fus = graph_us(on_stream(fused), reps=50)
-        uus = graph_us(on_stream(unfused), reps=50)
-        print(json.dumps({"case": f"fused/llama3.2-1b/{name}", "rows": 1, "fused_us": round(fus, 2), "unfused_us": round(uus, 2),
-                          "launches": [len(fused), len(unfused)]}), flush=True)
-
-
 def graph_us(fn, reps=50):
     """Median over 5 replays of a CUDA graph of reps calls, in us per call."""
     s = torch.cuda.Stream()
@@ -594,12 +456,7 @@ def attention_timings(bw):
 if __name__ == "__main__":
     if not os.environ.get("FK_SKIP_CHECKS"):
         checks()
-        fused_checks()
-    if os.environ.get("FK_FUSED_ONLY"):
-        fused_timings()
-    else:
-        timings()
-        fused_timings()
+    timings()
     if failed:
         print(json.dumps({"failed": failed}), flush=True)
         sys.exit(1)
