@@ -111,18 +111,6 @@ func (f *kernelForward) matmul(y, x *hostkern.Buf, rows int, m *cpu.Matrix, bias
 	f.launch("matmul_"+s, grid, y, x, w, optBias(bias), hostkern.U32(rows), hostkern.U32(m.Cols), hostkern.U32(m.Rows), a)
 }
 
-// rmsnormMatmul: y (+)= rmsnorm(x; nw) · mᵀ + bias in one rmsnorm_matmul
-// launch (the GPU backend's for chunks of at most 8 tokens).
-func (f *kernelForward) rmsnormMatmul(y, x *hostkern.Buf, rows int, nw []float32, m *cpu.Matrix, bias []float32, acc bool) {
-	s, w := f.weight(m)
-	a := hostkern.U32(0)
-	if acc {
-		a = 1
-	}
-	f.launch("rmsnorm_matmul_"+s, (m.Rows+7)/8*((rows+7)/8), y, x, hostkern.F32s(nw), w, optBias(bias), hostkern.U32(rows),
-		hostkern.U32(m.Cols), hostkern.U32(m.Rows), a, hostkern.F32(float32(f.cfg.RMSNormEps)))
-}
-
 func (f *kernelForward) rmsnorm(out, x *hostkern.Buf, rows int, w []float32) {
 	f.launch("rmsnorm_f32", rows, out, x, hostkern.F32s(w), hostkern.U32(rows), hostkern.U32(len(w)), hostkern.F32(float32(f.cfg.RMSNormEps)))
 }
@@ -155,36 +143,21 @@ func (f *kernelForward) step(seqs []int, tokens []uint32) [][]float32 {
 	gu, act := newF32(T*2*I), newF32(T*I)
 	es, table := f.weight(&w.embed)
 	f.launch("embed_"+es, T, x, table, hostkern.U32s(tokens), hostkern.U32(T), hostkern.U32(D), hostkern.U32(c.VocabSize))
-	// Chunks of at most 8 tokens take the fused decode kernels, as the GPU
-	// backend's do; the longer prefills the plain ones.
-	fuse := T <= 8
 	for l := range w.layers {
 		lw := &w.layers[l]
-		if fuse {
-			f.rmsnormMatmul(qkv, x, T, lw.attnNorm, &lw.qkv, lw.qkvBias, false)
-			f.launch("rope_kv_store_f32", T, qkv, f.kc[l], f.vc[l], posB, f.invFreq, slotsB, hostkern.U32(T), hostkern.U32(H),
-				hostkern.U32(KV), hostkern.U32(hd), hostkern.U32(qkvD), hostkern.U32(f.numSlots))
-		} else {
-			f.rmsnorm(h, x, T, lw.attnNorm)
-			f.matmul(qkv, h, T, &lw.qkv, lw.qkvBias, false)
-			f.launch("rope_f32", T, qkv, posB, f.invFreq, hostkern.U32(T), hostkern.U32(H), hostkern.U32(hd), hostkern.U32(qkvD))
-			f.launch("rope_f32", T, hostkern.View{B: qkv, Off: 4 * qD}, posB, f.invFreq, hostkern.U32(T), hostkern.U32(KV), hostkern.U32(hd), hostkern.U32(qkvD))
-			f.launch("kv_store_f32", T, f.kc[l], f.vc[l], qkv, slotsB, hostkern.U32(T), hostkern.U32(kvD),
-				hostkern.U32(qD), hostkern.U32(qD+kvD), hostkern.U32(qkvD), hostkern.U32(f.numSlots))
-		}
+		f.rmsnorm(h, x, T, lw.attnNorm)
+		f.matmul(qkv, h, T, &lw.qkv, lw.qkvBias, false)
+		f.launch("rope_f32", T, qkv, posB, f.invFreq, hostkern.U32(T), hostkern.U32(H), hostkern.U32(hd), hostkern.U32(qkvD))
+		f.launch("rope_f32", T, hostkern.View{B: qkv, Off: 4 * qD}, posB, f.invFreq, hostkern.U32(T), hostkern.U32(KV), hostkern.U32(hd), hostkern.U32(qkvD))
+		f.launch("kv_store_f32", T, f.kc[l], f.vc[l], qkv, slotsB, hostkern.U32(T), hostkern.U32(kvD),
+			hostkern.U32(qD), hostkern.U32(qD+kvD), hostkern.U32(qkvD), hostkern.U32(f.numSlots))
 		f.launch("attention_f32", T*H, att, qkv, f.kc[l], f.vc[l], qSeqB, posB, tablesB, hostkern.U32(f.maxBlocks), hostkern.U32(kfBlock),
 			hostkern.U32(T), hostkern.U32(H), hostkern.U32(KV), hostkern.U32(hd), hostkern.U32(qkvD),
 			hostkern.F32(float32(1/math.Sqrt(float64(hd)))))
 		f.matmul(x, att, T, &lw.o, lw.oBias, true)
-		if fuse {
-			gs, gw := f.weight(&lw.gateUp)
-			f.launch("rmsnorm_matmul_silu_"+gs, (I+3)/4*((T+7)/8), act, x, hostkern.F32s(lw.mlpNorm), gw, optBias(lw.gateUpBias),
-				hostkern.U32(T), hostkern.U32(D), hostkern.U32(I), hostkern.F32(float32(c.RMSNormEps)))
-		} else {
-			f.rmsnorm(h, x, T, lw.mlpNorm)
-			f.matmul(gu, h, T, &lw.gateUp, lw.gateUpBias, false)
-			f.launch("silu_mul_f32", (T*I+255)/256, act, gu, hostkern.U32(T), hostkern.U32(I))
-		}
+		f.rmsnorm(h, x, T, lw.mlpNorm)
+		f.matmul(gu, h, T, &lw.gateUp, lw.gateUpBias, false)
+		f.launch("silu_mul_f32", (T*I+255)/256, act, gu, hostkern.U32(T), hostkern.U32(I))
 		f.matmul(x, act, T, &lw.down, lw.downBias, true)
 	}
 	rows := make([]uint32, len(order))
@@ -194,12 +167,8 @@ func (f *kernelForward) step(seqs []int, tokens []uint32) [][]float32 {
 	n := len(rows)
 	sel, hn, logits := newF32(n*D), newF32(n*D), newF32(n*c.VocabSize)
 	f.launch("copy_rows_f32", n, sel, x, hostkern.U32s(rows), hostkern.U32(n), hostkern.U32(D))
-	if n <= 8 {
-		f.rmsnormMatmul(logits, sel, n, w.norm, &w.lmHead, nil, false)
-	} else {
-		f.rmsnorm(hn, sel, n, w.norm)
-		f.matmul(logits, hn, n, &w.lmHead, nil, false)
-	}
+	f.rmsnorm(hn, sel, n, w.norm)
+	f.matmul(logits, hn, n, &w.lmHead, nil, false)
 	require.NoError(f.t, f.d.Run(context.Background(), f.launches...))
 	f.launches = nil
 	all := logits.Floats()
@@ -217,9 +186,7 @@ func (f *kernelForward) step(seqs []int, tokens []uint32) [][]float32 {
 // CPU forward's logits to 1e-5 of the largest logit: the prefill of a 70-token
 // prompt (the tiled matmul path) and of shorter prompts, then batched decode
 // steps of three sequences of different lengths together (the matvec path
-// over 3 rows, attention over scattered block tables; the decode steps and
-// the 5-token prefill through the fused decode kernels, as the GPU backend
-// runs chunks of at most 8 tokens). Both sides compute in
+// over 3 rows, attention over scattered block tables). Both sides compute in
 // float32 from the same weights; they differ only in summation orders and in
 // exp/sin/cos at float32 rounding, which through two or three layers came
 // to at most 3e-6 of the logit scale (the measured value is logged). It

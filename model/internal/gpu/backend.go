@@ -38,15 +38,11 @@ type Options struct {
 	// NoEarlyStart launches the kernels plainly: each waits for the one
 	// before it to finish before it is scheduled (see launch).
 	NoEarlyStart bool
-	// NoFusedKernels launches only the plain kernels, never the fused
-	// decode ones (see fused.go); the results are the same bytes.
-	NoFusedKernels bool
 }
 
 // Backend holds a model's weights, KV-cache pool and scratch on one device.
 type Backend struct {
 	earlyStart bool // launch with LaunchConfig.EarlyStart (Options.NoEarlyStart)
-	fuse       bool // use the fused decode kernels (Options.NoFusedKernels)
 	cfg        Config
 	dev        *runtime.Device
 	s          *runtime.Stream
@@ -101,7 +97,6 @@ func New(ctx context.Context, dev *runtime.Device, cfg Config, w *Weights, opts 
 		tc: dev.Backend() == driver.CUDA}
 	b.graphs.off = opts.NoGraphs
 	b.earlyStart = !opts.NoEarlyStart
-	b.fuse = !opts.NoFusedKernels
 	if b.stepTokens <= 0 {
 		b.stepTokens = defaultStepTokens
 	}
@@ -174,9 +169,6 @@ func (b *Backend) kernelNames() []string {
 		if names["matmul_"+t.Suffix()] && b.tcCapable(t) {
 			names["matmul_tc_"+t.Suffix()] = true
 		}
-	}
-	for _, n := range b.fusedKernelNames() {
-		names[n] = true
 	}
 	out := make([]string, 0, len(names))
 	for n := range names {
@@ -292,7 +284,7 @@ func (b *Backend) upload(ctx context.Context, w *Weights) error {
 	if b.w.embed, err = b.uploadTensor("embed", w.Embed); err != nil {
 		return err
 	}
-	if b.w.norm, err = b.uploadNorm("norm", w.Norm); err != nil {
+	if b.w.norm, err = b.uploadTensor("norm", w.Norm); err != nil {
 		return err
 	}
 	if w.Tied {
@@ -316,11 +308,7 @@ func (b *Backend) upload(ctx context.Context, w *Weights) error {
 			n   string
 		}{{&d.attnNorm, l.AttnNorm, "attn norm"}, {&d.mlpNorm, l.MLPNorm, "mlp norm"}, {&d.qkv, l.QKV, "qkv"},
 			{&d.o, l.O, "o"}, {&d.gateUp, l.GateUp, "gate|up"}, {&d.down, l.Down, "down"}} {
-			up := b.uploadTensor
-			if m.dst == &d.attnNorm || m.dst == &d.mlpNorm {
-				up = b.uploadNorm
-			}
-			if *m.dst, err = up(p+m.n, m.t); err != nil {
+			if *m.dst, err = b.uploadTensor(p+m.n, m.t); err != nil {
 				return err
 			}
 		}

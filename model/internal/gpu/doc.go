@@ -24,14 +24,9 @@
 // on the device and sampling.Sampler draws there; only the token ids (4
 // bytes a sequence) come back.
 //
-// Chunks of at most 8 tokens (decode) run the fused decode kernels
-// (fused.go): 6 launches a layer instead of 10, the same bytes;
-// Options.NoFusedKernels, or HIPGO_GPU_FUSED=0 through package model, keeps
-// the plain ones.
-//
 // A decode step (one token per sequence) replays a graph of its forward
 // launches captured the first time its shape was seen (graph.go), one
-// driver call instead of one per launch, where the runtime can capture
+// driver call instead of about 11 a layer, where the runtime can capture
 // (runtime.Stream.Capture); Options.NoGraphs, or HIPGO_GPU_GRAPHS=0 through
 // package model, launches every kernel from the host instead. A fault in a
 // replayed graph fails its step like one in a plain launch.

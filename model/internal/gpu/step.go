@@ -262,8 +262,8 @@ func (b *Backend) run(ctx context.Context, p *plan) error {
 // forward enqueues plan p's launches; b.sc holds what they use.
 func (b *Backend) forward(ctx context.Context, p *plan) error {
 	c := b.cfg
-	D, I := c.Hidden, c.Intermediate
-	qD := c.qDim()
+	D, I, V := c.Hidden, c.Intermediate, c.Vocab
+	qD, qkvD := c.qDim(), c.qkvDim()
 	meta := func(off int) runtime.DevicePtr { return b.sc.meta.At(4 * off) }
 	x, xb, qkv, att, gu, act := b.sc.x.Ptr(), b.sc.xb.Ptr(), b.sc.qkv.Ptr(), b.sc.att.Ptr(), b.sc.gu.Ptr(), b.sc.act.Ptr()
 	scale := float32(1 / math.Sqrt(float64(c.HeadDim)))
@@ -278,13 +278,18 @@ func (b *Backend) forward(ctx context.Context, p *plan) error {
 				return err
 			}
 			w := &b.w.layers[l]
-			// Fused or not (fused.go), the kv store runs before attention.
 			steps := []func() error{
-				func() error { return b.attnIn(qkv, xb, x, w, n) },
-				func() error { return b.positions(l, qkv, pos, slot, n) },
+				func() error { return b.rmsnorm(xb, x, w.attnNorm, n) },
+				func() error { return b.projection(qkv, xb, w.qkv, w.qkvParts, c.qkvRows(), w.qkvBias, n, D) },
+				// q's heads and then k's lie back to back in each qkv row: one
+				// launch rotates both.
+				func() error { return b.rope(qkv, pos, n, c.Heads+c.KVHeads, qkvD) },
+				func() error { return b.kvStore(l, qkv, slot, n) },
 				func() error { return b.attention(l, att, qkv, seq, pos, meta(p.tables), p.maxBlocks, n, scale) },
 				func() error { return b.matmul(x, att, w.o, w.oBias, n, qD, D, true) },
-				func() error { return b.mlpIn(act, gu, xb, x, w, n) },
+				func() error { return b.rmsnorm(xb, x, w.mlpNorm, n) },
+				func() error { return b.projection(gu, xb, w.gateUp, w.gateUpParts, c.gateUpRows(), w.gateUpBias, n, D) },
+				func() error { return b.siluMul(act, gu, n) },
 				func() error { return b.matmul(x, act, w.down, w.downBias, n, I, D, true) },
 			}
 			for _, f := range steps {
@@ -305,7 +310,11 @@ func (b *Backend) forward(ctx context.Context, p *plan) error {
 			}
 		}
 	}
-	return b.head(b.sc.logits.Ptr(), b.sc.last.Ptr(), p.rows)
+	last := b.sc.last.Ptr()
+	if err := b.rmsnorm(last, last, b.w.norm, p.rows); err != nil {
+		return err
+	}
+	return b.matmul(b.sc.logits.Ptr(), last, b.w.lmHead, nil, p.rows, D, V, false)
 }
 
 // unfused: some layer keeps q|k|v or gate|up as parts.

@@ -166,7 +166,6 @@ func forwardKernels() []simgpu.KernelDef {
 	for _, dt := range []wtype{wF16, wBF16} {
 		ks = append(ks, simgpu.KernelDef{Name: "matmul_tc_" + dt.suffix(), ParamSizes: []int{8, 8, 8, 8, 4, 4, 4, 4}, Run: matmul(dt)})
 	}
-	ks = append(ks, fusedKernels()...)
 	return append(ks, quantKernels()...)
 }
 
@@ -298,50 +297,43 @@ func matmul(t wtype) simgpu.KernelFunc {
 		if err != nil {
 			return err
 		}
-		return matmulHost(d, t, y, x, a[2], a[3], rows, K, N, acc)
-	}
-}
-
-// matmulHost is matmul_W over host slices y and x, with the weights at w
-// and the bias at bias (0: none) on the device.
-func matmulHost(d *simgpu.Device, t wtype, y, x []float32, w, biasPtr uint64, rows, K, N int, acc bool) error {
-	var err error
-	m := cpu.Matrix{Rows: N, Cols: K}
-	switch t {
-	case wF32:
-		if m.F32, err = f32s(d, w, N*K); err != nil {
-			return err
-		}
-	case wBF16:
-		b, err := mem(d, w, 2*N*K)
-		if err != nil {
-			return err
-		}
-		m.BF16 = unsafe.Slice((*uint16)(unsafe.Pointer(&b[0])), N*K)
-	case wF16:
-		if m.F32, err = widen(d, t, w, N*K); err != nil {
-			return err
-		}
-	}
-	var bias []float32
-	if biasPtr != 0 {
-		if bias, err = f32s(d, biasPtr, N); err != nil {
-			return err
-		}
-	}
-	r := make([]float32, N)
-	for row := range rows {
-		pool.MatMul(r, x[row*K:(row+1)*K], 1, &m, bias)
-		yr := y[row*N : (row+1)*N]
-		if acc {
-			for i := range yr {
-				yr[i] += r[i]
+		m := cpu.Matrix{Rows: N, Cols: K}
+		switch t {
+		case wF32:
+			if m.F32, err = f32s(d, a[2], N*K); err != nil {
+				return err
 			}
-		} else {
-			copy(yr, r)
+		case wBF16:
+			b, err := mem(d, a[2], 2*N*K)
+			if err != nil {
+				return err
+			}
+			m.BF16 = unsafe.Slice((*uint16)(unsafe.Pointer(&b[0])), N*K)
+		case wF16:
+			if m.F32, err = widen(d, t, a[2], N*K); err != nil {
+				return err
+			}
 		}
+		var bias []float32
+		if a[3] != 0 {
+			if bias, err = f32s(d, a[3], N); err != nil {
+				return err
+			}
+		}
+		r := make([]float32, N)
+		for row := range rows {
+			pool.MatMul(r, x[row*K:(row+1)*K], 1, &m, bias)
+			yr := y[row*N : (row+1)*N]
+			if acc {
+				for i := range yr {
+					yr[i] += r[i]
+				}
+			} else {
+				copy(yr, r)
+			}
+		}
+		return nil
 	}
-	return nil
 }
 
 // rope_f32: x, pos, inv_freq, tokens, heads, headdim, stride. Angles as the
