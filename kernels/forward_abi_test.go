@@ -27,15 +27,11 @@ var forwardABI = func() map[string]struct {
 		"silu_mul_f32":  {[]int{8, 8, 4, 4}, 256},
 		"add_f32":       {[]int{8, 8, 4}, 256},
 		"copy_rows_f32": {[]int{8, 8, 8, 4, 4}, 256},
-		// The fused decode kernels.
-		"rope_kv_store_f32": {[]int{8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4}, 256},
 	}
 	for _, w := range []string{"f32", "f16", "bf16"} {
 		m["embed_"+w] = k{[]int{8, 8, 8, 4, 4, 4}, 256}
 		m["rmsnorm_"+w] = k{[]int{8, 8, 8, 4, 4, 4}, 256}
 		m["matmul_"+w] = k{[]int{8, 8, 8, 8, 4, 4, 4, 4}, 256}
-		m["rmsnorm_matmul_"+w] = k{[]int{8, 8, 8, 8, 8, 4, 4, 4, 4, 4}, 256}
-		m["rmsnorm_matmul_silu_"+w] = k{[]int{8, 8, 8, 8, 8, 4, 4, 4, 4}, 256}
 	}
 	for _, w := range []string{"f16", "bf16"} { // the tensor-core matmul: 16-bit weights only
 		m["matmul_tc_"+w] = k{[]int{8, 8, 8, 8, 4, 4, 4, 4}, 256}

@@ -60,16 +60,6 @@ namespace fw_metal {
                     uint32_t out, uint32_t accumulate) {                                                          \
     alignas(16) static float xs[FW_MM_TK * FW_MM_PITCH], ws[FW_MM_TK * FW_MM_PITCH];                              \
     ::matmul_##SUF(y, x, w, bias, rows, in, out, accumulate, xs, ws, TG);                                         \
-  }                                                                                                               \
-  void rmsnorm_matmul_##SUF(float* y, const float* x, const float* nw, const W* w, const float* bias, uint32_t rows,  \
-                            uint32_t in, uint32_t out, uint32_t accumulate, float eps) {                          \
-    static float part[FW_NORM_THREADS / 32];                                                                      \
-    ::rmsnorm_matmul_##SUF(y, x, nw, w, bias, rows, in, out, accumulate, eps, part, TG);                          \
-  }                                                                                                               \
-  void rmsnorm_matmul_silu_##SUF(float* act, const float* x, const float* nw, const W* w, const float* bias,          \
-                                 uint32_t rows, uint32_t in, uint32_t inter, float eps) {                         \
-    static float part[FW_NORM_THREADS / 32], gs[FW_MM_GROUPS * FW_MM_VEC_ROWS];                                   \
-    ::rmsnorm_matmul_silu_##SUF(act, x, nw, w, bias, rows, in, inter, eps, part, gs, TG);                         \
   }
 FW_METAL_WEIGHT(f32, float)
 FW_METAL_WEIGHT(f16, fw_f16)
@@ -88,12 +78,6 @@ void rope_f32(float* x, const uint32_t* pos, const float* inv_freq, uint32_t tok
 void kv_store_f32(float* k_cache, float* v_cache, const float* qkv, const uint32_t* slots, uint32_t tokens,
                   uint32_t kv_dim, uint32_t k_off, uint32_t v_off, uint32_t stride, uint32_t num_slots) {
   ::kv_store_f32(k_cache, v_cache, qkv, slots, tokens, kv_dim, k_off, v_off, stride, num_slots, TG);
-}
-void rope_kv_store_f32(float* qkv, float* k_cache, float* v_cache, const uint32_t* pos, const float* inv_freq,
-                       const uint32_t* slots, uint32_t tokens, uint32_t heads, uint32_t kv_heads, uint32_t headdim,
-                       uint32_t stride, uint32_t num_slots) {
-  ::rope_kv_store_f32(qkv, k_cache, v_cache, pos, inv_freq, slots, tokens, heads, kv_heads, headdim, stride, num_slots,
-                      TG);
 }
 void attention_f32(float* out, const float* qkv, const float* k_cache, const float* v_cache, const uint32_t* q_seq,
                    const uint32_t* q_pos, const uint32_t* block_tables, uint32_t max_blocks, uint32_t block_size,
@@ -133,16 +117,7 @@ using namespace hostemu_driver;
       {"matmul_" #SUF, {FW_MM_THREADS, [](std::vector<Arg>& a) {                                            \
                           FWK(matmul_##SUF)(P<float>(a, 0), P<float>(a, 1), P<W>(a, 2), P<float>(a, 3), U(a, 4), U(a, 5), \
                                        U(a, 6), U(a, 7));                                                   \
-                        }}},                                                                                \
-      {"rmsnorm_matmul_" #SUF, {FW_MM_THREADS, [](std::vector<Arg>& a) {                                    \
-                                  FWK(rmsnorm_matmul_##SUF)(P<float>(a, 0), P<float>(a, 1), P<float>(a, 2), P<W>(a, 3), \
-                                                            P<float>(a, 4), U(a, 5), U(a, 6), U(a, 7), U(a, 8), F(a, 9)); \
-                                }}},                                                                        \
-      {"rmsnorm_matmul_silu_" #SUF, {FW_MM_THREADS, [](std::vector<Arg>& a) {                               \
-                                       FWK(rmsnorm_matmul_silu_##SUF)(P<float>(a, 0), P<float>(a, 1), P<float>(a, 2),  \
-                                                                      P<W>(a, 3), P<float>(a, 4), U(a, 5), U(a, 6), \
-                                                                      U(a, 7), F(a, 8));                    \
-                                     }}}
+                        }}}
 
 #define TC_KERNEL(SUF)                                                                                      \
   {"matmul_tc_" #SUF, {FW_TC_THREADS, [](std::vector<Arg>& a) {                                             \
@@ -166,12 +141,6 @@ const std::map<std::string, Kernel> kernels = {
       [](std::vector<Arg>& a) {
         FWK(kv_store_f32)(P<float>(a, 0), P<float>(a, 1), P<float>(a, 2), P<uint32_t>(a, 3), U(a, 4), U(a, 5),
                      U(a, 6), U(a, 7), U(a, 8), U(a, 9));
-      }}},
-    {"rope_kv_store_f32",
-     {FW_ROPE_THREADS,
-      [](std::vector<Arg>& a) {
-        FWK(rope_kv_store_f32)(P<float>(a, 0), P<float>(a, 1), P<float>(a, 2), P<uint32_t>(a, 3), P<float>(a, 4),
-                               P<uint32_t>(a, 5), U(a, 6), U(a, 7), U(a, 8), U(a, 9), U(a, 10), U(a, 11));
       }}},
     {"attention_f32",
      {FW_ATT_THREADS,

@@ -217,22 +217,14 @@ DEVICE void fw_mm_store(float* y, const float* bias, uint64_t i, uint32_t o, flo
 }
 
 // matvec_fma: acc[r] += the 8 weights of chunk k . x row r's chunk k, for
-// the live rows r < nr (all NR of them when NR = 1). With NORM, x row r is
-// first normalized as rmsnorm_W writes it, nv[i] * (x * inv[r]) with nv the
-// chunk's 8 norm weights, so the sum is the one matmul_W forms over
-// rmsnorm_W's output, bit for bit.
-template <uint32_t NR, bool NORM>
-DEVICE void matvec_fma(float* acc, const float* wv, const float* xr, uint32_t in, uint32_t k, uint32_t nr,
-                       const float* nv, const float* inv) {
+// the live rows r < nr (all NR of them when NR = 1).
+template <uint32_t NR>
+DEVICE void matvec_fma(float* acc, const float* wv, const float* xr, uint32_t in, uint32_t k, uint32_t nr) {
 #pragma unroll
   for (uint32_t r = 0; r < NR; ++r) {
     if (NR == 1 || r < nr) {
       const fw_f32x4* xp = (const fw_f32x4*)(xr + (uint64_t)r * in + (uint64_t)k * 8u);
-      fw_f32x4 a = xp[0], b = xp[1];
-      if (NORM) {
-#pragma unroll
-        for (int i = 0; i < 4; ++i) a.v[i] = nv[i] * (a.v[i] * inv[r]), b.v[i] = nv[4 + i] * (b.v[i] * inv[r]);
-      }
+      const fw_f32x4 a = xp[0], b = xp[1];
       float d = acc[r];
 #pragma unroll
       for (int i = 0; i < 4; ++i) d += wv[i] * a.v[i];
@@ -243,26 +235,14 @@ DEVICE void matvec_fma(float* acc, const float* wv, const float* xr, uint32_t in
   }
 }
 
-// matvec_chunk: matvec_fma of chunk k, loading its norm weights first when
-// NORM.
-template <uint32_t NR, bool NORM>
-DEVICE void matvec_chunk(float* acc, const float* wv, const float* xr, uint32_t in, uint32_t k, uint32_t nr,
-                         const float* nw, const float* inv) {
-  float nv[8];
-  if (NORM) fw_load8(nw + (uint64_t)k * 8u, nv);
-  matvec_fma<NR, NORM>(acc, wv, xr, in, k, nr, nv, inv);
-}
-
-// matvec_acc: one 32-lane group's per-lane partial sums of output row wr
-// against NR input rows (nr of them live, nr <= NR; NR = 1 is the batch-1
-// decode case, with no per-row checks in the loop): lane l sums chunks
-// (or, off the vector path, elements) l, l + 32, ... in that order, whatever
-// the loads in flight. With NORM the rows are normalized on the fly
-// (matvec_fma): nw is the norm weight [in], inv the rows' scales.
-template <uint32_t NR, bool NORM, typename W>
-DEVICE void matvec_acc(float* acc, const float* xr, const W* wr, uint32_t nr, uint32_t in, bool vec, const float* nw,
-                       const float* inv) {
+// matvec_tile: one 32-lane group's output o against NR input rows (nr of
+// them live, nr <= NR; NR = 1 is the batch-1 decode case, with no per-row
+// checks in the loop).
+template <uint32_t NR, typename W>
+DEVICE void matvec_tile(float* y, const float* xr, const W* wr, const float* bias, uint32_t nr, uint32_t r0,
+                        uint32_t in, uint32_t out, uint32_t o, bool vec, uint32_t accumulate) {
   const uint32_t lane = thread_idx_x() & 31u;
+  float acc[NR];
 #pragma unroll
   for (uint32_t r = 0; r < NR; ++r) acc[r] = 0.0f;
   if (vec) {
@@ -278,44 +258,28 @@ DEVICE void matvec_acc(float* acc, const float* xr, const W* wr, uint32_t nr, ui
 #pragma unroll
       for (uint32_t j = 0; j < 8; ++j) fw_load8(wr + (uint64_t)(k + 32u * j) * 8u, wv[j]);
 #pragma unroll
-      for (uint32_t j = 0; j < 8; ++j) matvec_chunk<NR, NORM>(acc, wv[j], xr, in, k + 32u * j, nr, nw, inv);
+      for (uint32_t j = 0; j < 8; ++j) matvec_fma<NR>(acc, wv[j], xr, in, k + 32u * j, nr);
     }
     for (; k + 96u < chunks; k += 128u) {
       float wv[4][8];
 #pragma unroll
       for (uint32_t j = 0; j < 4; ++j) fw_load8(wr + (uint64_t)(k + 32u * j) * 8u, wv[j]);
 #pragma unroll
-      for (uint32_t j = 0; j < 4; ++j) matvec_chunk<NR, NORM>(acc, wv[j], xr, in, k + 32u * j, nr, nw, inv);
+      for (uint32_t j = 0; j < 4; ++j) matvec_fma<NR>(acc, wv[j], xr, in, k + 32u * j, nr);
     }
     for (; k < chunks; k += 32u) {
       float wv[8];
       fw_load8(wr + (uint64_t)k * 8u, wv);
-      matvec_chunk<NR, NORM>(acc, wv, xr, in, k, nr, nw, inv);
+      matvec_fma<NR>(acc, wv, xr, in, k, nr);
     }
   } else {
     for (uint32_t k = lane; k < in; k += 32) {
       const float wv = fw_to_f32(wr[k]);
 #pragma unroll
-      for (uint32_t r = 0; r < NR; ++r) {
-        if (NR == 1 || r < nr) {
-          float xv = xr[(uint64_t)r * in + k];
-          if (NORM) xv = fw_to_f32(nw[k]) * (xv * inv[r]);
-          acc[r] += wv * xv;
-        }
-      }
+      for (uint32_t r = 0; r < NR; ++r)
+        if (NR == 1 || r < nr) acc[r] += wv * xr[(uint64_t)r * in + k];
     }
   }
-}
-
-// matvec_tile: matvec_acc, then each live row's group sum stored (with bias
-// and accumulate) as y[r0 + r, o].
-template <uint32_t NR, bool NORM, typename W>
-DEVICE void matvec_tile(float* y, const float* xr, const W* wr, const float* bias, uint32_t nr, uint32_t r0,
-                        uint32_t in, uint32_t out, uint32_t o, bool vec, uint32_t accumulate, const float* nw,
-                        const float* inv) {
-  const uint32_t lane = thread_idx_x() & 31u;
-  float acc[NR];
-  matvec_acc<NR, NORM>(acc, xr, wr, nr, in, vec, nw, inv);
 #pragma unroll
   for (uint32_t r = 0; r < NR; ++r) {
     if (r >= nr) break;  // nr is the same for the whole block
@@ -338,10 +302,9 @@ DEVICE void matvec_rows(float* y, const float* x, const W* w, const float* bias,
   const float* xr = x + (uint64_t)r0 * in;
   const bool vec = (in % 8u) == 0 && fw_aligned16(w) && fw_aligned16(x);
   if (nr == 1)
-    matvec_tile<1, false>(y, xr, wr, bias, nr, r0, in, out, o, vec, accumulate, (const float*)0, (const float*)0);
+    matvec_tile<1>(y, xr, wr, bias, nr, r0, in, out, o, vec, accumulate);
   else
-    matvec_tile<FW_MM_VEC_ROWS, false>(y, xr, wr, bias, nr, r0, in, out, o, vec, accumulate, (const float*)0,
-                                       (const float*)0);
+    matvec_tile<FW_MM_VEC_ROWS>(y, xr, wr, bias, nr, r0, in, out, o, vec, accumulate);
 }
 
 template <typename W>
@@ -752,147 +715,6 @@ DEVICE void matmul_tc(float* y, const float* x, const W* w, const float* bias, u
 }
 
 // =====================================================================
-// The fused decode kernels: each computes what two launches of the kernels
-// above compute, bit for bit (the same values in the same order), with one
-// launch fewer. The backend uses them for chunks of at most
-// FW_FUSED_ROWS tokens (batch-1 and small-batch decode); they are correct
-// for any rows (always the matvec path), only slower than the unfused pair
-// for many.
-//
-// rmsnorm_matmul_W: y (+)= rmsnorm(x; nw, eps) . w^T (+ bias): y [rows,
-// out], x [rows, in], nw [in] f32 (whatever W is: a norm weight of a 16-bit
-// type widened on the host gives rmsnorm_W's products exactly, and a GGUF
-// file's f32 norms fuse with its f16 matrices), w [out, in] of type W, bias
-// [out] f32 or null, accumulate as matmul_W's; y must not overlap x. Equal
-// to rmsnorm_W into a 16-byte aligned buffer then matmul_W over it at rows
-// < 64 (the matvec path), as long as x and nw are 16-byte aligned too
-// (else this takes the scalar path, a different summation order). Each
-// block first
-// computes its rows' scales (x is small and L2-resident) exactly as
-// rmsnorm_W does, then normalizes x on the fly in matmul_W's matvec loop.
-// Block FW_MM_THREADS (256), grid ceil(out / 8) * ceil(rows / 8) (matmul_W's
-// matvec grid, at any rows).
-//
-// rmsnorm_matmul_silu_W: act [rows, inter] = silu(g) * u with g and u the
-// gate and up outputs of rmsnorm_matmul_W over w = gate|up [2*inter, in]
-// (bias [2*inter] or null): bit for bit rmsnorm_W, matmul_W (into gu) and
-// silu_mul_f32. Block 256: groups 0-3 compute gate outputs 4c .. 4c+3,
-// groups 4-7 the matching up outputs inter + 4c ..; the block's threads then
-// combine them through shared memory. Grid ceil(inter / 4) * ceil(rows / 8):
-// block b takes c = b / ceil(rows/8), row tile s = b % ceil(rows/8).
-// =====================================================================
-#define FW_FUSED_ROWS FW_MM_VEC_ROWS
-#define FW_SILU_OUTS (FW_MM_GROUPS / 2)
-static_assert(FW_MM_THREADS == FW_NORM_THREADS, "the fused kernels reduce as rmsnorm_W does");
-
-// fw_norm_scales: inv[r] = rmsnorm_W's scale of row r of xr (dim values),
-// for r < nr, its sum of squares in rmsnorm_W's order (thread tid sums
-// elements tid, tid + 256, ..., then fw_block_sum). Every thread of the
-// block calls it; nr is the same for all.
-template <uint32_t NR>
-DEVICE void fw_norm_scales(float* inv, const float* xr, uint32_t nr, uint32_t dim, float eps) {
-  const uint32_t tid = thread_idx_x();
-#pragma unroll
-  for (uint32_t r = 0; r < NR; ++r) {
-    if (r >= nr) break;
-    const float* x = xr + (uint64_t)r * dim;
-    float ss = 0.0f;
-    if (dim <= FW_NORM_THREADS * FW_NORM_CACHED) {
-      float xv[FW_NORM_CACHED];  // every load issued before any is used
-#pragma unroll
-      for (uint32_t k = 0; k < FW_NORM_CACHED; ++k) {
-        const uint32_t i = tid + k * FW_NORM_THREADS;
-        xv[k] = i < dim ? x[i] : 0.0f;
-      }
-#pragma unroll
-      for (uint32_t k = 0; k < FW_NORM_CACHED; ++k)
-        if (tid + k * FW_NORM_THREADS < dim) ss += xv[k] * xv[k];
-    } else {
-      for (uint32_t i = tid; i < dim; i += FW_NORM_THREADS) ss += x[i] * x[i];
-    }
-    ss = fw_block_sum<FW_NORM_THREADS>(ss);
-    inv[r] = 1.0f / sqrt_f32(ss / (float)dim + eps);
-  }
-}
-
-template <uint32_t NR, typename W>
-DEVICE void rmsnorm_matvec_tile(float* y, const float* xr, const float* nw, const W* w, const float* bias, uint32_t nr,
-                                uint32_t r0, uint32_t in, uint32_t out, uint32_t o, bool vec, uint32_t accumulate,
-                                float eps) {
-  float inv[NR];
-  fw_norm_scales<NR>(inv, xr, nr, in, eps);
-  if (o < out) matvec_tile<NR, true>(y, xr, w + (uint64_t)o * in, bias, nr, r0, in, out, o, vec, accumulate, nw, inv);
-}
-
-template <typename W>
-DEVICE void rmsnorm_matvec(float* y, const float* x, const float* nw, const W* w, const float* bias, uint32_t rows,
-                           uint32_t in, uint32_t out, uint32_t accumulate, float eps) {
-  if (rows == 0) return;
-  const uint32_t tiles = (rows + FW_MM_VEC_ROWS - 1) / FW_MM_VEC_ROWS;
-  const uint32_t b = block_idx_x();
-  const uint32_t c = b / tiles, s = b % tiles;
-  if (c * FW_MM_GROUPS >= out) return;  // whole block
-  const uint32_t o = c * FW_MM_GROUPS + thread_idx_x() / 32;
-  const uint32_t r0 = s * FW_MM_VEC_ROWS;
-  const uint32_t nr = rows - r0 < FW_MM_VEC_ROWS ? rows - r0 : FW_MM_VEC_ROWS;
-  const float* xr = x + (uint64_t)r0 * in;
-  const bool vec = (in % 8u) == 0 && fw_aligned16(w) && fw_aligned16(x) && fw_aligned16(nw);
-  if (nr == 1)
-    rmsnorm_matvec_tile<1>(y, xr, nw, w, bias, nr, r0, in, out, o, vec, accumulate, eps);
-  else
-    rmsnorm_matvec_tile<FW_MM_VEC_ROWS>(y, xr, nw, w, bias, nr, r0, in, out, o, vec, accumulate, eps);
-}
-
-template <uint32_t NR, typename W>
-DEVICE void rmsnorm_matvec_silu_tile(float* act, const float* xr, const float* nw, const W* w, const float* bias,
-                                     uint32_t nr, uint32_t r0, uint32_t in, uint32_t inter, uint32_t c, bool vec,
-                                     float eps) {
-  __shared__ float gs[FW_MM_GROUPS][FW_MM_VEC_ROWS];  // group g's output for row r
-  const uint32_t tid = thread_idx_x(), g = tid / 32u, lane = tid & 31u;
-  const uint32_t i = c * FW_SILU_OUTS + g % FW_SILU_OUTS;  // this group's activation column
-  const uint32_t o = g < FW_SILU_OUTS ? i : inter + i;     // its gate or up output
-  float inv[NR];
-  fw_norm_scales<NR>(inv, xr, nr, in, eps);
-  if (i < inter) {
-    float acc[NR];
-    matvec_acc<NR, true>(acc, xr, w + (uint64_t)o * in, nr, in, vec, nw, inv);
-#pragma unroll
-    for (uint32_t r = 0; r < NR; ++r) {
-      if (r >= nr) break;
-      float v = fw_group_sum(acc[r]);
-      if (bias) v += bias[o];  // as fw_mm_store (accumulate 0)
-      if (lane == 0) gs[g][r] = v;
-    }
-  }
-  block_sync();
-  if (tid < FW_SILU_OUTS * nr) {
-    const uint32_t r = tid / FW_SILU_OUTS, k = tid % FW_SILU_OUTS, col = c * FW_SILU_OUTS + k;
-    if (col < inter) {
-      const float gv = gs[k][r], uv = gs[FW_SILU_OUTS + k][r];
-      act[(uint64_t)(r0 + r) * inter + col] = gv / (1.0f + mf_expf(-gv)) * uv;  // silu_mul_f32's expression
-    }
-  }
-}
-
-template <typename W>
-DEVICE void rmsnorm_matvec_silu(float* act, const float* x, const float* nw, const W* w, const float* bias, uint32_t rows,
-                                uint32_t in, uint32_t inter, float eps) {
-  if (rows == 0) return;
-  const uint32_t tiles = (rows + FW_MM_VEC_ROWS - 1) / FW_MM_VEC_ROWS;
-  const uint32_t b = block_idx_x();
-  const uint32_t c = b / tiles, s = b % tiles;
-  if (c * FW_SILU_OUTS >= inter) return;  // whole block
-  const uint32_t r0 = s * FW_MM_VEC_ROWS;
-  const uint32_t nr = rows - r0 < FW_MM_VEC_ROWS ? rows - r0 : FW_MM_VEC_ROWS;
-  const float* xr = x + (uint64_t)r0 * in;
-  const bool vec = (in % 8u) == 0 && fw_aligned16(w) && fw_aligned16(x) && fw_aligned16(nw);
-  if (nr == 1)
-    rmsnorm_matvec_silu_tile<1>(act, xr, nw, w, bias, nr, r0, in, inter, c, vec, eps);
-  else
-    rmsnorm_matvec_silu_tile<FW_MM_VEC_ROWS>(act, xr, nw, w, bias, nr, r0, in, inter, c, vec, eps);
-}
-
-// =====================================================================
 // rope_f32: rotates, in place, heads vectors of headdim values per token in
 // Hugging Face's rotate_half layout (element i pairs with i + headdim/2):
 // token t's head h starts at x + t*stride + h*headdim. The angle of pair i
@@ -940,54 +762,6 @@ KERNEL KBOUNDS(FW_KV_THREADS) void kv_store_f32(float* k_cache, float* v_cache, 
   for (uint32_t j = thread_idx_x(); j < kv_dim; j += FW_KV_THREADS) {
     kc[j] = row[k_off + j];
     vc[j] = row[v_off + j];
-  }
-}
-
-// =====================================================================
-// rope_kv_store_f32: rope_f32 of the heads + kv_heads heads at the start of
-// each qkv row (q's heads, then k's), then kv_store_f32 of this token's k
-// (at offset heads*headdim) and v (at (heads+kv_heads)*headdim), kv_dim =
-// kv_heads*headdim, into slot slots[t] of the caches (skipped when >=
-// num_slots), in one launch: bit for bit the two launches' results. Each
-// rotated k value goes to the cache from the register it was written to
-// qkv from, so no barrier is needed. Block FW_ROPE_THREADS, grid tokens.
-// =====================================================================
-KERNEL KBOUNDS(FW_ROPE_THREADS) void rope_kv_store_f32(float* qkv, float* k_cache, float* v_cache,
-                                                       const uint32_t* pos, const float* inv_freq,
-                                                       const uint32_t* slots, uint32_t tokens, uint32_t heads,
-                                                       uint32_t kv_heads, uint32_t headdim, uint32_t stride,
-                                                       uint32_t num_slots) {
-  fw_early_start();
-  const uint32_t t = block_idx_x();
-  if (t >= tokens) return;
-  const uint32_t half = headdim / 2, kv_dim = kv_heads * headdim;
-  const float p = (float)pos[t];
-  const uint32_t slot = slots[t];
-  const bool store = slot < num_slots;
-  float* xt = qkv + (uint64_t)t * stride;
-  float* kc = k_cache + (uint64_t)(store ? slot : 0u) * kv_dim;
-  float* vc = v_cache + (uint64_t)(store ? slot : 0u) * kv_dim;
-  for (uint32_t j = thread_idx_x(); j < (heads + kv_heads) * half; j += FW_ROPE_THREADS) {
-    const uint32_t h = j / half, i = j % half;
-    float sn, cs;
-    mf_sincosf(inv_freq[i] * p, &sn, &cs);
-    float* v = xt + (uint64_t)h * headdim;
-    const float a = v[i], b = v[i + half];
-    const float lo = a * cs - b * sn, hi = b * cs + a * sn;  // rope_f32's expressions
-    v[i] = lo;
-    v[i + half] = hi;
-    if (store && h >= heads) {
-      float* k = kc + (uint64_t)(h - heads) * headdim;
-      k[i] = lo;
-      k[i + half] = hi;
-    }
-  }
-  if (!store) return;
-  const float* kr = xt + (uint64_t)heads * headdim;
-  const float* vr = xt + (uint64_t)(heads + kv_heads) * headdim;
-  for (uint32_t j = thread_idx_x(); j < kv_dim; j += FW_ROPE_THREADS) {
-    vc[j] = vr[j];
-    if (j % headdim >= 2 * half) kc[j] = kr[j];  // an odd head_dim's last element, which rope leaves
   }
 }
 
@@ -1158,18 +932,6 @@ KERNEL KBOUNDS(FW_COPY_THREADS) void copy_rows_f32(float* dst, const float* src,
                                                   uint32_t accumulate) {                                      \
     fw_early_start();                                                                                         \
     matmul(y, x, w, bias, rows, in, out, accumulate);                                                         \
-  }                                                                                                           \
-  KERNEL KBOUNDS(FW_MM_THREADS) void rmsnorm_matmul_##SUF(float* y, const float* x, const float* nw, const W* w,  \
-                                                          const float* bias, uint32_t rows, uint32_t in,      \
-                                                          uint32_t out, uint32_t accumulate, float eps) {     \
-    fw_early_start();                                                                                         \
-    rmsnorm_matvec(y, x, nw, w, bias, rows, in, out, accumulate, eps);                                        \
-  }                                                                                                           \
-  KERNEL KBOUNDS(FW_MM_THREADS) void rmsnorm_matmul_silu_##SUF(float* act, const float* x, const float* nw,       \
-                                                               const W* w, const float* bias, uint32_t rows,  \
-                                                               uint32_t in, uint32_t inter, float eps) {      \
-    fw_early_start();                                                                                         \
-    rmsnorm_matvec_silu(act, x, nw, w, bias, rows, in, inter, eps);                                           \
   }
 
 FW_WEIGHT_KERNELS(f32, float)

@@ -218,46 +218,30 @@ static inline void fw_mm_store(device float* y, device const float* bias, ulong 
   y[i] = v;
 }
 
-// fw_matvec_fma: as forward.cu's matvec_fma, NORM included.
-template <uint NR, bool NORM>
+template <uint NR>
 static inline void fw_matvec_fma(thread float* acc, thread const float* wv, device const float* xr, uint in, uint k,
-                                 uint nr, thread const float* nv, thread const float* inv) {
+                                 uint nr) {
 #pragma unroll
   for (uint r = 0; r < NR; ++r) {
     if (NR == 1 || r < nr) {
       device const packed_float4* xp = (device const packed_float4*)(xr + (ulong)r * in + (ulong)k * 8u);
       const packed_float4 a = xp[0], b = xp[1];
-      float xv[8];
-#pragma unroll
-      for (int i = 0; i < 4; ++i) xv[i] = a[i], xv[4 + i] = b[i];
-      if (NORM) {
-#pragma unroll
-        for (int i = 0; i < 8; ++i) xv[i] = nv[i] * (xv[i] * inv[r]);
-      }
       float d = acc[r];
 #pragma unroll
-      for (int i = 0; i < 4; ++i) d += wv[i] * xv[i];
+      for (int i = 0; i < 4; ++i) d += wv[i] * a[i];
 #pragma unroll
-      for (int i = 0; i < 4; ++i) d += wv[4 + i] * xv[4 + i];
+      for (int i = 0; i < 4; ++i) d += wv[4 + i] * b[i];
       acc[r] = d;
     }
   }
 }
 
-template <uint NR, bool NORM>
-static inline void fw_matvec_chunk(thread float* acc, thread const float* wv, device const float* xr, uint in, uint k,
-                                   uint nr, device const float* nw, thread const float* inv) {
-  float nv[8];
-  if (NORM) fw_load8(nw + (ulong)k * 8u, nv);
-  fw_matvec_fma<NR, NORM>(acc, wv, xr, in, k, nr, nv, inv);
-}
-
-// fw_matvec_acc: as forward.cu's matvec_acc (its eight-loads-in-flight
-// loop left out: the order of each lane's sum is the same).
-template <uint NR, bool NORM, typename W>
-static inline void fw_matvec_acc(thread float* acc, device const float* xr, device const W* wr, uint nr, uint in,
-                                 bool vec_path, device const float* nw, thread const float* inv, uint tid) {
+template <uint NR, typename W>
+static inline void fw_matvec_tile(device float* y, device const float* xr, device const W* wr, device const float* bias,
+                                  uint nr, uint r0, uint in, uint out, uint o, bool vec_path, uint accumulate,
+                                  uint tid) {
   const uint lane = tid & 31u;
+  float acc[NR];
 #pragma unroll
   for (uint r = 0; r < NR; ++r) acc[r] = 0.0f;
   if (vec_path) {
@@ -268,35 +252,21 @@ static inline void fw_matvec_acc(thread float* acc, device const float* xr, devi
 #pragma unroll
       for (uint j = 0; j < 4; ++j) fw_load8(wr + (ulong)(k + 32u * j) * 8u, wv[j]);
 #pragma unroll
-      for (uint j = 0; j < 4; ++j) fw_matvec_chunk<NR, NORM>(acc, wv[j], xr, in, k + 32u * j, nr, nw, inv);
+      for (uint j = 0; j < 4; ++j) fw_matvec_fma<NR>(acc, wv[j], xr, in, k + 32u * j, nr);
     }
     for (; k < chunks; k += 32u) {
       float wv[8];
       fw_load8(wr + (ulong)k * 8u, wv);
-      fw_matvec_chunk<NR, NORM>(acc, wv, xr, in, k, nr, nw, inv);
+      fw_matvec_fma<NR>(acc, wv, xr, in, k, nr);
     }
   } else {
     for (uint k = lane; k < in; k += 32) {
       const float wv = fw_to_f32(wr[k]);
 #pragma unroll
-      for (uint r = 0; r < NR; ++r) {
-        if (NR == 1 || r < nr) {
-          float xv = xr[(ulong)r * in + k];
-          if (NORM) xv = fw_to_f32(nw[k]) * (xv * inv[r]);
-          acc[r] += wv * xv;
-        }
-      }
+      for (uint r = 0; r < NR; ++r)
+        if (NR == 1 || r < nr) acc[r] += wv * xr[(ulong)r * in + k];
     }
   }
-}
-
-template <uint NR, bool NORM, typename W>
-static inline void fw_matvec_tile(device float* y, device const float* xr, device const W* wr, device const float* bias,
-                                  uint nr, uint r0, uint in, uint out, uint o, bool vec_path, uint accumulate,
-                                  device const float* nw, thread const float* inv, uint tid) {
-  const uint lane = tid & 31u;
-  float acc[NR];
-  fw_matvec_acc<NR, NORM>(acc, xr, wr, nr, in, vec_path, nw, inv, tid);
 #pragma unroll
   for (uint r = 0; r < NR; ++r) {
     if (r >= nr) break;  // nr is the same for the whole block
@@ -319,11 +289,9 @@ static inline void fw_matvec_rows(device float* y, device const float* x, device
   device const float* xr = x + (ulong)r0 * in;
   const bool vec_path = (in % 8u) == 0;
   if (nr == 1)
-    fw_matvec_tile<1, false>(y, xr, wr, bias, nr, r0, in, out, o, vec_path, accumulate, (device const float*)0,
-                             (thread const float*)0, tid);
+    fw_matvec_tile<1>(y, xr, wr, bias, nr, r0, in, out, o, vec_path, accumulate, tid);
   else
-    fw_matvec_tile<FW_MM_VEC_ROWS, false>(y, xr, wr, bias, nr, r0, in, out, o, vec_path, accumulate,
-                                          (device const float*)0, (thread const float*)0, tid);
+    fw_matvec_tile<FW_MM_VEC_ROWS>(y, xr, wr, bias, nr, r0, in, out, o, vec_path, accumulate, tid);
 }
 
 // xs and ws: FW_MM_TK x FW_MM_PITCH floats each (a 16-wide slice of in for
@@ -387,112 +355,6 @@ static inline void fw_matmul(device float* y, device const float* x, device cons
 }
 
 // =====================================================================
-// The fused decode kernels (see forward.cu): rmsnorm_matmul_W and
-// rmsnorm_matmul_silu_W, block FW_MM_THREADS, grids ceil(out/8) *
-// ceil(rows/8) and ceil(inter/4) * ceil(rows/8); threadgroup memory part
-// [FW_NORM_THREADS / 32] (fw_block_sum) and, for the silu one, gs
-// [FW_MM_GROUPS][FW_MM_VEC_ROWS].
-// =====================================================================
-#define FW_FUSED_ROWS FW_MM_VEC_ROWS
-#define FW_SILU_OUTS (FW_MM_GROUPS / 2)
-
-template <uint NR>
-static inline void fw_norm_scales(thread float* inv, device const float* xr, uint nr, uint dim, float eps,
-                                  threadgroup float* part, uint tid) {
-#pragma unroll
-  for (uint r = 0; r < NR; ++r) {
-    if (r >= nr) break;
-    device const float* x = xr + (ulong)r * dim;
-    float ss = 0.0f;
-    for (uint i = tid; i < dim; i += FW_NORM_THREADS) ss += x[i] * x[i];
-    ss = fw_block_sum<FW_NORM_THREADS>(ss, part, tid);
-    inv[r] = 1.0f / sqrt(ss / (float)dim + eps);
-  }
-}
-
-template <uint NR, typename W>
-static inline void fw_rmsnorm_matvec_tile(device float* y, device const float* xr, device const float* nw,
-                                          device const W* w, device const float* bias, uint nr, uint r0, uint in,
-                                          uint out, uint o, bool vec_path, uint accumulate, float eps,
-                                          threadgroup float* part, uint tid) {
-  float inv[NR];
-  fw_norm_scales<NR>(inv, xr, nr, in, eps, part, tid);
-  if (o < out)
-    fw_matvec_tile<NR, true>(y, xr, w + (ulong)o * in, bias, nr, r0, in, out, o, vec_path, accumulate, nw, inv, tid);
-}
-
-template <typename W>
-static inline void fw_rmsnorm_matvec(device float* y, device const float* x, device const float* nw, device const W* w,
-                                     device const float* bias, uint rows, uint in, uint out, uint accumulate,
-                                     float eps, threadgroup float* part, uint tid, uint blk) {
-  if (rows == 0) return;
-  const uint tiles = (rows + FW_MM_VEC_ROWS - 1) / FW_MM_VEC_ROWS;
-  const uint c = blk / tiles, s = blk % tiles;
-  if (c * FW_MM_GROUPS >= out) return;  // whole threadgroup
-  const uint o = c * FW_MM_GROUPS + tid / 32;
-  const uint r0 = s * FW_MM_VEC_ROWS;
-  const uint nr = rows - r0 < FW_MM_VEC_ROWS ? rows - r0 : FW_MM_VEC_ROWS;
-  device const float* xr = x + (ulong)r0 * in;
-  const bool vec_path = (in % 8u) == 0;
-  if (nr == 1)
-    fw_rmsnorm_matvec_tile<1>(y, xr, nw, w, bias, nr, r0, in, out, o, vec_path, accumulate, eps, part, tid);
-  else
-    fw_rmsnorm_matvec_tile<FW_MM_VEC_ROWS>(y, xr, nw, w, bias, nr, r0, in, out, o, vec_path, accumulate, eps, part,
-                                           tid);
-}
-
-template <uint NR, typename W>
-static inline void fw_rmsnorm_matvec_silu_tile(device float* act, device const float* xr, device const float* nw,
-                                               device const W* w, device const float* bias, uint nr, uint r0,
-                                               uint in, uint inter, uint c, bool vec_path, float eps,
-                                               threadgroup float* part, threadgroup float* gs, uint tid) {
-  const uint g = tid / 32u, lane = tid & 31u;
-  const uint i = c * FW_SILU_OUTS + g % FW_SILU_OUTS;
-  const uint o = g < FW_SILU_OUTS ? i : inter + i;
-  float inv[NR];
-  fw_norm_scales<NR>(inv, xr, nr, in, eps, part, tid);
-  if (i < inter) {
-    float acc[NR];
-    fw_matvec_acc<NR, true>(acc, xr, w + (ulong)o * in, nr, in, vec_path, nw, inv, tid);
-#pragma unroll
-    for (uint r = 0; r < NR; ++r) {
-      if (r >= nr) break;
-      float v = fw_group_sum(acc[r]);
-      if (bias) v += bias[o];
-      if (lane == 0) gs[g * FW_MM_VEC_ROWS + r] = v;
-    }
-  }
-  block_sync();
-  if (tid < FW_SILU_OUTS * nr) {
-    const uint r = tid / FW_SILU_OUTS, k = tid % FW_SILU_OUTS, col = c * FW_SILU_OUTS + k;
-    if (col < inter) {
-      const float gv = gs[k * FW_MM_VEC_ROWS + r], uv = gs[(FW_SILU_OUTS + k) * FW_MM_VEC_ROWS + r];
-      act[(ulong)(r0 + r) * inter + col] = gv / (1.0f + mf_expf(-gv)) * uv;
-    }
-  }
-}
-
-template <typename W>
-static inline void fw_rmsnorm_matvec_silu(device float* act, device const float* x, device const float* nw,
-                                          device const W* w, device const float* bias, uint rows, uint in, uint inter,
-                                          float eps, threadgroup float* part, threadgroup float* gs, uint tid,
-                                          uint blk) {
-  if (rows == 0) return;
-  const uint tiles = (rows + FW_MM_VEC_ROWS - 1) / FW_MM_VEC_ROWS;
-  const uint c = blk / tiles, s = blk % tiles;
-  if (c * FW_SILU_OUTS >= inter) return;  // whole threadgroup
-  const uint r0 = s * FW_MM_VEC_ROWS;
-  const uint nr = rows - r0 < FW_MM_VEC_ROWS ? rows - r0 : FW_MM_VEC_ROWS;
-  device const float* xr = x + (ulong)r0 * in;
-  const bool vec_path = (in % 8u) == 0;
-  if (nr == 1)
-    fw_rmsnorm_matvec_silu_tile<1>(act, xr, nw, w, bias, nr, r0, in, inter, c, vec_path, eps, part, gs, tid);
-  else
-    fw_rmsnorm_matvec_silu_tile<FW_MM_VEC_ROWS>(act, xr, nw, w, bias, nr, r0, in, inter, c, vec_path, eps, part, gs,
-                                                tid);
-}
-
-// =====================================================================
 // rope_f32 (see forward.cu). Block FW_ROPE_THREADS, grid tokens.
 // =====================================================================
 [[max_total_threads_per_threadgroup(256)]]
@@ -538,50 +400,6 @@ kernel void kv_store_f32(device float* k_cache [[buffer(0)]], device float* v_ca
   for (uint j = tid; j < kv_dim; j += FW_KV_THREADS) {
     kc[j] = row[k_off + j];
     vc[j] = row[v_off + j];
-  }
-}
-
-// =====================================================================
-// rope_kv_store_f32 (see forward.cu). Block FW_ROPE_THREADS, grid tokens.
-// =====================================================================
-[[max_total_threads_per_threadgroup(256)]]
-kernel void rope_kv_store_f32(device float* qkv [[buffer(0)]], device float* k_cache [[buffer(1)]],
-                              device float* v_cache [[buffer(2)]], device const uint* pos [[buffer(3)]],
-                              device const float* inv_freq [[buffer(4)]], device const uint* slots [[buffer(5)]],
-                              constant uint& tokens [[buffer(6)]], constant uint& heads [[buffer(7)]],
-                              constant uint& kv_heads [[buffer(8)]], constant uint& headdim [[buffer(9)]],
-                              constant uint& stride [[buffer(10)]], constant uint& num_slots [[buffer(11)]],
-                              uint tid [[thread_position_in_threadgroup]], uint blk [[threadgroup_position_in_grid]]) {
-  const uint t = blk;
-  if (t >= tokens) return;
-  const uint half_dim = headdim / 2, kv_dim = kv_heads * headdim;
-  const float p = (float)pos[t];
-  const uint slot = slots[t];
-  const bool store = slot < num_slots;
-  device float* xt = qkv + (ulong)t * stride;
-  device float* kc = k_cache + (ulong)(store ? slot : 0u) * kv_dim;
-  device float* vc = v_cache + (ulong)(store ? slot : 0u) * kv_dim;
-  for (uint j = tid; j < (heads + kv_heads) * half_dim; j += FW_ROPE_THREADS) {
-    const uint h = j / half_dim, i = j % half_dim;
-    float sn, cs;
-    mf_sincosf(inv_freq[i] * p, &sn, &cs);
-    device float* v = xt + (ulong)h * headdim;
-    const float a = v[i], b = v[i + half_dim];
-    const float lo = a * cs - b * sn, hi = b * cs + a * sn;
-    v[i] = lo;
-    v[i + half_dim] = hi;
-    if (store && h >= heads) {
-      device float* k = kc + (ulong)(h - heads) * headdim;
-      k[i] = lo;
-      k[i + half_dim] = hi;
-    }
-  }
-  if (!store) return;
-  device const float* kr = xt + (ulong)heads * headdim;
-  device const float* vr = xt + (ulong)(heads + kv_heads) * headdim;
-  for (uint j = tid; j < kv_dim; j += FW_ROPE_THREADS) {
-    vc[j] = vr[j];
-    if (j % headdim >= 2 * half_dim) kc[j] = kr[j];
   }
 }
 
@@ -845,42 +663,12 @@ FW_MATMUL_TC_KERNEL(matmul_tc_bf16, fw_bf16)
     fw_matmul<W>(y, x, w, bias, rows, in, out, accumulate, xs, ws, tid, blk);                                 \
   }
 
-#define FW_RMSNORM_MATMUL_KERNEL(NAME, W)                                                                     \
-  [[max_total_threads_per_threadgroup(256)]]                                                                  \
-  kernel void NAME(device float* y [[buffer(0)]], device const float* x [[buffer(1)]],                        \
-                   device const float* nw [[buffer(2)]], device const W* w [[buffer(3)]],                         \
-                   device const float* bias [[buffer(4)]], constant uint& rows [[buffer(5)]],                 \
-                   constant uint& in [[buffer(6)]], constant uint& out [[buffer(7)]],                         \
-                   constant uint& accumulate [[buffer(8)]], constant float& eps [[buffer(9)]],                \
-                   threadgroup float* part [[threadgroup(0)]] /* hipgo: 32 bytes */,                          \
-                   uint tid [[thread_position_in_threadgroup]], uint blk [[threadgroup_position_in_grid]]) {  \
-    fw_rmsnorm_matvec<W>(y, x, nw, w, bias, rows, in, out, accumulate, eps, part, tid, blk);                  \
-  }
-#define FW_RMSNORM_MATMUL_SILU_KERNEL(NAME, W)                                                                \
-  [[max_total_threads_per_threadgroup(256)]]                                                                  \
-  kernel void NAME(device float* act [[buffer(0)]], device const float* x [[buffer(1)]],                      \
-                   device const float* nw [[buffer(2)]], device const W* w [[buffer(3)]],                         \
-                   device const float* bias [[buffer(4)]], constant uint& rows [[buffer(5)]],                 \
-                   constant uint& in [[buffer(6)]], constant uint& inter [[buffer(7)]],                       \
-                   constant float& eps [[buffer(8)]],                                                         \
-                   threadgroup float* part [[threadgroup(0)]] /* hipgo: 32 bytes */,                          \
-                   threadgroup float* gs [[threadgroup(1)]] /* hipgo: 256 bytes */,                           \
-                   uint tid [[thread_position_in_threadgroup]], uint blk [[threadgroup_position_in_grid]]) {  \
-    fw_rmsnorm_matvec_silu<W>(act, x, nw, w, bias, rows, in, inter, eps, part, gs, tid, blk);                 \
-  }
-
 FW_EMBED_KERNEL(embed_f32, float)
 FW_RMSNORM_KERNEL(rmsnorm_f32, float)
 FW_MATMUL_KERNEL(matmul_f32, float)
-FW_RMSNORM_MATMUL_KERNEL(rmsnorm_matmul_f32, float)
-FW_RMSNORM_MATMUL_SILU_KERNEL(rmsnorm_matmul_silu_f32, float)
 FW_EMBED_KERNEL(embed_f16, fw_f16)
 FW_RMSNORM_KERNEL(rmsnorm_f16, fw_f16)
 FW_MATMUL_KERNEL(matmul_f16, fw_f16)
-FW_RMSNORM_MATMUL_KERNEL(rmsnorm_matmul_f16, fw_f16)
-FW_RMSNORM_MATMUL_SILU_KERNEL(rmsnorm_matmul_silu_f16, fw_f16)
 FW_EMBED_KERNEL(embed_bf16, fw_bf16)
 FW_RMSNORM_KERNEL(rmsnorm_bf16, fw_bf16)
 FW_MATMUL_KERNEL(matmul_bf16, fw_bf16)
-FW_RMSNORM_MATMUL_KERNEL(rmsnorm_matmul_bf16, fw_bf16)
-FW_RMSNORM_MATMUL_SILU_KERNEL(rmsnorm_matmul_silu_bf16, fw_bf16)
