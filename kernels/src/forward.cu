@@ -437,8 +437,10 @@ DEVICE void matmul(float* y, const float* x, const W* w, const float* bias, uint
 // which rereads the activations a quarter as often. The slices' partial
 // sums are added in slice order through shared memory at the end: no
 // atomics, the same bytes on every run. From 64 rows (prefill) the 8 warps
-// are 4 row quarters x 2 output halves. Each lane loads its own operands,
-// 16 bytes of weights per output tile and 32 bytes of x per row: the
+// are 4 row quarters x 2 output halves, and the block stages both operands
+// in shared memory (matmul_tc_big). Below 64 rows each lane loads its own
+// operands, 16 bytes of weights per output tile and 32 bytes of x per row
+// (from 64 rows the same bytes come from shared memory): the
 // chunk's k order is permuted (lane quad t holds k = 8t..8t+7, of which MMA
 // h takes 8t+4h..8t+4h+3 as its logical k = 2t, 2t+1, 2t+8, 2t+9)
 // identically for A and B, which leaves every dot product unchanged. The
@@ -775,15 +777,146 @@ DEVICE void matmul_tc_tile(fw_u32x4* smem, float* y, const float* x, const W* w,
       }
 }
 
+// matmul_tc_big: the 128 x 64 tile from 64 rows, both operands staged in
+// shared memory by the whole block (each warp's fragments, and so every
+// sum, exactly those of matmul_tc_tile<W, 4, 2, 1, ...>): per 32-wide
+// chunk of in, the 128 rows of x (f32, 16 KB) and the 64 weight rows (4
+// KB) go in by async_copy16, 5 copies a thread, in the fragments' lane
+// order (x: [row group of 8][k half q][lane] 16 bytes, w: [output tile of
+// 8][lane] 16 bytes, so the warps' 16-byte reads are conflict-free), double
+// buffered: chunk kc+1 is in flight while chunk kc is computed, one
+// barrier per chunk. Every warp reads its weights once per block instead
+// of once per row quarter and its x once per output half.
+#define FW_TC_BIG_XS (16 * 2 * 32)                    // x stage: 16 row groups x 2 halves x 32 lanes (16 KB)
+#define FW_TC_BIG_WS (8 * 32)                         // w stage: 8 output tiles x 32 lanes (4 KB)
+#define FW_TC_BIG_STAGE (FW_TC_BIG_XS + FW_TC_BIG_WS)  // 20 KB; two stages in the 48 KB
+
+// tc_big_load: chunk k0's stage (x rows s0 .. s0+127, outputs o0 .. o0+63):
+// thread tid copies x elements 4 at a time (c = tid + 256 u: row c / 8,
+// k0 + 4 (c % 8)) and the weights' 16 bytes c = tid (output tile c / 32,
+// lane c % 32).
+template <typename W>
+TC_AMD_CALL void tc_big_load(fw_u32x4* st, const float* x, const W* w, uint32_t rows, uint32_t in, uint32_t out,
+                             uint32_t s0, uint32_t o0, uint32_t k0, bool vec) {
+  const uint32_t tid = thread_idx_x();
+#pragma unroll
+  for (uint32_t u = 0; u < 4; ++u) {
+    const uint32_t c = tid + FW_TC_THREADS * u;
+    const uint32_t rr = c / 8u, kq = c % 8u;  // tile row, its 4-float piece
+    // Fragment place: row rr = 8 * group + g, k = 8t + 4q.
+    const uint32_t grp = rr / 8u, lane = (rr % 8u) * 4u + kq / 2u, q = kq % 2u;
+    fw_u32x4* d = st + (grp * 2u + q) * 32u + lane;
+    const uint32_t r = s0 + rr, k = k0 + 4u * kq;
+    const float* p = x + (uint64_t)r * in + k;
+    if (vec) {
+      const bool valid = r < rows && k < in;
+      async_copy16(d, valid ? (const void*)p : (const void*)x, valid);
+    } else {
+      fw_u32x4 v;
+#pragma unroll
+      for (uint32_t e = 0; e < 4; ++e) v.v[e] = (r < rows && k + e < in) ? fw_f2u(p[e]) : 0u;
+      *d = v;
+    }
+  }
+  {
+    const uint32_t j = tid / 32u, lane = tid % 32u, g = lane / 4u, t = lane % 4u;
+    const uint32_t o = o0 + 8u * j + g, k = k0 + 8u * t;
+    const W* p = w + (uint64_t)o * in + k;
+    fw_u32x4* d = st + FW_TC_BIG_XS + tid;
+    if (vec) {
+      const bool valid = o < out && k < in;
+      async_copy16(d, valid ? (const void*)p : (const void*)w, valid);
+    } else {
+      fw_u32x4 v;
+#pragma unroll
+      for (uint32_t e = 0; e < 4; ++e) {
+        const uint32_t lo = (o < out && k + 2 * e < in) ? p[2 * e].bits : 0u;
+        const uint32_t hi = (o < out && k + 2 * e + 1 < in) ? p[2 * e + 1].bits : 0u;
+        v.v[e] = lo | (hi << 16);
+      }
+      *d = v;
+    }
+  }
+}
+
+template <typename W>
+DEVICE void matmul_tc_big(fw_u32x4* smem, float* y, const float* x, const W* w, const float* bias, uint32_t rows,
+                          uint32_t in, uint32_t out, uint32_t accumulate) {
+  constexpr uint32_t NT = FW_TC_NT;
+  static_assert(2 * FW_TC_BIG_STAGE <= FW_TC_WARPS * FW_TC_WARP_SMEM, "two stages in the shared memory");
+  const uint32_t tiles = (rows + 127u) / 128u;
+  const uint32_t b = block_idx_x();
+  const uint32_t s = b % tiles, c = b / tiles;
+  if (c >= (out + 63u) / 64u) return;  // whole block
+  const uint32_t warp = thread_idx_x() / 32u, lane = thread_idx_x() & 31u;
+  const uint32_t wn = warp % 2u, wm = warp / 2u;  // as matmul_tc_tile<W, 4, 2, 1>
+  const uint32_t s0 = s * 128u, o0 = c * 64u;
+  const uint32_t rbase = s0 + wm * FW_TC_MT * 16, obase = o0 + wn * NT * 8;
+  uint32_t live_mt = 0;
+  for (uint32_t i = 0; i < FW_TC_MT; ++i) live_mt += rbase + 16u * i < rows;
+  const bool live = live_mt > 0 && obase < out;  // warp-uniform; every warp still loads and syncs
+  const bool vec = (in % 8u) == 0 && fw_aligned16(w) && fw_aligned16(x);
+  float acc[FW_TC_MT][NT][4];
+#pragma unroll
+  for (uint32_t i = 0; i < FW_TC_MT; ++i)
+#pragma unroll
+    for (uint32_t j = 0; j < NT; ++j)
+#pragma unroll
+      for (uint32_t e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
+  const uint32_t chunks = (in + 31u) / 32u;
+  tc_big_load<W>(smem, x, w, rows, in, out, s0, o0, 0u, vec);
+  async_commit();
+  for (uint32_t kc = 0; kc < chunks; ++kc) {
+    // Chunk kc has landed for every thread, and every warp is done with
+    // chunk kc - 1, whose stage the next load overwrites.
+    async_wait<0>();
+    block_sync();
+    if (kc + 1 < chunks)
+      tc_big_load<W>(smem + ((kc + 1) % 2u) * FW_TC_BIG_STAGE, x, w, rows, in, out, s0, o0, 32u * (kc + 1), vec);
+    async_commit();
+    if (live) {
+      const fw_u32x4* st = smem + (kc % 2u) * FW_TC_BIG_STAGE;
+      fw_f32x4 xv[FW_TC_MT][2][2];
+#pragma unroll
+      for (uint32_t i = 0; i < FW_TC_MT; ++i)
+#pragma unroll
+        for (uint32_t h = 0; h < 2; ++h)
+#pragma unroll
+          for (uint32_t q = 0; q < 2; ++q) {
+            const fw_u32x4 v = st[(((wm * FW_TC_MT + i) * 2u + h) * 2u + q) * 32u + lane];
+#pragma unroll
+            for (uint32_t e = 0; e < 4; ++e) xv[i][h][q].v[e] = fw_u2f(v.v[e]);
+          }
+      fw_u32x4 cur[NT];
+#pragma unroll
+      for (uint32_t j = 0; j < NT; ++j) cur[j] = st[FW_TC_BIG_XS + (wn * NT + j) * 32u + lane];
+      tc_compute<W, NT>(acc, cur, xv, live_mt);
+    }
+  }
+  async_wait<0>();
+  if (!live) return;
+  const uint32_t g = lane >> 2, t = lane & 3u;
+#pragma unroll
+  for (uint32_t i = 0; i < FW_TC_MT; ++i)
+#pragma unroll
+    for (uint32_t j = 0; j < NT; ++j)
+#pragma unroll
+      for (uint32_t e = 0; e < 4; ++e) {
+        const uint32_t r = rbase + 16u * i + g + 8u * (e >> 1), o = obase + 8u * j + 2u * t + (e & 1u);
+        if (r < rows && o < out) fw_mm_store(y, bias, (uint64_t)r * out + o, o, acc[i][j][e], accumulate);
+      }
+}
+
 template <typename W>
 DEVICE void matmul_tc(float* y, const float* x, const W* w, const float* bias, uint32_t rows, uint32_t in,
                       uint32_t out, uint32_t accumulate) {
   fw_early_start();
-  // Both tiles share the block's static shared memory (48 KB, the most a
-  // kernel may declare statically): each warp's weight ring.
+  // Every tile shares the block's static shared memory (48 KB, the most a
+  // kernel may declare statically): each warp's weight ring below 64 rows,
+  // the block's two stages of x and weights from 64.
   __shared__ fw_u32x4 smem[FW_TC_WARPS * FW_TC_WARP_SMEM];
   if (rows >= FW_TC_BIG_ROWS)
-    matmul_tc_tile<W, 4, 2, 1, FW_TC_NT, 3>(smem, y, x, w, bias, rows, in, out, accumulate);
+    matmul_tc_big(smem, y, x, w, bias, rows, in, out, accumulate);
   else if (out >= FW_TC_WIDE_OUT)
     matmul_tc_tile<W, 1, 2, 4, FW_TC_NT, 3>(smem, y, x, w, bias, rows, in, out, accumulate);
   else
