@@ -97,7 +97,10 @@ func (f *kernelForward) matmul(y, x *hostkern.Buf, rows int, m *cpu.Matrix, bias
 		a = 1
 	}
 	if f.tc && s == "bf16" && rows >= 16 {
-		grid := (m.Rows + 63) / 64 * ((rows + 31) / 32)
+		grid := (m.Rows + 15) / 16 * ((rows + 31) / 32)
+		if rows < 64 && m.Rows >= 16384 {
+			grid = (m.Rows + 63) / 64 * ((rows + 31) / 32)
+		}
 		if rows >= 64 {
 			grid = (m.Rows + 63) / 64 * ((rows + 127) / 128)
 		}

@@ -386,23 +386,34 @@ DEVICE void matmul(float* y, const float* x, const W* w, const float* bias, uint
 //
 // Block FW_TC_THREADS (256, 8 warps). Grid (block b: row tile s = b % S,
 // output tile c = b / S, S = the number of row tiles):
-//   rows <  64: ceil(rows / 32) * ceil(out / 64)    tile 32 rows x 64 outputs
-//   rows >= 64: ceil(rows / 128) * ceil(out / 64)   tile 128 rows x 64 outputs
-// Each warp computes 32 rows x 32 outputs (2 x 4 MMA tiles) over 32-wide
-// chunks of in. Below 64 rows (batched decode: every weight read once per
-// row tile) the block's 8 warps are 2 output halves x 4 slices of in,
-// reduced through shared memory at the end, so a small out still makes
-// enough blocks to stream the weights; from 64 rows (prefill) they are 4 row
-// quarters x 2 output halves. Each lane loads its own operands, 16 bytes of
-// weights per output tile and 32 bytes of x per row: the chunk's k order is
-// permuted (lane quad t holds k = 8t..8t+7, of which MMA h takes
-// 8t+4h..8t+4h+3 as its logical k = 2t, 2t+1, 2t+8, 2t+9) identically for
-// A and B, which leaves every dot product unchanged. The weights stream
-// through a per-warp ring in shared memory, FW_TC_STAGES chunks in flight
-// (async_copy16: cp.async on NVPTX; each lane reads back only its own
-// copies, so no barrier); x (small, cached) is loaded as it is used. A
-// thread keeps to 128 registers for 2 resident blocks per SM (ptxas 12.9,
-// sm_90: 128 registers, no spills, 48 KB of shared memory). The scalar path (in not a multiple of 8, or w or x not 16-byte aligned)
+//   rows <  64, out <  16384: ceil(rows / 32) * ceil(out / 16)   tile 32 x 16
+//   rows <  64, out >= 16384: ceil(rows / 32) * ceil(out / 64)   tile 32 x 64
+//   rows >= 64:               ceil(rows / 128) * ceil(out / 64)  tile 128 x 64
+// (rows x outputs). Each warp computes 32 rows x 8*NT outputs (2 x NT MMA
+// tiles) over 32-wide chunks of in. Below 64 rows (batched decode: each
+// weight read once per row tile, the activations reread by every output
+// tile) the narrow tile's 8 warps are 8 slices of in (NT = 2), so the
+// small-out projections (q|k|v, o, down: 2048-3072 outputs at the 1B
+// shape) still make 128 blocks or more, one or two per SM, to stream the
+// weights; from 16384 outputs (gate|up, the LM head: 256 blocks or more
+// anyway) the 64-wide tile's 8 warps are 2 output halves x 4 slices of in,
+// which rereads the activations a quarter as often. The slices' partial
+// sums are added in slice order through shared memory at the end: no
+// atomics, the same bytes on every run. From 64 rows (prefill) the 8 warps
+// are 4 row quarters x 2 output halves, and the block stages both operands
+// in shared memory (matmul_tc_big). Below 64 rows each lane loads its own
+// operands, 16 bytes of weights per output tile and 32 bytes of x per row
+// (from 64 rows the same bytes come from shared memory): the
+// chunk's k order is permuted (lane quad t holds k = 8t..8t+7, of which MMA
+// h takes 8t+4h..8t+4h+3 as its logical k = 2t, 2t+1, 2t+8, 2t+9)
+// identically for A and B, which leaves every dot product unchanged. The
+// weights stream through a per-warp ring in shared memory, 6 (narrow tile)
+// or 3 chunks in flight (async_copy16: cp.async on NVPTX; each lane reads
+// back only its own copies, so no barrier); x (small, cached) is loaded
+// as it is used, one chunk ahead into registers in the narrow tile. A
+// thread keeps to 128 registers for 2 resident blocks per SM, with 48 KB
+// of shared memory (ptxas 12.9, sm_90: 128 registers, no spills). The
+// scalar path (in not a multiple of 8, or w or x not 16-byte aligned)
 // loads element by element; edges (rows, out, in) are masked with zeros.
 //
 // One source for every port: on NVPTX the MMA is the instruction; on
@@ -414,12 +425,12 @@ DEVICE void matmul(float* y, const float* x, const W* w, const float* bias, uint
 #define FW_TC_WARPS (FW_TC_THREADS / 32)
 #define FW_TC_BIG_ROWS 64  // from this many rows on, the 128-row tile
 #define FW_TC_MT 2         // 16-row MMA tiles per warp
-#define FW_TC_NT 4         // 8-output MMA tiles per warp
-#define FW_TC_TN 64        // outputs per block tile (both shapes)
-#define FW_TC_STAGES 3     // chunks of weights in flight per warp
-// Each warp's ring: FW_TC_STAGES chunks of FW_TC_NT tiles x 32 lanes x 16
-// bytes (6 KB; the in-split reduction reuses its first 4 KB).
-#define FW_TC_WARP_SMEM (FW_TC_STAGES * FW_TC_NT * 32)
+#define FW_TC_NT 4         // 8-output MMA tiles per warp (the 64-wide tiles)
+#define FW_TC_NARROW_NT 2  // and in the narrow tile (16 outputs)
+#define FW_TC_WIDE_OUT 16384  // below 64 rows, from this many outputs on, the 64-wide tile
+// Each warp's ring: 3 chunks of 4 tiles or 6 of 2, x 32 lanes x 16 bytes
+// (6 KB; the in-split reduction reuses its first 4 or 2 KB).
+#define FW_TC_WARP_SMEM (3 * FW_TC_NT * 32)
 
 // TC_AMD_CALL: a function AMDGPU calls instead of inlining (the emulated
 // MMA inlined at each of the kernel's 64 MMAs made the code objects six
@@ -538,17 +549,17 @@ TC_AMD_CALL void tc_mma(W, float* c, const uint32_t* a, const uint32_t* b) {
 }
 #endif
 
-// tc_load_w: starts loading the weights of this warp's FW_TC_NT output
-// tiles for the 32-wide chunk at k0 into ring slot dst (lane (g, t): row
-// obase + 8j + g, k0+8t .. k0+8t+7, at dst[j*32 + lane]); each lane later
-// reads back only what it loaded itself. The scalar path stores at once.
-template <typename W>
+// tc_load_w: starts loading the weights of this warp's NT output tiles for
+// the 32-wide chunk at k0 into ring slot dst (lane (g, t): row obase + 8j +
+// g, k0+8t .. k0+8t+7, at dst[j*32 + lane]); each lane later reads back
+// only what it loaded itself. The scalar path stores at once.
+template <typename W, uint32_t NT>
 TC_AMD_CALL void tc_load_w(fw_u32x4* dst, const W* w, uint32_t in, uint32_t out, uint32_t obase, uint32_t k0,
                            bool vec) {
   const uint32_t lane = thread_idx_x() & 31u, g = lane >> 2, t = lane & 3u;
   const uint32_t k = k0 + 8u * t;
 #pragma unroll
-  for (uint32_t j = 0; j < FW_TC_NT; ++j) {
+  for (uint32_t j = 0; j < NT; ++j) {
     const uint32_t o = obase + 8u * j + g;
     const W* p = w + (uint64_t)o * in + k;
     if (vec) {
@@ -567,41 +578,51 @@ TC_AMD_CALL void tc_load_w(fw_u32x4* dst, const W* w, uint32_t in, uint32_t out,
   }
 }
 
-// tc_compute: the chunk at k0 for this warp's live row tiles: x of rows
-// rbase + 16i + g and + 8 (k0+8t .. k0+8t+7, loaded here: x is small and
-// cached, the weights are the stream), split into hi/lo, against wv.
-template <typename W>
-TC_AMD_CALL void tc_compute(float (*acc)[FW_TC_NT][4], const fw_u32x4* wv, const float* x, uint32_t rows,
-                            uint32_t in, uint32_t rbase, uint32_t k0, uint32_t live_mt, bool vec) {
+// tc_load_x: x of this warp's live row tiles for the chunk at k0: rows
+// rbase + 16i + g (h = 0) and + 8 (h = 1), k0+8t .. k0+8t+7, into xv[i][h]
+// (zeros past rows and in). x is small and cached (the weights are the
+// stream); the narrow tile's loop loads the next chunk's x before
+// computing this one's, so its latency overlaps the MMAs.
+TC_AMD_CALL void tc_load_x(fw_f32x4 (*xv)[2][2], const float* x, uint32_t rows, uint32_t in, uint32_t rbase,
+                           uint32_t k0, uint32_t live_mt, bool vec) {
   const uint32_t lane = thread_idx_x() & 31u, g = lane >> 2, t = lane & 3u;
   const uint32_t k = k0 + 8u * t;
 #pragma unroll
   for (uint32_t i = 0; i < FW_TC_MT; ++i) {
     if (i >= live_mt) break;  // warp-uniform
-    fw_f32x4 xv[2][2];
 #pragma unroll
     for (uint32_t h = 0; h < 2; ++h) {
       const uint32_t r = rbase + 16u * i + g + 8u * h;
       const float* p = x + (uint64_t)r * in + k;
       if (vec && r < rows && k < in) {
-        xv[h][0] = ((const fw_f32x4*)p)[0];
-        xv[h][1] = ((const fw_f32x4*)p)[1];
+        xv[i][h][0] = ((const fw_f32x4*)p)[0];
+        xv[i][h][1] = ((const fw_f32x4*)p)[1];
       } else {
 #pragma unroll
-        for (uint32_t e = 0; e < 8; ++e) xv[h][e / 4].v[e % 4] = (r < rows && k + e < in) ? p[e] : 0.0f;
+        for (uint32_t e = 0; e < 8; ++e) xv[i][h][e / 4].v[e % 4] = (r < rows && k + e < in) ? p[e] : 0.0f;
       }
     }
+  }
+}
+
+// tc_compute: one chunk for this warp's live row tiles: xv (tc_load_x)
+// split into hi/lo, against the weights wv.
+template <typename W, uint32_t NT>
+TC_AMD_CALL void tc_compute(float (*acc)[NT][4], const fw_u32x4* wv, const fw_f32x4 (*xv)[2][2], uint32_t live_mt) {
+#pragma unroll
+  for (uint32_t i = 0; i < FW_TC_MT; ++i) {
+    if (i >= live_mt) break;  // warp-uniform
 #pragma unroll
     for (uint32_t h = 0; h < 2; ++h) {
       // MMA h of the chunk: this lane's k = 8t+4h .. 8t+4h+3 (see above).
-      const fw_f32x4 xa = xv[0][h], xb = xv[1][h];
+      const fw_f32x4 xa = xv[i][0][h], xb = xv[i][1][h];
       uint32_t hi[4], lo[4];
       tc_split<W>(xa.v[0], xa.v[1], &hi[0], &lo[0]);
       tc_split<W>(xb.v[0], xb.v[1], &hi[1], &lo[1]);
       tc_split<W>(xa.v[2], xa.v[3], &hi[2], &lo[2]);
       tc_split<W>(xb.v[2], xb.v[3], &hi[3], &lo[3]);
 #pragma unroll
-      for (uint32_t j = 0; j < FW_TC_NT; ++j) {
+      for (uint32_t j = 0; j < NT; ++j) {
         const uint32_t bf[2] = {wv[j].v[2 * h], wv[j].v[2 * h + 1]};
         tc_mma(W{}, acc[i][j], hi, bf);
         tc_mma(W{}, acc[i][j], lo, bf);
@@ -611,71 +632,89 @@ TC_AMD_CALL void tc_compute(float (*acc)[FW_TC_NT][4], const fw_u32x4* wv, const
 }
 
 // matmul_tc_tile: the block tile of WM x WN x WK warps (rows WM*32, outputs
-// WN*32, in split WK ways and reduced in shared memory).
-template <typename W, uint32_t WM, uint32_t WN, uint32_t WK>
+// WN*NT*8, in split WK ways and reduced in shared memory), each warp's ring
+// STAGES chunks of weights deep.
+template <typename W, uint32_t WM, uint32_t WN, uint32_t WK, uint32_t NT, uint32_t STAGES>
 DEVICE void matmul_tc_tile(fw_u32x4* smem, float* y, const float* x, const W* w, const float* bias, uint32_t rows,
                            uint32_t in, uint32_t out, uint32_t accumulate) {
-  static_assert(WM * WN * WK == FW_TC_WARPS && WN * FW_TC_NT * 8 == FW_TC_TN, "tile shape");
-  const uint32_t tm = WM * FW_TC_MT * 16;
+  static_assert(WM * WN * WK == FW_TC_WARPS, "tile shape");
+  static_assert(STAGES * NT * 32 <= FW_TC_WARP_SMEM && FW_TC_MT * NT * 4 * 32 <= FW_TC_WARP_SMEM * 4, "ring size");
+  const uint32_t tm = WM * FW_TC_MT * 16, tn = WN * NT * 8;
   const uint32_t tiles = (rows + tm - 1) / tm;
   const uint32_t b = block_idx_x();
   const uint32_t s = b % tiles, c = b / tiles;
-  if (c >= (out + FW_TC_TN - 1) / FW_TC_TN) return;  // whole block
+  if (c >= (out + tn - 1) / tn) return;  // whole block
   const uint32_t warp = thread_idx_x() / 32u, lane = thread_idx_x() & 31u;
   const uint32_t wk = warp % WK, wn = (warp / WK) % WN, wm = warp / (WK * WN);
-  const uint32_t rbase = s * tm + wm * FW_TC_MT * 16, obase = c * FW_TC_TN + wn * FW_TC_NT * 8;
+  const uint32_t rbase = s * tm + wm * FW_TC_MT * 16, obase = c * tn + wn * NT * 8;
   uint32_t live_mt = 0;
   for (uint32_t i = 0; i < FW_TC_MT; ++i) live_mt += rbase + 16u * i < rows;
   const bool vec = (in % 8u) == 0 && fw_aligned16(w) && fw_aligned16(x);
-  float acc[FW_TC_MT][FW_TC_NT][4];
+  float acc[FW_TC_MT][NT][4];
 #pragma unroll
   for (uint32_t i = 0; i < FW_TC_MT; ++i)
 #pragma unroll
-    for (uint32_t j = 0; j < FW_TC_NT; ++j)
+    for (uint32_t j = 0; j < NT; ++j)
 #pragma unroll
       for (uint32_t e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
   fw_u32x4* ring = smem + warp * FW_TC_WARP_SMEM;
   if (live_mt > 0 && obase < out) {  // warp-uniform; the block_sync below is outside
     const uint32_t chunks = (in + 31u) / 32u;
-    // The weights of FW_TC_STAGES chunks are in flight through this warp's
-    // ring in shared memory: one group of copies per chunk (an empty group
-    // past the end keeps the count), and the wait for chunk kc leaves the
-    // FW_TC_STAGES - 1 after it in flight while it computes.
+    // The weights of STAGES chunks are in flight through this warp's ring
+    // in shared memory: one group of copies per chunk (an empty group past
+    // the end keeps the count), and the wait for chunk kc leaves the
+    // STAGES - 1 after it in flight while it computes.
 #pragma unroll
-    for (uint32_t d = 0; d < FW_TC_STAGES; ++d) {
+    for (uint32_t d = 0; d < STAGES; ++d) {
       const uint32_t kc = wk + d * WK;
-      if (kc < chunks) tc_load_w(ring + d * FW_TC_NT * 32u, w, in, out, obase, 32u * kc, vec);
+      if (kc < chunks) tc_load_w<W, NT>(ring + d * NT * 32u, w, in, out, obase, 32u * kc, vec);
       async_commit();
     }
+    // x one chunk ahead in registers where they allow it (the narrow
+    // tile's NT = 2; with NT = 4, 32 more registers would spill).
+    constexpr bool ahead = NT <= FW_TC_NARROW_NT;
+    fw_f32x4 xv[FW_TC_MT][2][2];
+    if (ahead) tc_load_x(xv, x, rows, in, rbase, 32u * wk, live_mt, vec);
     uint32_t slot = 0;
     for (uint32_t kc = wk; kc < chunks; kc += WK) {
-      async_wait<FW_TC_STAGES - 1>();
-      fw_u32x4* sl = ring + slot * FW_TC_NT * 32u;
-      fw_u32x4 cur[FW_TC_NT];
+      fw_f32x4 xn[FW_TC_MT][2][2];
+      if (ahead)
+        tc_load_x(xn, x, rows, in, rbase, 32u * (kc + WK), live_mt, vec);  // zeros past in
+      else
+        tc_load_x(xv, x, rows, in, rbase, 32u * kc, live_mt, vec);
+      async_wait<STAGES - 1>();
+      fw_u32x4* sl = ring + slot * NT * 32u;
+      fw_u32x4 cur[NT];
 #pragma unroll
-      for (uint32_t j = 0; j < FW_TC_NT; ++j) cur[j] = sl[j * 32u + lane];
-      tc_compute<W>(acc, cur, x, rows, in, rbase, 32u * kc, live_mt, vec);
+      for (uint32_t j = 0; j < NT; ++j) cur[j] = sl[j * 32u + lane];
+      tc_compute<W, NT>(acc, cur, xv, live_mt);
       // The slot is free once cur was used (the MMAs above read it).
-      const uint32_t next = kc + FW_TC_STAGES * WK;
-      if (next < chunks) tc_load_w(sl, w, in, out, obase, 32u * next, vec);
+      const uint32_t next = kc + STAGES * WK;
+      if (next < chunks) tc_load_w<W, NT>(sl, w, in, out, obase, 32u * next, vec);
       async_commit();
-      slot = slot + 1 == FW_TC_STAGES ? 0 : slot + 1;
+      slot = slot + 1 == STAGES ? 0 : slot + 1;
+      if (ahead) {
+#pragma unroll
+        for (uint32_t i = 0; i < FW_TC_MT; ++i)
+#pragma unroll
+          for (uint32_t h = 0; h < 2; ++h) xv[i][h][0] = xn[i][h][0], xv[i][h][1] = xn[i][h][1];
+      }
     }
     async_wait<0>();
   }
   if (WK > 1) {
     // Slices 1..WK-1 hand their sums to slice 0 (warps warp+1 .. warp+WK-1
-    // share its rows and outputs) through the first 4 KB of their own ring,
+    // share its rows and outputs) through the start of their own ring,
     // which no other warp touches; [idx][lane] keeps the lanes on distinct
-    // banks.
+    // banks. Slice 0 adds them in slice order.
     float* red = (float*)ring;
     if (wk != 0) {
 #pragma unroll
       for (uint32_t i = 0; i < FW_TC_MT; ++i)
 #pragma unroll
-        for (uint32_t j = 0; j < FW_TC_NT; ++j)
+        for (uint32_t j = 0; j < NT; ++j)
 #pragma unroll
-          for (uint32_t e = 0; e < 4; ++e) red[((i * FW_TC_NT + j) * 4 + e) * 32u + lane] = acc[i][j][e];
+          for (uint32_t e = 0; e < 4; ++e) red[((i * NT + j) * 4 + e) * 32u + lane] = acc[i][j][e];
     }
     block_sync();
     if (wk != 0) return;
@@ -684,16 +723,146 @@ DEVICE void matmul_tc_tile(fw_u32x4* smem, float* y, const float* x, const W* w,
 #pragma unroll
       for (uint32_t i = 0; i < FW_TC_MT; ++i)
 #pragma unroll
-        for (uint32_t j = 0; j < FW_TC_NT; ++j)
+        for (uint32_t j = 0; j < NT; ++j)
 #pragma unroll
-          for (uint32_t e = 0; e < 4; ++e) acc[i][j][e] += other[((i * FW_TC_NT + j) * 4 + e) * 32u + lane];
+          for (uint32_t e = 0; e < 4; ++e) acc[i][j][e] += other[((i * NT + j) * 4 + e) * 32u + lane];
     }
   }
   const uint32_t g = lane >> 2, t = lane & 3u;
 #pragma unroll
   for (uint32_t i = 0; i < FW_TC_MT; ++i)
 #pragma unroll
-    for (uint32_t j = 0; j < FW_TC_NT; ++j)
+    for (uint32_t j = 0; j < NT; ++j)
+#pragma unroll
+      for (uint32_t e = 0; e < 4; ++e) {
+        const uint32_t r = rbase + 16u * i + g + 8u * (e >> 1), o = obase + 8u * j + 2u * t + (e & 1u);
+        if (r < rows && o < out) fw_mm_store(y, bias, (uint64_t)r * out + o, o, acc[i][j][e], accumulate);
+      }
+}
+
+// matmul_tc_big: the 128 x 64 tile from 64 rows, both operands staged in
+// shared memory by the whole block (each warp's fragments, and so every
+// sum, exactly those of matmul_tc_tile<W, 4, 2, 1, ...>): per 32-wide
+// chunk of in, the 128 rows of x (f32, 16 KB) and the 64 weight rows (4
+// KB) go in by async_copy16, 5 copies a thread, in the fragments' lane
+// order (x: [row group of 8][k half q][lane] 16 bytes, w: [output tile of
+// 8][lane] 16 bytes, so the warps' 16-byte reads are conflict-free), double
+// buffered: chunk kc+1 is in flight while chunk kc is computed, one
+// barrier per chunk. Every warp reads its weights once per block instead
+// of once per row quarter and its x once per output half.
+#define FW_TC_BIG_XS (16 * 2 * 32)                    // x stage: 16 row groups x 2 halves x 32 lanes (16 KB)
+#define FW_TC_BIG_WS (8 * 32)                         // w stage: 8 output tiles x 32 lanes (4 KB)
+#define FW_TC_BIG_STAGE (FW_TC_BIG_XS + FW_TC_BIG_WS)  // 20 KB; two stages in the 48 KB
+
+// tc_big_load: chunk k0's stage (x rows s0 .. s0+127, outputs o0 .. o0+63):
+// thread tid copies x elements 4 at a time (c = tid + 256 u: row c / 8,
+// k0 + 4 (c % 8)) and the weights' 16 bytes c = tid (output tile c / 32,
+// lane c % 32).
+template <typename W>
+TC_AMD_CALL void tc_big_load(fw_u32x4* st, const float* x, const W* w, uint32_t rows, uint32_t in, uint32_t out,
+                             uint32_t s0, uint32_t o0, uint32_t k0, bool vec) {
+  const uint32_t tid = thread_idx_x();
+#pragma unroll
+  for (uint32_t u = 0; u < 4; ++u) {
+    const uint32_t c = tid + FW_TC_THREADS * u;
+    const uint32_t rr = c / 8u, kq = c % 8u;  // tile row, its 4-float piece
+    // Fragment place: row rr = 8 * group + g, k = 8t + 4q.
+    const uint32_t grp = rr / 8u, lane = (rr % 8u) * 4u + kq / 2u, q = kq % 2u;
+    fw_u32x4* d = st + (grp * 2u + q) * 32u + lane;
+    const uint32_t r = s0 + rr, k = k0 + 4u * kq;
+    const float* p = x + (uint64_t)r * in + k;
+    if (vec) {
+      const bool valid = r < rows && k < in;
+      async_copy16(d, valid ? (const void*)p : (const void*)x, valid);
+    } else {
+      fw_u32x4 v;
+#pragma unroll
+      for (uint32_t e = 0; e < 4; ++e) v.v[e] = (r < rows && k + e < in) ? fw_f2u(p[e]) : 0u;
+      *d = v;
+    }
+  }
+  {
+    const uint32_t j = tid / 32u, lane = tid % 32u, g = lane / 4u, t = lane % 4u;
+    const uint32_t o = o0 + 8u * j + g, k = k0 + 8u * t;
+    const W* p = w + (uint64_t)o * in + k;
+    fw_u32x4* d = st + FW_TC_BIG_XS + tid;
+    if (vec) {
+      const bool valid = o < out && k < in;
+      async_copy16(d, valid ? (const void*)p : (const void*)w, valid);
+    } else {
+      fw_u32x4 v;
+#pragma unroll
+      for (uint32_t e = 0; e < 4; ++e) {
+        const uint32_t lo = (o < out && k + 2 * e < in) ? p[2 * e].bits : 0u;
+        const uint32_t hi = (o < out && k + 2 * e + 1 < in) ? p[2 * e + 1].bits : 0u;
+        v.v[e] = lo | (hi << 16);
+      }
+      *d = v;
+    }
+  }
+}
+
+template <typename W>
+DEVICE void matmul_tc_big(fw_u32x4* smem, float* y, const float* x, const W* w, const float* bias, uint32_t rows,
+                          uint32_t in, uint32_t out, uint32_t accumulate) {
+  constexpr uint32_t NT = FW_TC_NT;
+  static_assert(2 * FW_TC_BIG_STAGE <= FW_TC_WARPS * FW_TC_WARP_SMEM, "two stages in the shared memory");
+  const uint32_t tiles = (rows + 127u) / 128u;
+  const uint32_t b = block_idx_x();
+  const uint32_t s = b % tiles, c = b / tiles;
+  if (c >= (out + 63u) / 64u) return;  // whole block
+  const uint32_t warp = thread_idx_x() / 32u, lane = thread_idx_x() & 31u;
+  const uint32_t wn = warp % 2u, wm = warp / 2u;  // as matmul_tc_tile<W, 4, 2, 1>
+  const uint32_t s0 = s * 128u, o0 = c * 64u;
+  const uint32_t rbase = s0 + wm * FW_TC_MT * 16, obase = o0 + wn * NT * 8;
+  uint32_t live_mt = 0;
+  for (uint32_t i = 0; i < FW_TC_MT; ++i) live_mt += rbase + 16u * i < rows;
+  const bool live = live_mt > 0 && obase < out;  // warp-uniform; every warp still loads and syncs
+  const bool vec = (in % 8u) == 0 && fw_aligned16(w) && fw_aligned16(x);
+  float acc[FW_TC_MT][NT][4];
+#pragma unroll
+  for (uint32_t i = 0; i < FW_TC_MT; ++i)
+#pragma unroll
+    for (uint32_t j = 0; j < NT; ++j)
+#pragma unroll
+      for (uint32_t e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
+  const uint32_t chunks = (in + 31u) / 32u;
+  tc_big_load<W>(smem, x, w, rows, in, out, s0, o0, 0u, vec);
+  async_commit();
+  for (uint32_t kc = 0; kc < chunks; ++kc) {
+    // Chunk kc has landed for every thread, and every warp is done with
+    // chunk kc - 1, whose stage the next load overwrites.
+    async_wait<0>();
+    block_sync();
+    if (kc + 1 < chunks)
+      tc_big_load<W>(smem + ((kc + 1) % 2u) * FW_TC_BIG_STAGE, x, w, rows, in, out, s0, o0, 32u * (kc + 1), vec);
+    async_commit();
+    if (live) {
+      const fw_u32x4* st = smem + (kc % 2u) * FW_TC_BIG_STAGE;
+      fw_f32x4 xv[FW_TC_MT][2][2];
+#pragma unroll
+      for (uint32_t i = 0; i < FW_TC_MT; ++i)
+#pragma unroll
+        for (uint32_t h = 0; h < 2; ++h)
+#pragma unroll
+          for (uint32_t q = 0; q < 2; ++q) {
+            const fw_u32x4 v = st[(((wm * FW_TC_MT + i) * 2u + h) * 2u + q) * 32u + lane];
+#pragma unroll
+            for (uint32_t e = 0; e < 4; ++e) xv[i][h][q].v[e] = fw_u2f(v.v[e]);
+          }
+      fw_u32x4 cur[NT];
+#pragma unroll
+      for (uint32_t j = 0; j < NT; ++j) cur[j] = st[FW_TC_BIG_XS + (wn * NT + j) * 32u + lane];
+      tc_compute<W, NT>(acc, cur, xv, live_mt);
+    }
+  }
+  async_wait<0>();
+  if (!live) return;
+  const uint32_t g = lane >> 2, t = lane & 3u;
+#pragma unroll
+  for (uint32_t i = 0; i < FW_TC_MT; ++i)
+#pragma unroll
+    for (uint32_t j = 0; j < NT; ++j)
 #pragma unroll
       for (uint32_t e = 0; e < 4; ++e) {
         const uint32_t r = rbase + 16u * i + g + 8u * (e >> 1), o = obase + 8u * j + 2u * t + (e & 1u);
@@ -705,13 +874,16 @@ template <typename W>
 DEVICE void matmul_tc(float* y, const float* x, const W* w, const float* bias, uint32_t rows, uint32_t in,
                       uint32_t out, uint32_t accumulate) {
   fw_early_start();
-  // Both tiles share the block's static shared memory (48 KB, the most a
-  // kernel may declare statically): each warp's weight ring.
+  // Every tile shares the block's static shared memory (48 KB, the most a
+  // kernel may declare statically): each warp's weight ring below 64 rows,
+  // the block's two stages of x and weights from 64.
   __shared__ fw_u32x4 smem[FW_TC_WARPS * FW_TC_WARP_SMEM];
   if (rows >= FW_TC_BIG_ROWS)
-    matmul_tc_tile<W, 4, 2, 1>(smem, y, x, w, bias, rows, in, out, accumulate);
+    matmul_tc_big(smem, y, x, w, bias, rows, in, out, accumulate);
+  else if (out >= FW_TC_WIDE_OUT)
+    matmul_tc_tile<W, 1, 2, 4, FW_TC_NT, 3>(smem, y, x, w, bias, rows, in, out, accumulate);
   else
-    matmul_tc_tile<W, 1, 2, 4>(smem, y, x, w, bias, rows, in, out, accumulate);
+    matmul_tc_tile<W, 1, 1, 8, FW_TC_NARROW_NT, 6>(smem, y, x, w, bias, rows, in, out, accumulate);
 }
 
 // =====================================================================

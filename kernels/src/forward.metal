@@ -549,18 +549,19 @@ kernel void copy_rows_f32(device float* dst [[buffer(0)]], device const float* s
 
 // ---- matmul_tc_W ----
 // forward.cu's matmul_tc_W (tensor cores on NVPTX) without an MMA: each
-// thread computes outputs of forward.cu's block tile (32 or 128 rows x 64
-// outputs, same grid) one at a time, summing in the order forward.cu's
-// m16n8k16 fragments do (chunks of 32 of in, per chunk MMA h = 0, 1 over
-// the lanes' k = 8t+4h .. 8t+4h+3, the hi pass then the lo pass, each MMA
-// adding its 16 products in logical k order; below 64 rows four slices of
-// in, added in order), with the same hi/lo split of x, so the bytes are
+// thread computes outputs of forward.cu's block tile (32 x 16, 32 x 64 or
+// 128 x 64 rows x outputs, same grid) one at a time, summing in the order
+// forward.cu's m16n8k16 fragments do (chunks of 32 of in, per chunk MMA
+// h = 0, 1 over the lanes' k = 8t+4h .. 8t+4h+3, the hi pass then the lo
+// pass, each MMA adding its 16 products in logical k order; below 64 rows
+// eight (32 x 16) or four (32 x 64) slices of in, slice q taking chunks
+// q, q + slices, ..., added in slice order), with the same hi/lo split of x, so the bytes are
 // forward.cu's. Correct but slow (every output redoes its split and its
 // 2*in products): no simdgroup_matrix port yet; a Metal backend would run
 // matmul_W.
 #define FW_TC_THREADS 256
 #define FW_TC_BIG_ROWS 64
-#define FW_TC_TN 64
+#define FW_TC_WIDE_OUT 16384
 
 static inline uint fw_tc_rne(fw_bf16, float f) {
   const uint x = fw_f2u(f);
@@ -589,13 +590,14 @@ static inline float fw_tc_part(float x, bool lo) {
 template <typename W>
 static inline void fw_matmul_tc(device float* y, device const float* x, device const W* w, device const float* bias,
                                 uint rows, uint in, uint out, uint accumulate, uint tid, uint blk) {
-  const uint tm = rows >= FW_TC_BIG_ROWS ? 128u : 32u, slices = rows >= FW_TC_BIG_ROWS ? 1u : 4u;
+  const bool big = rows >= FW_TC_BIG_ROWS, narrow = !big && out < FW_TC_WIDE_OUT;
+  const uint tm = big ? 128u : 32u, tn = narrow ? 16u : 64u, slices = big ? 1u : narrow ? 8u : 4u;
   const uint tiles = (rows + tm - 1) / tm;
   const uint s = blk % tiles, c = blk / tiles;
-  if (c >= (out + FW_TC_TN - 1) / FW_TC_TN) return;
+  if (c >= (out + tn - 1) / tn) return;
   const uint chunks = (in + 31u) / 32u;
-  for (uint e = tid; e < tm * FW_TC_TN; e += FW_TC_THREADS) {
-    const uint r = s * tm + e / FW_TC_TN, o = c * FW_TC_TN + e % FW_TC_TN;
+  for (uint e = tid; e < tm * tn; e += FW_TC_THREADS) {
+    const uint r = s * tm + e / tn, o = c * tn + e % tn;
     if (r >= rows || o >= out) continue;
     device const float* xr = x + (ulong)r * in;
     device const W* wr = w + (ulong)o * in;

@@ -83,8 +83,11 @@ def mm_grid(rows, out):
 
 
 def tc_grid(rows, out):
-    """matmul_tc_W's grid: 32-row x 64-output tiles below 64 rows, 128 x 64 from 64."""
-    return cdiv(out, 64) * (cdiv(rows, 128) if rows >= 64 else cdiv(rows, 32))
+    """matmul_tc_W's grid: below 64 rows 32-row x 16-output tiles (out < 16384)
+    or 32 x 64; 128 x 64 from 64 rows."""
+    if rows >= 64:
+        return cdiv(out, 64) * cdiv(rows, 128)
+    return cdiv(out, 16 if out < 16384 else 64) * cdiv(rows, 32)
 
 
 def report(name, got, ref, tol):

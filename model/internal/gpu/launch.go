@@ -53,10 +53,12 @@ const (
 	// matmul_tc_W reads each weight once per 32 rows. ROCm keeps matmul_W:
 	// there the MMA is emulated through lane exchanges (forward.cu).
 	tcRows        = 16
-	tcBigRows     = 64  // FW_TC_BIG_ROWS: from this many rows on, matmul_tc_W's 128-row tile
-	tcTileRows    = 32  // matmul_tc_W's row tile below tcBigRows
-	tcBigTileRows = 128 // and from it
-	tcTileOut     = 64  // FW_TC_TN: outputs per tile (both)
+	tcBigRows     = 64    // FW_TC_BIG_ROWS: from this many rows on, matmul_tc_W's 128-row tile
+	tcTileRows    = 32    // matmul_tc_W's row tile below tcBigRows
+	tcBigTileRows = 128   // and from it
+	tcWideOut     = 16384 // FW_TC_WIDE_OUT: below tcBigRows, from this many outputs on, the 64-wide tile
+	tcNarrowOut   = 16    // outputs per tile below tcBigRows and tcWideOut
+	tcTileOut     = 64    // outputs per tile otherwise
 	ewThreads     = 256
 	maxEWGrid     = 65535 // the elementwise kernels stride over the grid
 )
@@ -82,10 +84,14 @@ func matmulGrid(rows, out int) int {
 	return ceilDiv(out, mmTile) * ceilDiv(rows, mmTile)
 }
 
-// tcGrid is matmul_tc_W's grid: ceil(rows/32)*ceil(out/64) blocks below
-// 64 rows, ceil(rows/128)*ceil(out/64) from 64 rows.
+// tcGrid is matmul_tc_W's grid: below 64 rows ceil(rows/32)*ceil(out/16)
+// blocks (out < 16384) or ceil(rows/32)*ceil(out/64); from 64 rows
+// ceil(rows/128)*ceil(out/64).
 func tcGrid(rows, out int) int {
 	if rows < tcBigRows {
+		if out < tcWideOut {
+			return ceilDiv(rows, tcTileRows) * ceilDiv(out, tcNarrowOut)
+		}
 		return ceilDiv(rows, tcTileRows) * ceilDiv(out, tcTileOut)
 	}
 	return ceilDiv(rows, tcBigTileRows) * ceilDiv(out, tcTileOut)

@@ -10,10 +10,13 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// tcGrid is matmul_tc_W's grid (forward.cu): 32-row x 64-output tiles
-// below 64 rows, 128-row x 64-output tiles from 64 rows.
+// tcGrid is matmul_tc_W's grid (forward.cu): below 64 rows 32-row x
+// 16-output tiles (out < 16384) or 32 x 64; 128 x 64 from 64 rows.
 func tcGrid(rows, out int) int {
 	if rows < 64 {
+		if out < 16384 {
+			return ceilDiv(rows, 32) * ceilDiv(out, 16)
+		}
 		return ceilDiv(rows, 32) * ceilDiv(out, 64)
 	}
 	return ceilDiv(rows, 128) * ceilDiv(out, 64)
@@ -35,7 +38,7 @@ func tcSplit(dtype string) (rel, abs float64) {
 // to the exact (float64) product over the kernel's own inputs: the split
 // costs rel*sum|x w| + abs*sum|w| (above); every product of two 16-bit
 // values is exact in f32, so the rest is f32 summation of the 2*in hi and
-// lo products, the partial sums of the slices of in (at most 4), bias and
+// lo products, the partial sums of the slices of in (at most 8), bias and
 // y: gamma(2*in + 8) * (the sum of the terms' magnitudes, at most
 // (1 + 2^-7) sum|x w| + |bias| + |y|). cpu.MatMul is held to the same
 // bound, and the kernel to twice it against cpu.MatMul.
@@ -108,8 +111,9 @@ func requireMatMulTC(t *testing.T, got, x []float32, w wdata, y0, b, ref []float
 }
 
 // TestMatMulTC checks matmul_tc_bf16/_f16 through the host emulation of
-// their MMA fragments on both tiles (rows < 64: 32-row tiles with in split
-// over 4 warps; rows >= 64: 128-row tiles), partial row, output and in
+// their MMA fragments on all three tiles (rows < 64: 32 x 16 tiles with in
+// split over 8 warps, or from 16384 outputs 32 x 64 with in split over 4;
+// rows >= 64: 128 x 64 tiles), partial row, output and in
 // chunks (in 80: a half chunk; 77: the scalar path, in not a multiple of
 // 8; shift 4: x and y off 16-byte alignment, the scalar path too), with and
 // without bias and accumulate.
@@ -119,7 +123,7 @@ func TestMatMulTC(t *testing.T) {
 	shapes := []shape{
 		{1, 64, 8}, {15, 80, 100}, {16, 576, 8}, {33, 64, 100}, {64, 80, 8},
 		{130, 64, 100}, {16, 2048, 100}, {1, 576, 576}, {15, 77, 33}, {33, 80, 576}, {64, 2048, 8},
-		{130, 576, 100}, {64, 576, 576},
+		{130, 576, 100}, {64, 576, 576}, {17, 40, 16392},
 	}
 	for _, dtype := range []string{"bf16", "f16"} {
 		for i, s := range shapes {
