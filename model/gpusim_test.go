@@ -174,6 +174,35 @@ func TestSimGPUTensorCoreMatmulFromSixteenRows(t *testing.T) {
 	})
 }
 
+// TestSimGPUPrefillAttentionFromSixteenTokens: a chunk of 16 query tokens
+// or more runs attention_prefill_f32 (the simulated twin rejects a launch
+// off forward.cu's grid rule, ceil(tokens/16) * heads), one of fewer keeps
+// attention_f32, and both give the CPU forward's logits (the other sim
+// tests compare them; here the counts).
+func TestSimGPUPrefillAttentionFromSixteenTokens(t *testing.T) {
+	ctx := context.Background()
+	spec := modeltest.Llama3Tiny()
+	faults := &gpusim.Faults{}
+	m := loadSpec(t, spec, WithDevice(simDevice(t, faults)))
+	s := m.NewSession()
+	defer s.Close()
+	L := int64(spec.Layers)
+	var prefill, decode int64
+	for _, n := range []int{15, 16, 1, 37, 2} {
+		_, err := s.Forward(ctx, testTokens(n, spec.Vocab), false)
+		require.NoError(t, err)
+		dp, dd := faults.Launched("attention_prefill_f32")-prefill, faults.Launched("attention_f32")-decode
+		prefill, decode = prefill+dp, decode+dd
+		if n >= 16 {
+			require.Equal(t, L, dp, "a %d-token step: attention_prefill_f32 once per layer", n)
+			require.Zero(t, dd, "a %d-token step", n)
+		} else {
+			require.Zero(t, dp, "a %d-token step", n)
+			require.GreaterOrEqual(t, dd, L, "a %d-token step: attention_f32 in every layer", n) // a decode graph's capture launches too
+		}
+	}
+}
+
 // TestSimGPUChunkedStepsMatch proves steps longer than one pass through the
 // layers (the backend splits a step's token list into chunks) give the same
 // logits and the same batches: prompts and sequences cross chunk boundaries
