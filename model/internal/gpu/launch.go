@@ -58,8 +58,8 @@ const (
 	tcBigTileRows = 128 // and from it
 	tcTileOut     = 64  // FW_TC_TN: outputs per tile (both)
 	// attpRows: attention_prefill_f32's query tokens per block
-	// (FW_ATTP_ROWS); attpMinTokens: from this many tokens in a chunk the
-	// backend launches it (see attention).
+	// (FW_ATTP_ROWS); attpMinTokens: the fewest tokens in a chunk for which
+	// the backend launches it (chunk.tiledAttention).
 	attpRows      = 16
 	attpMinTokens = 16
 	ewThreads     = 256
@@ -169,19 +169,19 @@ func (b *Backend) kvStore(layer int, qkv, slots runtime.DevicePtr, tokens int) e
 		u32(c.qDim()), u32(c.qDim()+c.kvDim()), u32(c.qkvDim()), u32(b.numBlocks*BlockSize))
 }
 
-// attention launches attention_prefill_f32 for a chunk of at least
-// attpMinTokens query tokens and attention_f32 below. attention_f32 reads
-// every key's k and v rows once per query and head; the prefill kernel
-// reads them once per tile of attpRows query tokens (FW_ATTP_ROWS) and
-// head, through shared memory, which at a 512-token prefill is the
-// difference between ~2 GB and ~70 MB of cache traffic per layer. Below a
-// tile's worth of tokens (decode, small batches) its tiles would run
-// mostly empty, and a tile of tokens from different sequences costs what
-// attention_f32 does, so those keep attention_f32.
-func (b *Backend) attention(layer int, out, qkv, qSeq, qPos, tables runtime.DevicePtr, maxBlocks, tokens int, scale float32) error {
+// attention launches attention_prefill_f32 when tiled (a chunk of mostly
+// prefill tokens, chunk.tiledAttention) and attention_f32 otherwise.
+// attention_f32 reads every key's k and v rows once per query and head; the
+// prefill kernel reads them once per tile of attpRows query tokens
+// (FW_ATTP_ROWS) and head, through shared memory, which at a 512-token
+// prefill is the difference between ~2 GB and ~70 MB of cache traffic per
+// layer. With few tokens (decode) its tiles would run mostly empty, and a
+// tile's runs of different sequences run one after another in its block,
+// so decode steps keep attention_f32.
+func (b *Backend) attention(layer int, out, qkv, qSeq, qPos, tables runtime.DevicePtr, maxBlocks, tokens int, tiled bool, scale float32) error {
 	c := b.cfg
 	name, grid := "attention_f32", tokens*c.Heads
-	if tokens >= attpMinTokens {
+	if tiled {
 		name, grid = "attention_prefill_f32", ceilDiv(tokens, attpRows)*c.Heads
 	}
 	return b.launch(name, g1(grid), out, qkv, b.kc[layer], b.vc[layer], qSeq, qPos, tables,
