@@ -21,12 +21,13 @@ var forwardABI = func() map[string]struct {
 		threads int
 	}
 	m := map[string]k{
-		"rope_f32":      {[]int{8, 8, 8, 4, 4, 4, 4}, 256},
-		"kv_store_f32":  {[]int{8, 8, 8, 8, 4, 4, 4, 4, 4, 4}, 256},
-		"attention_f32": {[]int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, 256},
-		"silu_mul_f32":  {[]int{8, 8, 4, 4}, 256},
-		"add_f32":       {[]int{8, 8, 4}, 256},
-		"copy_rows_f32": {[]int{8, 8, 8, 4, 4}, 256},
+		"rope_f32":              {[]int{8, 8, 8, 4, 4, 4, 4}, 256},
+		"kv_store_f32":          {[]int{8, 8, 8, 8, 4, 4, 4, 4, 4, 4}, 256},
+		"attention_f32":         {[]int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, 256},
+		"attention_prefill_f32": {[]int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, 256},
+		"silu_mul_f32":          {[]int{8, 8, 4, 4}, 256},
+		"add_f32":               {[]int{8, 8, 4}, 256},
+		"copy_rows_f32":         {[]int{8, 8, 8, 4, 4}, 256},
 	}
 	for _, w := range []string{"f32", "f16", "bf16"} {
 		m["embed_"+w] = k{[]int{8, 8, 8, 4, 4, 4}, 256}

@@ -174,6 +174,61 @@ func TestSimGPUTensorCoreMatmulFromSixteenRows(t *testing.T) {
 	})
 }
 
+// TestSimGPUPrefillAttentionFromSixteenTokens: a chunk of 16 query tokens
+// or more, averaging 8 or more per sequence, runs attention_prefill_f32
+// (the simulated twin faults a launch off forward.cu's grid rule,
+// ceil(tokens/16) * heads); one of fewer tokens, or a batched decode step,
+// keeps attention_f32. The other sim tests compare the logits with the CPU
+// forward's; here the launches are counted.
+func TestSimGPUPrefillAttentionFromSixteenTokens(t *testing.T) {
+	ctx := context.Background()
+	spec := modeltest.Llama3Tiny()
+	faults := &gpusim.Faults{}
+	m := loadSpec(t, spec, WithDevice(simDevice(t, faults)))
+	s := m.NewSession()
+	defer s.Close()
+	L := int64(spec.Layers)
+	var prefill, decode int64
+	for _, n := range []int{15, 16, 1, 37, 2} {
+		_, err := s.Forward(ctx, testTokens(n, spec.Vocab), false)
+		require.NoError(t, err)
+		dp, dd := faults.Launched("attention_prefill_f32")-prefill, faults.Launched("attention_f32")-decode
+		prefill, decode = prefill+dp, decode+dd
+		if n >= 16 {
+			require.Equal(t, L, dp, "a %d-token step: attention_prefill_f32 once per layer", n)
+			require.Zero(t, dd, "a %d-token step", n)
+		} else {
+			require.Zero(t, dp, "a %d-token step", n)
+			require.GreaterOrEqual(t, dd, L, "a %d-token step: attention_f32 in every layer", n) // a decode graph's capture launches too
+		}
+	}
+	// Batched steps: 20 sequences of one token each (20 tokens, but one per
+	// tile row) keep attention_f32; two 16-token prompts in one step (two
+	// runs averaging a whole tile) take the tiled kernel.
+	for _, c := range []struct {
+		seqs, prompt int
+		tiled        bool
+	}{{20, 1, false}, {2, 16, true}} {
+		b := m.NewBatch()
+		for i := range c.seqs {
+			_, err := b.Add(testTokens(c.prompt+i%2, spec.Vocab)[:c.prompt], GenerateOptions{})
+			require.NoError(t, err)
+		}
+		_, err := b.Step(ctx)
+		require.NoError(t, err)
+		dp, dd := faults.Launched("attention_prefill_f32")-prefill, faults.Launched("attention_f32")-decode
+		prefill, decode = prefill+dp, decode+dd
+		if c.tiled {
+			require.Equal(t, L, dp, "%d sequences of %d tokens", c.seqs, c.prompt)
+			require.Zero(t, dd, "%d sequences of %d tokens", c.seqs, c.prompt)
+		} else {
+			require.Zero(t, dp, "%d sequences of %d tokens", c.seqs, c.prompt)
+			require.GreaterOrEqual(t, dd, L, "%d sequences of %d tokens", c.seqs, c.prompt) // and a decode graph's capture
+		}
+		b.Close()
+	}
+}
+
 // TestSimGPUChunkedStepsMatch proves steps longer than one pass through the
 // layers (the backend splits a step's token list into chunks) give the same
 // logits and the same batches: prompts and sequences cross chunk boundaries

@@ -154,7 +154,14 @@ func (f *kernelForward) step(seqs []int, tokens []uint32) [][]float32 {
 		f.launch("rope_f32", T, hostkern.View{B: qkv, Off: 4 * qD}, posB, f.invFreq, hostkern.U32(T), hostkern.U32(KV), hostkern.U32(hd), hostkern.U32(qkvD))
 		f.launch("kv_store_f32", T, f.kc[l], f.vc[l], qkv, slotsB, hostkern.U32(T), hostkern.U32(kvD),
 			hostkern.U32(qD), hostkern.U32(qD+kvD), hostkern.U32(qkvD), hostkern.U32(f.numSlots))
-		f.launch("attention_f32", T*H, att, qkv, f.kc[l], f.vc[l], qSeqB, posB, tablesB, hostkern.U32(f.maxBlocks), hostkern.U32(kfBlock),
+		// As the GPU backend (step.go chunk.tiledAttention): the tiled
+		// prefill kernel for a step of 16 tokens or more (here those are
+		// one sequence's prefill; the decode steps have 3 tokens).
+		attn, grid := "attention_f32", T*H
+		if T >= 16 {
+			attn, grid = "attention_prefill_f32", (T+15)/16*H
+		}
+		f.launch(attn, grid, att, qkv, f.kc[l], f.vc[l], qSeqB, posB, tablesB, hostkern.U32(f.maxBlocks), hostkern.U32(kfBlock),
 			hostkern.U32(T), hostkern.U32(H), hostkern.U32(KV), hostkern.U32(hd), hostkern.U32(qkvD),
 			hostkern.F32(float32(1/math.Sqrt(float64(hd)))))
 		f.matmul(x, att, T, &lw.o, lw.oBias, true)

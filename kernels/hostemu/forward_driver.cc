@@ -86,6 +86,15 @@ void attention_f32(float* out, const float* qkv, const float* k_cache, const flo
   ::attention_f32(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens, heads,
                   kv_heads, headdim, stride, scale, qs, gm, gl, go, TG);
 }
+void attention_prefill_f32(float* out, const float* qkv, const float* k_cache, const float* v_cache,
+                           const uint32_t* q_seq, const uint32_t* q_pos, const uint32_t* block_tables,
+                           uint32_t max_blocks, uint32_t block_size, uint32_t tokens, uint32_t heads,
+                           uint32_t kv_heads, uint32_t headdim, uint32_t stride, float scale) {
+  static float qs[FW_ATTP_ROWS * FW_ATT_MAX_HEADDIM], buf[FW_ATTP_KEYS * FW_ATTP_DCHUNK],
+      ps[FW_ATTP_ROWS * FW_ATTP_KEYS];
+  ::attention_prefill_f32(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens,
+                          heads, kv_heads, headdim, stride, scale, qs, buf, ps, TG);
+}
 static uint32_t grid_threads() { return hostemu::grid_blocks * hostemu::block_threads; }
 void silu_mul_f32(float* out, const float* gu, uint32_t rows, uint32_t inter) {
   ::silu_mul_f32(out, gu, rows, inter, TG, grid_threads());
@@ -148,6 +157,13 @@ const std::map<std::string, Kernel> kernels = {
         FWK(attention_f32)(P<float>(a, 0), P<float>(a, 1), P<float>(a, 2), P<float>(a, 3), P<uint32_t>(a, 4),
                       P<uint32_t>(a, 5), P<uint32_t>(a, 6), U(a, 7), U(a, 8), U(a, 9), U(a, 10), U(a, 11),
                       U(a, 12), U(a, 13), F(a, 14));
+      }}},
+    {"attention_prefill_f32",
+     {FW_ATTP_THREADS,
+      [](std::vector<Arg>& a) {
+        FWK(attention_prefill_f32)(P<float>(a, 0), P<float>(a, 1), P<float>(a, 2), P<float>(a, 3), P<uint32_t>(a, 4),
+                                   P<uint32_t>(a, 5), P<uint32_t>(a, 6), U(a, 7), U(a, 8), U(a, 9), U(a, 10),
+                                   U(a, 11), U(a, 12), U(a, 13), F(a, 14));
       }}},
     {"silu_mul_f32",
      {FW_EW_THREADS, [](std::vector<Arg>& a) { FWK(silu_mul_f32)(P<float>(a, 0), P<float>(a, 1), U(a, 2), U(a, 3)); }}},

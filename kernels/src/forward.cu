@@ -1046,6 +1046,197 @@ KERNEL KBOUNDS(FW_ATT_THREADS) void attention_f32(float* out, const float* qkv, 
 }
 
 // =====================================================================
+// attention_prefill_f32: attention_f32's arguments and semantics, for
+// chunks of many query tokens (prefill): a block takes FW_ATTP_ROWS
+// consecutive query tokens t0 .. t0+FW_ATTP_ROWS-1 of the step (fewer at
+// the end) and one head h, and streams the keys through shared memory in
+// tiles of FW_ATTP_KEYS, so each key's k and v rows are read once per tile
+// of query tokens instead of once per query. The tokens of a tile may
+// belong to different sequences and sit at any positions: the block walks
+// the tile's runs of consecutive tokens with the same q_seq, and for each
+// run streams that sequence's keys 0 .. max(q_pos)+1 of the run, each query
+// masking the keys past its own position (a run of one token costs what
+// attention_f32 does for it, so batched decode should keep attention_f32).
+// Block FW_ATTP_THREADS (256), grid ceil(tokens / FW_ATTP_ROWS) * heads
+// (block b: tile b / heads, head b % heads), head_dim <= FW_ATT_MAX_HEADDIM.
+// Warp g owns rows g and g + FW_ATTP_WARPS of the tile (per row a running max, sum and
+// output, the output's dims lane + 32i in registers). Per key tile: the
+// scores, lane = key, over head_dim in chunks of FW_ATTP_DCHUNK dims staged
+// in shared memory; the online-softmax update; then the weighted v rows,
+// staged in the same chunks. Shared rows are stored XOR-swizzled
+// (dim d of key k at k*FW_ATTP_DCHUNK + (d ^ k)) so that lanes reading one
+// dim of 32 keys, or 32 dims of one key, hit 32 banks.
+// =====================================================================
+#define FW_ATTP_THREADS 256
+#define FW_ATTP_ROWS 16
+#define FW_ATTP_KEYS 32
+#define FW_ATTP_DCHUNK 64
+#define FW_ATTP_WARPS (FW_ATTP_THREADS / 32)
+#define FW_ATTP_RPW (FW_ATTP_ROWS / FW_ATTP_WARPS)
+
+// fw_group_max: the max of v over this thread's aligned group of 32 threads.
+DEVICE float fw_group_max(float v) {
+  for (uint32_t m = 16; m >= 1; m >>= 1) v = fmax_f32(v, lane_xor_f32(v, m));
+  return v;
+}
+
+// fw_attp_stage: dims c0 .. c0+FW_ATTP_DCHUNK-1 of the rows of keys
+// j0 .. j0+FW_ATTP_KEYS-1 (of kv head kvh, through the block table) into
+// buf, swizzled; zeros past n or headdim.
+DEVICE void fw_attp_stage(float* buf, const float* cache, const uint32_t* table, uint64_t j0, uint64_t n,
+                          uint32_t block_size, uint32_t kv_dim, uint32_t kvh, uint32_t headdim, uint32_t c0,
+                          uint32_t tid) {
+  for (uint32_t i = tid; i < FW_ATTP_KEYS * FW_ATTP_DCHUNK; i += FW_ATTP_THREADS) {
+    const uint32_t k = i / FW_ATTP_DCHUNK, d = i % FW_ATTP_DCHUNK;
+    const uint64_t j = j0 + k;
+    float v = 0.0f;
+    if (j < n && c0 + d < headdim) {
+      const uint64_t slot = (uint64_t)table[j / block_size] * block_size + j % block_size;
+      v = cache[slot * kv_dim + (uint64_t)kvh * headdim + c0 + d];
+    }
+    buf[k * FW_ATTP_DCHUNK + (d ^ k)] = v;
+  }
+}
+
+KERNEL KBOUNDS(FW_ATTP_THREADS) void attention_prefill_f32(float* out, const float* qkv, const float* k_cache,
+                                                           const float* v_cache, const uint32_t* q_seq,
+                                                           const uint32_t* q_pos, const uint32_t* block_tables,
+                                                           uint32_t max_blocks, uint32_t block_size,
+                                                           uint32_t tokens, uint32_t heads, uint32_t kv_heads,
+                                                           uint32_t headdim, uint32_t stride, float scale) {
+  fw_early_start();
+  __shared__ float qs[FW_ATTP_ROWS][FW_ATT_MAX_HEADDIM];
+  __shared__ float buf[FW_ATTP_KEYS * FW_ATTP_DCHUNK];
+  __shared__ float ps[FW_ATTP_ROWS][FW_ATTP_KEYS];
+  if (heads == 0 || kv_heads == 0 || kv_heads > heads || block_size == 0) return;
+  if (headdim > FW_ATT_MAX_HEADDIM) return;
+  const uint32_t b = block_idx_x();
+  const uint64_t tile = b / heads;
+  const uint32_t h = b % heads;
+  const uint64_t t0 = tile * FW_ATTP_ROWS;
+  if (t0 >= tokens) return;
+  const uint32_t rows = tokens - t0 < FW_ATTP_ROWS ? (uint32_t)(tokens - t0) : FW_ATTP_ROWS;
+  const uint32_t group = heads / kv_heads;
+  uint32_t kvh = h / group;
+  if (kvh >= kv_heads) kvh = kv_heads - 1;
+  const uint32_t kv_dim = kv_heads * headdim;
+  const uint32_t tid = thread_idx_x(), lane = tid & 31u, g = tid / 32u;
+  const uint64_t cap = (uint64_t)max_blocks * block_size;
+  for (uint32_t i = tid; i < FW_ATTP_ROWS * FW_ATT_MAX_HEADDIM; i += FW_ATTP_THREADS) {
+    const uint32_t r = i / FW_ATT_MAX_HEADDIM, d = i % FW_ATT_MAX_HEADDIM;
+    qs[r][d] = r < rows && d < headdim ? qkv[(t0 + r) * stride + (uint64_t)h * headdim + d] : 0.0f;
+  }
+  // Per owned row (r = g + FW_ATTP_WARPS*k): keys it attends to (0 past the tile) and
+  // its running max, sum and output.
+  uint64_t rn[FW_ATTP_RPW];
+  float m[FW_ATTP_RPW], l[FW_ATTP_RPW], o[FW_ATTP_RPW][FW_ATT_LANE_DIMS];
+#pragma unroll
+  for (uint32_t k = 0; k < FW_ATTP_RPW; ++k) {
+    const uint32_t r = g + FW_ATTP_WARPS * k;
+    rn[k] = 0;
+    if (r < rows) {
+      rn[k] = (uint64_t)q_pos[t0 + r] + 1;
+      if (rn[k] > cap) rn[k] = cap;
+    }
+    m[k] = -__builtin_inff(), l[k] = 0.0f;
+#pragma unroll
+    for (uint32_t i = 0; i < FW_ATT_LANE_DIMS; ++i) o[k][i] = 0.0f;
+  }
+  for (uint32_t rs = 0; rs < rows;) {
+    // The run rs .. re-1 of tokens of sequence seq, and its widest key range.
+    const uint32_t seq = q_seq[t0 + rs];
+    uint32_t re = rs;
+    uint64_t n = 0;
+    while (re < rows && q_seq[t0 + re] == seq) {
+      uint64_t nr = (uint64_t)q_pos[t0 + re] + 1;
+      if (nr > cap) nr = cap;
+      if (nr > n) n = nr;
+      ++re;
+    }
+    const uint32_t* table = block_tables + (uint64_t)seq * max_blocks;
+    for (uint64_t j0 = 0; j0 < n; j0 += FW_ATTP_KEYS) {
+      float s[FW_ATTP_RPW];
+#pragma unroll
+      for (uint32_t k = 0; k < FW_ATTP_RPW; ++k) s[k] = 0.0f;
+      for (uint32_t c0 = 0; c0 < headdim; c0 += FW_ATTP_DCHUNK) {
+        block_sync();
+        fw_attp_stage(buf, k_cache, table, j0, n, block_size, kv_dim, kvh, headdim, c0, tid);
+        block_sync();
+        const uint32_t dn = headdim - c0 < FW_ATTP_DCHUNK ? headdim - c0 : FW_ATTP_DCHUNK;
+        // Every owned row, in the run or not (a row outside it discards its
+        // scores), so that each staged key value is read once.
+        for (uint32_t e = 0; e < dn; ++e) {
+          const float kv = buf[lane * FW_ATTP_DCHUNK + (e ^ lane)];
+#pragma unroll
+          for (uint32_t k = 0; k < FW_ATTP_RPW; ++k) s[k] += qs[g + FW_ATTP_WARPS * k][c0 + e] * kv;
+        }
+      }
+      // Online softmax over this tile's keys; lane = key j0 + lane.
+#pragma unroll
+      for (uint32_t k = 0; k < FW_ATTP_RPW; ++k) {
+        const uint32_t r = g + FW_ATTP_WARPS * k;
+        if (r < rs || r >= re) continue;
+        const bool live = j0 + lane < rn[k];
+        const float sc = live ? s[k] * scale : -__builtin_inff();
+        const float mn = fmax_f32(m[k], fw_group_max(sc));
+        float c = 1.0f, p = 0.0f;
+        if (mn != -__builtin_inff()) {  // else no key yet: nothing to add
+          c = mf_expf(m[k] - mn);
+          p = live ? mf_expf(sc - mn) : 0.0f;
+        }
+        l[k] = l[k] * c + fw_group_sum(p);
+#pragma unroll
+        for (uint32_t i = 0; i < FW_ATT_LANE_DIMS; ++i) o[k][i] *= c;
+        ps[r][lane] = p;
+        m[k] = mn;
+      }
+      for (uint32_t c0 = 0; c0 < headdim; c0 += FW_ATTP_DCHUNK) {
+        block_sync();
+        fw_attp_stage(buf, v_cache, table, j0, n, block_size, kv_dim, kvh, headdim, c0, tid);
+        block_sync();
+#pragma unroll
+        for (uint32_t k = 0; k < FW_ATTP_RPW; ++k) {
+          const uint32_t r = g + FW_ATTP_WARPS * k;
+          if (r < rs || r >= re) continue;
+          // Keys past this row's own are skipped, not weighted by 0 (a NaN
+          // in a later position's v must not reach an earlier query).
+          const uint64_t lim = rn[k] > j0 ? rn[k] - j0 : 0;
+          const uint32_t kn = lim < FW_ATTP_KEYS ? (uint32_t)lim : FW_ATTP_KEYS;
+          float acc[FW_ATTP_DCHUNK / 32];  // dims c0 + lane + 32i
+#pragma unroll
+          for (uint32_t i = 0; i < FW_ATTP_DCHUNK / 32; ++i) acc[i] = 0.0f;
+          for (uint32_t kk = 0; kk < kn; ++kk) {
+            const float p = ps[r][kk];
+#pragma unroll
+            for (uint32_t i = 0; i < FW_ATTP_DCHUNK / 32; ++i)
+              acc[i] += p * buf[kk * FW_ATTP_DCHUNK + ((lane + 32u * i) ^ kk)];
+          }
+#pragma unroll
+          for (uint32_t i = 0; i < FW_ATTP_DCHUNK / 32; ++i) {
+            const uint32_t oi = c0 / 32u + i;
+#pragma unroll
+            for (uint32_t q = 0; q < FW_ATT_LANE_DIMS; ++q)
+              if (q == oi) o[k][q] += acc[i];
+          }
+        }
+      }
+    }
+    rs = re;
+  }
+#pragma unroll
+  for (uint32_t k = 0; k < FW_ATTP_RPW; ++k) {
+    const uint32_t r = g + FW_ATTP_WARPS * k;
+    if (r >= rows) continue;
+    float* orow = out + (t0 + r) * heads * headdim + (uint64_t)h * headdim;
+#pragma unroll
+    for (uint32_t i = 0; i < FW_ATT_LANE_DIMS; ++i) {
+      const uint32_t e = lane + 32u * i;
+      if (e < headdim) orow[e] = o[k][i] / l[k];
+    }
+  }
+}
+
+// =====================================================================
 // silu_mul_f32: out[r, i] = silu(gu[r, i]) * gu[r, inter + i] with
 // silu(g) = g / (1 + exp(-g)) (accurate exp). Block FW_EW_THREADS; any grid
 // (grid-stride over rows*inter), ceil(rows*inter / 256) at most 65535 is

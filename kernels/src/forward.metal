@@ -505,6 +505,172 @@ kernel void attention_f32(device float* out [[buffer(0)]], device const float* q
 }
 
 // =====================================================================
+// attention_prefill_f32 (see forward.cu). Block FW_ATTP_THREADS, grid
+// ceil(tokens / FW_ATTP_ROWS) * heads, head_dim <= FW_ATT_MAX_HEADDIM.
+// Threadgroup memory: qs [FW_ATTP_ROWS][FW_ATT_MAX_HEADDIM], buf
+// [FW_ATTP_KEYS * FW_ATTP_DCHUNK], ps [FW_ATTP_ROWS][FW_ATTP_KEYS].
+// =====================================================================
+#define FW_ATTP_THREADS 256
+#define FW_ATTP_ROWS 16
+#define FW_ATTP_KEYS 32
+#define FW_ATTP_DCHUNK 64
+#define FW_ATTP_WARPS (FW_ATTP_THREADS / 32)
+#define FW_ATTP_RPW (FW_ATTP_ROWS / FW_ATTP_WARPS)
+
+static inline float fw_group_max(float v) {
+  for (ushort m = 16; m >= 1; m >>= 1) v = fmax(v, simd_shuffle_xor(v, m));
+  return v;
+}
+
+static inline void fw_attp_stage(threadgroup float* buf, device const float* cache, device const uint* table, ulong j0,
+                                 ulong n, uint block_size, uint kv_dim, uint kvh, uint headdim, uint c0, uint tid) {
+  for (uint i = tid; i < FW_ATTP_KEYS * FW_ATTP_DCHUNK; i += FW_ATTP_THREADS) {
+    const uint k = i / FW_ATTP_DCHUNK, d = i % FW_ATTP_DCHUNK;
+    const ulong j = j0 + k;
+    float v = 0.0f;
+    if (j < n && c0 + d < headdim) {
+      const ulong slot = (ulong)table[j / block_size] * block_size + j % block_size;
+      v = cache[slot * kv_dim + (ulong)kvh * headdim + c0 + d];
+    }
+    buf[k * FW_ATTP_DCHUNK + (d ^ k)] = v;
+  }
+}
+
+[[max_total_threads_per_threadgroup(256)]]
+kernel void attention_prefill_f32(device float* out [[buffer(0)]], device const float* qkv [[buffer(1)]],
+                                  device const float* k_cache [[buffer(2)]], device const float* v_cache [[buffer(3)]],
+                                  device const uint* q_seq [[buffer(4)]], device const uint* q_pos [[buffer(5)]],
+                                  device const uint* block_tables [[buffer(6)]], constant uint& max_blocks [[buffer(7)]],
+                                  constant uint& block_size [[buffer(8)]], constant uint& tokens [[buffer(9)]],
+                                  constant uint& heads [[buffer(10)]], constant uint& kv_heads [[buffer(11)]],
+                                  constant uint& headdim [[buffer(12)]], constant uint& stride [[buffer(13)]],
+                                  constant float& scale [[buffer(14)]],
+                                  threadgroup float* qs [[threadgroup(0)]] /* hipgo: 16384 bytes */,
+                                  threadgroup float* buf [[threadgroup(1)]] /* hipgo: 8192 bytes */,
+                                  threadgroup float* ps [[threadgroup(2)]] /* hipgo: 2048 bytes */,
+                                  uint tid [[thread_position_in_threadgroup]], uint blk [[threadgroup_position_in_grid]]) {
+  if (heads == 0 || kv_heads == 0 || kv_heads > heads || block_size == 0) return;
+  if (headdim > FW_ATT_MAX_HEADDIM) return;
+  const uint b = blk;
+  const ulong tile = b / heads;
+  const uint h = b % heads;
+  const ulong t0 = tile * FW_ATTP_ROWS;
+  if (t0 >= tokens) return;
+  const uint rows = tokens - t0 < FW_ATTP_ROWS ? (uint)(tokens - t0) : FW_ATTP_ROWS;
+  const uint group = heads / kv_heads;
+  uint kvh = h / group;
+  if (kvh >= kv_heads) kvh = kv_heads - 1;
+  const uint kv_dim = kv_heads * headdim;
+  const uint lane = tid & 31u, g = tid / 32u;
+  const ulong cap = (ulong)max_blocks * block_size;
+  const float ninf = -mf_bits2f(0x7f800000u);
+  for (uint i = tid; i < FW_ATTP_ROWS * FW_ATT_MAX_HEADDIM; i += FW_ATTP_THREADS) {
+    const uint r = i / FW_ATT_MAX_HEADDIM, d = i % FW_ATT_MAX_HEADDIM;
+    qs[r * FW_ATT_MAX_HEADDIM + d] = r < rows && d < headdim ? qkv[(t0 + r) * stride + (ulong)h * headdim + d] : 0.0f;
+  }
+  ulong rn[FW_ATTP_RPW];
+  float m[FW_ATTP_RPW], l[FW_ATTP_RPW], o[FW_ATTP_RPW][FW_ATT_LANE_DIMS];
+#pragma unroll
+  for (uint k = 0; k < FW_ATTP_RPW; ++k) {
+    const uint r = g + FW_ATTP_WARPS * k;
+    rn[k] = 0;
+    if (r < rows) {
+      rn[k] = (ulong)q_pos[t0 + r] + 1;
+      if (rn[k] > cap) rn[k] = cap;
+    }
+    m[k] = ninf, l[k] = 0.0f;
+#pragma unroll
+    for (uint i = 0; i < FW_ATT_LANE_DIMS; ++i) o[k][i] = 0.0f;
+  }
+  for (uint rs = 0; rs < rows;) {
+    const uint seq = q_seq[t0 + rs];
+    uint re = rs;
+    ulong n = 0;
+    while (re < rows && q_seq[t0 + re] == seq) {
+      ulong nr = (ulong)q_pos[t0 + re] + 1;
+      if (nr > cap) nr = cap;
+      if (nr > n) n = nr;
+      ++re;
+    }
+    device const uint* table = block_tables + (ulong)seq * max_blocks;
+    for (ulong j0 = 0; j0 < n; j0 += FW_ATTP_KEYS) {
+      float s[FW_ATTP_RPW];
+#pragma unroll
+      for (uint k = 0; k < FW_ATTP_RPW; ++k) s[k] = 0.0f;
+      for (uint c0 = 0; c0 < headdim; c0 += FW_ATTP_DCHUNK) {
+        block_sync();
+        fw_attp_stage(buf, k_cache, table, j0, n, block_size, kv_dim, kvh, headdim, c0, tid);
+        block_sync();
+        const uint dn = headdim - c0 < FW_ATTP_DCHUNK ? headdim - c0 : FW_ATTP_DCHUNK;
+        for (uint e = 0; e < dn; ++e) {
+          const float kv = buf[lane * FW_ATTP_DCHUNK + (e ^ lane)];
+#pragma unroll
+          for (uint k = 0; k < FW_ATTP_RPW; ++k) s[k] += qs[(g + FW_ATTP_WARPS * k) * FW_ATT_MAX_HEADDIM + c0 + e] * kv;
+        }
+      }
+#pragma unroll
+      for (uint k = 0; k < FW_ATTP_RPW; ++k) {
+        const uint r = g + FW_ATTP_WARPS * k;
+        if (r < rs || r >= re) continue;
+        const bool live = j0 + lane < rn[k];
+        const float sc = live ? s[k] * scale : ninf;
+        const float mn = fmax(m[k], fw_group_max(sc));
+        float c = 1.0f, p = 0.0f;
+        if (mn != ninf) {
+          c = mf_expf(m[k] - mn);
+          p = live ? mf_expf(sc - mn) : 0.0f;
+        }
+        l[k] = l[k] * c + fw_group_sum(p);
+#pragma unroll
+        for (uint i = 0; i < FW_ATT_LANE_DIMS; ++i) o[k][i] *= c;
+        ps[r * FW_ATTP_KEYS + lane] = p;
+        m[k] = mn;
+      }
+      for (uint c0 = 0; c0 < headdim; c0 += FW_ATTP_DCHUNK) {
+        block_sync();
+        fw_attp_stage(buf, v_cache, table, j0, n, block_size, kv_dim, kvh, headdim, c0, tid);
+        block_sync();
+#pragma unroll
+        for (uint k = 0; k < FW_ATTP_RPW; ++k) {
+          const uint r = g + FW_ATTP_WARPS * k;
+          if (r < rs || r >= re) continue;
+          const ulong lim = rn[k] > j0 ? rn[k] - j0 : 0;
+          const uint kn = lim < FW_ATTP_KEYS ? (uint)lim : FW_ATTP_KEYS;
+          float acc[FW_ATTP_DCHUNK / 32];
+#pragma unroll
+          for (uint i = 0; i < FW_ATTP_DCHUNK / 32; ++i) acc[i] = 0.0f;
+          for (uint kk = 0; kk < kn; ++kk) {
+            const float p = ps[r * FW_ATTP_KEYS + kk];
+#pragma unroll
+            for (uint i = 0; i < FW_ATTP_DCHUNK / 32; ++i)
+              acc[i] += p * buf[kk * FW_ATTP_DCHUNK + ((lane + 32u * i) ^ kk)];
+          }
+#pragma unroll
+          for (uint i = 0; i < FW_ATTP_DCHUNK / 32; ++i) {
+            const uint oi = c0 / 32u + i;
+#pragma unroll
+            for (uint q = 0; q < FW_ATT_LANE_DIMS; ++q)
+              if (q == oi) o[k][q] += acc[i];
+          }
+        }
+      }
+    }
+    rs = re;
+  }
+#pragma unroll
+  for (uint k = 0; k < FW_ATTP_RPW; ++k) {
+    const uint r = g + FW_ATTP_WARPS * k;
+    if (r >= rows) continue;
+    device float* orow = out + (t0 + r) * heads * headdim + (ulong)h * headdim;
+#pragma unroll
+    for (uint i = 0; i < FW_ATT_LANE_DIMS; ++i) {
+      const uint e = lane + 32u * i;
+      if (e < headdim) orow[e] = o[k][i] / l[k];
+    }
+  }
+}
+
+// =====================================================================
 // silu_mul_f32 (see forward.cu). Block FW_EW_THREADS; any grid
 // (grid-stride), ceil(rows*inter / 256) at most 65535 intended.
 // =====================================================================

@@ -49,6 +49,7 @@ def maxntid(path):
 
 
 THREADS = maxntid(PTX)
+ATTP_ROWS = 16  # FW_ATTP_ROWS: attention_prefill_f32's query tokens per block
 
 
 def u32(v):
@@ -192,7 +193,8 @@ def checks():
         ref = torch.cat([ref, x0[:, heads * hd:].double()], -1)
         report(f"rope_f32/h{heads}/d{hd}", x, ref, 1e-6)
     # kv_store + attention over a scattered block table (decode and prefill)
-    for H, KV, hd, ctx, nq in ((32, 8, 128, [300, 17, 1], [1, 1, 1]), (9, 3, 64, [130], [130]), (8, 8, 64, [40, 64], [40, 1])):
+    for H, KV, hd, ctx, nq in ((32, 8, 128, [300, 17, 1], [1, 1, 1]), (9, 3, 64, [130], [130]), (8, 8, 64, [40, 64], [40, 1]),
+                               (8, 2, 48, [100, 37, 5], [60, 37, 1]), (32, 8, 64, [200], [200])):
         bs = 16
         kvd = KV * hd
         stride = (H + 2 * KV) * hd
@@ -245,6 +247,12 @@ def checks():
                 a = torch.softmax(kh @ qd[i, h * hd:(h + 1) * hd] * scale, 0)
                 ref[i, h * hd:(h + 1) * hd] = a @ vh
         report(f"attention_f32/h{H}/kv{KV}/d{hd}/T{T}", out, ref, 2e-6)
+        # attention_prefill_f32: the same semantics, tiled (grid ceil(T/16) * heads)
+        out2 = torch.full((T, H * hd), float("nan"), device=DEV)
+        launch("attention_prefill_f32", cdiv(T, ATTP_ROWS) * H, ptr(out2), ptr(qkv), ptr(kc), ptr(vc), ptr(qs), ptr(qp), ptr(tb),
+               u32(max_blocks), u32(bs), u32(T), u32(H), u32(KV), u32(hd), u32(stride), f32(scale))
+        sync()
+        report(f"attention_prefill_f32/h{H}/kv{KV}/d{hd}/T{T}", out2, ref, 2e-6)
     # silu_mul, add, copy_rows
     rows, inter = 3, 1537
     gu = torch.randn(rows, 2 * inter, device=DEV) * 4
@@ -408,10 +416,15 @@ def timings():
 def attention_timings(bw):
     """attention_f32 at decode (B sequences, one query each, ctx cached
     keys) and prefill (T queries of one sequence) shapes of Llama-3-8B
-    (32 heads, 8 KV heads, head_dim 128), against the K/V read floor and
-    torch's scaled_dot_product_attention on contiguous f32 K/V."""
-    H, KV, hd, bs = 32, 8, 128, 16
-    for B, ctx, T in ((1, 1024, 1), (1, 4096, 1), (32, 1024, 1), (1, 512, 512)):
+    (32 heads, 8 KV heads, head_dim 128) and Llama-3.2-1B (head_dim 64),
+    against the K/V read floor and torch's scaled_dot_product_attention on
+    contiguous f32 K/V; at prefill shapes attention_prefill_f32 too
+    ("prefill_us"; the GPU backend launches it for chunks of 16 tokens or
+    more)."""
+    bs = 16
+    for model, H, KV, hd, B, ctx, T in (("llama3-8b", 32, 8, 128, 1, 1024, 1), ("llama3-8b", 32, 8, 128, 1, 4096, 1),
+                                        ("llama3-8b", 32, 8, 128, 32, 1024, 1), ("llama3-8b", 32, 8, 128, 1, 512, 512),
+                                        ("llama3.2-1b", 32, 8, 64, 1, 512, 512)):
         kvd = KV * hd
         max_blocks = cdiv(ctx, bs)
         slots = B * max_blocks * bs
@@ -436,6 +449,16 @@ def attention_timings(bw):
                 fn((n * H,), (THREADS["attention_f32"],), args)
 
         us = graph_us(ours, reps=20)
+        extra = {}
+        if T > 1:
+            pfn = mod.get_function("attention_prefill_f32")
+
+            def prefill():
+                with cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream):
+                    pfn((cdiv(n, ATTP_ROWS) * H,), (THREADS["attention_prefill_f32"],), args)
+
+            pus = graph_us(prefill, reps=20)
+            extra = {"prefill_us": round(pus, 2), "prefill_speedup": round(us / pus, 1)}
         q = qkv[:, : H * hd].view(n, H, hd)
         if T == 1:
             qt = q.view(B, H, 1, hd)
@@ -452,8 +475,8 @@ def attention_timings(bw):
         tus = graph_us(lambda: torch.nn.functional.scaled_dot_product_attention(qt, k, v, is_causal=causal), reps=20)
         bytes_ = B * ctx * kvd * 2 * 4
         floor = bytes_ / (bw * 1e6)
-        print(json.dumps({"case": f"attention/llama3-8b/B{B}/ctx{ctx}/T{T}", "us": round(us, 2), "floor_us": round(floor, 2),
-                          "pct_floor": round(100 * floor / us, 1), "torch_sdpa_f32_us": round(tus, 2)}), flush=True)
+        print(json.dumps({"case": f"attention/{model}/B{B}/ctx{ctx}/T{T}", "us": round(us, 2), "floor_us": round(floor, 2),
+                          "pct_floor": round(100 * floor / us, 1), "torch_sdpa_f32_us": round(tus, 2), **extra}), flush=True)
 
 
 if __name__ == "__main__":

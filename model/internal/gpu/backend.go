@@ -152,7 +152,7 @@ func (b *Backend) kernelNames() []string {
 	names := map[string]bool{
 		"embed_" + b.w.embed.dtype.Suffix(): true, "rmsnorm_" + b.w.norm.dtype.Suffix(): true,
 		"matmul_" + b.w.lmHead.dtype.Suffix(): true,
-		"rope_f32":                            true, "kv_store_f32": true, "attention_f32": true, "silu_mul_f32": true, "copy_rows_f32": true,
+		"rope_f32":                            true, "kv_store_f32": true, "attention_f32": true, "attention_prefill_f32": true, "silu_mul_f32": true, "copy_rows_f32": true,
 	}
 	for _, l := range b.w.layers {
 		for _, m := range append([]matrix{l.o, l.down}, l.projections()...) {

@@ -59,6 +59,11 @@ const (
 	tcWideOut     = 16384 // FW_TC_WIDE_OUT: below tcBigRows, from this many outputs on, the 64-wide tile
 	tcNarrowOut   = 16    // outputs per tile below tcBigRows and tcWideOut
 	tcTileOut     = 64    // outputs per tile otherwise
+	// attpRows: attention_prefill_f32's query tokens per block
+	// (FW_ATTP_ROWS); attpMinTokens: the fewest tokens in a chunk for which
+	// the backend launches it (chunk.tiledAttention).
+	attpRows      = 16
+	attpMinTokens = 16
 	ewThreads     = 256
 	maxEWGrid     = 65535 // the elementwise kernels stride over the grid
 )
@@ -170,9 +175,22 @@ func (b *Backend) kvStore(layer int, qkv, slots runtime.DevicePtr, tokens int) e
 		u32(c.qDim()), u32(c.qDim()+c.kvDim()), u32(c.qkvDim()), u32(b.numBlocks*BlockSize))
 }
 
-func (b *Backend) attention(layer int, out, qkv, qSeq, qPos, tables runtime.DevicePtr, maxBlocks, tokens int, scale float32) error {
+// attention launches attention_prefill_f32 when tiled (a chunk of mostly
+// prefill tokens, chunk.tiledAttention) and attention_f32 otherwise.
+// attention_f32 reads every key's k and v rows once per query and head; the
+// prefill kernel reads them once per tile of attpRows query tokens
+// (FW_ATTP_ROWS) and head, through shared memory, which at a 512-token
+// prefill is the difference between ~2 GB and ~70 MB of cache traffic per
+// layer. With few tokens (decode) its tiles would run mostly empty, and a
+// tile's runs of different sequences run one after another in its block,
+// so decode steps keep attention_f32.
+func (b *Backend) attention(layer int, out, qkv, qSeq, qPos, tables runtime.DevicePtr, maxBlocks, tokens int, tiled bool, scale float32) error {
 	c := b.cfg
-	return b.launch("attention_f32", g1(tokens*c.Heads), out, qkv, b.kc[layer], b.vc[layer], qSeq, qPos, tables,
+	name, grid := "attention_f32", tokens*c.Heads
+	if tiled {
+		name, grid = "attention_prefill_f32", ceilDiv(tokens, attpRows)*c.Heads
+	}
+	return b.launch(name, g1(grid), out, qkv, b.kc[layer], b.vc[layer], qSeq, qPos, tables,
 		u32(maxBlocks), u32(BlockSize), u32(tokens), u32(c.Heads), u32(c.KVHeads), u32(c.HeadDim), u32(c.qkvDim()), scale)
 }
 

@@ -90,6 +90,17 @@ type plan struct {
 type chunk struct {
 	t0, t1 int // token range
 	g0, g1 int // gather range (into meta[gather:]), also the output rows
+	seqs   int // sequences with tokens in it (each one run of tokens)
+}
+
+// tiledAttention: the chunk's attention goes through attention_prefill_f32
+// (launch.go attention): at least attpMinTokens tokens, averaging at least
+// half a query tile (attpRows/2) per sequence. A batched decode step (one
+// token per sequence) would leave every tile's rows to run one after
+// another, and keeps attention_f32.
+func (c chunk) tiledAttention() bool {
+	n := c.t1 - c.t0
+	return n >= attpMinTokens && 2*n >= c.seqs*attpRows
 }
 
 func (b *Backend) prepare(ctx context.Context, seqs []*Sequence, toks [][]uint32, all bool) (*plan, error) {
@@ -187,6 +198,11 @@ func (b *Backend) prepare(ctx context.Context, seqs []*Sequence, toks [][]uint32
 	r := 0
 	for t0 := 0; t0 < T; t0 += b.stepTokens {
 		c := chunk{t0: t0, t1: min(T, t0+b.stepTokens), g0: r}
+		for t := c.t0; t < c.t1; t++ {
+			if t == c.t0 || m[p.seq+t] != m[p.seq+t-1] {
+				c.seqs++
+			}
+		}
 		for r < len(rows) && rows[r] < c.t1 {
 			m[p.gather+r] = uint32(rows[r] - t0)
 			r++
@@ -285,7 +301,9 @@ func (b *Backend) forward(ctx context.Context, p *plan) error {
 				// launch rotates both.
 				func() error { return b.rope(qkv, pos, n, c.Heads+c.KVHeads, qkvD) },
 				func() error { return b.kvStore(l, qkv, slot, n) },
-				func() error { return b.attention(l, att, qkv, seq, pos, meta(p.tables), p.maxBlocks, n, scale) },
+				func() error {
+					return b.attention(l, att, qkv, seq, pos, meta(p.tables), p.maxBlocks, n, ch.tiledAttention(), scale)
+				},
 				func() error { return b.matmul(x, att, w.o, w.oBias, n, qD, D, true) },
 				func() error { return b.rmsnorm(xb, x, w.mlpNorm, n) },
 				func() error { return b.projection(gu, xb, w.gateUp, w.gateUpParts, c.gateUpRows(), w.gateUpBias, n, D) },

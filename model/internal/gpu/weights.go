@@ -142,7 +142,7 @@ type Weights struct {
 	Layers []Layer
 }
 
-// MaxHeadDim is the largest head_dim attention_f32 takes
+// MaxHeadDim is the largest head_dim attention_f32 and attention_prefill_f32 take
 // (FW_ATT_MAX_HEADDIM in kernels/src/forward.cu).
 const MaxHeadDim = 256
 

@@ -480,12 +480,49 @@ func TestAttention(t *testing.T) {
 	}
 	for ci, c := range cases {
 		t.Run(fmt.Sprintf("case%d/h%d/kv%d/d%d", ci, c.heads, c.kvHeads, c.headdim), func(t *testing.T) {
-			checkAttention(t, rng, c)
+			checkAttention(t, rng, c, "attention_f32")
 		})
 	}
 }
 
-func checkAttention(t *testing.T, rng *rand.Rand, c attnCase) {
+// TestAttentionPrefill: attention_prefill_f32 against the same CPU
+// attention as TestAttention, on the shapes that cross its tiles: 16-token
+// query tiles that end mid-sequence (17, 65, 130 tokens), tiles holding
+// several sequences (short prefills and decode tokens side by side), 32-key
+// tiles cut by the causal mask and by the context, head_dim 48 and 40 (a
+// partial 64-dim chunk) and 256 (four chunks), GQA 4, and a chunk whose
+// queries sit at the end of a longer cached context (a later prefill
+// chunk). Same tolerance as attention_f32.
+func TestAttentionPrefill(t *testing.T) {
+	rng := rand.New(rand.NewPCG(15, 16))
+	cases := []attnCase{
+		{heads: 4, kvHeads: 1, headdim: 64, ctx: []int{1}, nq: []int{1}},                                                 // one token
+		{heads: 8, kvHeads: 2, headdim: 64, ctx: []int{17}, nq: []int{17}},                                               // GQA 4, a 1-row last tile
+		{heads: 8, kvHeads: 2, headdim: 48, ctx: []int{64}, nq: []int{64}},                                               // exact tiles, partial chunk
+		{heads: 4, kvHeads: 1, headdim: 64, ctx: []int{65}, nq: []int{65}},                                               // a key tile of 1
+		{heads: 8, kvHeads: 2, headdim: 64, ctx: []int{130}, nq: []int{130}},                                             // 9 query tiles, 5 key tiles
+		{heads: 6, kvHeads: 2, headdim: 48, ctx: []int{5, 40, 1, 23}, nq: []int{5, 40, 1, 23}},                           // sequences sharing tiles
+		{heads: 8, kvHeads: 2, headdim: 64, ctx: []int{100, 3, 50}, nq: []int{20, 1, 17}},                                // later chunks and a decode token
+		{heads: 3, kvHeads: 1, headdim: 40, ctx: []int{33}, nq: []int{33}},                                               // odd head_dim
+		{heads: 2, kvHeads: 1, headdim: 256, ctx: []int{37}, nq: []int{37}},                                              // widest head
+		{heads: 4, kvHeads: 4, headdim: 64, ctx: []int{2, 2, 2, 2, 2, 2, 2, 2, 2}, nq: []int{2, 2, 2, 2, 2, 2, 2, 2, 2}}, // MHA, 9 runs
+	}
+	for ci, c := range cases {
+		t.Run(fmt.Sprintf("case%d/h%d/kv%d/d%d", ci, c.heads, c.kvHeads, c.headdim), func(t *testing.T) {
+			checkAttention(t, rng, c, "attention_prefill_f32")
+		})
+	}
+}
+
+// attnGrid is each attention kernel's grid (forward.cu's rule above it).
+func attnGrid(kernel string, tokens, heads int) int {
+	if kernel == "attention_prefill_f32" {
+		return ceilDiv(tokens, 16) * heads // FW_ATTP_ROWS query tokens per block
+	}
+	return tokens * heads
+}
+
+func checkAttention(t *testing.T, rng *rand.Rand, c attnCase, kernel string) {
 	const bs = 16
 	H, KV, hd := c.heads, c.kvHeads, c.headdim
 	kvD := KV * hd
@@ -517,7 +554,7 @@ func checkAttention(t *testing.T, rng *rand.Rand, c attnCase) {
 	qkv := randF32(rng, T*stride, 1)
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	out := F32s(make([]float32, T*H*hd))
-	outs := runAll(t, Launch{"attention_f32", T * H, []Arg{out, F32s(qkv), F32s(kc), F32s(vc), U32s(qSeq), U32s(qPos), U32s(tables),
+	outs := runAll(t, Launch{kernel, attnGrid(kernel, T, H), []Arg{out, F32s(qkv), F32s(kc), F32s(vc), U32s(qSeq), U32s(qPos), U32s(tables),
 		U32(maxBlocks), U32(bs), U32(T), U32(H), U32(KV), U32(hd), U32(stride), F32(scale)}}, true, out)
 	each(t, outs, func(t *testing.T, b []*Buf) {
 		got := b[0].Floats()

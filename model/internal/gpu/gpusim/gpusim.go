@@ -151,6 +151,7 @@ func forwardKernels() []simgpu.KernelDef {
 		{Name: "rope_f32", ParamSizes: []int{8, 8, 8, 4, 4, 4, 4}, Run: rope},
 		{Name: "kv_store_f32", ParamSizes: []int{8, 8, 8, 8, 4, 4, 4, 4, 4, 4}, Run: kvStore},
 		{Name: "attention_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, Run: attention},
+		{Name: "attention_prefill_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, Run: attentionPrefill},
 		{Name: "silu_mul_f32", ParamSizes: []int{8, 8, 4, 4}, Run: siluMul},
 		{Name: "add_f32", ParamSizes: []int{8, 8, 4}, Run: add},
 		{Name: "copy_rows_f32", ParamSizes: []int{8, 8, 8, 4, 4}, Run: copyRows},
@@ -454,6 +455,25 @@ func attention(d *simgpu.Device, _, _ driver.Dim3, a []uint64, _ <-chan struct{}
 		}
 	}
 	return nil
+}
+
+// attPrefillRows is FW_ATTP_ROWS: attention_prefill_f32's query tokens per
+// block.
+const attPrefillRows = 16
+
+// attention_prefill_f32: attention_f32's arguments and semantics, tiled on
+// the GPU; here the same CPU attention, after checking the launch against
+// forward.cu's grid rule (ceil(tokens/16) * heads blocks of 256 threads),
+// since a launcher that got it wrong would leave query tokens unwritten (or
+// blocks idle) on a GPU: another launch shape faults the device
+// (CodeLaunchFailure), so the step fails where a test can see it.
+func attentionPrefill(d *simgpu.Device, g, b driver.Dim3, a []uint64, stop <-chan struct{}) error {
+	T, H := int(a[9]), int(a[10])
+	want := (T + attPrefillRows - 1) / attPrefillRows * H
+	if int(g.X)*int(g.Y)*int(g.Z) != want || b.X*b.Y*b.Z != 256 {
+		return simgpu.CodeLaunchFailure
+	}
+	return attention(d, g, b, a, stop)
 }
 
 // silu_mul_f32: out, gu, rows, inter.
