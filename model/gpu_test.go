@@ -267,7 +267,10 @@ func BenchmarkGPUDecode(b *testing.B) {
 		spec.NoTokenizer = true
 		for _, graphs := range []string{"on", "off"} {
 			b.Setenv(EnvGPUGraphs, map[string]string{"on": "1", "off": "0"}[graphs])
-			m := loadSpec(b, spec, WithDevice(dev))
+			// A KV pool for 32 whole contexts: the default (four contexts)
+			// holds 32 sequences of the demo's 512-token context only for
+			// 64 tokens each, and the batch=32 run outgrew it (CacheFullError).
+			m := loadSpec(b, spec, WithDevice(dev), WithKVCacheTokens(32*spec.MaxPos))
 			for _, n := range []int{1, 32} {
 				b.Run(fmt.Sprintf("%s/graphs=%s/batch=%d", c.name, graphs, n), func(b *testing.B) {
 					var batch *Batch
