@@ -25,10 +25,10 @@ func main() {
 }
 
 type options struct {
-	dir, device, label  string
-	batches             []int
-	prompt, gen, prefil int
-	runs                int
+	dir, device, label   string
+	batches              []int
+	prompt, gen, prefill int
+	runs                 int
 }
 
 func parse(args []string) (options, error) {
@@ -40,7 +40,7 @@ func parse(args []string) (options, error) {
 	batch := fs.String("batch", "1,32", "comma-separated batch sizes")
 	fs.IntVar(&o.prompt, "prompt", 16, "prompt tokens per sequence before decode")
 	fs.IntVar(&o.gen, "new", 128, "decode steps timed per run")
-	fs.IntVar(&o.prefil, "prefill", 512, "prompt length of the prefill measurement (0: none)")
+	fs.IntVar(&o.prefill, "prefill", 512, "prompt length of the prefill measurement (0: none)")
 	fs.IntVar(&o.runs, "runs", 3, "runs per measurement; the median is printed")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -56,7 +56,7 @@ func parse(args []string) (options, error) {
 		o.batches = append(o.batches, n)
 	}
 	switch {
-	case o.prompt < 1 || o.gen < 1 || o.runs < 1 || o.prefil < 0:
+	case o.prompt < 1 || o.gen < 1 || o.runs < 1 || o.prefill < 0:
 		return o, errors.New("-prompt, -new and -runs must be at least 1, -prefill at least 0")
 	}
 	if o.label == "" {
@@ -85,7 +85,7 @@ func run(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ctxLen := max(o.prompt+o.gen+2, o.prefil+2)
+	ctxLen := max(o.prompt+o.gen+2, o.prefill+2)
 	maxB := slices.Max(o.batches)
 	m, err := model.Load(o.dir, model.WithoutTokenizer(), model.WithDeviceMode(o.device),
 		model.WithContextLength(ctxLen), model.WithKVCacheTokens(maxB*ctxLen))
@@ -133,11 +133,11 @@ func run(args []string, stdout io.Writer) error {
 			return err
 		}
 	}
-	if o.prefil > 0 {
-		r := result{Phase: "prefill", Batch: 1, Prompt: o.prefil}
+	if o.prefill > 0 {
+		r := result{Phase: "prefill", Batch: 1, Prompt: o.prefill}
 		for i := range o.runs + 1 {
 			b := m.NewBatch()
-			if _, err := b.Add(prompt(o.prefil), model.GenerateOptions{}); err != nil {
+			if _, err := b.Add(prompt(o.prefill), model.GenerateOptions{}); err != nil {
 				return err
 			}
 			t0 := time.Now()
@@ -148,10 +148,10 @@ func run(args []string, stdout io.Writer) error {
 				return fmt.Errorf("prefill: %w", err)
 			}
 			if i > 0 {
-				r.Runs = append(r.Runs, float64(o.prefil)/d.Seconds())
+				r.Runs = append(r.Runs, float64(o.prefill)/d.Seconds())
 			}
 		}
-		r.MsPerStep = 1000 * float64(o.prefil) / median(r.Runs)
+		r.MsPerStep = 1000 * float64(o.prefill) / median(r.Runs)
 		if err := emit(r); err != nil {
 			return err
 		}
