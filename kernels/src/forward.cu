@@ -607,6 +607,24 @@ TC_AMD_CALL void tc_load_x(fw_f32x4 (*xv)[2][2], const float* x, uint32_t rows, 
 
 // tc_compute: one chunk for this warp's live row tiles: xv (tc_load_x)
 // split into hi/lo, against the weights wv.
+// tc_store: writes this lane's accumulators (the MMA's C fragments: c[0],
+// c[1] at row g, columns 2t and 2t+1; c[2], c[3] at row g+8) of its
+// FW_TC_MT x NT tiles at rows rbase.., outputs obase.., inside rows x out.
+template <uint32_t NT>
+DEVICE void tc_store(float* y, const float* bias, float (*acc)[NT][4], uint32_t lane, uint32_t rbase, uint32_t obase,
+                     uint32_t rows, uint32_t out, uint32_t accumulate) {
+  const uint32_t g = lane >> 2, t = lane & 3u;
+#pragma unroll
+  for (uint32_t i = 0; i < FW_TC_MT; ++i)
+#pragma unroll
+    for (uint32_t j = 0; j < NT; ++j)
+#pragma unroll
+      for (uint32_t e = 0; e < 4; ++e) {
+        const uint32_t r = rbase + 16u * i + g + 8u * (e >> 1), o = obase + 8u * j + 2u * t + (e & 1u);
+        if (r < rows && o < out) fw_mm_store(y, bias, (uint64_t)r * out + o, o, acc[i][j][e], accumulate);
+      }
+}
+
 template <typename W, uint32_t NT>
 TC_AMD_CALL void tc_compute(float (*acc)[NT][4], const fw_u32x4* wv, const fw_f32x4 (*xv)[2][2], uint32_t live_mt) {
 #pragma unroll
@@ -728,16 +746,7 @@ DEVICE void matmul_tc_tile(fw_u32x4* smem, float* y, const float* x, const W* w,
           for (uint32_t e = 0; e < 4; ++e) acc[i][j][e] += other[((i * NT + j) * 4 + e) * 32u + lane];
     }
   }
-  const uint32_t g = lane >> 2, t = lane & 3u;
-#pragma unroll
-  for (uint32_t i = 0; i < FW_TC_MT; ++i)
-#pragma unroll
-    for (uint32_t j = 0; j < NT; ++j)
-#pragma unroll
-      for (uint32_t e = 0; e < 4; ++e) {
-        const uint32_t r = rbase + 16u * i + g + 8u * (e >> 1), o = obase + 8u * j + 2u * t + (e & 1u);
-        if (r < rows && o < out) fw_mm_store(y, bias, (uint64_t)r * out + o, o, acc[i][j][e], accumulate);
-      }
+  tc_store<NT>(y, bias, acc, lane, rbase, obase, rows, out, accumulate);
 }
 
 // matmul_tc_big: the 128 x 64 tile from 64 rows, both operands staged in
@@ -858,16 +867,7 @@ DEVICE void matmul_tc_big(fw_u32x4* smem, float* y, const float* x, const W* w, 
   }
   async_wait<0>();
   if (!live) return;
-  const uint32_t g = lane >> 2, t = lane & 3u;
-#pragma unroll
-  for (uint32_t i = 0; i < FW_TC_MT; ++i)
-#pragma unroll
-    for (uint32_t j = 0; j < NT; ++j)
-#pragma unroll
-      for (uint32_t e = 0; e < 4; ++e) {
-        const uint32_t r = rbase + 16u * i + g + 8u * (e >> 1), o = obase + 8u * j + 2u * t + (e & 1u);
-        if (r < rows && o < out) fw_mm_store(y, bias, (uint64_t)r * out + o, o, acc[i][j][e], accumulate);
-      }
+  tc_store<NT>(y, bias, acc, lane, rbase, obase, rows, out, accumulate);
 }
 
 template <typename W>
