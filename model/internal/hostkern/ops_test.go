@@ -267,22 +267,46 @@ func TestMatMul(t *testing.T) {
 	}
 }
 
-func checkMatMul(t *testing.T, rng *rand.Rand, dtype string, rows, in, out int, bias, acc bool, shift int) {
-	x := randF32(rng, rows*in, 1)
-	w := makeWeights(rng, dtype, out*in, 0.1)
-	y0 := randF32(rng, rows*out, 1)
-	var b []float32
+// matMulInputs is one matmul_W-shaped launch's random inputs (x and y
+// shifted by shift floats off alignment), its argument list (y, x, w, bias,
+// rows, in, out, accumulate) and the CPU's product x . w^T (+ bias), before
+// accumulate.
+type matMulInputs struct {
+	x, y0, b, ref []float32
+	w             wdata
+	y             *Buf
+	args          []Arg
+}
+
+func newMatMulInputs(rng *rand.Rand, dtype string, rows, in, out int, bias, acc bool, shift int) matMulInputs {
+	in0 := matMulInputs{x: randF32(rng, rows*in, 1), w: makeWeights(rng, dtype, out*in, 0.1), y0: randF32(rng, rows*out, 1)}
 	var bArg Arg = Null{}
 	if bias {
-		b = randF32(rng, out, 1)
-		bArg = F32s(b)
+		in0.b = randF32(rng, out, 1)
+		bArg = F32s(in0.b)
 	}
-	xb, yb := F32s(x), F32s(y0)
+	xb, yb := F32s(in0.x), F32s(in0.y0)
 	xb.Shift, yb.Shift = shift, shift
 	accU := U32(0)
 	if acc {
 		accU = 1
 	}
+	in0.y = yb
+	in0.args = []Arg{yb, xb, in0.w.buf, bArg, U32(rows), U32(in), U32(out), accU}
+	m := cpu.Matrix{Rows: out, Cols: in}
+	if in0.w.bf16 != nil {
+		m.BF16 = in0.w.bf16
+	} else {
+		m.F32 = in0.w.f32
+	}
+	in0.ref = make([]float32, rows*out)
+	cpu.NewPool(1).MatMul(in0.ref, in0.x, rows, &m, in0.b)
+	return in0
+}
+
+func checkMatMul(t *testing.T, rng *rand.Rand, dtype string, rows, in, out int, bias, acc bool, shift int) {
+	mi := newMatMulInputs(rng, dtype, rows, in, out, bias, acc, shift)
+	x, w, y0, b, ref := mi.x, mi.w, mi.y0, mi.b, mi.ref
 	grid := ceilDiv(out, 8) * ceilDiv(rows, 8)
 	if rows >= 64 {
 		grid = ceilDiv(out, 64) * ceilDiv(rows, 64)
@@ -291,16 +315,7 @@ func checkMatMul(t *testing.T, rng *rand.Rand, dtype string, rows, in, out int, 
 	// forward.cu's also 16-byte aligned pointers: with x off alignment and
 	// in % 8 == 0 the matvec path sums in another order there.
 	exact := rows >= 64 || shift == 0 || in%8 != 0
-	outs := runAll(t, Launch{"matmul_" + dtype, grid, []Arg{yb, xb, w.buf, bArg, U32(rows), U32(in), U32(out), accU}}, exact, yb)
-
-	m := cpu.Matrix{Rows: out, Cols: in}
-	if w.bf16 != nil {
-		m.BF16 = w.bf16
-	} else {
-		m.F32 = w.f32
-	}
-	ref := make([]float32, rows*out)
-	cpu.NewPool(1).MatMul(ref, x, rows, &m, b)
+	outs := runAll(t, Launch{"matmul_" + dtype, grid, mi.args}, exact, mi.y)
 	gamma := float64(in+2) * u32 / (1 - float64(in+2)*u32)
 	each(t, outs, func(t *testing.T, ob []*Buf) {
 		got := ob[0].Floats()

@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/hipgo/hipgo/model/internal/cpu"
 	"github.com/stretchr/testify/require"
 )
 
@@ -43,32 +42,10 @@ func tcSplit(dtype string) (rel, abs float64) {
 // (1 + 2^-7) sum|x w| + |bias| + |y|). cpu.MatMul is held to the same
 // bound, and the kernel to twice it against cpu.MatMul.
 func checkMatMulTC(t *testing.T, rng *rand.Rand, dtype string, rows, in, out int, bias, acc bool, shift int) {
-	x := randF32(rng, rows*in, 1)
-	w := makeWeights(rng, dtype, out*in, 0.1)
-	y0 := randF32(rng, rows*out, 1)
-	var b []float32
-	var bArg Arg = Null{}
-	if bias {
-		b = randF32(rng, out, 1)
-		bArg = F32s(b)
-	}
-	xb, yb := F32s(x), F32s(y0)
-	xb.Shift, yb.Shift = shift, shift
-	accU := U32(0)
-	if acc {
-		accU = 1
-	}
+	mi := newMatMulInputs(rng, dtype, rows, in, out, bias, acc, shift)
+	x, w, y0, b, ref := mi.x, mi.w, mi.y0, mi.b, mi.ref
 	// The MSL port sums in forward.cu's fragment order: the same bytes.
-	outs := runAll(t, Launch{"matmul_tc_" + dtype, tcGrid(rows, out), []Arg{yb, xb, w.buf, bArg, U32(rows), U32(in), U32(out), accU}}, true, yb)
-
-	m := cpu.Matrix{Rows: out, Cols: in}
-	if w.bf16 != nil {
-		m.BF16 = w.bf16
-	} else {
-		m.F32 = w.f32
-	}
-	ref := make([]float32, rows*out)
-	cpu.NewPool(1).MatMul(ref, x, rows, &m, b)
+	outs := runAll(t, Launch{"matmul_tc_" + dtype, tcGrid(rows, out), mi.args}, true, mi.y)
 	rel, abs := tcSplit(dtype)
 	gamma := float64(2*in+8) * u32 / (1 - float64(2*in+8)*u32)
 	each(t, outs, func(t *testing.T, ob []*Buf) {
