@@ -27,22 +27,7 @@
 #ifdef FW_METAL
 #include "fibers.h"
 #include "forward.metal"
-#undef kernel
-#undef device
-#undef constant
-#undef threadgroup
-#undef thread
-void metal::threadgroup_barrier(metal::mem_flags) { hostemu::arrive(0); }
-// As hostemu.h's lane_xor_f32: an exchange between two barriers of the
-// thread's 32-group.
-float metal::simd_shuffle_xor(float v, ushort m) {
-  const uint32_t t = hostemu::tid;
-  hostemu::lane_buf[t] = v;
-  hostemu::arrive(1 + t / 32);
-  const float r = hostemu::lane_buf[t ^ m];
-  hostemu::arrive(1 + t / 32);
-  return r;
-}
+#include "metal_fibers.h"
 
 // The Metal kernels under the .cu signatures. Threadgroup buffers are
 // statics of the block that is running (blocks run one after another).

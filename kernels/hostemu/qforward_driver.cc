@@ -8,20 +8,7 @@
 #ifdef QF_METAL
 #include "fibers.h"
 #include "qforward.metal"
-#undef kernel
-#undef device
-#undef constant
-#undef threadgroup
-#undef thread
-void metal::threadgroup_barrier(metal::mem_flags) { hostemu::arrive(0); }
-float metal::simd_shuffle_xor(float v, ushort m) {
-  const uint32_t t = hostemu::tid;
-  hostemu::lane_buf[t] = v;
-  hostemu::arrive(1 + t / 32);
-  const float r = hostemu::lane_buf[t ^ m];
-  hostemu::arrive(1 + t / 32);
-  return r;
-}
+#include "metal_fibers.h"
 
 // The Metal kernels under the .cu signatures; threadgroup buffers are
 // statics of the running block.
