@@ -289,7 +289,7 @@ var pool = cpu.NewPool(1)
 // product (as on a GPU, a row's result does not depend on the others).
 func matmul(t wtype) simgpu.KernelFunc {
 	return func(d *simgpu.Device, _, _ driver.Dim3, a []uint64, _ <-chan struct{}) error {
-		rows, K, N, acc := int(a[4]), int(a[5]), int(a[6]), a[7] != 0
+		rows, K, N := int(a[4]), int(a[5]), int(a[6])
 		y, err := f32s(d, a[0], rows*N)
 		if err != nil {
 			return err
@@ -315,26 +315,35 @@ func matmul(t wtype) simgpu.KernelFunc {
 				return err
 			}
 		}
-		var bias []float32
-		if a[3] != 0 {
-			if bias, err = f32s(d, a[3], N); err != nil {
-				return err
-			}
-		}
-		r := make([]float32, N)
-		for row := range rows {
-			pool.MatMul(r, x[row*K:(row+1)*K], 1, &m, bias)
-			yr := y[row*N : (row+1)*N]
-			if acc {
-				for i := range yr {
-					yr[i] += r[i]
-				}
-			} else {
-				copy(yr, r)
-			}
-		}
-		return nil
+		return matmulRows(d, a, &m, x, y)
 	}
+}
+
+// matmulRows finishes a matmul_W/matmul_Q twin once its weights are in m:
+// bias (a[3], 0 for none), then each row's product into y, added when
+// a[7] (accumulate) is set.
+func matmulRows(d *simgpu.Device, a []uint64, m *cpu.Matrix, x, y []float32) error {
+	rows, K, N, acc := int(a[4]), int(a[5]), int(a[6]), a[7] != 0
+	var bias []float32
+	if a[3] != 0 {
+		var err error
+		if bias, err = f32s(d, a[3], N); err != nil {
+			return err
+		}
+	}
+	r := make([]float32, N)
+	for row := range rows {
+		pool.MatMul(r, x[row*K:(row+1)*K], 1, m, bias)
+		yr := y[row*N : (row+1)*N]
+		if acc {
+			for i := range yr {
+				yr[i] += r[i]
+			}
+		} else {
+			copy(yr, r)
+		}
+	}
+	return nil
 }
 
 // rope_f32: x, pos, inv_freq, tokens, heads, headdim, stride. Angles as the

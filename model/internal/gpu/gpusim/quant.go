@@ -67,7 +67,7 @@ func qembed(t quant.Type) simgpu.KernelFunc {
 // product, as matmul_W's twin.
 func qmatmul(t quant.Type) simgpu.KernelFunc {
 	return func(d *simgpu.Device, _, _ driver.Dim3, a []uint64, _ <-chan struct{}) error {
-		rows, K, N, acc := int(a[4]), int(a[5]), int(a[6]), a[7] != 0
+		rows, K, N := int(a[4]), int(a[5]), int(a[6])
 		rb, err := quant.RowBytes(t, K)
 		if err != nil {
 			return fmt.Errorf("gpusim: matmul_%v: %w", t, err)
@@ -84,25 +84,7 @@ func qmatmul(t quant.Type) simgpu.KernelFunc {
 		if m.Q, err = mem(d, a[2], N*rb); err != nil {
 			return err
 		}
-		var bias []float32
-		if a[3] != 0 {
-			if bias, err = f32s(d, a[3], N); err != nil {
-				return err
-			}
-		}
-		r := make([]float32, N)
-		for row := range rows {
-			pool.MatMul(r, x[row*K:(row+1)*K], 1, &m, bias)
-			yr := y[row*N : (row+1)*N]
-			if acc {
-				for i := range yr {
-					yr[i] += r[i]
-				}
-			} else {
-				copy(yr, r)
-			}
-		}
-		return nil
+		return matmulRows(d, a, &m, x, y)
 	}
 }
 
