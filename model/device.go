@@ -46,8 +46,13 @@ func WithDeviceMode(mode string) Option { return func(o *options) { o.mode = mod
 
 // WithKVCacheTokens sizes the GPU backend's KV-cache pool, in tokens over
 // all sequences (default: four contexts, at most 65536 tokens, never less
-// than one context).
+// than one context). The pool is handed out in blocks of KVBlockTokens: a
+// sequence of n tokens holds ceil(n / KVBlockTokens) of them, so B
+// sequences of n tokens need B * ceil(n / KVBlockTokens) * KVBlockTokens.
 func WithKVCacheTokens(n int) Option { return func(o *options) { o.kvTokens = n } }
+
+// KVBlockTokens is the tokens per block of the GPU backend's KV-cache pool.
+const KVBlockTokens = gpu.BlockSize
 
 // placement is where build puts the model: dev nil means the CPU, with
 // cpuReason saying why when a GPU was asked for by auto.

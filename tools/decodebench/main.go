@@ -88,7 +88,7 @@ func run(args []string, stdout io.Writer) error {
 	ctxLen := max(o.prompt+o.gen+2, o.prefill+2)
 	maxB := slices.Max(o.batches)
 	m, err := model.Load(o.dir, model.WithoutTokenizer(), model.WithDeviceMode(o.device),
-		model.WithContextLength(ctxLen), model.WithKVCacheTokens(maxB*ctxLen))
+		model.WithContextLength(ctxLen), model.WithKVCacheTokens(poolTokens(maxB, ctxLen)))
 	if err != nil {
 		return err
 	}
@@ -185,4 +185,10 @@ func median(v []float64) float64 {
 	s := slices.Clone(v)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+// poolTokens sizes the KV pool for b sequences of up to ctxLen tokens each:
+// every sequence holds whole blocks.
+func poolTokens(b, ctxLen int) int {
+	return b * ((ctxLen + model.KVBlockTokens - 1) / model.KVBlockTokens) * model.KVBlockTokens
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hipgo/hipgo/model"
 	"github.com/hipgo/hipgo/model/modeltest"
 )
 
@@ -46,5 +47,15 @@ func TestPrintsOneLinePerMeasurement(t *testing.T) {
 		require.Equal(t, want[i].batch, r.Batch, l)
 		require.Equal(t, "cpu", r.Device, l)
 		require.Positive(t, r.TokensPerSec, l)
+	}
+}
+
+// The pool holds every sequence's whole blocks: at -new 3 after a 16-token
+// prompt (21 tokens of context, 2 blocks each) batch 32 needs 64 blocks,
+// where 32 contexts' worth of tokens is only 42.
+func TestPoolHoldsEverySequencesBlocks(t *testing.T) {
+	for _, c := range []struct{ b, ctx int }{{32, 21}, {1, 1}, {7, 16}, {3, 17}, {32, 642}} {
+		blocks := (c.ctx + model.KVBlockTokens - 1) / model.KVBlockTokens
+		require.GreaterOrEqual(t, poolTokens(c.b, c.ctx), c.b*blocks*model.KVBlockTokens, "batch %d, context %d", c.b, c.ctx)
 	}
 }
