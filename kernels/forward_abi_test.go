@@ -28,6 +28,8 @@ var forwardABI = func() map[string]struct {
 		"silu_mul_f32":          {[]int{8, 8, 4, 4}, 256},
 		"add_f32":               {[]int{8, 8, 4}, 256},
 		"copy_rows_f32":         {[]int{8, 8, 8, 4, 4}, 256},
+		// The fused rope + kv store.
+		"rope_kv_store_f32": {[]int{8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4}, 256},
 	}
 	for _, w := range []string{"f32", "f16", "bf16"} {
 		m["embed_"+w] = k{[]int{8, 8, 8, 4, 4, 4}, 256}

@@ -128,7 +128,11 @@ func buildGPU(cfg *Config, load func() (*gpu.Weights, error), o options, dev *ru
 	if err != nil {
 		return nil, 0, err
 	}
-	b, err := gpu.New(context.Background(), dev, cfg.gpuConfig(), w, gpu.Options{KVTokens: n, StepTokens: o.gpuStepTokens, NoGraphs: noGraphs, NoEarlyStart: noEarly})
+	noFused, err := envOff(EnvGPUFused)
+	if err != nil {
+		return nil, 0, err
+	}
+	b, err := gpu.New(context.Background(), dev, cfg.gpuConfig(), w, gpu.Options{KVTokens: n, StepTokens: o.gpuStepTokens, NoGraphs: noGraphs, NoEarlyStart: noEarly, NoFusedKernels: noFused})
 	if err != nil {
 		return nil, 0, fmt.Errorf("model: on %s: %w", dev, err)
 	}
@@ -144,6 +148,11 @@ const EnvGPUGraphs = "HIPGO_GPU_GRAPHS"
 // dependent launch, CUDA compute capability 9.0 and later, is what early
 // start uses; elsewhere launches are plain anyway); "1" or unset: on.
 const EnvGPUEarlyStart = "HIPGO_GPU_EARLY_START"
+
+// EnvGPUFused turns the fused kernel off when "0": the GPU backend then
+// launches rope_f32 and kv_store_f32 where rope_kv_store_f32 does both (the
+// same bytes, so it exists to measure them); "1" or unset: on.
+const EnvGPUFused = "HIPGO_GPU_FUSED"
 
 // envOff reads an on/off switch: "0" is off, "1" or unset on.
 func envOff(name string) (bool, error) {

@@ -44,6 +44,7 @@ func TestPlumbingOfTheGPUTestsOnASimulatedCUDADevice(t *testing.T) {
 	require.NoError(t, err, "%s", out)
 	require.NotContains(t, string(out), "--- SKIP", "every GPU test ran against the simulation")
 	require.Contains(t, string(out), "--- PASS: TestGPUForwardMatchesTheCPU")
+	require.Contains(t, string(out), "--- PASS: TestGPUFusedKernelsGiveTheUnfusedLogits")
 	require.Contains(t, string(out), "--- PASS: TestGPUBatchGivesEachSequenceItsAloneTokens")
 	require.Contains(t, string(out), "--- PASS: TestGPUQuantizedGGUFMatchesTheCPU")
 	require.Contains(t, string(out), "--- PASS: TestGPUDecodeGraphsGiveThePlainTokens")
@@ -145,6 +146,43 @@ func TestGPUForwardMatchesTheCPU(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, wantRes.Tokens, gotRes.Tokens, "greedy tokens")
 			t.Logf("%s: %d greedy tokens identical; GPU decode %.0f tokens/s", c.name, len(gotRes.Tokens), gotRes.DecodeTokensPerSecond())
+		})
+	}
+}
+
+// TestGPUFusedKernelsGiveTheUnfusedLogits proves on the device that the
+// fused rope_kv_store_f32 (the default) gives the same bytes as rope_f32
+// and kv_store_f32 (HIPGO_GPU_FUSED=0): every logit of a 64-token prompt
+// and of 16 batch-1 decode steps is equal, bit for bit.
+func TestGPUFusedKernelsGiveTheUnfusedLogits(t *testing.T) {
+	dev := openGPU(t)
+	ctx := context.Background()
+	for _, c := range gpuCases(t) {
+		t.Run(c.name, func(t *testing.T) {
+			fm, err := c.load(WithDevice(dev))
+			require.NoError(t, err)
+			defer func() { require.NoError(t, fm.Close()) }()
+			t.Setenv(EnvGPUFused, "0")
+			um, err := c.load(WithDevice(dev))
+			require.NoError(t, err)
+			defer func() { require.NoError(t, um.Close()) }()
+			fs, us := fm.NewSession(), um.NewSession()
+			defer fs.Close()
+			defer us.Close()
+			prompt := testTokens(64, c.vocab)
+			got, err := fs.Forward(ctx, prompt, true)
+			require.NoError(t, err)
+			want, err := us.Forward(ctx, prompt, true)
+			require.NoError(t, err)
+			require.Equal(t, want, got, "prompt logits")
+			for i := range 16 {
+				tok := []uint32{uint32((i*37 + 3) % c.vocab)}
+				got, err := fs.Forward(ctx, tok, false)
+				require.NoError(t, err)
+				want, err := us.Forward(ctx, tok, false)
+				require.NoError(t, err)
+				require.Equalf(t, want, got, "decode step %d logits", i)
+			}
 		})
 	}
 }

@@ -150,10 +150,10 @@ func (f *kernelForward) step(seqs []int, tokens []uint32) [][]float32 {
 		lw := &w.layers[l]
 		f.rmsnorm(h, x, T, lw.attnNorm)
 		f.matmul(qkv, h, T, &lw.qkv, lw.qkvBias, false)
-		f.launch("rope_f32", T, qkv, posB, f.invFreq, hostkern.U32(T), hostkern.U32(H), hostkern.U32(hd), hostkern.U32(qkvD))
-		f.launch("rope_f32", T, hostkern.View{B: qkv, Off: 4 * qD}, posB, f.invFreq, hostkern.U32(T), hostkern.U32(KV), hostkern.U32(hd), hostkern.U32(qkvD))
-		f.launch("kv_store_f32", T, f.kc[l], f.vc[l], qkv, slotsB, hostkern.U32(T), hostkern.U32(kvD),
-			hostkern.U32(qD), hostkern.U32(qD+kvD), hostkern.U32(qkvD), hostkern.U32(f.numSlots))
+		// As the GPU backend (launch.go positions): rope of q's and k's heads
+		// and the kv store in one launch.
+		f.launch("rope_kv_store_f32", T, qkv, f.kc[l], f.vc[l], posB, f.invFreq, slotsB, hostkern.U32(T), hostkern.U32(H),
+			hostkern.U32(KV), hostkern.U32(hd), hostkern.U32(qkvD), hostkern.U32(f.numSlots))
 		// As the GPU backend (step.go chunk.tiledAttention): the tiled
 		// prefill kernel for a step of 16 tokens or more (here those are
 		// one sequence's prefill; the decode steps have 3 tokens).

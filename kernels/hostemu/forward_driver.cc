@@ -64,6 +64,12 @@ void kv_store_f32(float* k_cache, float* v_cache, const float* qkv, const uint32
                   uint32_t kv_dim, uint32_t k_off, uint32_t v_off, uint32_t stride, uint32_t num_slots) {
   ::kv_store_f32(k_cache, v_cache, qkv, slots, tokens, kv_dim, k_off, v_off, stride, num_slots, TG);
 }
+void rope_kv_store_f32(float* qkv, float* k_cache, float* v_cache, const uint32_t* pos, const float* inv_freq,
+                       const uint32_t* slots, uint32_t tokens, uint32_t heads, uint32_t kv_heads, uint32_t headdim,
+                       uint32_t stride, uint32_t num_slots) {
+  ::rope_kv_store_f32(qkv, k_cache, v_cache, pos, inv_freq, slots, tokens, heads, kv_heads, headdim, stride, num_slots,
+                      TG);
+}
 void attention_f32(float* out, const float* qkv, const float* k_cache, const float* v_cache, const uint32_t* q_seq,
                    const uint32_t* q_pos, const uint32_t* block_tables, uint32_t max_blocks, uint32_t block_size,
                    uint32_t tokens, uint32_t heads, uint32_t kv_heads, uint32_t headdim, uint32_t stride, float scale) {
@@ -135,6 +141,12 @@ const std::map<std::string, Kernel> kernels = {
       [](std::vector<Arg>& a) {
         FWK(kv_store_f32)(P<float>(a, 0), P<float>(a, 1), P<float>(a, 2), P<uint32_t>(a, 3), U(a, 4), U(a, 5),
                      U(a, 6), U(a, 7), U(a, 8), U(a, 9));
+      }}},
+    {"rope_kv_store_f32",
+     {FW_ROPE_THREADS,
+      [](std::vector<Arg>& a) {
+        FWK(rope_kv_store_f32)(P<float>(a, 0), P<float>(a, 1), P<float>(a, 2), P<uint32_t>(a, 3), P<float>(a, 4),
+                               P<uint32_t>(a, 5), U(a, 6), U(a, 7), U(a, 8), U(a, 9), U(a, 10), U(a, 11));
       }}},
     {"attention_f32",
      {FW_ATT_THREADS,

@@ -938,6 +938,54 @@ KERNEL KBOUNDS(FW_KV_THREADS) void kv_store_f32(float* k_cache, float* v_cache, 
 }
 
 // =====================================================================
+// rope_kv_store_f32: rope_f32 of the heads + kv_heads heads at the start of
+// each qkv row (q's heads, then k's), then kv_store_f32 of this token's k
+// (at offset heads*headdim) and v (at (heads+kv_heads)*headdim), kv_dim =
+// kv_heads*headdim, into slot slots[t] of the caches (skipped when >=
+// num_slots), in one launch: bit for bit the two launches' results. Each
+// rotated k value goes to the cache from the register it was written to
+// qkv from, so no barrier is needed. Block FW_ROPE_THREADS, grid tokens.
+// =====================================================================
+KERNEL KBOUNDS(FW_ROPE_THREADS) void rope_kv_store_f32(float* qkv, float* k_cache, float* v_cache,
+                                                       const uint32_t* pos, const float* inv_freq,
+                                                       const uint32_t* slots, uint32_t tokens, uint32_t heads,
+                                                       uint32_t kv_heads, uint32_t headdim, uint32_t stride,
+                                                       uint32_t num_slots) {
+  fw_early_start();
+  const uint32_t t = block_idx_x();
+  if (t >= tokens) return;
+  const uint32_t half = headdim / 2, kv_dim = kv_heads * headdim;
+  const float p = (float)pos[t];
+  const uint32_t slot = slots[t];
+  const bool store = slot < num_slots;
+  float* xt = qkv + (uint64_t)t * stride;
+  float* kc = k_cache + (uint64_t)(store ? slot : 0u) * kv_dim;
+  float* vc = v_cache + (uint64_t)(store ? slot : 0u) * kv_dim;
+  for (uint32_t j = thread_idx_x(); j < (heads + kv_heads) * half; j += FW_ROPE_THREADS) {
+    const uint32_t h = j / half, i = j % half;
+    float sn, cs;
+    mf_sincosf(inv_freq[i] * p, &sn, &cs);
+    float* v = xt + (uint64_t)h * headdim;
+    const float a = v[i], b = v[i + half];
+    const float lo = a * cs - b * sn, hi = b * cs + a * sn;  // rope_f32's expressions
+    v[i] = lo;
+    v[i + half] = hi;
+    if (store && h >= heads) {
+      float* k = kc + (uint64_t)(h - heads) * headdim;
+      k[i] = lo;
+      k[i + half] = hi;
+    }
+  }
+  if (!store) return;
+  const float* kr = xt + (uint64_t)heads * headdim;
+  const float* vr = xt + (uint64_t)(heads + kv_heads) * headdim;
+  for (uint32_t j = thread_idx_x(); j < kv_dim; j += FW_ROPE_THREADS) {
+    vc[j] = vr[j];
+    if (j % headdim >= 2 * half) kc[j] = kr[j];  // an odd head_dim's last element, which rope leaves
+  }
+}
+
+// =====================================================================
 // attention_f32: for query token t (sequence q_seq[t], position q_pos[t])
 // and head h: softmax over keys j = 0..q_pos[t] of (q . k_j) * scale, then
 // the weighted sum of the v_j; q is qkv + t*stride + h*headdim, key j of kv

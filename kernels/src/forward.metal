@@ -404,6 +404,50 @@ kernel void kv_store_f32(device float* k_cache [[buffer(0)]], device float* v_ca
 }
 
 // =====================================================================
+// rope_kv_store_f32 (see forward.cu). Block FW_ROPE_THREADS, grid tokens.
+// =====================================================================
+[[max_total_threads_per_threadgroup(256)]]
+kernel void rope_kv_store_f32(device float* qkv [[buffer(0)]], device float* k_cache [[buffer(1)]],
+                              device float* v_cache [[buffer(2)]], device const uint* pos [[buffer(3)]],
+                              device const float* inv_freq [[buffer(4)]], device const uint* slots [[buffer(5)]],
+                              constant uint& tokens [[buffer(6)]], constant uint& heads [[buffer(7)]],
+                              constant uint& kv_heads [[buffer(8)]], constant uint& headdim [[buffer(9)]],
+                              constant uint& stride [[buffer(10)]], constant uint& num_slots [[buffer(11)]],
+                              uint tid [[thread_position_in_threadgroup]], uint blk [[threadgroup_position_in_grid]]) {
+  const uint t = blk;
+  if (t >= tokens) return;
+  const uint half_dim = headdim / 2, kv_dim = kv_heads * headdim;
+  const float p = (float)pos[t];
+  const uint slot = slots[t];
+  const bool store = slot < num_slots;
+  device float* xt = qkv + (ulong)t * stride;
+  device float* kc = k_cache + (ulong)(store ? slot : 0u) * kv_dim;
+  device float* vc = v_cache + (ulong)(store ? slot : 0u) * kv_dim;
+  for (uint j = tid; j < (heads + kv_heads) * half_dim; j += FW_ROPE_THREADS) {
+    const uint h = j / half_dim, i = j % half_dim;
+    float sn, cs;
+    mf_sincosf(inv_freq[i] * p, &sn, &cs);
+    device float* v = xt + (ulong)h * headdim;
+    const float a = v[i], b = v[i + half_dim];
+    const float lo = a * cs - b * sn, hi = b * cs + a * sn;
+    v[i] = lo;
+    v[i + half_dim] = hi;
+    if (store && h >= heads) {
+      device float* k = kc + (ulong)(h - heads) * headdim;
+      k[i] = lo;
+      k[i + half_dim] = hi;
+    }
+  }
+  if (!store) return;
+  device const float* kr = xt + (ulong)heads * headdim;
+  device const float* vr = xt + (ulong)(heads + kv_heads) * headdim;
+  for (uint j = tid; j < kv_dim; j += FW_ROPE_THREADS) {
+    vc[j] = vr[j];
+    if (j % headdim >= 2 * half_dim) kc[j] = kr[j];
+  }
+}
+
+// =====================================================================
 // attention_f32 (see forward.cu). Block FW_ATT_THREADS, grid tokens *
 // heads, head_dim <= FW_ATT_MAX_HEADDIM. Threadgroup memory: qs
 // [FW_ATT_MAX_HEADDIM], gm and gl [FW_ATT_GROUPS], go [FW_ATT_GROUPS]

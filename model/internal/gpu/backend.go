@@ -38,11 +38,16 @@ type Options struct {
 	// NoEarlyStart launches the kernels plainly: each waits for the one
 	// before it to finish before it is scheduled (see launch).
 	NoEarlyStart bool
+	// NoFusedKernels launches rope_f32 and kv_store_f32 where
+	// rope_kv_store_f32 would do both (see positions); the results are the
+	// same bytes.
+	NoFusedKernels bool
 }
 
 // Backend holds a model's weights, KV-cache pool and scratch on one device.
 type Backend struct {
 	earlyStart bool // launch with LaunchConfig.EarlyStart (Options.NoEarlyStart)
+	fuse       bool // rope_kv_store_f32 for rope + kv store (Options.NoFusedKernels)
 	cfg        Config
 	dev        *runtime.Device
 	s          *runtime.Stream
@@ -97,6 +102,7 @@ func New(ctx context.Context, dev *runtime.Device, cfg Config, w *Weights, opts 
 		tc: dev.Backend() == driver.CUDA}
 	b.graphs.off = opts.NoGraphs
 	b.earlyStart = !opts.NoEarlyStart
+	b.fuse = !opts.NoFusedKernels
 	if b.stepTokens <= 0 {
 		b.stepTokens = defaultStepTokens
 	}
@@ -152,7 +158,12 @@ func (b *Backend) kernelNames() []string {
 	names := map[string]bool{
 		"embed_" + b.w.embed.dtype.Suffix(): true, "rmsnorm_" + b.w.norm.dtype.Suffix(): true,
 		"matmul_" + b.w.lmHead.dtype.Suffix(): true,
-		"rope_f32":                            true, "kv_store_f32": true, "attention_f32": true, "attention_prefill_f32": true, "silu_mul_f32": true, "copy_rows_f32": true,
+		"attention_f32":                       true, "attention_prefill_f32": true, "silu_mul_f32": true, "copy_rows_f32": true,
+	}
+	if b.fuse {
+		names["rope_kv_store_f32"] = true
+	} else {
+		names["rope_f32"], names["kv_store_f32"] = true, true
 	}
 	for _, l := range b.w.layers {
 		for _, m := range append([]matrix{l.o, l.down}, l.projections()...) {

@@ -24,9 +24,13 @@
 // on the device and sampling.Sampler draws there; only the token ids (4
 // bytes a sequence) come back.
 //
+// A layer is 9 launches: rope of q and k and the kv store are one,
+// rope_kv_store_f32 (Options.NoFusedKernels, or HIPGO_GPU_FUSED=0 through
+// package model, launches the two plain kernels; the same bytes).
+//
 // A decode step (one token per sequence) replays a graph of its forward
 // launches captured the first time its shape was seen (graph.go), one
-// driver call instead of about 11 a layer, where the runtime can capture
+// driver call instead of 9 a layer, where the runtime can capture
 // (runtime.Stream.Capture); Options.NoGraphs, or HIPGO_GPU_GRAPHS=0 through
 // package model, launches every kernel from the host instead. A fault in a
 // replayed graph fails its step like one in a plain launch.

@@ -175,6 +175,21 @@ func (b *Backend) kvStore(layer int, qkv, slots runtime.DevicePtr, tokens int) e
 		u32(c.qDim()), u32(c.qDim()+c.kvDim()), u32(c.qkvDim()), u32(b.numBlocks*BlockSize))
 }
 
+// positions rotates q's and k's heads of each qkv row (back to back: one
+// rope over both) and stores k and v in layer's cache: rope_kv_store_f32,
+// one launch for the two and the same bytes, unless fusion is off.
+func (b *Backend) positions(layer int, qkv, pos, slots runtime.DevicePtr, tokens int) error {
+	c := b.cfg
+	if b.fuse {
+		return b.launch("rope_kv_store_f32", g1(tokens), qkv, b.kc[layer], b.vc[layer], pos, b.invFreq, slots, u32(tokens),
+			u32(c.Heads), u32(c.KVHeads), u32(c.HeadDim), u32(c.qkvDim()), u32(b.numBlocks*BlockSize))
+	}
+	if err := b.rope(qkv, pos, tokens, c.Heads+c.KVHeads, c.qkvDim()); err != nil {
+		return err
+	}
+	return b.kvStore(layer, qkv, slots, tokens)
+}
+
 // attention launches attention_prefill_f32 when tiled (a chunk of mostly
 // prefill tokens, chunk.tiledAttention) and attention_f32 otherwise.
 // attention_f32 reads every key's k and v rows once per query and head; the

@@ -279,7 +279,7 @@ func (b *Backend) run(ctx context.Context, p *plan) error {
 func (b *Backend) forward(ctx context.Context, p *plan) error {
 	c := b.cfg
 	D, I, V := c.Hidden, c.Intermediate, c.Vocab
-	qD, qkvD := c.qDim(), c.qkvDim()
+	qD := c.qDim()
 	meta := func(off int) runtime.DevicePtr { return b.sc.meta.At(4 * off) }
 	x, xb, qkv, att, gu, act := b.sc.x.Ptr(), b.sc.xb.Ptr(), b.sc.qkv.Ptr(), b.sc.att.Ptr(), b.sc.gu.Ptr(), b.sc.act.Ptr()
 	scale := float32(1 / math.Sqrt(float64(c.HeadDim)))
@@ -297,10 +297,7 @@ func (b *Backend) forward(ctx context.Context, p *plan) error {
 			steps := []func() error{
 				func() error { return b.rmsnorm(xb, x, w.attnNorm, n) },
 				func() error { return b.projection(qkv, xb, w.qkv, w.qkvParts, c.qkvRows(), w.qkvBias, n, D) },
-				// q's heads and then k's lie back to back in each qkv row: one
-				// launch rotates both.
-				func() error { return b.rope(qkv, pos, n, c.Heads+c.KVHeads, qkvD) },
-				func() error { return b.kvStore(l, qkv, slot, n) },
+				func() error { return b.positions(l, qkv, pos, slot, n) },
 				func() error {
 					return b.attention(l, att, qkv, seq, pos, meta(p.tables), p.maxBlocks, n, ch.tiledAttention(), scale)
 				},

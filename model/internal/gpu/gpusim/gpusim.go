@@ -150,6 +150,7 @@ func forwardKernels() []simgpu.KernelDef {
 	ks := []simgpu.KernelDef{
 		{Name: "rope_f32", ParamSizes: []int{8, 8, 8, 4, 4, 4, 4}, Run: rope},
 		{Name: "kv_store_f32", ParamSizes: []int{8, 8, 8, 8, 4, 4, 4, 4, 4, 4}, Run: kvStore},
+		{Name: "rope_kv_store_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4}, Run: ropeKVStore},
 		{Name: "attention_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, Run: attention},
 		{Name: "attention_prefill_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, Run: attentionPrefill},
 		{Name: "silu_mul_f32", ParamSizes: []int{8, 8, 4, 4}, Run: siluMul},
@@ -401,6 +402,17 @@ func kvStore(d *simgpu.Device, _, _ driver.Dim3, a []uint64, _ <-chan struct{}) 
 		copy(vc[int(s)*kvD:(int(s)+1)*kvD], qkv[t*stride+vOff:])
 	}
 	return nil
+}
+
+// rope_kv_store_f32: qkv, k_cache, v_cache, pos, inv_freq, slots, tokens,
+// heads, kv_heads, headdim, stride, num_slots: rope_f32 of q's and k's
+// heads, then kv_store_f32, one after the other.
+func ropeKVStore(d *simgpu.Device, g, b driver.Dim3, a []uint64, stop <-chan struct{}) error {
+	H, KV, hd := a[7], a[8], a[9]
+	if err := rope(d, g, b, []uint64{a[0], a[3], a[4], a[6], H + KV, hd, a[10]}, stop); err != nil {
+		return err
+	}
+	return kvStore(d, g, b, []uint64{a[1], a[2], a[0], a[5], a[6], KV * hd, H * hd, (H + KV) * hd, a[10], a[11]}, stop)
 }
 
 // attention_f32: out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables,

@@ -1,0 +1,69 @@
+package model
+
+import (
+	"context"
+	"testing"
+
+	"github.com/hipgo/hipgo/model/internal/gpu/gpusim"
+	"github.com/hipgo/hipgo/model/modeltest"
+	"github.com/stretchr/testify/require"
+)
+
+// TestSimGPUDecodeStepLaunches counts the forward kernels of one step on
+// the simulated GPU. With rope_kv_store_f32 (the default) a layer is 9
+// launches (rmsnorm, q|k|v, rope+kv store, attention, o, rmsnorm, gate|up,
+// silu, down) at every chunk size, plus embed, the row gather, the final
+// norm and the LM head (4); with HIPGO_GPU_FUSED=0, 10 per layer (rope and
+// the kv store apart). The first decode step captures its graph (the
+// simulation counts its kernels at capture and again at the replay), so
+// the count is taken on the replayed steps after it. Greedy tokens are the
+// same either way.
+func TestSimGPUDecodeStepLaunches(t *testing.T) {
+	ctx := context.Background()
+	spec := modeltest.Llama3Tiny()
+	prompt := testTokens(20, spec.Vocab)
+	var tokens [][]uint32
+	for _, c := range []struct {
+		env   string
+		layer int
+	}{{"1", 9}, {"0", 10}} {
+		t.Run("fused="+c.env, func(t *testing.T) {
+			t.Setenv(EnvGPUFused, c.env)
+			faults := &gpusim.Faults{}
+			m := loadSpec(t, spec, WithDevice(simDevice(t, faults)))
+			L := m.Config().NumLayers
+			b := m.NewBatch()
+			_, err := b.Add(prompt, GenerateOptions{})
+			require.NoError(t, err)
+			var got []uint32
+			var per []int64
+			for range 5 { // prefill, a decode step captured, then replayed ones
+				n0 := faults.Launches()
+				out, err := b.Step(ctx)
+				require.NoError(t, err)
+				per = append(per, faults.Launches()-n0)
+				for _, o := range out {
+					got = append(got, o.ID)
+				}
+			}
+			t.Logf("%d layers: forward launches per step %v", L, per)
+			require.Equal(t, int64(c.layer*L+4), per[0], "prefill")
+			for i, n := range per[2:] {
+				require.Equalf(t, int64(c.layer*L+4), n, "replayed decode step %d", i+2)
+			}
+			steps := int64(len(per) + 1) // the captured step's kernels count twice
+			if c.env == "1" {
+				require.Zero(t, faults.Launched("rope_f32"))
+				require.Zero(t, faults.Launched("kv_store_f32"))
+				require.Equal(t, steps*int64(L), faults.Launched("rope_kv_store_f32"))
+			} else {
+				require.Zero(t, faults.Launched("rope_kv_store_f32"))
+				require.Equal(t, steps*int64(L), faults.Launched("rope_f32"))
+				require.Equal(t, steps*int64(L), faults.Launched("kv_store_f32"))
+			}
+			tokens = append(tokens, got)
+		})
+	}
+	require.Len(t, tokens, 2)
+	require.Equal(t, tokens[0], tokens[1], "fused and unfused kernels give the same tokens")
+}
