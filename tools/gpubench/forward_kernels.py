@@ -17,7 +17,9 @@ floor and torch's scaled_dot_product_attention. Before those, matmul_tc_bf16
 the Llama-3.2-1B shapes (tc_timings; FK_SKIP_TC=1 skips it).
 
 Launch shapes follow the comments in forward.cu (FW_*_THREADS, grid rules).
-FK_CASES=name,... narrows the timed cases; FK_SKIP_CHECKS=1 skips the checks.
+FK_CASES=name,... narrows the timed cases; FK_SKIP_CHECKS=1 skips the checks;
+FK_TC_ROWS=16,32 narrows tc_timings' row counts; FK_SKIP_ATTENTION=1 skips
+the attention timings.
 Exits 1 if any check fails.
 """
 import json
@@ -331,7 +333,7 @@ def tc_timings(bw):
     head, 128256 x 2048, at that row count)."""
     tc, simt = mod.get_function("matmul_tc_bf16"), mod.get_function("matmul_bf16")
     shapes = list(zip(TC_NAMES, TC_SHAPES)) + [("lm_head", (2048, 128256))]
-    for rows in (16, 32, 64, 512, 513):
+    for rows in [int(r) for r in os.environ.get("FK_TC_ROWS", "16,32,64,512,513").split(",")]:
         layer_us = {"tc": 0.0, "simt": 0.0, "torch": 0.0}
         lm = {}
         for name, (k, n) in shapes:
@@ -410,7 +412,8 @@ def timings():
                               "floor_us": round(floor, 2), "pct_floor": round(100 * floor / us, 1),
                               "GBps": round(bytes_ / us / 1e3, 1), "TFLOPs": round(2 * rows * n * k / us / 1e6, 2),
                               "torch_bf16_us": round(tus, 2), "max_rel_err": float(f"{err:.2g}")}), flush=True)
-    attention_timings(bw)
+    if not os.environ.get("FK_SKIP_ATTENTION"):
+        attention_timings(bw)
 
 
 def attention_timings(bw):
