@@ -8,8 +8,8 @@ import (
 	"github.com/hipgo/hipgo/runtime"
 )
 
-// Decode steps replay a captured graph of their forward launches (about
-// 11 a layer): batch-1 decode is bound by the host's launch cost otherwise.
+// Decode steps replay a captured graph of their forward launches (9 a
+// layer): batch-1 decode is bound by the host's launch cost otherwise.
 // A graph bakes in every launch's arguments: the token count, the rows,
 // the block-table stride, and the addresses of the weights, the KV cache
 // and the scratch. The first three are its key; the scratch's
