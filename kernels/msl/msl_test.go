@@ -38,8 +38,8 @@ func TestSamplingKernelsSignatures(t *testing.T) {
 	require.Equal(t, []Threadgroup{{0, "sa", 4096}, {1, "sb", 4096}, {2, "sc", 4096}, {3, "sd", 4096}, {4, "smu", 16}}, r.Threadgroup)
 }
 
-// TestForwardKernelsSignatures reads the shipped forward source: fifteen
-// kernels (three through per-dtype macros), each declaring the 256-thread
+// TestForwardKernelsSignatures reads the shipped forward source: nineteen
+// kernels (some through per-dtype macros), each declaring the 256-thread
 // block of its .cu twin, arguments sized as the .cu passes them, and the
 // threadgroup buffers of the kernels that use shared memory.
 func TestForwardKernelsSignatures(t *testing.T) {
@@ -52,7 +52,7 @@ func TestForwardKernelsSignatures(t *testing.T) {
 		names = append(names, k.Name)
 		require.Equal(t, 256, k.MaxThreads, k.Name)
 	}
-	require.ElementsMatch(t, []string{"rope_f32", "kv_store_f32", "attention_f32", "attention_prefill_f32", "silu_mul_f32", "add_f32", "copy_rows_f32",
+	require.ElementsMatch(t, []string{"rope_f32", "kv_store_f32", "rope_kv_store_f32", "attention_f32", "attention_prefill_f32", "silu_mul_f32", "add_f32", "copy_rows_f32",
 		"embed_f32", "embed_f16", "embed_bf16", "rmsnorm_f32", "rmsnorm_f16", "rmsnorm_bf16", "matmul_f32", "matmul_f16", "matmul_bf16",
 		"matmul_tc_f16", "matmul_tc_bf16"}, names)
 
@@ -63,6 +63,13 @@ func TestForwardKernelsSignatures(t *testing.T) {
 	tc, _ := m.Kernel("matmul_tc_bf16")
 	require.Equal(t, mm.Args, tc.Args, "matmul_tc_W takes matmul_W's arguments")
 	require.Empty(t, tc.Threadgroup)
+	rk, _ := m.Kernel("rope_kv_store_f32")
+	var rkSizes []int
+	for _, a := range rk.Args {
+		rkSizes = append(rkSizes, a.Size)
+	}
+	require.Equal(t, []int{8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4}, rkSizes, "rope_kv_store_f32's arguments as forward.cu passes them")
+	require.Empty(t, rk.Threadgroup)
 	a, _ := m.Kernel("attention_f32")
 	require.Len(t, a.Args, 15)
 	require.Equal(t, Arg{Index: 14, Name: "scale", Type: "float", AddressSpace: "constant", Size: 4}, a.Args[14])
