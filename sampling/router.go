@@ -225,7 +225,10 @@ func (r *Router) Backend() Backend { return r.backend }
 //
 //   - No filter active in any row: the Gumbel kernel when HIPGO_SAMPLING_GUMBEL
 //     is on, the backend has a port and every row has the same temperature;
-//     otherwise the categorical fallback.
+//     otherwise the categorical fallback. Rows that are greedy count as
+//     unfiltered when the Gumbel kernel takes them all (the same
+//     temperature, a port, the switch on): their filters cannot change the
+//     argmax.
 //   - Some filter active: the rejection kernel when HIPGO_SAMPLING_REJECTION is
 //     on, the backend has a port and the Policy admits every filtered row;
 //     otherwise the argpartition fallback.
@@ -237,10 +240,11 @@ func (r *Router) Decide(params []Params, B, V int) (Decision, error) {
 	if err := checkParams(entry, params, B); err != nil {
 		return Decision{}, err
 	}
-	filtered, sameT, admitted := false, true, true
+	filtered, sampled, sameT, admitted := false, false, true, true
 	for _, p := range params {
 		if p.Filtered(V) {
 			filtered = true
+			sampled = sampled || !p.Greedy()
 			if !r.policy.admits(p, V) {
 				admitted = false
 			}
@@ -248,6 +252,12 @@ func (r *Router) Decide(params []Params, B, V int) (Decision, error) {
 		if p.Temperature != params[0].Temperature {
 			sameT = false
 		}
+	}
+	// A greedy row's token is its argmax whatever its filters (they always
+	// keep it): when every filtered row is greedy and the Gumbel kernel
+	// takes the batch, it samples them as unfiltered rows.
+	if filtered && !sampled && sameT && GumbelRouting() && GumbelMaxPorts().Supported(r.backend) {
+		filtered = false
 	}
 	var d Decision
 	switch {

@@ -28,6 +28,11 @@ func TestRouterDecide(t *testing.T) {
 	}{
 		{"no filter", BackendCUDA, []Params{plain}, V, Decision{RouteGumbel, ReasonGumbelKernel}},
 		{"greedy", BackendROCm, []Params{withP(0, 0, 1, 0)}, V, Decision{RouteGumbel, ReasonGumbelKernel}},
+		{"greedy with filters", BackendCUDA, []Params{withP(0, 40, 0.95, 0)}, 128256, Decision{RouteGumbel, ReasonGumbelKernel}},
+		{"greedy with filters, ROCm", BackendROCm, []Params{withP(0, 40, 1, 0.05), withP(0, 0, 0.9, 0)}, V, Decision{RouteGumbel, ReasonGumbelKernel}},
+		{"greedy filtered beside sampled filtered", BackendCUDA, []Params{withP(0, 40, 0.95, 0), withP(1, 0, 0.9, 0)}, V, Decision{RouteRejection, ReasonRejectionKernel}},
+		{"greedy filtered beside a sampled row", BackendCUDA, []Params{withP(0, 40, 0.95, 0), plain}, V, Decision{RouteRejection, ReasonRejectionKernel}},
+		{"greedy with filters, no Gumbel port", "sim", []Params{withP(0, 0, 0.9, 0)}, V, Decision{RouteArgpartition, ReasonRejectionNoPort}},
 		{"k >= V is no filter", BackendMetal, []Params{withP(1, V, 1, 0)}, V, Decision{RouteGumbel, ReasonGumbelKernel}},
 		{"mixed temperatures", BackendCUDA, []Params{plain, withP(1, 0, 1, 0)}, V, Decision{RouteCategorical, ReasonGumbelMixedTemperature}},
 		{"no port", "sim", []Params{plain}, V, Decision{RouteCategorical, ReasonGumbelNoPort}},
