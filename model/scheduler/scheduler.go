@@ -264,13 +264,17 @@ func (s *Scheduler) loop() {
 		if err != nil {
 			failedSteps++
 			lost := s.deviceLost(err)
-			var down error
+			var down, halted error
 			if lost != nil {
 				var fallback *model.Model
 				fallback, down = s.loseDevice(lost)
 				if fallback == nil {
 					drain(down)
 				}
+			} else if s.cfg.MaxFailedSteps > 0 && failedSteps >= s.cfg.MaxFailedSteps {
+				// Down before any of this step's streams ends: a caller that
+				// sees its request fail and submits again is refused.
+				halted = s.halt(err, failedSteps)
 			}
 			var be *model.BatchError
 			if errors.As(err, &be) {
@@ -286,10 +290,9 @@ func (s *Scheduler) loop() {
 				failedSteps = 0
 				continue
 			}
-			if s.cfg.MaxFailedSteps > 0 && failedSteps >= s.cfg.MaxFailedSteps {
-				down := s.halt(err, failedSteps)
-				endAll(down)
-				drain(down)
+			if halted != nil {
+				endAll(halted)
+				drain(halted)
 			}
 			continue
 		}
