@@ -123,19 +123,10 @@ func TestGPUForwardMatchesTheCPU(t *testing.T) {
 			prompt := testTokens(64, c.vocab)
 			cs, gs := cm.NewSession(), gm.NewSession()
 			defer gs.Close()
-			want, err := cs.Forward(ctx, prompt, true)
-			require.NoError(t, err)
-			got, err := gs.Forward(ctx, prompt, true)
-			require.NoError(t, err)
-			worst := relDiff32(want, got)
-			for i := range 64 {
-				tok := []uint32{uint32((i*37 + 3) % c.vocab)}
-				want, err := cs.Forward(ctx, tok, false)
-				require.NoError(t, err)
-				got, err := gs.Forward(ctx, tok, false)
-				require.NoError(t, err)
+			worst := 0.0
+			forwardBoth(t, cs, gs, prompt, 64, c.vocab, func(_ int, want, got []float32) {
 				worst = max(worst, relDiff32(want, got))
-			}
+			})
 			t.Logf("%s: max|d|/max|logit| = %.3g over the prompt and 64 decode steps (tolerance %g)", c.name, worst, c.tol)
 			require.LessOrEqual(t, worst, c.tol)
 
@@ -150,13 +141,31 @@ func TestGPUForwardMatchesTheCPU(t *testing.T) {
 	}
 }
 
+// forwardBoth feeds prompt (every position's logits) and then steps single
+// tokens to sessions a and b alike, and hands each call's logits from both
+// to check (step -1 is the prompt).
+func forwardBoth(t *testing.T, a, b *Session, prompt []uint32, steps, vocab int, check func(step int, aLogits, bLogits []float32)) {
+	t.Helper()
+	ctx := context.Background()
+	feed := func(step int, toks []uint32, all bool) {
+		al, err := a.Forward(ctx, toks, all)
+		require.NoError(t, err)
+		bl, err := b.Forward(ctx, toks, all)
+		require.NoError(t, err)
+		check(step, al, bl)
+	}
+	feed(-1, prompt, true)
+	for i := range steps {
+		feed(i, []uint32{uint32((i*37 + 3) % vocab)}, false)
+	}
+}
+
 // TestGPUFusedKernelsGiveTheUnfusedLogits proves on the device that the
 // fused rope_kv_store_f32 (the default) gives the same bytes as rope_f32
 // and kv_store_f32 (HIPGO_GPU_FUSED=0): every logit of a 64-token prompt
 // and of 16 batch-1 decode steps is equal, bit for bit.
 func TestGPUFusedKernelsGiveTheUnfusedLogits(t *testing.T) {
 	dev := openGPU(t)
-	ctx := context.Background()
 	for _, c := range gpuCases(t) {
 		t.Run(c.name, func(t *testing.T) {
 			fm, err := c.load(WithDevice(dev))
@@ -169,20 +178,9 @@ func TestGPUFusedKernelsGiveTheUnfusedLogits(t *testing.T) {
 			fs, us := fm.NewSession(), um.NewSession()
 			defer fs.Close()
 			defer us.Close()
-			prompt := testTokens(64, c.vocab)
-			got, err := fs.Forward(ctx, prompt, true)
-			require.NoError(t, err)
-			want, err := us.Forward(ctx, prompt, true)
-			require.NoError(t, err)
-			require.Equal(t, want, got, "prompt logits")
-			for i := range 16 {
-				tok := []uint32{uint32((i*37 + 3) % c.vocab)}
-				got, err := fs.Forward(ctx, tok, false)
-				require.NoError(t, err)
-				want, err := us.Forward(ctx, tok, false)
-				require.NoError(t, err)
-				require.Equalf(t, want, got, "decode step %d logits", i)
-			}
+			forwardBoth(t, us, fs, testTokens(64, c.vocab), 16, c.vocab, func(step int, want, got []float32) {
+				require.Equalf(t, want, got, "logits of step %d (-1: the prompt)", step)
+			})
 		})
 	}
 }
