@@ -395,3 +395,30 @@ func TestGumbelSplits(t *testing.T) {
 		require.Equalf(t, c.want, GumbelSplits(c.B, c.V, c.cu), "%+v", c)
 	}
 }
+
+// A greedy row's filters never change its token: at temperature 0 the
+// rejection and argpartition samplers under top-k, top-p and min-p give the
+// unfiltered Gumbel-max argmax (the lowest index on ties), which is what
+// lets Router.Decide send greedy filtered batches to the Gumbel kernel.
+func TestGreedyRowsIgnoreTheirFilters(t *testing.T) {
+	const B, V = 64, 1000
+	rng := rand.New(rand.NewPCG(41, 42))
+	logits := randomRows(rng, B, V, 0.1)
+	for r := 0; r < B; r += 3 { // a tie at the maximum in every third row
+		row := logits[r*V : (r+1)*V]
+		m := float32(math.Inf(-1))
+		for _, v := range row {
+			m = max(m, v)
+		}
+		row[rng.IntN(V)] = m
+	}
+	want := make([]uint32, B)
+	require.NoError(t, samplerGumbel.run(want, logits, B, V, withP(0, 0, 1, 0), Key{3, 4}))
+	for _, p := range []Params{withP(0, 40, 0.95, 0), withP(0, 1, 1, 0), withP(0, 0, 0.01, 0), withP(0, 0, 1, 0.9), withP(0, 5, 0.5, 0.5)} {
+		for _, s := range []sampler{samplerRejection, samplerArgpartition} {
+			got := make([]uint32, B)
+			require.NoError(t, s.run(got, logits, B, V, p, Key{3, 4}))
+			require.Equal(t, want, got, "%s %+v", s.name, p)
+		}
+	}
+}
