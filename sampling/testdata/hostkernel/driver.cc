@@ -42,12 +42,7 @@ void trace(uint32_t tag, uint32_t v);
 
 #ifdef SP_METAL
 #include "sampling.metal"
-#undef kernel
-#undef device
-#undef constant
-#undef threadgroup
-#undef thread
-void metal::threadgroup_barrier(metal::mem_flags) { hostemu::arrive(0); }
+#include "metal_fibers.h"  // kernels/hostemu: the barrier and shuffle on the fibers
 
 template <class T>
 static void run_gumbel(const T* logits, uint32_t B, uint32_t V, uint32_t ld, float inv_temp, uint32_t key0,
