@@ -625,6 +625,17 @@ DEVICE void tc_store(float* y, const float* bias, float (*acc)[NT][4], uint32_t 
       }
 }
 
+// tc_zero: clears a warp's FW_TC_MT x NT accumulator tiles.
+template <uint32_t NT>
+DEVICE void tc_zero(float (*acc)[NT][4]) {
+#pragma unroll
+  for (uint32_t i = 0; i < FW_TC_MT; ++i)
+#pragma unroll
+    for (uint32_t j = 0; j < NT; ++j)
+#pragma unroll
+      for (uint32_t e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
+}
+
 template <typename W, uint32_t NT>
 TC_AMD_CALL void tc_compute(float (*acc)[NT][4], const fw_u32x4* wv, const fw_f32x4 (*xv)[2][2], uint32_t live_mt) {
 #pragma unroll
@@ -669,12 +680,7 @@ DEVICE void matmul_tc_tile(fw_u32x4* smem, float* y, const float* x, const W* w,
   for (uint32_t i = 0; i < FW_TC_MT; ++i) live_mt += rbase + 16u * i < rows;
   const bool vec = (in % 8u) == 0 && fw_aligned16(w) && fw_aligned16(x);
   float acc[FW_TC_MT][NT][4];
-#pragma unroll
-  for (uint32_t i = 0; i < FW_TC_MT; ++i)
-#pragma unroll
-    for (uint32_t j = 0; j < NT; ++j)
-#pragma unroll
-      for (uint32_t e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
+  tc_zero<NT>(acc);
   fw_u32x4* ring = smem + warp * FW_TC_WARP_SMEM;
   if (live_mt > 0 && obase < out) {  // warp-uniform; the block_sync below is outside
     const uint32_t chunks = (in + 31u) / 32u;
@@ -829,12 +835,7 @@ DEVICE void matmul_tc_big(fw_u32x4* smem, float* y, const float* x, const W* w, 
   const bool live = live_mt > 0 && obase < out;  // warp-uniform; every warp still loads and syncs
   const bool vec = (in % 8u) == 0 && fw_aligned16(w) && fw_aligned16(x);
   float acc[FW_TC_MT][NT][4];
-#pragma unroll
-  for (uint32_t i = 0; i < FW_TC_MT; ++i)
-#pragma unroll
-    for (uint32_t j = 0; j < NT; ++j)
-#pragma unroll
-      for (uint32_t e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
+  tc_zero<NT>(acc);
   const uint32_t chunks = (in + 31u) / 32u;
   tc_big_load<W>(smem, x, w, rows, in, out, s0, o0, 0u, vec);
   async_commit();
