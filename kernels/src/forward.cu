@@ -65,15 +65,15 @@ struct fw_f16 {
 // come before any early return, or a kernel could complete before its
 // predecessor and let the next one read unfinished data.
 //
-// None of these kernels triggers its dependents early
-// (grid_launch_dependents): the next kernel then launches as this one ends,
-// which still overlaps its launch with this one's completion, but no
-// kernel's blocks sit resident and waiting behind a running one. Measured on
-// the H200 (Llama-3.2-1B shapes, bf16, graphs on, builds alternated in one
-// call; docs/generate.md): triggering first (every kernel ahead resident as
-// soon as its predecessor started) gave 741 tokens/s at batch 1, 9892 at
-// batch 32; triggering after the wait (one kernel ahead) 767 and 9855; no
-// trigger 763 to 776 and 10,440, and prefill 24,700 against 23,920.
+// None of these kernels triggers its dependents early (grid_launch_dependents):
+// the next kernel then launches as this one ends, which still overlaps its
+// launch with this one's completion, but no kernel's blocks sit resident and
+// waiting behind a running one. Measured on the H200 (Llama-3.2-1B shapes,
+// bf16, graphs on, each pair of builds in one call, alternated;
+// docs/generate.md): triggering first (every kernel ahead resident as soon as
+// its predecessor started) gave 741 tokens/s at batch 1, 9892 at batch 32;
+// triggering after the wait (one kernel ahead) 767 and 9855; no trigger 763 to
+// 776 and 10,440, and prefill 24,700 against 23,920.
 DEVICE void fw_early_start() { grid_dependency_wait(); }
 
 DEVICE float fw_u2f(uint32_t x) { return __builtin_bit_cast(float, x); }
