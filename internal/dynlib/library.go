@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 
@@ -55,13 +56,22 @@ func Open(name, envVar string, candidates ...string) (*Library, error) {
 	}
 	nf := &NotFoundError{Library: name, EnvVar: envVar}
 	for _, path := range tries {
-		h, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+		h, err := dlopen(path)
 		if err == nil {
 			return &Library{Name: name, Path: path, handle: h}, nil
 		}
 		nf.Tried = append(nf.Tried, Attempt{Path: path, Err: err.Error()})
 	}
 	return nil, nf
+}
+
+// dlopen is purego.Dlopen on one OS thread: it reads dlerror right after a
+// failed dlopen, and dlerror is per thread, so a goroutine moved to another
+// thread in between got an empty reason, or another goroutine's.
+func dlopen(path string) (uintptr, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	return purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_GLOBAL)
 }
 
 // Sym returns the address of a symbol, or an error naming it.
