@@ -68,12 +68,9 @@ struct fw_f16 {
 // None of these kernels triggers its dependents early (grid_launch_dependents):
 // the next kernel then launches as this one ends, which still overlaps its
 // launch with this one's completion, but no kernel's blocks sit resident and
-// waiting behind a running one. Measured on the H200 (Llama-3.2-1B shapes,
-// bf16, graphs on, each pair of builds in one call, alternated;
-// docs/generate.md): triggering first (every kernel ahead resident as soon as
-// its predecessor started) gave 741 tokens/s at batch 1, 9892 at batch 32;
-// triggering after the wait (one kernel ahead) 767 and 9855; no trigger 763 to
-// 776 and 10,440, and prefill 24,700 against 23,920.
+// waiting behind a running one. On the H200 that was faster at batch 1, at
+// batch 32 and in prefill than triggering first or after the wait (the
+// numbers: docs/generate.md, Devices).
 DEVICE void fw_early_start() { grid_dependency_wait(); }
 
 DEVICE float fw_u2f(uint32_t x) { return __builtin_bit_cast(float, x); }
