@@ -38,6 +38,8 @@ var forwardABI = func() map[string]struct {
 	}
 	for _, w := range []string{"f16", "bf16"} { // the tensor-core matmul: 16-bit weights only
 		m["matmul_tc_"+w] = k{[]int{8, 8, 8, 8, 4, 4, 4, 4}, 256}
+		m["tc_split_x_"+w] = k{[]int{8, 8, 4, 4}, 256}
+		m["matmul_tcx_"+w] = k{[]int{8, 8, 8, 8, 4, 4, 4, 4}, 256}
 	}
 	return m
 }()

@@ -117,41 +117,49 @@ func TestSimGPULogitsAndGreedyTokensMatchTheCPU(t *testing.T) {
 }
 
 // TestSimGPUTensorCoreMatmulFromSixteenRows proves which matmul the backend
-// launches on CUDA (the simulated device poses as one): a pass of 16 rows
-// or more runs its bf16/f16 weights through matmul_tc_W, one launch per
-// layer for each of q|k|v, o, gate|up and down (and one more for the LM
-// head when every position's logits are asked for); a pass of fewer rows,
-// the LM head over one gathered row, and f32 weights stay on matmul_W; on a
-// ROCm device every matmul stays on matmul_W.
+// launches on CUDA (the simulated device poses as one): a pass of 16 to 63
+// rows runs its bf16/f16 weights through tc_split_x_W + matmul_tcx_W, one
+// pair per layer for each of q|k|v, o, gate|up and down (and one more for
+// the LM head when every position's logits are asked for), a pass of 64
+// rows or more through matmul_tc_W; a pass of fewer rows, the LM head over
+// one gathered row, and f32 weights stay on matmul_W; on a ROCm device
+// every matmul stays on matmul_W.
 func TestSimGPUTensorCoreMatmulFromSixteenRows(t *testing.T) {
 	ctx := context.Background()
 	for name, spec := range simSpecs() {
 		t.Run(name, func(t *testing.T) {
 			faults := &gpusim.Faults{}
 			m := loadSpec(t, spec, WithDevice(simDevice(t, faults)))
-			tc := "matmul_tc_" + strings.ToLower(string(spec.DType))
+			sfx := strings.ToLower(string(spec.DType))
+			tc, tcx, split := "matmul_tc_"+sfx, "matmul_tcx_"+sfx, "tc_split_x_"+sfx
 			perPass := 0
 			if spec.DType == safetensors.BF16 || spec.DType == safetensors.F16 {
 				perPass = 4 * spec.Layers
 			}
+			launched := func() [3]int64 { return [3]int64{faults.Launched(tc), faults.Launched(tcx), faults.Launched(split)} }
 			s := m.NewSession()
 			defer s.Close()
 			_, err := s.Forward(ctx, testTokens(15, spec.Vocab), false)
 			require.NoError(t, err)
-			require.Zero(t, faults.Launched(tc), "15 rows: matmul_W")
+			require.Equal(t, [3]int64{}, launched(), "15 rows: matmul_W")
 			_, err = s.Forward(ctx, testTokens(16, spec.Vocab), false)
 			require.NoError(t, err)
-			require.Equal(t, int64(perPass), faults.Launched(tc), "16 rows, the LM head over the last one")
+			n := int64(perPass)
+			require.Equal(t, [3]int64{0, n, n}, launched(), "16 rows, the LM head over the last one")
 			_, err = s.Forward(ctx, testTokens(1, spec.Vocab), false)
 			require.NoError(t, err)
-			require.Equal(t, int64(perPass), faults.Launched(tc), "decode of one row")
+			require.Equal(t, [3]int64{0, n, n}, launched(), "decode of one row")
 			_, err = s.Forward(ctx, testTokens(20, spec.Vocab), true)
 			require.NoError(t, err)
-			want := 2 * perPass
 			if perPass > 0 {
-				want++ // the LM head over all 20 rows
+				n = 2*n + 1 // the LM head over all 20 rows
 			}
-			require.Equal(t, int64(want), faults.Launched(tc), "20 rows, every position's logits")
+			require.Equal(t, [3]int64{0, n, n}, launched(), "20 rows, every position's logits")
+			s2 := m.NewSession()
+			defer s2.Close()
+			_, err = s2.Forward(ctx, testTokens(64, spec.Vocab), false)
+			require.NoError(t, err)
+			require.Equal(t, [3]int64{int64(perPass), n, n}, launched(), "64 rows: matmul_tc_W's 128-row tile")
 		})
 	}
 	// On ROCm the MMA would be emulated: matmul_W at every row count.

@@ -35,8 +35,10 @@ type kernelForward struct {
 	lens      []int // tokens cached per sequence
 	weights   map[*cpu.Matrix]*hostkern.Buf
 	launches  []hostkern.Launch // the step being built
-	// tc routes bf16 matmuls of 16 rows or more through matmul_tc_bf16, as
-	// the GPU backend does on CUDA (model/internal/gpu/launch.go, tcRows).
+	// tc routes bf16 matmuls of 16 rows or more to the tensor-core kernels
+	// as the GPU backend does on CUDA (model/internal/gpu/launch.go,
+	// tcRows): tc_split_x_bf16 + matmul_tcx_bf16 below 64 rows,
+	// matmul_tc_bf16 from 64.
 	tc bool
 }
 
@@ -96,15 +98,23 @@ func (f *kernelForward) matmul(y, x *hostkern.Buf, rows int, m *cpu.Matrix, bias
 	if acc {
 		a = 1
 	}
-	if f.tc && s == "bf16" && rows >= 16 {
-		grid := (m.Rows + 15) / 16 * ((rows + 31) / 32)
-		if rows < 64 && m.Rows >= 16384 {
-			grid = (m.Rows + 63) / 64 * ((rows + 31) / 32)
-		}
-		if rows >= 64 {
-			grid = (m.Rows + 63) / 64 * ((rows + 127) / 128)
-		}
+	if f.tc && s == "bf16" && rows >= 64 {
+		grid := (m.Rows + 63) / 64 * ((rows + 127) / 128)
 		f.launch("matmul_tc_"+s, grid, y, x, w, optBias(bias), hostkern.U32(rows), hostkern.U32(m.Cols), hostkern.U32(m.Rows), a)
+		return
+	}
+	if f.tc && s == "bf16" && rows >= 16 { // x split once, then matmul_tcx (launch.go)
+		chunks := (m.Cols + 31) / 32
+		xs := newF32((rows + 15) / 16 * chunks * 512)
+		f.launch("tc_split_x_"+s, ((rows+15)/16*chunks*64+255)/256, xs, x, hostkern.U32(rows), hostkern.U32(m.Cols))
+		n := 64
+		switch {
+		case m.Rows <= 2048:
+			n = 8
+		case m.Rows < 16384:
+			n = 16
+		}
+		f.launch("matmul_tcx_"+s, (m.Rows+n-1)/n*((rows+31)/32), y, xs, w, optBias(bias), hostkern.U32(rows), hostkern.U32(m.Cols), hostkern.U32(m.Rows), a)
 		return
 	}
 	grid := (m.Rows + 7) / 8 * ((rows + 7) / 8)

@@ -29,6 +29,11 @@
 #include "forward.metal"
 #include "metal_fibers.h"
 
+// forward.cu's 16-byte unit, which the split-x kernels' signatures name.
+struct __attribute__((aligned(16))) fw_u32x4 {
+  uint32_t v[4];
+};
+
 // The Metal kernels under the .cu signatures. Threadgroup buffers are
 // statics of the block that is running (blocks run one after another).
 namespace fw_metal {
@@ -54,8 +59,18 @@ FW_METAL_WEIGHT(bf16, fw_bf16)
                        uint32_t out, uint32_t accumulate) {                                                         \
     ::matmul_tc_##SUF(y, x, w, bias, rows, in, out, accumulate, TG);                                                \
   }
+#define FW_METAL_TCX(SUF)                                                                                         \
+  void tc_split_x_##SUF(fw_u32x4* xs, const float* x, uint32_t rows, uint32_t in) {                                \
+    ::tc_split_x_##SUF((uint32_t*)xs, x, rows, in, TG);                                                             \
+  }                                                                                                                 \
+  void matmul_tcx_##SUF(float* y, const fw_u32x4* xs, const fw_##SUF* w, const float* bias, uint32_t rows,          \
+                        uint32_t in, uint32_t out, uint32_t accumulate) {                                           \
+    ::matmul_tcx_##SUF(y, (const uint32_t*)xs, w, bias, rows, in, out, accumulate, TG);                             \
+  }
 FW_METAL_TC(f16)
 FW_METAL_TC(bf16)
+FW_METAL_TCX(f16)
+FW_METAL_TCX(bf16)
 void rope_f32(float* x, const uint32_t* pos, const float* inv_freq, uint32_t tokens, uint32_t heads, uint32_t headdim,
               uint32_t stride) {
   ::rope_f32(x, pos, inv_freq, tokens, heads, headdim, stride, TG);
@@ -125,9 +140,20 @@ using namespace hostemu_driver;
                                          U(a, 5), U(a, 6), U(a, 7));                                        \
                        }}}
 
+#define TCX_KERNELS(SUF)                                                                                    \
+  {"tc_split_x_" #SUF, {FW_TC_THREADS, [](std::vector<Arg>& a) {                                            \
+                          FWK(tc_split_x_##SUF)(P<fw_u32x4>(a, 0), P<float>(a, 1), U(a, 2), U(a, 3));       \
+                        }}},                                                                                \
+      {"matmul_tcx_" #SUF, {FW_TC_THREADS, [](std::vector<Arg>& a) {                                        \
+                              FWK(matmul_tcx_##SUF)(P<float>(a, 0), P<fw_u32x4>(a, 1), P<fw_##SUF>(a, 2),   \
+                                                    P<float>(a, 3), U(a, 4), U(a, 5), U(a, 6), U(a, 7));    \
+                            }}}
+
 const std::map<std::string, Kernel> kernels = {
     TC_KERNEL(f16),
     TC_KERNEL(bf16),
+    TCX_KERNELS(f16),
+    TCX_KERNELS(bf16),
     WEIGHT_KERNELS(f32, float),
     WEIGHT_KERNELS(f16, fw_f16),
     WEIGHT_KERNELS(bf16, fw_bf16),

@@ -891,6 +891,202 @@ DEVICE void matmul_tc(float* y, const float* x, const W* w, const float* bias, u
 }
 
 // =====================================================================
+// tc_split_x_W and matmul_tcx_W (W = bf16, f16): matmul_tc_W below 64 rows
+// in two launches, for batched decode. matmul_tc_W's narrow and wide tiles
+// split x into hi/lo in every warp that reads it: per 32-wide chunk of in,
+// each warp loaded 32 rows of f32 x and ran 16 splits (about 160
+// instructions) for its 16 outputs, so the products were bound by issue,
+// not by the weights (about 390 instructions a KB of weights on the H200;
+// docs/generate.md). tc_split_x_W splits x once into xs, the MMA's A
+// fragments; matmul_tcx_W loads each fragment as one 16-byte read and
+// goes straight to the MMAs.
+//
+// xs layout (fw_u32x4 units, 16 bytes): for 16-row tile i < ceil(rows/16),
+// 32-wide chunk c < ceil(in/32), MMA half h, part p (0 hi, 1 lo) and lane
+// (g, t): xs[(((i*chunks + c)*2 + h)*2 + p)*32 + lane] = {x[r][k..k+1],
+// x[r+8][k..k+1], x[r][k+2..k+3], x[r+8][k+2..k+3]} as RN16 pairs (hi) or
+// RN16 pairs of the remainders (lo, tc_split), r = 16i + g, k = 32c + 8t +
+// 4h, zeros past rows and in: the a[0..3] of tc_mma for matmul_tc_W's k
+// order (lane quad t holds k = 8t..8t+7 of the chunk), so every sum is one
+// matmul_tc_W's fragments make. ceil(rows/16) * ceil(in/32) * 2 KB.
+//
+// tc_split_x_W(xs, x, rows, in): block FW_TC_THREADS, grid
+// ceil(ceil(rows/16) * ceil(in/32) * 64 / 256); thread j fills the hi and
+// lo fragments of (i, c, h, lane) = j's digits (lane fastest, then h, c).
+//
+// matmul_tcx_W(y, xs, w, bias, rows, in, out, accumulate): matmul_tc_W's
+// semantics with x as tc_split_x_W left it in xs, for any rows (the backend
+// launches it below 64). Block FW_TC_THREADS; grid ceil(rows/32) *
+// ceil(out/TN) (block b: row tile b % S, output tile b / S, S =
+// ceil(rows/32)), the output tile by out:
+//   out <= 2048:          TN = 8,  8 slices of in, weight ring 8 deep
+//   2048 < out < 16384:   TN = 16, 8 slices of in, 6 deep
+//   out >= 16384:         TN = 64, 2 output halves x 4 slices of in, 3 deep
+// Each warp computes 32 rows x 8*NT outputs over its slice of in (chunks
+// q, q + slices, ...), x's fragments one chunk ahead in registers, the
+// weights through matmul_tc_W's per-warp ring (tc_load_w); the slices are
+// added in slice order (matmul_tc_tile). The tiles were picked on the
+// H200 at 16 and 32 rows over the 1B shape's five products (docs/bench).
+// =====================================================================
+#define FW_TCX_MID_OUT 2048  // above this many outputs (below FW_TC_WIDE_OUT), the 16-wide tile
+
+template <typename W>
+DEVICE void tc_split_x(fw_u32x4* xs, const float* x, uint32_t rows, uint32_t in) {
+  fw_early_start();
+  const uint32_t chunks = (in + 31u) / 32u, tiles = (rows + 15u) / 16u;
+  const uint32_t j = block_idx_x() * FW_TC_THREADS + thread_idx_x();
+  if (j >= tiles * chunks * 64u) return;
+  const uint32_t lane = j % 32u, h = (j / 32u) % 2u, c = (j / 64u) % chunks, i = j / (64u * chunks);
+  const uint32_t g = lane >> 2, t = lane & 3u, k = 32u * c + 8u * t + 4u * h;
+  const bool vec = (in % 4u) == 0 && fw_aligned16(x);
+  float v[2][4];
+#pragma unroll
+  for (uint32_t q = 0; q < 2; ++q) {
+    const uint32_t r = 16u * i + g + 8u * q;
+    const float* p = x + (uint64_t)r * in + k;
+    if (vec && r < rows && k < in) {
+      const fw_f32x4 f = *(const fw_f32x4*)p;
+#pragma unroll
+      for (uint32_t e = 0; e < 4; ++e) v[q][e] = f.v[e];
+    } else {
+#pragma unroll
+      for (uint32_t e = 0; e < 4; ++e) v[q][e] = (r < rows && k + e < in) ? p[e] : 0.0f;
+    }
+  }
+  fw_u32x4 hi, lo;
+  tc_split<W>(v[0][0], v[0][1], &hi.v[0], &lo.v[0]);
+  tc_split<W>(v[1][0], v[1][1], &hi.v[1], &lo.v[1]);
+  tc_split<W>(v[0][2], v[0][3], &hi.v[2], &lo.v[2]);
+  tc_split<W>(v[1][2], v[1][3], &hi.v[3], &lo.v[3]);
+  fw_u32x4* d = xs + ((uint64_t)(i * chunks + c) * 2u + h) * 64u + lane;
+  d[0] = hi;
+  d[32] = lo;
+}
+
+// tcx_load_x: the hi and lo fragments of this warp's live 16-row tiles for
+// chunk kc into xv[i][h][p] (zeros for dead tiles and past the chunks).
+TC_AMD_CALL void tcx_load_x(fw_u32x4 (*xv)[2][2], const fw_u32x4* xt, uint32_t chunks, uint32_t kc,
+                            uint32_t live_mt) {
+#pragma unroll
+  for (uint32_t i = 0; i < FW_TC_MT; ++i) {
+    const bool ok = i < live_mt && kc < chunks;
+#pragma unroll
+    for (uint32_t h = 0; h < 2; ++h)
+#pragma unroll
+      for (uint32_t p = 0; p < 2; ++p)
+        xv[i][h][p] = ok ? xt[((uint64_t)(i * chunks + kc) * 2u + h) * 64u + p * 32u] : fw_u32x4{{0u, 0u, 0u, 0u}};
+  }
+}
+
+// tcx_compute: one chunk's MMAs, in tc_compute's order (row tile, half,
+// output tile; hi then lo).
+template <typename W, uint32_t NT>
+TC_AMD_CALL void tcx_compute(float (*acc)[NT][4], const fw_u32x4* wv, const fw_u32x4 (*xv)[2][2], uint32_t live_mt) {
+#pragma unroll
+  for (uint32_t i = 0; i < FW_TC_MT; ++i) {
+    if (i >= live_mt) break;  // warp-uniform
+#pragma unroll
+    for (uint32_t h = 0; h < 2; ++h)
+#pragma unroll
+      for (uint32_t j = 0; j < NT; ++j) {
+        const uint32_t bf[2] = {wv[j].v[2 * h], wv[j].v[2 * h + 1]};
+        tc_mma(W{}, acc[i][j], xv[i][h][0].v, bf);
+        tc_mma(W{}, acc[i][j], xv[i][h][1].v, bf);
+      }
+  }
+}
+
+template <typename W, uint32_t WK, uint32_t NT, uint32_t STAGES>
+DEVICE void matmul_tcx_tile(fw_u32x4* smem, float* y, const fw_u32x4* xs, const W* w, const float* bias,
+                            uint32_t rows, uint32_t in, uint32_t out, uint32_t accumulate) {
+  constexpr uint32_t WN = FW_TC_WARPS / WK;
+  static_assert(WN * WK == FW_TC_WARPS, "tile shape");
+  static_assert(STAGES * NT * 32 <= FW_TC_WARP_SMEM && FW_TC_MT * NT * 4 * 32 <= FW_TC_WARP_SMEM * 4, "ring size");
+  const uint32_t tn = WN * NT * 8;
+  const uint32_t tiles = (rows + 31u) / 32u;
+  const uint32_t b = block_idx_x();
+  const uint32_t s = b % tiles, c = b / tiles;
+  if (c >= (out + tn - 1) / tn) return;  // whole block
+  const uint32_t warp = thread_idx_x() / 32u, lane = thread_idx_x() & 31u;
+  const uint32_t wk = warp % WK, wn = warp / WK;
+  const uint32_t rbase = s * 32u, obase = c * tn + wn * NT * 8;
+  uint32_t live_mt = 0;
+  for (uint32_t i = 0; i < FW_TC_MT; ++i) live_mt += rbase + 16u * i < rows;
+  const bool vec = (in % 8u) == 0 && fw_aligned16(w);
+  const uint32_t chunks = (in + 31u) / 32u;
+  const fw_u32x4* xt = xs + (uint64_t)(rbase / 16u) * chunks * 128u + lane;
+  float acc[FW_TC_MT][NT][4];
+  tc_zero<NT>(acc);
+  fw_u32x4* ring = smem + warp * FW_TC_WARP_SMEM;
+  if (live_mt > 0 && obase < out) {  // warp-uniform; the block_sync below is outside
+#pragma unroll
+    for (uint32_t d = 0; d < STAGES; ++d) {
+      const uint32_t kc = wk + d * WK;
+      if (kc < chunks) tc_load_w<W, NT>(ring + d * NT * 32u, w, in, out, obase, 32u * kc, vec);
+      async_commit();
+    }
+    fw_u32x4 xv[FW_TC_MT][2][2];
+    tcx_load_x(xv, xt, chunks, wk, live_mt);
+    uint32_t slot = 0;
+    for (uint32_t kc = wk; kc < chunks; kc += WK) {
+      fw_u32x4 xn[FW_TC_MT][2][2];
+      tcx_load_x(xn, xt, chunks, kc + WK, live_mt);  // zeros past the chunks
+      async_wait<STAGES - 1>();
+      fw_u32x4* sl = ring + slot * NT * 32u;
+      fw_u32x4 cur[NT];
+#pragma unroll
+      for (uint32_t j = 0; j < NT; ++j) cur[j] = sl[j * 32u + lane];
+      tcx_compute<W, NT>(acc, cur, xv, live_mt);
+      const uint32_t next = kc + STAGES * WK;
+      if (next < chunks) tc_load_w<W, NT>(sl, w, in, out, obase, 32u * next, vec);
+      async_commit();
+      slot = slot + 1 == STAGES ? 0 : slot + 1;
+#pragma unroll
+      for (uint32_t i = 0; i < FW_TC_MT; ++i)
+#pragma unroll
+        for (uint32_t h = 0; h < 2; ++h) xv[i][h][0] = xn[i][h][0], xv[i][h][1] = xn[i][h][1];
+    }
+    async_wait<0>();
+  }
+  if (WK > 1) {  // the slices' sums, in slice order (as matmul_tc_tile)
+    float* red = (float*)ring;
+    if (wk != 0) {
+#pragma unroll
+      for (uint32_t i = 0; i < FW_TC_MT; ++i)
+#pragma unroll
+        for (uint32_t j = 0; j < NT; ++j)
+#pragma unroll
+          for (uint32_t e = 0; e < 4; ++e) red[((i * NT + j) * 4 + e) * 32u + lane] = acc[i][j][e];
+    }
+    block_sync();
+    if (wk != 0) return;
+    for (uint32_t q = 1; q < WK; ++q) {
+      const float* other = (const float*)(ring + q * FW_TC_WARP_SMEM);
+#pragma unroll
+      for (uint32_t i = 0; i < FW_TC_MT; ++i)
+#pragma unroll
+        for (uint32_t j = 0; j < NT; ++j)
+#pragma unroll
+          for (uint32_t e = 0; e < 4; ++e) acc[i][j][e] += other[((i * NT + j) * 4 + e) * 32u + lane];
+    }
+  }
+  tc_store<NT>(y, bias, acc, lane, rbase, obase, rows, out, accumulate);
+}
+
+template <typename W>
+DEVICE void matmul_tcx(float* y, const fw_u32x4* xs, const W* w, const float* bias, uint32_t rows, uint32_t in,
+                       uint32_t out, uint32_t accumulate) {
+  fw_early_start();
+  __shared__ fw_u32x4 smem[FW_TC_WARPS * FW_TC_WARP_SMEM];
+  if (out >= FW_TC_WIDE_OUT)
+    matmul_tcx_tile<W, 4, 4, 3>(smem, y, xs, w, bias, rows, in, out, accumulate);
+  else if (out > FW_TCX_MID_OUT)
+    matmul_tcx_tile<W, 8, 2, 6>(smem, y, xs, w, bias, rows, in, out, accumulate);
+  else
+    matmul_tcx_tile<W, 8, 1, 8>(smem, y, xs, w, bias, rows, in, out, accumulate);
+}
+
+// =====================================================================
 // rope_f32: rotates, in place, heads vectors of headdim values per token in
 // Hugging Face's rotate_half layout (element i pairs with i + headdim/2):
 // token t's head h starts at x + t*stride + h*headdim. The angle of pair i
@@ -1370,3 +1566,15 @@ FW_WEIGHT_KERNELS(bf16, fw_bf16)
 
 FW_TC_KERNEL(f16, fw_f16)
 FW_TC_KERNEL(bf16, fw_bf16)
+
+#define FW_TCX_KERNELS(SUF, W)                                                                                 \
+  KERNEL FW_TC_BOUNDS void tc_split_x_##SUF(fw_u32x4* xs, const float* x, uint32_t rows, uint32_t in) {         \
+    tc_split_x<W>(xs, x, rows, in);                                                                            \
+  }                                                                                                            \
+  KERNEL FW_TC_BOUNDS void matmul_tcx_##SUF(float* y, const fw_u32x4* xs, const W* w, const float* bias,        \
+                                            uint32_t rows, uint32_t in, uint32_t out, uint32_t accumulate) {   \
+    matmul_tcx(y, xs, w, bias, rows, in, out, accumulate);                                                     \
+  }
+
+FW_TCX_KERNELS(f16, fw_f16)
+FW_TCX_KERNELS(bf16, fw_bf16)

@@ -843,6 +843,91 @@ static inline void fw_matmul_tc(device float* y, device const float* x, device c
 FW_MATMUL_TC_KERNEL(matmul_tc_f16, fw_f16)
 FW_MATMUL_TC_KERNEL(matmul_tc_bf16, fw_bf16)
 
+// ---- tc_split_x_W, matmul_tcx_W ----
+// forward.cu's pair for fewer than 64 rows: tc_split_x_W writes x's hi/lo
+// MMA fragments in forward.cu's layout (u32 word v of the 16 bytes at
+// (((i*chunks + c)*2 + h)*2 + p)*32 + lane: rows 16i + g + 8*(v % 2), k =
+// 32c + 8t + 4h + 2*(v / 2) and k + 1, hi (p = 0) or lo); matmul_tcx_W
+// sums them against the weights as fw_matmul_tc does (forward.cu's order:
+// its tiles 32 x 8, 32 x 16 or 32 x 64, with 8, 8 or 4 slices of in), so
+// the bytes are forward.cu's.
+#define FW_TCX_MID_OUT 2048
+
+template <typename W>
+static inline void fw_tc_split_x(device uint* xs, device const float* x, uint rows, uint in, uint tid, uint blk) {
+  const uint chunks = (in + 31u) / 32u, tiles = (rows + 15u) / 16u;
+  const uint j = blk * FW_TC_THREADS + tid;
+  if (j >= tiles * chunks * 64u) return;
+  const uint lane = j % 32u, h = (j / 32u) % 2u, c = (j / 64u) % chunks, i = j / (64u * chunks);
+  const uint g = lane >> 2, t = lane & 3u, k = 32u * c + 8u * t + 4u * h;
+  device uint* d = xs + (((ulong)(i * chunks + c) * 2u + h) * 64u + lane) * 4u;
+  for (uint v = 0; v < 4; ++v) {
+    const uint r = 16u * i + g + 8u * (v % 2u), k0 = k + 2u * (v / 2u);
+    const float x0 = (r < rows && k0 < in) ? x[(ulong)r * in + k0] : 0.0f;
+    const float x1 = (r < rows && k0 + 1u < in) ? x[(ulong)r * in + k0 + 1u] : 0.0f;
+    const uint h0 = fw_tc_rne(W{}, x0), h1 = fw_tc_rne(W{}, x1);
+    const float w0 = fw_tc_widen(W{}, h0), w1 = fw_tc_widen(W{}, h1);
+    d[v] = h0 | (h1 << 16);
+    d[128u + v] = fw_tc_rne(W{}, w0 == x0 ? 0.0f : x0 - w0) | (fw_tc_rne(W{}, w1 == x1 ? 0.0f : x1 - w1) << 16);
+  }
+}
+
+template <typename W>
+static inline void fw_matmul_tcx(device float* y, device const uint* xs, device const W* w, device const float* bias,
+                                 uint rows, uint in, uint out, uint accumulate, uint tid, uint blk) {
+  const uint tn = out >= FW_TC_WIDE_OUT ? 64u : out > FW_TCX_MID_OUT ? 16u : 8u;
+  const uint slices = out >= FW_TC_WIDE_OUT ? 4u : 8u;
+  const uint tiles = (rows + 31u) / 32u;
+  const uint s = blk % tiles, c = blk / tiles;
+  if (c >= (out + tn - 1) / tn) return;
+  const uint chunks = (in + 31u) / 32u;
+  for (uint e = tid; e < 32u * tn; e += FW_TC_THREADS) {
+    const uint r = s * 32u + e / tn, o = c * tn + e % tn;
+    if (r >= rows || o >= out) continue;
+    const uint i = r / 16u, g = r % 8u, q8 = (r % 16u) / 8u;
+    device const W* wr = w + (ulong)o * in;
+    float total = 0.0f;
+    for (uint q = 0; q < slices; ++q) {
+      float acc = 0.0f;
+      for (uint kc = q; kc < chunks; kc += slices)
+        for (uint h = 0; h < 2; ++h)
+          for (uint pass = 0; pass < 2; ++pass) {
+            float sum = acc;
+            for (uint lk = 0; lk < 16; ++lk) {
+              const uint t = (lk % 8u) / 2u, v = 2u * (lk / 8u) + q8;
+              const uint k = kc * 32u + 8u * t + 4u * h + 2u * (lk / 8u) + lk % 2u;
+              const uint word = xs[((((ulong)(i * chunks + kc) * 2u + h) * 2u + pass) * 32u + g * 4u + t) * 4u + v];
+              const float wv = k < in ? fw_to_f32(wr[k]) : 0.0f;
+              sum += fw_tc_widen(W{}, word >> (16u * (lk % 2u))) * wv;
+            }
+            acc = sum;
+          }
+      total = q == 0 ? acc : total + acc;
+    }
+    fw_mm_store(y, bias, (ulong)r * out + o, o, total, accumulate);
+  }
+}
+
+#define FW_TCX_KERNELS(SPLIT, MATMUL, W)                                                                      \
+  [[max_total_threads_per_threadgroup(256)]]                                                                  \
+  kernel void SPLIT(device uint* xs [[buffer(0)]], device const float* x [[buffer(1)]],            \
+                               constant uint& rows [[buffer(2)]], constant uint& in [[buffer(3)]],            \
+                               uint tid [[thread_position_in_threadgroup]],                                   \
+                               uint blk [[threadgroup_position_in_grid]]) {                                   \
+    fw_tc_split_x<W>(xs, x, rows, in, tid, blk);                                                              \
+  }                                                                                                           \
+  [[max_total_threads_per_threadgroup(256)]]                                                                  \
+  kernel void MATMUL(device float* y [[buffer(0)]], device const uint* xs [[buffer(1)]],            \
+                               device const W* w [[buffer(2)]], device const float* bias [[buffer(3)]],       \
+                               constant uint& rows [[buffer(4)]], constant uint& in [[buffer(5)]],            \
+                               constant uint& out [[buffer(6)]], constant uint& accumulate [[buffer(7)]],     \
+                               uint tid [[thread_position_in_threadgroup]],                                   \
+                               uint blk [[threadgroup_position_in_grid]]) {                                   \
+    fw_matmul_tcx<W>(y, xs, w, bias, rows, in, out, accumulate, tid, blk);                                    \
+  }
+FW_TCX_KERNELS(tc_split_x_f16, matmul_tcx_f16, fw_f16)
+FW_TCX_KERNELS(tc_split_x_bf16, matmul_tcx_bf16, fw_bf16)
+
 // ---- the per-dtype entry points ----
 // rmsnorm's part: FW_NORM_THREADS / 32 floats; matmul's xs and ws:
 // FW_MM_TK * FW_MM_PITCH floats each (the matvec path leaves them unused).

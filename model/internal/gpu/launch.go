@@ -59,6 +59,14 @@ const (
 	tcWideOut     = 16384 // FW_TC_WIDE_OUT: below tcBigRows, from this many outputs on, the 64-wide tile
 	tcNarrowOut   = 16    // outputs per tile below tcBigRows and tcWideOut
 	tcTileOut     = 64    // outputs per tile otherwise
+	// Below tcBigRows the backend splits x once (tc_split_x_W) and runs
+	// matmul_tcx_W, whose output tile is tcxSmallOut wide up to tcxMidOut
+	// outputs, tcNarrowOut below tcWideOut, tcTileOut from it
+	// (FW_TCX_MID_OUT).
+	tcxMidOut   = 2048
+	tcxSmallOut = 8
+	tcxRowTile  = 16 // xs holds x in 16-row tiles of 32-wide chunks,
+	tcxChunk    = 32 // 2 KB each (forward.cu)
 	// attpRows: attention_prefill_f32's query tokens per block
 	// (FW_ATTP_ROWS); attpMinTokens: the fewest tokens in a chunk for which
 	// the backend launches it (chunk.tiledAttention).
@@ -102,6 +110,28 @@ func tcGrid(rows, out int) int {
 	return ceilDiv(rows, tcBigTileRows) * ceilDiv(out, tcTileOut)
 }
 
+// tcxGrid is matmul_tcx_W's grid: ceil(rows/32) row tiles times
+// ceil(out/8) (out <= 2048), ceil(out/16) (below 16384) or ceil(out/64)
+// output tiles.
+func tcxGrid(rows, out int) int {
+	n := tcTileOut
+	switch {
+	case out <= tcxMidOut:
+		n = tcxSmallOut
+	case out < tcWideOut:
+		n = tcNarrowOut
+	}
+	return ceilDiv(rows, tcTileRows) * ceilDiv(out, n)
+}
+
+// tcxSplitBytes is the size of tc_split_x_W's output for x [rows, in].
+func tcxSplitBytes(rows, in int) int { return ceilDiv(rows, tcxRowTile) * ceilDiv(in, tcxChunk) * 2048 }
+
+// tcxSplitGrid is tc_split_x_W's grid: one thread per 32 bytes of hi and lo.
+func tcxSplitGrid(rows, in int) int {
+	return ceilDiv(ceilDiv(rows, tcxRowTile)*ceilDiv(in, tcxChunk)*64, defaultThreads)
+}
+
 // tcCapable: weights of type t can go through matmul_tc_W on this backend.
 func (b *Backend) tcCapable(t DType) bool { return b.tc && (t == BF16 || t == F16) }
 
@@ -121,7 +151,20 @@ func (b *Backend) matmulPtr(y, x runtime.DevicePtr, w matrix, bias runtime.Devic
 		acc = 1
 	}
 	if rows >= tcRows && b.tcCapable(w.dtype) {
-		return b.launch("matmul_tc_"+w.dtype.Suffix(), g1(tcGrid(rows, out)), y, x, w.buf, bias, u32(rows), u32(in), u32(out), acc)
+		sfx := w.dtype.Suffix()
+		if rows >= tcBigRows {
+			return b.launch("matmul_tc_"+sfx, g1(tcGrid(rows, out)), y, x, w.buf, bias, u32(rows), u32(in), u32(out), acc)
+		}
+		// Split x into the MMA's hi/lo fragments once, not in every warp
+		// that reads it (forward.cu, matmul_tcx_W). run sized b.sc.xs.
+		if b.sc.xs == nil || b.sc.xs.Size() < tcxSplitBytes(rows, in) {
+			return fmt.Errorf("gpu: matmul_tcx_%s: no split buffer for [%d, %d]", sfx, rows, in)
+		}
+		xs := b.sc.xs.Ptr()
+		if err := b.launch("tc_split_x_"+sfx, g1(tcxSplitGrid(rows, in)), xs, x, u32(rows), u32(in)); err != nil {
+			return err
+		}
+		return b.launch("matmul_tcx_"+sfx, g1(tcxGrid(rows, out)), y, xs, w.buf, bias, u32(rows), u32(in), u32(out), acc)
 	}
 	return b.launch("matmul_"+w.dtype.Suffix(), g1(matmulGrid(rows, out)), y, x, w.buf, bias, u32(rows), u32(in), u32(out), acc)
 }

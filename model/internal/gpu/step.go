@@ -38,6 +38,7 @@ func (e *CacheFullError) Unwrap() error { return ErrCacheFull }
 type scratch struct {
 	x, xb, qkv, att, gu, act *runtime.Buffer // one chunk's activations
 	part                     *runtime.Buffer // one unfused projection part's output (Layer.QKVParts)
+	xs                       *runtime.Buffer // x split for matmul_tcx_W (launch.go)
 	last, logits             *runtime.Buffer // the rows that reach the LM head
 	meta                     *runtime.Buffer // the call's u32 metadata
 	tokens                   *runtime.Buffer
@@ -261,6 +262,11 @@ func (b *Backend) run(ctx context.Context, p *plan) error {
 	}
 	if b.unfused() {
 		if err := b.ensure(&b.sc.part, 4*C*max(qD, I)); err != nil {
+			return err
+		}
+	}
+	if R := max(C, p.rows); b.tc && R >= tcRows { // the most rows a matmul of this call can have
+		if err := b.ensure(&b.sc.xs, tcxSplitBytes(min(R, tcBigRows-1), max(D, qD, I))); err != nil {
 			return err
 		}
 	}

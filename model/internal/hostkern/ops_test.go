@@ -104,11 +104,27 @@ func runAll(t *testing.T, l Launch, exact bool, want ...*Buf) [][]*Buf {
 // kernels; both list the HIP/CUDA text first, then the MSL port).
 func runOn(t *testing.T, srcs []*source, l Launch, exact bool, want ...*Buf) [][]*Buf {
 	t.Helper()
+	return runSeqOn(t, srcs, []Launch{l}, exact, want...)
+}
+
+// runSeq is runAll over launches run in order in one driver process each
+// (a buffer one writes is the next one's input).
+func runSeq(t *testing.T, ls []Launch, exact bool, want ...*Buf) [][]*Buf {
+	t.Helper()
+	return runSeqOn(t, sources, ls, exact, want...)
+}
+
+func runSeqOn(t *testing.T, srcs []*source, ls []Launch, exact bool, want ...*Buf) [][]*Buf {
+	t.Helper()
 	var all []map[*Buf]*Buf
 	outs := make([][]*Buf, len(srcs))
 	for i, s := range srcs {
 		bufs := map[*Buf]*Buf{}
-		require.NoError(t, s.driver(t).Run(context.Background(), cloneLaunch(l, bufs)), s.name)
+		cl := make([]Launch, len(ls))
+		for j, l := range ls {
+			cl[j] = cloneLaunch(l, bufs)
+		}
+		require.NoError(t, s.driver(t).Run(context.Background(), cl...), s.name)
 		all = append(all, bufs)
 		for _, w := range want {
 			outs[i] = append(outs[i], bufs[w])
@@ -117,7 +133,7 @@ func runOn(t *testing.T, srcs []*source, l Launch, exact bool, want ...*Buf) [][
 	if exact {
 		for i := 1; i < len(srcs); i++ {
 			for orig, b := range all[i] {
-				require.Truef(t, bytes.Equal(all[0][orig].Data, b.Data), "%s: %s wrote other bytes than %s did", l.Kernel, srcs[i].name, srcs[0].name)
+				require.Truef(t, bytes.Equal(all[0][orig].Data, b.Data), "%s: %s wrote other bytes than %s did", ls[len(ls)-1].Kernel, srcs[i].name, srcs[0].name)
 			}
 		}
 	}

@@ -176,3 +176,59 @@ func positive(w wdata) wdata {
 	}
 	return out
 }
+
+// tcxGrid and tcxSplitGrid are matmul_tcx_W's and tc_split_x_W's grids
+// (forward.cu): 32-row tiles of 8 (out <= 2048), 16 (below 16384) or 64
+// outputs; one split thread per (16-row tile, 32-wide chunk, half, lane).
+func tcxGrid(rows, out int) int {
+	n := 64
+	switch {
+	case out <= 2048:
+		n = 8
+	case out < 16384:
+		n = 16
+	}
+	return ceilDiv(rows, 32) * ceilDiv(out, n)
+}
+
+func tcxSplitGrid(rows, in int) int { return ceilDiv(ceilDiv(rows, 16)*ceilDiv(in, 32)*64, 256) }
+
+// TestMatMulTCXWritesMatMulTCsBytes: tc_split_x_W then matmul_tcx_W (the
+// backend's pair below 64 rows) write exactly the bytes matmul_tc_W writes
+// on the same inputs (their tiles take in in the same slices and chunks,
+// and the split fragments are the ones matmul_tc_W's warps make), on all
+// three output tiles (out <= 2048, below 16384, from 16384), partial
+// 16-row tiles, row tiles, output tiles and chunks, the scalar paths
+// (in 77, shift 4), with and without bias and accumulate; and they hold
+// matmul_tc_W's error bound against the exact product. The MSL ports give
+// the same bytes (runSeq).
+func TestMatMulTCXWritesMatMulTCsBytes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(19, 20))
+	type shape struct{ rows, in, out int }
+	shapes := []shape{
+		{16, 64, 8}, {17, 80, 100}, {32, 576, 24}, {33, 77, 100}, {63, 64, 2056}, {40, 40, 16392}, {1, 96, 8},
+	}
+	for _, dtype := range []string{"bf16", "f16"} {
+		for i, s := range shapes {
+			bias, acc, shift := i%3 == 1, i%2 == 1, 0
+			if i%4 == 3 {
+				shift = 4
+			}
+			t.Run(fmt.Sprintf("%s/%dx%dx%d/bias=%v/acc=%v/shift=%d", dtype, s.rows, s.in, s.out, bias, acc, shift), func(t *testing.T) {
+				mi := newMatMulInputs(rng, dtype, s.rows, s.in, s.out, bias, acc, shift)
+				tc := runAll(t, Launch{"matmul_tc_" + dtype, tcGrid(s.rows, s.out), mi.args}, true, mi.y)
+				xs := F32s(make([]float32, ceilDiv(s.rows, 16)*ceilDiv(s.in, 32)*512))
+				x := mi.args[1]
+				args := append([]Arg{mi.y, xs}, mi.args[2:]...)
+				outs := runSeq(t, []Launch{
+					{"tc_split_x_" + dtype, tcxSplitGrid(s.rows, s.in), []Arg{xs, x, U32(s.rows), U32(s.in)}},
+					{"matmul_tcx_" + dtype, tcxGrid(s.rows, s.out), args},
+				}, true, mi.y)
+				require.Equal(t, tc[0][0].Data, outs[0][0].Data, "matmul_tcx after tc_split_x against matmul_tc")
+				rel, abs := tcSplit(dtype)
+				gamma := float64(2*s.in+8) * u32 / (1 - float64(2*s.in+8)*u32)
+				requireMatMulTC(t, outs[0][0].Floats(), mi.x, mi.w, mi.y0, mi.b, mi.ref, s.rows, s.in, s.out, bias, acc, rel, abs, gamma)
+			})
+		}
+	}
+}

@@ -165,8 +165,14 @@ func forwardKernels() []simgpu.KernelDef {
 	}
 	// matmul_tc_W: matmul_W's semantics on the tensor cores (16-bit weights;
 	// the backend launches it on CUDA from 16 rows).
+	// tc_split_x_W + matmul_tcx_W: the same below 64 rows in two launches.
+	// The split buffer is the pair's private format: here it holds x's f32
+	// rows as they are (it is at least that large; the fragment layout is
+	// forward.cu's, checked by model/internal/hostkern).
 	for _, dt := range []wtype{wF16, wBF16} {
-		ks = append(ks, simgpu.KernelDef{Name: "matmul_tc_" + dt.suffix(), ParamSizes: []int{8, 8, 8, 8, 4, 4, 4, 4}, Run: matmul(dt)})
+		ks = append(ks, simgpu.KernelDef{Name: "matmul_tc_" + dt.suffix(), ParamSizes: []int{8, 8, 8, 8, 4, 4, 4, 4}, Run: matmul(dt)},
+			simgpu.KernelDef{Name: "tc_split_x_" + dt.suffix(), ParamSizes: []int{8, 8, 4, 4}, Run: tcSplitX},
+			simgpu.KernelDef{Name: "matmul_tcx_" + dt.suffix(), ParamSizes: []int{8, 8, 8, 8, 4, 4, 4, 4}, Run: matmul(dt)})
 	}
 	return append(ks, quantKernels()...)
 }
@@ -318,6 +324,22 @@ func matmul(t wtype) simgpu.KernelFunc {
 		}
 		return matmulRows(d, a, &m, x, y)
 	}
+}
+
+// tcSplitX is tc_split_x_W's twin: xs (a[0]) gets x (a[1], [a[2], a[3]]
+// f32) as it is, which matmul_tcx_W's twin (matmul) reads as its x.
+func tcSplitX(d *simgpu.Device, _, _ driver.Dim3, a []uint64, _ <-chan struct{}) error {
+	n := int(a[2]) * int(a[3])
+	xs, err := f32s(d, a[0], n)
+	if err != nil {
+		return err
+	}
+	x, err := f32s(d, a[1], n)
+	if err != nil {
+		return err
+	}
+	copy(xs, x)
+	return nil
 }
 
 // matmulRows finishes a matmul_W/matmul_Q twin once its weights are in m:
