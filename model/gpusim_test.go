@@ -117,10 +117,10 @@ func TestSimGPULogitsAndGreedyTokensMatchTheCPU(t *testing.T) {
 }
 
 // TestSimGPUTensorCoreMatmulFromSixteenRows proves which matmul the backend
-// launches on CUDA (the simulated device poses as one): a pass of 16 to 63
+// launches on CUDA (the simulated device poses as one): a pass of 16 to 511
 // rows runs its bf16/f16 weights through tc_split_x_W + matmul_tcx_W, one
 // pair per layer for each of q|k|v, o, gate|up and down (and one more for
-// the LM head when every position's logits are asked for), a pass of 64
+// the LM head when every position's logits are asked for), a pass of 512
 // rows or more through matmul_tc_W; a pass of fewer rows, the LM head over
 // one gathered row, and f32 weights stay on matmul_W; on a ROCm device
 // every matmul stays on matmul_W.
@@ -129,7 +129,7 @@ func TestSimGPUTensorCoreMatmulFromSixteenRows(t *testing.T) {
 	for name, spec := range simSpecs() {
 		t.Run(name, func(t *testing.T) {
 			faults := &gpusim.Faults{}
-			m := loadSpec(t, spec, WithDevice(simDevice(t, faults)))
+			m := loadSpec(t, spec, WithDevice(simDevice(t, faults)), WithKVCacheTokens(1024))
 			sfx := strings.ToLower(string(spec.DType))
 			tc, tcx, split := "matmul_tc_"+sfx, "matmul_tcx_"+sfx, "tc_split_x_"+sfx
 			perPass := 0
@@ -155,11 +155,24 @@ func TestSimGPUTensorCoreMatmulFromSixteenRows(t *testing.T) {
 				n = 2*n + 1 // the LM head over all 20 rows
 			}
 			require.Equal(t, [3]int64{0, n, n}, launched(), "20 rows, every position's logits")
-			s2 := m.NewSession()
-			defer s2.Close()
-			_, err = s2.Forward(ctx, testTokens(64, spec.Vocab), false)
-			require.NoError(t, err)
-			require.Equal(t, [3]int64{int64(perPass), n, n}, launched(), "64 rows: matmul_tc_W's 128-row tile")
+			// 511 and 512 rows in one pass: batches of prompts prefilled
+			// together (the LM head then runs over one row per sequence).
+			prefill := func(seqs, tokens int) {
+				t.Helper()
+				bt := m.NewBatch()
+				defer bt.Close()
+				for range seqs {
+					_, err := bt.Add(testTokens(tokens, spec.Vocab), GenerateOptions{})
+					require.NoError(t, err)
+				}
+				_, err := bt.Step(ctx)
+				require.NoError(t, err)
+			}
+			prefill(7, 73)
+			n += int64(perPass)
+			require.Equal(t, [3]int64{0, n, n}, launched(), "511 rows")
+			prefill(8, 64)
+			require.Equal(t, [3]int64{int64(perPass), n, n}, launched(), "512 rows: matmul_tc_W")
 		})
 	}
 	// On ROCm the MMA would be emulated: matmul_W at every row count.

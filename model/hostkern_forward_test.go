@@ -37,8 +37,8 @@ type kernelForward struct {
 	launches  []hostkern.Launch // the step being built
 	// tc routes bf16 matmuls of 16 rows or more to the tensor-core kernels
 	// as the GPU backend does on CUDA (model/internal/gpu/launch.go,
-	// tcRows): tc_split_x_bf16 + matmul_tcx_bf16 below 64 rows,
-	// matmul_tc_bf16 from 64.
+	// tcRows): tc_split_x_bf16 + matmul_tcx_bf16 below 512 rows,
+	// matmul_tc_bf16 from 512.
 	tc bool
 }
 
@@ -98,7 +98,7 @@ func (f *kernelForward) matmul(y, x *hostkern.Buf, rows int, m *cpu.Matrix, bias
 	if acc {
 		a = 1
 	}
-	if f.tc && s == "bf16" && rows >= 64 {
+	if f.tc && s == "bf16" && rows >= 512 {
 		grid := (m.Rows + 63) / 64 * ((rows + 127) / 128)
 		f.launch("matmul_tc_"+s, grid, y, x, w, optBias(bias), hostkern.U32(rows), hostkern.U32(m.Cols), hostkern.U32(m.Rows), a)
 		return
@@ -212,7 +212,8 @@ func (f *kernelForward) step(seqs []int, tokens []uint32) [][]float32 {
 // to at most 3e-6 of the logit scale (the measured value is logged). It
 // runs once per kernel source: the HIP/CUDA text and the MSL port. The
 // bf16 model runs twice: once more with its matmuls of 16 rows or more (the
-// 70- and 17-token prefills) on matmul_tc_bf16, as on CUDA, whose hi/lo
+// 70- and 17-token prefills) on tc_split_x_bf16 + matmul_tcx_bf16, as on
+// CUDA, whose hi/lo
 // split keeps each activation to 2^-16 = 1.5e-5 relative (bf16's 8-bit
 // significand twice), an error of about that size in each matmul's output:
 // through 3 layers of 4 matmuls that is held to 1e-4 of the logit scale

@@ -266,7 +266,7 @@ func (b *Backend) run(ctx context.Context, p *plan) error {
 		}
 	}
 	if R := max(C, p.rows); b.tc && R >= tcRows { // the most rows a matmul of this call can have
-		if err := b.ensure(&b.sc.xs, tcxSplitBytes(min(R, tcBigRows-1), max(D, qD, I))); err != nil {
+		if err := b.ensure(&b.sc.xs, tcxSplitBytes(min(R, tcxMaxRows-1), max(D, qD, I))); err != nil {
 			return err
 		}
 	}
