@@ -93,6 +93,20 @@ def tc_grid(rows, out):
     return cdiv(out, 16 if out < 16384 else 64) * cdiv(rows, 32)
 
 
+def tcx_grid(rows, out):
+    """matmul_tcx_W's grid: 32-row tiles of 8 (out <= 2048), 16 (below
+    16384) or 64 outputs."""
+    return cdiv(out, 8 if out <= 2048 else 16 if out < 16384 else 64) * cdiv(rows, 32)
+
+
+def tcx_split(x, rows, k, s):
+    """tc_split_x_<s> of x into a new buffer (16-row tiles of 32-wide
+    chunks, 2 KB each); returns it."""
+    xs = torch.empty(cdiv(rows, 16) * cdiv(k, 32) * 512, device=DEV)
+    launch("tc_split_x_" + s, cdiv(cdiv(rows, 16) * cdiv(k, 32) * 64, 256), ptr(xs), ptr(x), u32(rows), u32(k))
+    return xs
+
+
 def report(name, got, ref, tol):
     got = got.double().cpu()
     ref = ref.double().cpu()
@@ -176,6 +190,29 @@ def checks():
             launch("matmul_tc_" + s, tc_grid(rows, n), ptr(y), ptr(x), ptr(w), ptr(None), u32(rows), u32(k), u32(n), u32(0))
             sync()
             report(f"matmul_tc_{s}/{rows}x{k}x{n}", y, ref, tol)
+    # tc_split_x + matmul_tcx (the backend's pair below 64 rows): the same
+    # bound as matmul_tc, and matmul_tc's bytes exactly (same slices,
+    # chunks and fragments), on all three output tiles.
+    for s in ("bf16", "f16"):
+        shapes = [(16, 77, 100), (33, 576, 577), (63, 80, 2056), (40, 64, 16392), (1, 64, 8)]
+        shapes += [(r, k, n) for r in (16, 32) for k, n in TC_SHAPES]
+        for rows, k, n in shapes:
+            x = torch.randn(rows, k, device=DEV)
+            w = (torch.randn(n, k, device=DEV) / math.sqrt(k)).to(WDT[s])
+            b = torch.randn(n, device=DEV)
+            y0 = torch.randn(rows, n, device=DEV)
+            y, yt = y0.clone(), y0.clone()
+            xs = tcx_split(x, rows, k, s)
+            launch("matmul_tcx_" + s, tcx_grid(rows, n), ptr(y), ptr(xs), ptr(w), ptr(b), u32(rows), u32(k), u32(n), u32(1))
+            launch("matmul_tc_" + s, tc_grid(rows, n), ptr(yt), ptr(x), ptr(w), ptr(b), u32(rows), u32(k), u32(n), u32(1))
+            sync()
+            ref = x.double() @ w.double().T
+            tol = 2e-5 * max(1.0, math.sqrt(k / 2048))
+            report(f"matmul_tcx_{s}/{rows}x{k}x{n}/bias+acc", y, ref + b.double() + y0.double(), tol)
+            same = bool(torch.equal(y, yt))
+            if not same:
+                failed.append(f"matmul_tcx_{s}/{rows}x{k}x{n}/bytes")
+            print(json.dumps({"check": f"matmul_tcx_{s}/{rows}x{k}x{n}/bytes_of_matmul_tc", "ok": same}), flush=True)
     # rope (llama3-like base), positions up to 2^20
     for heads, hd in ((32, 128), (9, 64), (3, 10)):
         half = hd // 2
@@ -327,32 +364,67 @@ TC_NAMES = ["qkv", "o", "gate_up", "down"]
 def tc_timings(bw):
     """matmul_tc_bf16 against torch.matmul in bf16 and the SIMT matmul_bf16
     at the Llama-3.2-1B shapes, rows 16/32/64 (batched decode) and 512/513
-    (prefill), one JSON line per case; then per row count the 16 layers'
-    matmul time and the tokens/s it alone would allow (prefill: rows
-    tokens per pass; decode: rows sequences per step, plus the tied LM
-    head, 128256 x 2048, at that row count)."""
+    (prefill), one JSON line per case; below 64 rows also the backend's
+    pair, tc_split_x_bf16 + matmul_tcx_bf16 ("tcx_us": both launches;
+    "tcx_matmul_us": the product alone). Each graph replay cycles through
+    copies of the weights that together exceed the L2 (as in a decode step,
+    where every product's weights come from DRAM). Then per row count the
+    16 layers' matmul time and the tokens/s it alone would allow (prefill:
+    rows tokens per pass; decode: rows sequences per step, plus the tied LM
+    head, 128256 x 2048, at that row count; "tc" is what the backend runs:
+    the pair below 64 rows)."""
     tc, simt = mod.get_function("matmul_tc_bf16"), mod.get_function("matmul_bf16")
+    split, tcx = mod.get_function("tc_split_x_bf16"), mod.get_function("matmul_tcx_bf16")
     shapes = list(zip(TC_NAMES, TC_SHAPES)) + [("lm_head", (2048, 128256))]
     for rows in [int(r) for r in os.environ.get("FK_TC_ROWS", "16,32,64,512,513").split(",")]:
         layer_us = {"tc": 0.0, "simt": 0.0, "torch": 0.0}
         lm = {}
         for name, (k, n) in shapes:
-            w = (torch.randn(n, k, device=DEV) / math.sqrt(k)).bfloat16()
+            copies = max(2, math.ceil(160e6 / (n * k * 2)))  # > the H200's 50 MB L2
+            ws = [(torch.randn(n, k, device=DEV) / math.sqrt(k)).bfloat16() for _ in range(copies)]
+            w = ws[0]
             x = torch.randn(rows, k, device=DEV)
             y = torch.empty(rows, n, device=DEV)
-            args = (ptr(y), ptr(x), ptr(w), ptr(None), u32(rows), u32(k), u32(n), u32(0))
+            xs = torch.empty(cdiv(rows, 16) * cdiv(k, 32) * 512, device=DEV)
+            turn = [0]
 
-            def run(fn, grid):
+            def run(fn, grid, xarg=None, pre=None):
                 def go():
+                    i = turn[0] % copies
+                    turn[0] += 1
                     with cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream):
-                        fn((grid,), (256,), args)
+                        if pre:
+                            pre()
+                        fn((grid,), (256,), (ptr(y), ptr(x if xarg is None else xarg), ptr(ws[i]), ptr(None),
+                                             u32(rows), u32(k), u32(n), u32(0)))
                 return go
 
-            reps = 5 if rows >= 512 or n > 100000 else 50
+            def do_split():
+                split((cdiv(cdiv(rows, 16) * cdiv(k, 32) * 64, 256),), (256,), (ptr(xs), ptr(x), u32(rows), u32(k)))
+
+            reps = copies * (1 if rows >= 512 or n > 100000 else max(1, 50 // copies))
             us_simt = graph_us(run(simt, mm_grid(rows, n)), reps)
             us = graph_us(run(tc, tc_grid(rows, n)), reps)
+            extra = {}
+            if rows < 64:
+                extra["tcx_us"] = round(graph_us(run(tcx, tcx_grid(rows, n), xs, do_split), reps), 2)
+                extra["tcx_matmul_us"] = round(graph_us(run(tcx, tcx_grid(rows, n), xs), reps), 2)
+                extra["matmul_tc_us"] = round(us, 2)
+                us = extra["tcx_us"]
             xb = x.bfloat16()
-            tus = graph_us(lambda: torch.matmul(xb, w.T), reps)
+
+            def torch_mm():
+                i = turn[0] % copies
+                turn[0] += 1
+                torch.matmul(xb, ws[i].T)
+
+            tus = graph_us(torch_mm, reps)
+            turn[0] = 0  # the next call reads ws[0]: the error below is the backend's kernels' on it
+            if rows < 64:
+                run(tcx, tcx_grid(rows, n), xs, do_split)()
+            else:
+                run(tc, tc_grid(rows, n))()
+            torch.cuda.synchronize()
             ref = x.double() @ w.double().T
             err = ((y.double() - ref).abs().max() / ref.abs().max()).item()
             bytes_ = n * k * 2 + rows * k * 4 + rows * n * 4
@@ -362,7 +434,7 @@ def tc_timings(bw):
                               "floor_us": round(floor, 2), "pct_floor": round(100 * floor / us, 1),
                               "TFLOPs": round(2 * rows * n * k / us / 1e6, 2),
                               "torch_TFLOPs": round(2 * rows * n * k / tus / 1e6, 2),
-                              "max_rel_err": float(f"{err:.2g}")}), flush=True)
+                              "max_rel_err": float(f"{err:.2g}"), **extra}), flush=True)
             if name == "lm_head":
                 lm = {"tc": us, "simt": us_simt, "torch": tus}
             else:
