@@ -24,6 +24,7 @@ var forwardABI = func() map[string]struct {
 		"rope_f32":              {[]int{8, 8, 8, 4, 4, 4, 4}, 256},
 		"kv_store_f32":          {[]int{8, 8, 8, 8, 4, 4, 4, 4, 4, 4}, 256},
 		"attention_f32":         {[]int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, 256},
+		"attention_long_f32":    {[]int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, 1024},
 		"attention_prefill_f32": {[]int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, 256},
 		"silu_mul_f32":          {[]int{8, 8, 4, 4}, 256},
 		"add_f32":               {[]int{8, 8, 4}, 256},

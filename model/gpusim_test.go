@@ -195,6 +195,78 @@ func TestSimGPUTensorCoreMatmulFromSixteenRows(t *testing.T) {
 	})
 }
 
+// TestSimGPULongAttentionForFewBlocksOverLongTables: a decode step whose
+// attention has at most 128 blocks (tokens * heads) and block tables that
+// can hold 512 keys or more (more than 256 cached) runs
+// attention_long_f32; with shorter tables, or more blocks, attention_f32.
+// Counted on the simulated device, whose twin of both is the CPU attention
+// (the kernels' own checks are in model/internal/hostkern); on a ROCm
+// device it keeps attention_f32.
+func TestSimGPULongAttentionForFewBlocksOverLongTables(t *testing.T) {
+	ctx := context.Background()
+	spec := modeltest.Llama3Tiny()
+	spec.MaxPos = 1024
+	faults := &gpusim.Faults{}
+	m := loadSpec(t, spec, WithDevice(simDevice(t, faults)), WithKVCacheTokens(16384))
+	L := int64(spec.Layers)
+	counts := func() (int64, int64) { return faults.Launched("attention_f32"), faults.Launched("attention_long_f32") }
+	decode := func(s *Session) (short, long int64) {
+		t.Helper()
+		s0, l0 := counts()
+		_, err := s.Forward(ctx, testTokens(1, spec.Vocab), false)
+		require.NoError(t, err)
+		s1, l1 := counts()
+		return s1 - s0, l1 - l0
+	}
+	s := m.NewSession()
+	defer s.Close()
+	_, err := s.Forward(ctx, testTokens(250, spec.Vocab), false)
+	require.NoError(t, err)
+	short, long := decode(s)
+	require.Zero(t, long, "251 keys: tables of 16 blocks")
+	require.GreaterOrEqual(t, short, L)
+	_, err = s.Forward(ctx, testTokens(100, spec.Vocab), false)
+	require.NoError(t, err)
+	short, long = decode(s)
+	require.Zero(t, short, "352 keys: tables of 32 blocks, %d heads", spec.Heads)
+	require.GreaterOrEqual(t, long, L)
+	// Enough sequences of one token beside a long one for more than 128
+	// blocks: attention_f32.
+	b := m.NewBatch()
+	defer b.Close()
+	_, err = b.Add(testTokens(300, spec.Vocab), GenerateOptions{})
+	require.NoError(t, err)
+	for range 128 / spec.Heads {
+		_, err := b.Add(testTokens(1, spec.Vocab), GenerateOptions{})
+		require.NoError(t, err)
+	}
+	_, err = b.Step(ctx)
+	require.NoError(t, err)
+	s0, l0 := counts()
+	_, err = b.Step(ctx)
+	require.NoError(t, err)
+	s1, l1 := counts()
+	require.Equal(t, l0, l1, "a decode step of %d blocks", (128/spec.Heads+1)*spec.Heads)
+	require.GreaterOrEqual(t, s1-s0, L)
+
+	// On ROCm (not measured there) every decode step keeps attention_f32.
+	rf := &gpusim.Faults{}
+	dev, err := runtime.Open(ctx, runtime.WithDrivers(gpusim.DriverWith(2<<30, rf, func(c *simgpu.Config) {
+		c.Kind, c.Format, c.Arch = driver.ROCm, driver.HSACO, "gfx90a"
+	})))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = dev.Close() })
+	rm := loadSpec(t, spec, WithDevice(dev), WithKVCacheTokens(16384))
+	rs := rm.NewSession()
+	defer rs.Close()
+	_, err = rs.Forward(ctx, testTokens(350, spec.Vocab), false)
+	require.NoError(t, err)
+	_, err = rs.Forward(ctx, testTokens(1, spec.Vocab), false)
+	require.NoError(t, err)
+	require.Zero(t, rf.Launched("attention_long_f32"), "rocm")
+	require.Positive(t, rf.Launched("attention_f32"), "rocm")
+}
+
 // TestSimGPUPrefillAttentionFromSixteenTokens: a chunk of 16 query tokens
 // or more, averaging 8 or more per sequence, runs attention_prefill_f32
 // (the simulated twin faults a launch off forward.cu's grid rule,

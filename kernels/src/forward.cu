@@ -47,6 +47,8 @@
 // one makes the kernel write nothing).
 #define FW_ATT_MAX_HEADDIM 256
 #define FW_ATT_GROUPS (FW_ATT_THREADS / 32)
+#define FW_ATTL_THREADS 1024  // attention_long_f32
+#define FW_ATTL_GROUPS (FW_ATTL_THREADS / 32)
 #define FW_ATT_LANE_DIMS (FW_ATT_MAX_HEADDIM / 32)
 
 // ---- element types ----
@@ -1215,16 +1217,21 @@ DEVICE void fw_att_load(float* kn, float* vn, const float* k_cache, const float*
   }
 }
 
-KERNEL KBOUNDS(FW_ATT_THREADS) void attention_f32(float* out, const float* qkv, const float* k_cache,
-                                                  const float* v_cache, const uint32_t* q_seq,
-                                                  const uint32_t* q_pos, const uint32_t* block_tables,
-                                                  uint32_t max_blocks, uint32_t block_size, uint32_t tokens,
-                                                  uint32_t heads, uint32_t kv_heads, uint32_t headdim,
-                                                  uint32_t stride, float scale) {
-  fw_early_start();
+// attention_decode: the body of attention_f32 (GROUPS = FW_ATT_GROUPS) and
+// attention_long_f32 (FW_ATTL_GROUPS): GROUPS 32-lane groups a block.
+template <uint32_t GROUPS>
+DEVICE void attention_decode(float* out, const float* qkv, const float* k_cache, const float* v_cache,
+                             const uint32_t* q_seq, const uint32_t* q_pos, const uint32_t* block_tables,
+                             uint32_t max_blocks, uint32_t block_size, uint32_t tokens, uint32_t heads,
+                             uint32_t kv_heads, uint32_t headdim, uint32_t stride, float scale) {
+  constexpr uint32_t THREADS = GROUPS * 32;
+  // The groups' outputs merge through go in rounds of CH dims (16 KB; all
+  // of head_dim at once for 8 groups), each dim summed over the groups in
+  // order.
+  constexpr uint32_t CH = 4096 / GROUPS < FW_ATT_MAX_HEADDIM ? 4096 / GROUPS : FW_ATT_MAX_HEADDIM;
   __shared__ float qs[FW_ATT_MAX_HEADDIM];
-  __shared__ float gm[FW_ATT_GROUPS], gl[FW_ATT_GROUPS];
-  __shared__ float go[FW_ATT_GROUPS][FW_ATT_MAX_HEADDIM];
+  __shared__ float gm[GROUPS], gl[GROUPS];
+  __shared__ float go[GROUPS][CH];
   const uint32_t b = block_idx_x();
   if (heads == 0 || kv_heads == 0 || kv_heads > heads || block_size == 0) return;
   if (headdim > FW_ATT_MAX_HEADDIM) return;
@@ -1236,7 +1243,7 @@ KERNEL KBOUNDS(FW_ATT_THREADS) void attention_f32(float* out, const float* qkv, 
   const uint32_t kv_dim = kv_heads * headdim;
   const uint32_t tid = thread_idx_x(), lane = tid & 31u, g = tid / 32u;
   const float* q = qkv + (uint64_t)t * stride + (uint64_t)h * headdim;
-  for (uint32_t d = tid; d < headdim; d += FW_ATT_THREADS) qs[d] = q[d];
+  for (uint32_t d = tid; d < headdim; d += THREADS) qs[d] = q[d];
   block_sync();
   uint64_t n = (uint64_t)q_pos[t] + 1;
   const uint64_t cap = (uint64_t)max_blocks * block_size;
@@ -1251,11 +1258,11 @@ KERNEL KBOUNDS(FW_ATT_THREADS) void attention_f32(float* out, const float* qkv, 
   // does not wait out a full memory latency.
   float kn[FW_ATT_LANE_DIMS], vn[FW_ATT_LANE_DIMS];
   fw_att_load(kn, vn, k_cache, v_cache, table, g, n, block_size, kv_dim, kvh, headdim, lane);
-  for (uint64_t j = g; j < n; j += FW_ATT_GROUPS) {
+  for (uint64_t j = g; j < n; j += GROUPS) {
     float kv[FW_ATT_LANE_DIMS], vv[FW_ATT_LANE_DIMS];
 #pragma unroll
     for (uint32_t i = 0; i < FW_ATT_LANE_DIMS; ++i) kv[i] = kn[i], vv[i] = vn[i];
-    fw_att_load(kn, vn, k_cache, v_cache, table, j + FW_ATT_GROUPS, n, block_size, kv_dim, kvh, headdim, lane);
+    fw_att_load(kn, vn, k_cache, v_cache, table, j + GROUPS, n, block_size, kv_dim, kvh, headdim, lane);
     float d = 0.0f;
 #pragma unroll
     for (uint32_t i = 0; i < FW_ATT_LANE_DIMS; ++i) {
@@ -1271,26 +1278,61 @@ KERNEL KBOUNDS(FW_ATT_THREADS) void attention_f32(float* out, const float* qkv, 
     m = mn;
   }
   if (lane == 0) gm[g] = m, gl[g] = l;
-#pragma unroll
-  for (uint32_t i = 0; i < FW_ATT_LANE_DIMS; ++i) {
-    const uint32_t e = lane + 32u * i;
-    if (e < headdim) go[g][e] = o[i];
-  }
-  block_sync();
-  float M = gm[0];
-  for (uint32_t k = 1; k < FW_ATT_GROUPS; ++k) M = fmax_f32(M, gm[k]);
-  float L = 0.0f;
-  float wk[FW_ATT_GROUPS];
-  for (uint32_t k = 0; k < FW_ATT_GROUPS; ++k) {
-    wk[k] = gl[k] == 0.0f ? 0.0f : mf_expf(gm[k] - M);  // a group with no key has m = -inf
-    L += gl[k] * wk[k];
-  }
   float* orow = out + (uint64_t)t * heads * headdim + (uint64_t)h * headdim;
-  for (uint32_t d = tid; d < headdim; d += FW_ATT_THREADS) {
-    float acc = 0.0f;
-    for (uint32_t k = 0; k < FW_ATT_GROUPS; ++k) acc += go[k][d] * wk[k];
-    orow[d] = acc / L;
+  float M = 0.0f, L = 0.0f;
+  float wk[GROUPS];
+  for (uint32_t d0 = 0; d0 < headdim; d0 += CH) {
+    if (d0 > 0) block_sync();  // every thread is done reading the last round
+#pragma unroll
+    for (uint32_t i = 0; i < FW_ATT_LANE_DIMS; ++i) {
+      const uint32_t e = lane + 32u * i;
+      if (e >= d0 && e < d0 + CH && e < headdim) go[g][e - d0] = o[i];
+    }
+    block_sync();
+    if (d0 == 0) {
+      M = gm[0];
+      for (uint32_t k = 1; k < GROUPS; ++k) M = fmax_f32(M, gm[k]);
+      for (uint32_t k = 0; k < GROUPS; ++k) {
+        wk[k] = gl[k] == 0.0f ? 0.0f : mf_expf(gm[k] - M);  // a group with no key has m = -inf
+        L += gl[k] * wk[k];
+      }
+    }
+    const uint32_t d1 = d0 + CH < headdim ? d0 + CH : headdim;
+    for (uint32_t d = d0 + tid; d < d1; d += THREADS) {
+      float acc = 0.0f;
+      for (uint32_t k = 0; k < GROUPS; ++k) acc += go[k][d - d0] * wk[k];
+      orow[d] = acc / L;
+    }
   }
+}
+
+KERNEL KBOUNDS(FW_ATT_THREADS) void attention_f32(float* out, const float* qkv, const float* k_cache,
+                                                  const float* v_cache, const uint32_t* q_seq,
+                                                  const uint32_t* q_pos, const uint32_t* block_tables,
+                                                  uint32_t max_blocks, uint32_t block_size, uint32_t tokens,
+                                                  uint32_t heads, uint32_t kv_heads, uint32_t headdim,
+                                                  uint32_t stride, float scale) {
+  fw_early_start();
+  attention_decode<FW_ATT_GROUPS>(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size,
+                                  tokens, heads, kv_heads, headdim, stride, scale);
+}
+
+// attention_long_f32: attention_f32's arguments, semantics and grid with
+// FW_ATTL_THREADS (1024) a block: 32 groups, each walking every 32nd key,
+// for few query tokens over long contexts, where attention_f32's blocks
+// (32 at batch 1 on the 1B shape, one per head) leave most SMs idle and
+// each group's chain of dependent key steps is ctx / 8 long. Its sums are
+// grouped differently, so its bytes are not attention_f32's; both are held
+// to the CPU's attention.
+KERNEL KBOUNDS(FW_ATTL_THREADS) void attention_long_f32(float* out, const float* qkv, const float* k_cache,
+                                                        const float* v_cache, const uint32_t* q_seq,
+                                                        const uint32_t* q_pos, const uint32_t* block_tables,
+                                                        uint32_t max_blocks, uint32_t block_size, uint32_t tokens,
+                                                        uint32_t heads, uint32_t kv_heads, uint32_t headdim,
+                                                        uint32_t stride, float scale) {
+  fw_early_start();
+  attention_decode<FW_ATTL_GROUPS>(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size,
+                                   tokens, heads, kv_heads, headdim, stride, scale);
 }
 
 // =====================================================================

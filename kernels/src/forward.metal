@@ -59,6 +59,8 @@ using namespace metal;
 
 #define FW_ATT_MAX_HEADDIM 256
 #define FW_ATT_GROUPS (FW_ATT_THREADS / 32)
+#define FW_ATTL_THREADS 1024  // attention_long_f32
+#define FW_ATTL_GROUPS (FW_ATTL_THREADS / 32)
 #define FW_ATT_LANE_DIMS (FW_ATT_MAX_HEADDIM / 32)
 
 // ---- mathf.h ----
@@ -448,10 +450,10 @@ kernel void rope_kv_store_f32(device float* qkv [[buffer(0)]], device float* k_c
 }
 
 // =====================================================================
-// attention_f32 (see forward.cu). Block FW_ATT_THREADS, grid tokens *
-// heads, head_dim <= FW_ATT_MAX_HEADDIM. Threadgroup memory: qs
-// [FW_ATT_MAX_HEADDIM], gm and gl [FW_ATT_GROUPS], go [FW_ATT_GROUPS]
-// [FW_ATT_MAX_HEADDIM].
+// attention_f32 and attention_long_f32 (see forward.cu). Block
+// FW_ATT_THREADS (FW_ATTL_THREADS), grid tokens * heads, head_dim <=
+// FW_ATT_MAX_HEADDIM. Threadgroup memory: qs [FW_ATT_MAX_HEADDIM], gm and gl
+// [groups], go [groups][CH], CH = min(4096 / groups, FW_ATT_MAX_HEADDIM).
 // =====================================================================
 static inline void fw_att_load(thread float* kn, thread float* vn, device const float* k_cache,
                                device const float* v_cache, device const uint* table, ulong j, ulong n,
@@ -469,20 +471,15 @@ static inline void fw_att_load(thread float* kn, thread float* vn, device const 
   }
 }
 
-[[max_total_threads_per_threadgroup(256)]]
-kernel void attention_f32(device float* out [[buffer(0)]], device const float* qkv [[buffer(1)]],
-                          device const float* k_cache [[buffer(2)]], device const float* v_cache [[buffer(3)]],
-                          device const uint* q_seq [[buffer(4)]], device const uint* q_pos [[buffer(5)]],
-                          device const uint* block_tables [[buffer(6)]], constant uint& max_blocks [[buffer(7)]],
-                          constant uint& block_size [[buffer(8)]], constant uint& tokens [[buffer(9)]],
-                          constant uint& heads [[buffer(10)]], constant uint& kv_heads [[buffer(11)]],
-                          constant uint& headdim [[buffer(12)]], constant uint& stride [[buffer(13)]],
-                          constant float& scale [[buffer(14)]],
-                          threadgroup float* qs [[threadgroup(0)]] /* hipgo: 1024 bytes */,
-                          threadgroup float* gm [[threadgroup(1)]] /* hipgo: 32 bytes */,
-                          threadgroup float* gl [[threadgroup(2)]] /* hipgo: 32 bytes */,
-                          threadgroup float* go [[threadgroup(3)]] /* hipgo: 8192 bytes */,
-                          uint tid [[thread_position_in_threadgroup]], uint blk [[threadgroup_position_in_grid]]) {
+template <uint GROUPS>
+static inline void fw_attention_decode(device float* out, device const float* qkv, device const float* k_cache,
+                                       device const float* v_cache, device const uint* q_seq,
+                                       device const uint* q_pos, device const uint* block_tables, uint max_blocks,
+                                       uint block_size, uint tokens, uint heads, uint kv_heads, uint headdim,
+                                       uint stride, float scale, threadgroup float* qs, threadgroup float* gm,
+                                       threadgroup float* gl, threadgroup float* go, uint tid, uint blk) {
+  constexpr uint THREADS = GROUPS * 32;
+  constexpr uint CH = 4096 / GROUPS < FW_ATT_MAX_HEADDIM ? 4096 / GROUPS : FW_ATT_MAX_HEADDIM;  // go: [GROUPS][CH]
   const uint b = blk;
   if (heads == 0 || kv_heads == 0 || kv_heads > heads || block_size == 0) return;
   if (headdim > FW_ATT_MAX_HEADDIM) return;
@@ -494,7 +491,7 @@ kernel void attention_f32(device float* out [[buffer(0)]], device const float* q
   const uint kv_dim = kv_heads * headdim;
   const uint lane = tid & 31u, g = tid / 32u;
   device const float* q = qkv + (ulong)t * stride + (ulong)h * headdim;
-  for (uint d = tid; d < headdim; d += FW_ATT_THREADS) qs[d] = q[d];
+  for (uint d = tid; d < headdim; d += THREADS) qs[d] = q[d];
   block_sync();
   ulong n = (ulong)q_pos[t] + 1;
   const ulong cap = (ulong)max_blocks * block_size;
@@ -506,11 +503,11 @@ kernel void attention_f32(device float* out [[buffer(0)]], device const float* q
   for (int i = 0; i < FW_ATT_LANE_DIMS; ++i) o[i] = 0.0f;
   float kn[FW_ATT_LANE_DIMS], vn[FW_ATT_LANE_DIMS];
   fw_att_load(kn, vn, k_cache, v_cache, table, g, n, block_size, kv_dim, kvh, headdim, lane);
-  for (ulong j = g; j < n; j += FW_ATT_GROUPS) {
+  for (ulong j = g; j < n; j += GROUPS) {
     float kv[FW_ATT_LANE_DIMS], vv[FW_ATT_LANE_DIMS];
 #pragma unroll
     for (uint i = 0; i < FW_ATT_LANE_DIMS; ++i) kv[i] = kn[i], vv[i] = vn[i];
-    fw_att_load(kn, vn, k_cache, v_cache, table, j + FW_ATT_GROUPS, n, block_size, kv_dim, kvh, headdim, lane);
+    fw_att_load(kn, vn, k_cache, v_cache, table, j + GROUPS, n, block_size, kv_dim, kvh, headdim, lane);
     float d = 0.0f;
 #pragma unroll
     for (uint i = 0; i < FW_ATT_LANE_DIMS; ++i) {
@@ -526,26 +523,70 @@ kernel void attention_f32(device float* out [[buffer(0)]], device const float* q
     m = mn;
   }
   if (lane == 0) gm[g] = m, gl[g] = l;
-#pragma unroll
-  for (uint i = 0; i < FW_ATT_LANE_DIMS; ++i) {
-    const uint e = lane + 32u * i;
-    if (e < headdim) go[g * FW_ATT_MAX_HEADDIM + e] = o[i];
-  }
-  block_sync();
-  float M = gm[0];
-  for (uint k = 1; k < FW_ATT_GROUPS; ++k) M = fmax(M, gm[k]);
-  float L = 0.0f;
-  float wk[FW_ATT_GROUPS];
-  for (uint k = 0; k < FW_ATT_GROUPS; ++k) {
-    wk[k] = gl[k] == 0.0f ? 0.0f : mf_expf(gm[k] - M);  // a group with no key has m = -inf
-    L += gl[k] * wk[k];
-  }
   device float* orow = out + (ulong)t * heads * headdim + (ulong)h * headdim;
-  for (uint d = tid; d < headdim; d += FW_ATT_THREADS) {
-    float acc = 0.0f;
-    for (uint k = 0; k < FW_ATT_GROUPS; ++k) acc += go[k * FW_ATT_MAX_HEADDIM + d] * wk[k];
-    orow[d] = acc / L;
+  float M = 0.0f, L = 0.0f;
+  float wk[GROUPS];
+  for (uint d0 = 0; d0 < headdim; d0 += CH) {
+    if (d0 > 0) block_sync();
+#pragma unroll
+    for (uint i = 0; i < FW_ATT_LANE_DIMS; ++i) {
+      const uint e = lane + 32u * i;
+      if (e >= d0 && e < d0 + CH && e < headdim) go[g * CH + e - d0] = o[i];
+    }
+    block_sync();
+    if (d0 == 0) {
+      M = gm[0];
+      for (uint k = 1; k < GROUPS; ++k) M = fmax(M, gm[k]);
+      for (uint k = 0; k < GROUPS; ++k) {
+        wk[k] = gl[k] == 0.0f ? 0.0f : mf_expf(gm[k] - M);  // a group with no key has m = -inf
+        L += gl[k] * wk[k];
+      }
+    }
+    const uint d1 = d0 + CH < headdim ? d0 + CH : headdim;
+    for (uint d = d0 + tid; d < d1; d += THREADS) {
+      float acc = 0.0f;
+      for (uint k = 0; k < GROUPS; ++k) acc += go[k * CH + d - d0] * wk[k];
+      orow[d] = acc / L;
+    }
   }
+}
+
+[[max_total_threads_per_threadgroup(256)]]
+kernel void attention_f32(device float* out [[buffer(0)]], device const float* qkv [[buffer(1)]],
+                          device const float* k_cache [[buffer(2)]], device const float* v_cache [[buffer(3)]],
+                          device const uint* q_seq [[buffer(4)]], device const uint* q_pos [[buffer(5)]],
+                          device const uint* block_tables [[buffer(6)]], constant uint& max_blocks [[buffer(7)]],
+                          constant uint& block_size [[buffer(8)]], constant uint& tokens [[buffer(9)]],
+                          constant uint& heads [[buffer(10)]], constant uint& kv_heads [[buffer(11)]],
+                          constant uint& headdim [[buffer(12)]], constant uint& stride [[buffer(13)]],
+                          constant float& scale [[buffer(14)]],
+                          threadgroup float* qs [[threadgroup(0)]] /* hipgo: 1024 bytes */,
+                          threadgroup float* gm [[threadgroup(1)]] /* hipgo: 32 bytes */,
+                          threadgroup float* gl [[threadgroup(2)]] /* hipgo: 32 bytes */,
+                          threadgroup float* go [[threadgroup(3)]] /* hipgo: 8192 bytes */,
+                          uint tid [[thread_position_in_threadgroup]], uint blk [[threadgroup_position_in_grid]]) {
+  fw_attention_decode<FW_ATT_GROUPS>(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size,
+                                     tokens, heads, kv_heads, headdim, stride, scale, qs, gm, gl, go, tid, blk);
+}
+
+// attention_long_f32 (see forward.cu): attention_f32 with FW_ATTL_THREADS a
+// threadgroup; go holds 128 of head_dim's dims per merge round.
+[[max_total_threads_per_threadgroup(1024)]]
+kernel void attention_long_f32(device float* out [[buffer(0)]], device const float* qkv [[buffer(1)]],
+                               device const float* k_cache [[buffer(2)]], device const float* v_cache [[buffer(3)]],
+                               device const uint* q_seq [[buffer(4)]], device const uint* q_pos [[buffer(5)]],
+                               device const uint* block_tables [[buffer(6)]], constant uint& max_blocks [[buffer(7)]],
+                               constant uint& block_size [[buffer(8)]], constant uint& tokens [[buffer(9)]],
+                               constant uint& heads [[buffer(10)]], constant uint& kv_heads [[buffer(11)]],
+                               constant uint& headdim [[buffer(12)]], constant uint& stride [[buffer(13)]],
+                               constant float& scale [[buffer(14)]],
+                               threadgroup float* qs [[threadgroup(0)]] /* hipgo: 1024 bytes */,
+                               threadgroup float* gm [[threadgroup(1)]] /* hipgo: 128 bytes */,
+                               threadgroup float* gl [[threadgroup(2)]] /* hipgo: 128 bytes */,
+                               threadgroup float* go [[threadgroup(3)]] /* hipgo: 16384 bytes */,
+                               uint tid [[thread_position_in_threadgroup]], uint blk [[threadgroup_position_in_grid]]) {
+  fw_attention_decode<FW_ATTL_GROUPS>(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size,
+                                      tokens, heads, kv_heads, headdim, stride, scale, qs, gm, gl, go, tid, blk);
 }
 
 // =====================================================================

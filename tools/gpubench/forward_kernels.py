@@ -495,11 +495,15 @@ def attention_timings(bw):
     against the K/V read floor and torch's scaled_dot_product_attention on
     contiguous f32 K/V; at prefill shapes attention_prefill_f32 too
     ("prefill_us"; the GPU backend launches it for chunks of 16 tokens or
-    more)."""
+    more); at decode shapes attention_long_f32 too ("long_us"; the backend
+    launches it for at most 256 blocks over tables of 256 keys or more),
+    checked against attention_f32's output ("long_max_rel_diff")."""
     bs = 16
-    for model, H, KV, hd, B, ctx, T in (("llama3-8b", 32, 8, 128, 1, 1024, 1), ("llama3-8b", 32, 8, 128, 1, 4096, 1),
-                                        ("llama3-8b", 32, 8, 128, 32, 1024, 1), ("llama3-8b", 32, 8, 128, 1, 512, 512),
-                                        ("llama3.2-1b", 32, 8, 64, 1, 512, 512)):
+    shapes = [("llama3-8b", 32, 8, 128, 1, 1024, 1), ("llama3-8b", 32, 8, 128, 1, 4096, 1),
+              ("llama3-8b", 32, 8, 128, 32, 1024, 1), ("llama3-8b", 32, 8, 128, 1, 512, 512),
+              ("llama3.2-1b", 32, 8, 64, 1, 512, 512)]
+    shapes += [("llama3.2-1b", 32, 8, 64, B, ctx, 1) for B in (1, 4, 8, 32) for ctx in (144, 256, 1024, 4096)]
+    for model, H, KV, hd, B, ctx, T in shapes:
         kvd = KV * hd
         max_blocks = cdiv(ctx, bs)
         slots = B * max_blocks * bs
@@ -534,6 +538,20 @@ def attention_timings(bw):
 
             pus = graph_us(prefill, reps=20)
             extra = {"prefill_us": round(pus, 2), "prefill_speedup": round(us / pus, 1)}
+        else:
+            ref = out.clone()
+            lfn = mod.get_function("attention_long_f32")
+
+            def long():
+                with cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream):
+                    lfn((n * H,), (THREADS["attention_long_f32"],), args)
+
+            out.fill_(float("nan"))
+            long()
+            torch.cuda.synchronize()
+            diff = ((out.double() - ref.double()).abs().max() / ref.double().abs().max()).item()
+            lus = graph_us(long, reps=20)
+            extra = {"long_us": round(lus, 2), "long_speedup": round(us / lus, 2), "long_max_rel_diff": float(f"{diff:.2g}")}
         q = qkv[:, : H * hd].view(n, H, hd)
         if T == 1:
             qt = q.view(B, H, 1, hd)

@@ -55,6 +55,7 @@ type Backend struct {
 	qmod       *runtime.Module // qforward: loaded when a weight is quantized or a layer unfused
 	kernels    map[string]*runtime.Kernel
 	tc         bool // CUDA: 16-bit weights go through matmul_tc_W from tcRows rows (launch.go)
+	longAtt    bool // CUDA: decode attention may take attention_long_f32 (launch.go; measured on the H200 only)
 	sampler    *sampling.Sampler
 
 	mu    sync.Mutex // one call at a time
@@ -99,7 +100,7 @@ func New(ctx context.Context, dev *runtime.Device, cfg Config, w *Weights, opts 
 		return nil, fmt.Errorf("gpu: KV cache of %d tokens: %w", opts.KVTokens, runtime.ErrInvalidArgument)
 	}
 	b := &Backend{cfg: cfg, dev: dev, kernels: map[string]*runtime.Kernel{}, stepTokens: opts.StepTokens,
-		tc: dev.Backend() == driver.CUDA}
+		tc: dev.Backend() == driver.CUDA, longAtt: dev.Backend() == driver.CUDA}
 	b.graphs.off = opts.NoGraphs
 	b.earlyStart = !opts.NoEarlyStart
 	b.fuse = !opts.NoFusedKernels

@@ -75,8 +75,21 @@ const (
 	// the backend launches it (chunk.tiledAttention).
 	attpRows      = 16
 	attpMinTokens = 16
-	ewThreads     = 256
-	maxEWGrid     = 65535 // the elementwise kernels stride over the grid
+	// attention_long_f32 (1024 threads, 32 key groups a block) replaces
+	// attention_f32 (256, 8) when a decode launch has at most
+	// attLongMaxBlocks blocks (tokens * heads) and its block tables can
+	// hold attLongMinKeys keys or more (maxBlocks * BlockSize; the stride
+	// is padded to a power of two, so this means more than half as many
+	// cached): then attention_f32 leaves SMs idle and each group walks a
+	// long chain of keys one after another. On the H200 (1B shape, 32
+	// heads) the long kernel took 0.60x attention_f32's time at 1 and 4
+	// sequences over 1024 keys, 0.51x over 4096, 0.86x over 256, but 1.08x
+	// over 144; at 8 sequences (256 blocks) it was level at 1024 keys and
+	// slower below; at 32, slower everywhere.
+	attLongMaxBlocks = 128
+	attLongMinKeys   = 512
+	ewThreads        = 256
+	maxEWGrid        = 65535 // the elementwise kernels stride over the grid
 )
 
 // embed gathers token rows; a quantized table runs embed_q4_0 etc., whose
@@ -248,8 +261,11 @@ func (b *Backend) positions(layer int, qkv, pos, slots runtime.DevicePtr, tokens
 func (b *Backend) attention(layer int, out, qkv, qSeq, qPos, tables runtime.DevicePtr, maxBlocks, tokens int, tiled bool, scale float32) error {
 	c := b.cfg
 	name, grid := "attention_f32", tokens*c.Heads
-	if tiled {
+	switch {
+	case tiled:
 		name, grid = "attention_prefill_f32", ceilDiv(tokens, attpRows)*c.Heads
+	case b.longAtt && grid <= attLongMaxBlocks && maxBlocks*BlockSize >= attLongMinKeys:
+		name = "attention_long_f32" // few blocks, long keys: 32 groups a block instead of 8
 	}
 	return b.launch(name, g1(grid), out, qkv, b.kc[layer], b.vc[layer], qSeq, qPos, tables,
 		u32(maxBlocks), u32(BlockSize), u32(tokens), u32(c.Heads), u32(c.KVHeads), u32(c.HeadDim), u32(c.qkvDim()), scale)

@@ -516,6 +516,28 @@ func TestAttention(t *testing.T) {
 	}
 }
 
+// TestAttentionLong: attention_long_f32 (32 groups a block; head_dim
+// merged in rounds of 128 dims) against the same CPU attention and
+// tolerance, on TestAttention's shapes and on long contexts: 1000 keys
+// (31 or 32 a group), head_dim 256 (two merge rounds) and 130 (a partial
+// second round), fewer keys than groups, GQA 4.
+func TestAttentionLong(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	cases := []attnCase{
+		{heads: 4, kvHeads: 4, headdim: 64, ctx: []int{1, 17, 40}, nq: []int{1, 1, 1}},
+		{heads: 6, kvHeads: 2, headdim: 32, ctx: []int{33, 5}, nq: []int{1, 1}},
+		{heads: 8, kvHeads: 2, headdim: 48, ctx: []int{1, 7, 64, 65}, nq: []int{1, 7, 1, 2}},
+		{heads: 8, kvHeads: 2, headdim: 64, ctx: []int{1000}, nq: []int{1}},
+		{heads: 2, kvHeads: 1, headdim: 256, ctx: []int{700, 3}, nq: []int{1, 1}},
+		{heads: 3, kvHeads: 1, headdim: 130, ctx: []int{333}, nq: []int{2}},
+	}
+	for ci, c := range cases {
+		t.Run(fmt.Sprintf("case%d/h%d/kv%d/d%d", ci, c.heads, c.kvHeads, c.headdim), func(t *testing.T) {
+			checkAttention(t, rng, c, "attention_long_f32")
+		})
+	}
+}
+
 // TestAttentionPrefill: attention_prefill_f32 against the same CPU
 // attention as TestAttention, on the shapes that cross its tiles: 16-token
 // query tiles that end mid-sequence (17, 65, 130 tokens), tiles holding

@@ -152,6 +152,7 @@ func forwardKernels() []simgpu.KernelDef {
 		{Name: "kv_store_f32", ParamSizes: []int{8, 8, 8, 8, 4, 4, 4, 4, 4, 4}, Run: kvStore},
 		{Name: "rope_kv_store_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4}, Run: ropeKVStore},
 		{Name: "attention_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, Run: attention},
+		{Name: "attention_long_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, Run: attention},
 		{Name: "attention_prefill_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, Run: attentionPrefill},
 		{Name: "silu_mul_f32", ParamSizes: []int{8, 8, 4, 4}, Run: siluMul},
 		{Name: "add_f32", ParamSizes: []int{8, 8, 4}, Run: add},
