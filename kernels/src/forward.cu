@@ -893,8 +893,10 @@ DEVICE void matmul_tc(float* y, const float* x, const W* w, const float* bias, u
 }
 
 // =====================================================================
-// tc_split_x_W and matmul_tcx_W (W = bf16, f16): matmul_tc_W below 64 rows
-// in two launches, for batched decode. matmul_tc_W's narrow and wide tiles
+// tc_split_x_W and matmul_tcx_W (W = bf16, f16): matmul_tc_W in two
+// launches, for batched decode and short prefills (the backend runs them
+// from 16 rows to 511; below 64 rows their sums are matmul_tc_W's, whose
+// tiles they share). matmul_tc_W's narrow and wide tiles
 // split x into hi/lo in every warp that reads it: per 32-wide chunk of in,
 // each warp loaded 32 rows of f32 x and ran 16 splits (about 160
 // instructions) for its 16 outputs, so the products were bound by issue,
@@ -917,8 +919,8 @@ DEVICE void matmul_tc(float* y, const float* x, const W* w, const float* bias, u
 // lo fragments of (i, c, h, lane) = j's digits (lane fastest, then h, c).
 //
 // matmul_tcx_W(y, xs, w, bias, rows, in, out, accumulate): matmul_tc_W's
-// semantics with x as tc_split_x_W left it in xs, for any rows (the backend
-// launches it below 64). Block FW_TC_THREADS; grid ceil(rows/32) *
+// semantics with x as tc_split_x_W left it in xs, for any rows. Block
+// FW_TC_THREADS; grid ceil(rows/32) *
 // ceil(out/TN) (block b: row tile b % S, output tile b / S, S =
 // ceil(rows/32)), the output tile by out:
 //   out <= 2048:          TN = 8,  8 slices of in, weight ring 8 deep

@@ -54,7 +54,7 @@ type Backend struct {
 	mod        *runtime.Module // forward
 	qmod       *runtime.Module // qforward: loaded when a weight is quantized or a layer unfused
 	kernels    map[string]*runtime.Kernel
-	tc         bool // CUDA: 16-bit weights go through matmul_tc_W from tcRows rows (launch.go)
+	tc         bool // CUDA: 16-bit weights go through the tensor cores from tcRows rows (launch.go)
 	longAtt    bool // CUDA: decode attention may take attention_long_f32 (launch.go; measured on the H200 only)
 	sampler    *sampling.Sampler
 

@@ -45,16 +45,17 @@ const (
 	mmVecRows  = 8  // FW_MM_VEC_ROWS: the matvec path's outputs and input rows per block
 	mmGemmRows = 64 // FW_MM_GEMM_ROWS: from this many rows on, the tiled path
 	mmTile     = 64 // FW_MM_TILE
-	// tcRows: from this many rows on, bf16 and f16 weights go through
-	// matmul_tc_W (tensor cores) on CUDA. Below it the matvec path streams
-	// each weight once per 8 rows at full bandwidth and the MMA tile (16
-	// rows at the least) would only idle; from 16 rows matmul_W rereads the
-	// weights per 8-row slice and its SIMT FMAs start to cost, while
-	// matmul_tc_W reads each weight once per 32 rows. ROCm keeps matmul_W:
-	// there the MMA is emulated through lane exchanges (forward.cu).
+	// tcRows: from this many rows on, bf16 and f16 weights go through the
+	// tensor cores on CUDA (tc_split_x_W + matmul_tcx_W below tcxMaxRows,
+	// matmul_tc_W from it). Below it the matvec path streams each weight
+	// once per 8 rows at full bandwidth and the MMA tile (16 rows at the
+	// least) would only idle; from 16 rows matmul_W rereads the weights per
+	// 8-row slice and its SIMT FMAs start to cost, while the MMA tiles read
+	// each weight once per 32 rows. ROCm keeps matmul_W: there the MMA is
+	// emulated through lane exchanges (forward.cu).
 	tcRows        = 16
 	tcBigRows     = 64    // FW_TC_BIG_ROWS: from this many rows on, matmul_tc_W's 128-row tile
-	tcTileRows    = 32    // matmul_tc_W's row tile below tcBigRows
+	tcTileRows    = 32    // matmul_tc_W's row tile below tcBigRows, and matmul_tcx_W's
 	tcBigTileRows = 128   // and from it
 	tcWideOut     = 16384 // FW_TC_WIDE_OUT: below tcBigRows, from this many outputs on, the 64-wide tile
 	tcNarrowOut   = 16    // outputs per tile below tcBigRows and tcWideOut
