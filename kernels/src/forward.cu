@@ -665,6 +665,39 @@ TC_AMD_CALL void tc_compute(float (*acc)[NT][4], const fw_u32x4* wv, const fw_f3
   }
 }
 
+// tc_sum_slices: the WK slices of in that warps warp .. warp+WK-1 (this
+// one's slice wk = warp % WK) computed for the same rows and outputs,
+// added in slice order into slice 0's acc: slices 1..WK-1 hand their sums
+// over through the start of their own ring, which no other warp touches
+// ([idx][lane] keeps the lanes on distinct banks). Every warp of the block
+// calls it (it syncs when WK > 1); true for slice 0, which then holds the
+// sum.
+template <uint32_t NT, uint32_t WK>
+DEVICE bool tc_sum_slices(float (*acc)[NT][4], fw_u32x4* ring, uint32_t wk, uint32_t lane) {
+  if (WK == 1) return true;
+  float* red = (float*)ring;
+  if (wk != 0) {
+#pragma unroll
+    for (uint32_t i = 0; i < FW_TC_MT; ++i)
+#pragma unroll
+      for (uint32_t j = 0; j < NT; ++j)
+#pragma unroll
+        for (uint32_t e = 0; e < 4; ++e) red[((i * NT + j) * 4 + e) * 32u + lane] = acc[i][j][e];
+  }
+  block_sync();
+  if (wk != 0) return false;
+  for (uint32_t q = 1; q < WK; ++q) {
+    const float* other = (const float*)(ring + q * FW_TC_WARP_SMEM);
+#pragma unroll
+    for (uint32_t i = 0; i < FW_TC_MT; ++i)
+#pragma unroll
+      for (uint32_t j = 0; j < NT; ++j)
+#pragma unroll
+        for (uint32_t e = 0; e < 4; ++e) acc[i][j][e] += other[((i * NT + j) * 4 + e) * 32u + lane];
+  }
+  return true;
+}
+
 // matmul_tc_tile: the block tile of WM x WN x WK warps (rows WM*32, outputs
 // WN*NT*8, in split WK ways and reduced in shared memory), each warp's ring
 // STAGES chunks of weights deep.
@@ -731,32 +764,7 @@ DEVICE void matmul_tc_tile(fw_u32x4* smem, float* y, const float* x, const W* w,
     }
     async_wait<0>();
   }
-  if (WK > 1) {
-    // Slices 1..WK-1 hand their sums to slice 0 (warps warp+1 .. warp+WK-1
-    // share its rows and outputs) through the start of their own ring,
-    // which no other warp touches; [idx][lane] keeps the lanes on distinct
-    // banks. Slice 0 adds them in slice order.
-    float* red = (float*)ring;
-    if (wk != 0) {
-#pragma unroll
-      for (uint32_t i = 0; i < FW_TC_MT; ++i)
-#pragma unroll
-        for (uint32_t j = 0; j < NT; ++j)
-#pragma unroll
-          for (uint32_t e = 0; e < 4; ++e) red[((i * NT + j) * 4 + e) * 32u + lane] = acc[i][j][e];
-    }
-    block_sync();
-    if (wk != 0) return;
-    for (uint32_t q = 1; q < WK; ++q) {
-      const float* other = (const float*)(ring + q * FW_TC_WARP_SMEM);
-#pragma unroll
-      for (uint32_t i = 0; i < FW_TC_MT; ++i)
-#pragma unroll
-        for (uint32_t j = 0; j < NT; ++j)
-#pragma unroll
-          for (uint32_t e = 0; e < 4; ++e) acc[i][j][e] += other[((i * NT + j) * 4 + e) * 32u + lane];
-    }
-  }
+  if (!tc_sum_slices<NT, WK>(acc, ring, wk, lane)) return;
   tc_store<NT>(y, bias, acc, lane, rbase, obase, rows, out, accumulate);
 }
 
@@ -1052,28 +1060,7 @@ DEVICE void matmul_tcx_tile(fw_u32x4* smem, float* y, const fw_u32x4* xs, const 
     }
     async_wait<0>();
   }
-  if (WK > 1) {  // the slices' sums, in slice order (as matmul_tc_tile)
-    float* red = (float*)ring;
-    if (wk != 0) {
-#pragma unroll
-      for (uint32_t i = 0; i < FW_TC_MT; ++i)
-#pragma unroll
-        for (uint32_t j = 0; j < NT; ++j)
-#pragma unroll
-          for (uint32_t e = 0; e < 4; ++e) red[((i * NT + j) * 4 + e) * 32u + lane] = acc[i][j][e];
-    }
-    block_sync();
-    if (wk != 0) return;
-    for (uint32_t q = 1; q < WK; ++q) {
-      const float* other = (const float*)(ring + q * FW_TC_WARP_SMEM);
-#pragma unroll
-      for (uint32_t i = 0; i < FW_TC_MT; ++i)
-#pragma unroll
-        for (uint32_t j = 0; j < NT; ++j)
-#pragma unroll
-          for (uint32_t e = 0; e < 4; ++e) acc[i][j][e] += other[((i * NT + j) * 4 + e) * 32u + lane];
-    }
-  }
+  if (!tc_sum_slices<NT, WK>(acc, ring, wk, lane)) return;
   tc_store<NT>(y, bias, acc, lane, rbase, obase, rows, out, accumulate);
 }
 
