@@ -190,9 +190,9 @@ def checks():
             launch("matmul_tc_" + s, tc_grid(rows, n), ptr(y), ptr(x), ptr(w), ptr(None), u32(rows), u32(k), u32(n), u32(0))
             sync()
             report(f"matmul_tc_{s}/{rows}x{k}x{n}", y, ref, tol)
-    # tc_split_x + matmul_tcx (the backend's pair below 64 rows): the same
-    # bound as matmul_tc, and matmul_tc's bytes exactly (same slices,
-    # chunks and fragments), on all three output tiles.
+    # tc_split_x + matmul_tcx (the backend's pair from 16 to 511 rows): the
+    # same bound as matmul_tc, and below 64 rows matmul_tc's bytes exactly
+    # (same slices, chunks and fragments), on all three output tiles.
     for s in ("bf16", "f16"):
         shapes = [(16, 77, 100), (33, 576, 577), (63, 80, 2056), (40, 64, 16392), (1, 64, 8)]
         shapes += [(r, k, n) for r in (16, 32) for k, n in TC_SHAPES]
@@ -364,15 +364,15 @@ TC_NAMES = ["qkv", "o", "gate_up", "down"]
 def tc_timings(bw):
     """matmul_tc_bf16 against torch.matmul in bf16 and the SIMT matmul_bf16
     at the Llama-3.2-1B shapes, rows 16/32/64 (batched decode) and 512/513
-    (prefill), one JSON line per case; below 64 rows also the backend's
+    (prefill), one JSON line per case; below 512 rows also the backend's
     pair, tc_split_x_bf16 + matmul_tcx_bf16 ("tcx_us": both launches;
-    "tcx_matmul_us": the product alone). Each graph replay cycles through
+    "tcx_matmul_us": the product alone; "matmul_tc_us": matmul_tc_bf16). Each graph replay cycles through
     copies of the weights that together exceed the L2 (as in a decode step,
     where every product's weights come from DRAM). Then per row count the
     16 layers' matmul time and the tokens/s it alone would allow (prefill:
     rows tokens per pass; decode: rows sequences per step, plus the tied LM
     head, 128256 x 2048, at that row count; "tc" is what the backend runs:
-    the pair below 64 rows)."""
+    the pair below 512 rows, matmul_tc_bf16 from 512)."""
     tc, simt = mod.get_function("matmul_tc_bf16"), mod.get_function("matmul_bf16")
     split, tcx = mod.get_function("tc_split_x_bf16"), mod.get_function("matmul_tcx_bf16")
     shapes = list(zip(TC_NAMES, TC_SHAPES)) + [("lm_head", (2048, 128256))]
@@ -406,7 +406,7 @@ def tc_timings(bw):
             us_simt = graph_us(run(simt, mm_grid(rows, n)), reps)
             us = graph_us(run(tc, tc_grid(rows, n)), reps)
             extra = {}
-            if rows < 64:
+            if rows < 512:
                 extra["tcx_us"] = round(graph_us(run(tcx, tcx_grid(rows, n), xs, do_split), reps), 2)
                 extra["tcx_matmul_us"] = round(graph_us(run(tcx, tcx_grid(rows, n), xs), reps), 2)
                 extra["matmul_tc_us"] = round(us, 2)
@@ -420,7 +420,7 @@ def tc_timings(bw):
 
             tus = graph_us(torch_mm, reps)
             turn[0] = 0  # the next call reads ws[0]: the error below is the backend's kernels' on it
-            if rows < 64:
+            if rows < 512:
                 run(tcx, tcx_grid(rows, n), xs, do_split)()
             else:
                 run(tc, tc_grid(rows, n))()
@@ -496,7 +496,8 @@ def attention_timings(bw):
     contiguous f32 K/V; at prefill shapes attention_prefill_f32 too
     ("prefill_us"; the GPU backend launches it for chunks of 16 tokens or
     more); at decode shapes attention_long_f32 too ("long_us"; the backend
-    launches it for at most 256 blocks over tables of 256 keys or more),
+    launches it on CUDA for at most 128 blocks over tables of 512 keys or
+    more),
     checked against attention_f32's output ("long_max_rel_diff")."""
     bs = 16
     shapes = [("llama3-8b", 32, 8, 128, 1, 1024, 1), ("llama3-8b", 32, 8, 128, 1, 4096, 1),
