@@ -20,7 +20,8 @@ type Device struct {
 	info     driver.Info
 	label    string
 	watchdog time.Duration
-	notify   bool // enqueue coalesced host callbacks (see Stream)
+	waitSpin time.Duration // how long Wait polls before it sleeps (WithWaitSpin)
+	notify   bool          // enqueue coalesced host callbacks (see Stream)
 	// notifyLands: a callback's run means success (driver.Info
 	// .NotifyReportsSuccess), so it lands events; else it only wakes the
 	// monitor.
@@ -47,6 +48,7 @@ func newDevice(drv driver.Device, cfg config) *Device {
 		info:        info,
 		label:       fmt.Sprintf("%s:%d %s", info.Backend, info.Ordinal, info.Name),
 		watchdog:    cfg.watchdog,
+		waitSpin:    cfg.waitSpin,
 		notify:      !cfg.noCallbacks,
 		notifyLands: info.NotifyReportsSuccess,
 		streams:     map[*Stream]struct{}{},
@@ -69,6 +71,10 @@ func (d *Device) Backend() driver.Kind { return d.info.Backend }
 
 // Watchdog is the limit on one Wait, 0 when off.
 func (d *Device) Watchdog() time.Duration { return d.watchdog }
+
+// WaitSpin is how long a Wait polls its event before it sleeps
+// (WithWaitSpin).
+func (d *Device) WaitSpin() time.Duration { return d.waitSpin }
 
 // Stats are counts of what the runtime handles without returning an error,
 // for metrics.

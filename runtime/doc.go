@@ -25,8 +25,12 @@
 //     after a fault), so there it only wakes the monitor
 //     (driver.Info.NotifyReportsSuccess says which). The monitor queries
 //     pending events and is the authority for faults. On ROCm the HSA system
-//     event handler reports memory faults with address and reason. An
-//     optional watchdog (HIPGO_GPU_WATCHDOG) fails a wait pending too long
+//     event handler reports memory faults with address and reason. A Wait
+//     first polls its own event for up to the device's WaitSpin
+//     (DefaultWaitSpin, 10 ms; WithWaitSpin, HIPGO_GPU_WAIT_SPIN), because
+//     being woken from a sleep by the callback or the monitor costs more
+//     than a decode step can spare. An optional watchdog
+//     (HIPGO_GPU_WATCHDOG) fails a wait pending too long, polling included,
 //     and names the last kernel launched on its stream.
 //   - A sticky fault (illegal address, launch failure, hardware exception)
 //     marks the device lost: every pending event on every stream fails with

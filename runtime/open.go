@@ -18,13 +18,29 @@ const (
 	// EnvWatchdog is a Go duration ("300ms", "10s") bounding each Wait; empty
 	// or "0" is off. An invalid value is an error from Open, not a default.
 	EnvWatchdog = "HIPGO_GPU_WATCHDOG"
+	// EnvWaitSpin is a Go duration ("2ms", "0") for how long a Wait polls
+	// its event before it sleeps (see WithWaitSpin); empty is the default,
+	// DefaultWaitSpin. An invalid or negative value is an error from Open.
+	EnvWaitSpin = "HIPGO_GPU_WAIT_SPIN"
 )
+
+// DefaultWaitSpin is how long a Wait polls its event before it sleeps,
+// unless WithWaitSpin or HIPGO_GPU_WAIT_SPIN says otherwise: longer than a
+// decode step of a model of up to about 8B parameters in 16 bits on an H200
+// (the 1B shape's batch-1 step waits about 1.1 ms). A Wait that sleeps is
+// woken by the host callback or the monitor, which cost 150-250 µs a step
+// there (760 against 873 tokens/s at batch 1, docs/generate.md); polling
+// costs one CPU thread while it lasts (Gosched between queries, so other
+// goroutines still run).
+const DefaultWaitSpin = 10 * time.Millisecond
 
 type config struct {
 	backend     driver.Kind
 	ordinal     int
 	watchdog    time.Duration
 	watchdogSet bool
+	waitSpin    time.Duration
+	waitSpinSet bool
 	noCallbacks bool
 	drivers     []driver.Driver
 }
@@ -41,6 +57,15 @@ func WithOrdinal(i int) Option { return func(c *config) { c.ordinal = i } }
 // WithWatchdog bounds each Wait (overrides HIPGO_GPU_WATCHDOG); 0 is off.
 func WithWatchdog(d time.Duration) Option {
 	return func(c *config) { c.watchdog, c.watchdogSet = d, true }
+}
+
+// WithWaitSpin sets how long each Wait polls its event itself, yielding the
+// processor between queries, before it sleeps until a host callback or the
+// monitor settles the event (overrides HIPGO_GPU_WAIT_SPIN). 0 never polls:
+// the least CPU, at a wake-up's latency per Wait. The poll never outlasts
+// the watchdog or the Wait's context.
+func WithWaitSpin(d time.Duration) Option {
+	return func(c *config) { c.waitSpin, c.waitSpinSet = d, true }
 }
 
 // WithoutCallbacks leaves completion to the monitor alone (no host callback
@@ -67,6 +92,26 @@ func ParseWatchdog(s string) (time.Duration, error) {
 	return d, nil
 }
 
+// ParseWaitSpin parses a HIPGO_GPU_WAIT_SPIN value: empty is
+// DefaultWaitSpin.
+func ParseWaitSpin(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	switch s {
+	case "":
+		return DefaultWaitSpin, nil
+	case "0":
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("%s=%q is not a Go duration such as 2ms or 0: %w", EnvWaitSpin, s, ErrInvalidArgument)
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("%s=%q is negative: %w", EnvWaitSpin, s, ErrInvalidArgument)
+	}
+	return d, nil
+}
+
 // Open returns a device of the first backend that has one: ROCm, then CUDA,
 // then Metal, unless HIPGO_BACKEND or WithBackend names one. When none does,
 // the error is an *OpenError (errors.Is(err, ErrNoDevice)) naming every
@@ -88,6 +133,15 @@ func Open(ctx context.Context, opts ...Option) (*Device, error) {
 		cfg.watchdog = wd
 	} else if cfg.watchdog < 0 {
 		return nil, fmt.Errorf("watchdog %v is negative: %w", cfg.watchdog, ErrInvalidArgument)
+	}
+	if !cfg.waitSpinSet {
+		spin, err := ParseWaitSpin(os.Getenv(EnvWaitSpin))
+		if err != nil {
+			return nil, err
+		}
+		cfg.waitSpin = spin
+	} else if cfg.waitSpin < 0 {
+		return nil, fmt.Errorf("wait spin %v is negative: %w", cfg.waitSpin, ErrInvalidArgument)
 	}
 	if cfg.ordinal < 0 {
 		return nil, fmt.Errorf("device ordinal %d is negative: %w", cfg.ordinal, ErrInvalidArgument)

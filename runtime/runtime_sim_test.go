@@ -452,6 +452,45 @@ func TestWatchdogFailsTheWaitAndNamesTheKernel(t *testing.T) {
 	require.NoError(t, r.dev.Lost())
 }
 
+// A Wait polls for the device's WaitSpin before it sleeps; the watchdog and
+// the context still bound it while it polls.
+func TestWaitSpinNeverOutlastsTheWatchdog(t *testing.T) {
+	r := newRig(t, simgpu.Config{}, runtime.WithWatchdog(50*time.Millisecond), runtime.WithWaitSpin(time.Hour))
+	s, err := r.dev.NewStream()
+	require.NoError(t, err)
+	flag := mustAlloc(t, r.dev)
+	require.NoError(t, s.Launch(r.spin, one, uint64(2*time.Second), flag))
+	ev, err := s.Record()
+	require.NoError(t, err)
+	start := time.Now()
+	err = ev.Wait(context.Background())
+	took := time.Since(start)
+	var we *runtime.WatchdogError
+	require.ErrorAs(t, err, &we, "polled past the watchdog (%v)", took)
+	require.GreaterOrEqual(t, we.Waited, 50*time.Millisecond)
+	require.Less(t, took, time.Second, "the poll outlasted the 50 ms watchdog")
+	require.Equal(t, runtime.Pending, ev.State())
+}
+
+func TestWaitSpinHonoursTheContext(t *testing.T) {
+	r := newRig(t, simgpu.Config{}, runtime.WithWatchdog(0), runtime.WithWaitSpin(time.Hour))
+	s, err := r.dev.NewStream()
+	require.NoError(t, err)
+	flag := mustAlloc(t, r.dev)
+	require.NoError(t, s.Launch(r.spin, one, uint64(2*time.Second), flag))
+	ev, err := s.Record()
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	require.ErrorIs(t, ev.Wait(ctx), context.DeadlineExceeded)
+	require.Less(t, time.Since(start), time.Second, "the poll outlasted the context")
+	// Polling lands the event once the kernel ends, whether or not a
+	// callback or the monitor got there first.
+	require.NoError(t, ev.Wait(context.Background()))
+	require.Equal(t, runtime.Landed, ev.State())
+}
+
 func TestWithoutWatchdogALongKernelLands(t *testing.T) {
 	r := newRig(t, simgpu.Config{}, runtime.WithWatchdog(0))
 	s, err := r.dev.NewStream()
@@ -561,6 +600,9 @@ func TestOpenRejectsBadConfiguration(t *testing.T) {
 	}{
 		{"watchdog not a duration", runtime.EnvWatchdog, "10", `HIPGO_GPU_WATCHDOG="10" is not a Go duration`, nil},
 		{"watchdog negative", runtime.EnvWatchdog, "-1s", `HIPGO_GPU_WATCHDOG="-1s" is negative`, nil},
+		{"wait spin not a duration", runtime.EnvWaitSpin, "5", `HIPGO_GPU_WAIT_SPIN="5" is not a Go duration`, nil},
+		{"wait spin negative", runtime.EnvWaitSpin, "-2ms", `HIPGO_GPU_WAIT_SPIN="-2ms" is negative`, nil},
+		{"wait spin option negative", "", "", "wait spin -1ms is negative", []runtime.Option{runtime.WithWaitSpin(-time.Millisecond)}},
 		{"unknown backend", runtime.EnvBackend, "opencl", `backend "opencl" is not one of sim`, nil},
 		{"ordinal past the devices", "", "", "device 3 requested, 1 present", []runtime.Option{runtime.WithOrdinal(3)}},
 	} {
@@ -577,6 +619,17 @@ func TestOpenRejectsBadConfiguration(t *testing.T) {
 	dev, err := runtime.Open(context.Background(), runtime.WithDrivers(drv))
 	require.NoError(t, err)
 	require.Equal(t, 250*time.Millisecond, dev.Watchdog())
+	require.Equal(t, runtime.DefaultWaitSpin, dev.WaitSpin())
+	require.NoError(t, dev.Close())
+	t.Setenv(runtime.EnvWaitSpin, "0")
+	dev, err = runtime.Open(context.Background(), runtime.WithDrivers(drv))
+	require.NoError(t, err)
+	require.Zero(t, dev.WaitSpin())
+	require.NoError(t, dev.Close())
+	// The option overrides the environment.
+	dev, err = runtime.Open(context.Background(), runtime.WithDrivers(drv), runtime.WithWaitSpin(3*time.Millisecond))
+	require.NoError(t, err)
+	require.Equal(t, 3*time.Millisecond, dev.WaitSpin())
 	require.NoError(t, dev.Close())
 }
 
