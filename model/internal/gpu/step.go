@@ -94,6 +94,11 @@ type chunk struct {
 	seqs   int // sequences with tokens in it (each one run of tokens)
 }
 
+// rowsInPlace: the LM head's rows are the call's only chunk's tokens, in
+// order (a decode step, or every row of a one-chunk call), so the final
+// norm reads them from x where they are, without a row gather.
+func (p *plan) rowsInPlace() bool { return len(p.chunks) == 1 && p.rows == p.T }
+
 // tiledAttention: the chunk's attention goes through attention_prefill_f32
 // (launch.go attention): at least attpMinTokens tokens, averaging at least
 // half a query tile (attpRows/2) per sequence. A batched decode step (one
@@ -325,14 +330,18 @@ func (b *Backend) forward(ctx context.Context, p *plan) error {
 				}
 			}
 		}
-		if ch.g1 > ch.g0 {
+		if ch.g1 > ch.g0 && !p.rowsInPlace() {
 			if err := b.copyRows(b.sc.last.At(4*D*ch.g0), x, meta(p.gather+ch.g0), ch.g1-ch.g0, D); err != nil {
 				return err
 			}
 		}
 	}
 	last := b.sc.last.Ptr()
-	if err := b.rmsnorm(last, last, b.w.norm, p.rows); err != nil {
+	normIn := last
+	if p.rowsInPlace() {
+		normIn = x // the final norm reads x itself: what copy_rows would have copied
+	}
+	if err := b.rmsnorm(last, normIn, b.w.norm, p.rows); err != nil {
 		return err
 	}
 	return b.matmul(b.sc.logits.Ptr(), last, b.w.lmHead, nil, p.rows, D, V, false)
