@@ -53,6 +53,12 @@ func newDevice(drv driver.Device, cfg config) *Device {
 		notifyLands: info.NotifyReportsSuccess,
 		streams:     map[*Stream]struct{}{},
 	}
+	if !cfg.waitSpinSet {
+		d.waitSpin = DefaultWaitSpin
+		if info.RunsOnHost {
+			d.waitSpin = HostWaitSpin
+		}
+	}
 	d.mon = newMonitor(d)
 	if fs, ok := drv.(driver.FaultSource); ok {
 		fs.OnFault(d.asyncFault)

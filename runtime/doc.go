@@ -27,7 +27,9 @@
 //     pending events and is the authority for faults. On ROCm the HSA system
 //     event handler reports memory faults with address and reason. A Wait
 //     first polls its own event for up to the device's WaitSpin
-//     (DefaultWaitSpin, 10 ms; WithWaitSpin, HIPGO_GPU_WAIT_SPIN), because
+//     (DefaultWaitSpin, 10 ms; HostWaitSpin, 100 µs, on the simulated
+//     device, whose kernels run on the host's cores; WithWaitSpin,
+//     HIPGO_GPU_WAIT_SPIN), because
 //     being woken from a sleep by the callback or the monitor costs more
 //     than a decode step can spare. An optional watchdog
 //     (HIPGO_GPU_WATCHDOG) fails a wait pending too long, polling included,

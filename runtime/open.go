@@ -24,8 +24,8 @@ const (
 	EnvWaitSpin = "HIPGO_GPU_WAIT_SPIN"
 )
 
-// DefaultWaitSpin is how long a Wait polls its event before it sleeps,
-// unless WithWaitSpin or HIPGO_GPU_WAIT_SPIN says otherwise: longer than a
+// DefaultWaitSpin is how long a Wait polls its event before it sleeps on a
+// GPU, unless WithWaitSpin or HIPGO_GPU_WAIT_SPIN says otherwise: longer than a
 // decode step of a model of up to about 8B parameters in 16 bits on an H200
 // (the 1B shape's batch-1 step waits about 1.1 ms). A Wait that sleeps is
 // woken by the host callback or the monitor, which cost 150-250 µs a step
@@ -33,6 +33,12 @@ const (
 // costs one CPU thread while it lasts (Gosched between queries, so other
 // goroutines still run).
 const DefaultWaitSpin = 10 * time.Millisecond
+
+// HostWaitSpin is the default wait spin of a device whose kernels run on
+// the host's cores (driver.Info.RunsOnHost: the simulated backend), where a
+// polling waiter competes with the kernels for the CPU: long enough for a
+// short step, as DefaultWaitSpin was before 2026-12-01.
+const HostWaitSpin = 100 * time.Microsecond
 
 type config struct {
 	backend     driver.Kind
@@ -93,7 +99,8 @@ func ParseWatchdog(s string) (time.Duration, error) {
 }
 
 // ParseWaitSpin parses a HIPGO_GPU_WAIT_SPIN value: empty is
-// DefaultWaitSpin.
+// DefaultWaitSpin (Open then takes the device's default instead: HostWaitSpin
+// where the device runs on the host).
 func ParseWaitSpin(s string) (time.Duration, error) {
 	s = strings.TrimSpace(s)
 	switch s {
@@ -134,12 +141,12 @@ func Open(ctx context.Context, opts ...Option) (*Device, error) {
 	} else if cfg.watchdog < 0 {
 		return nil, fmt.Errorf("watchdog %v is negative: %w", cfg.watchdog, ErrInvalidArgument)
 	}
-	if !cfg.waitSpinSet {
-		spin, err := ParseWaitSpin(os.Getenv(EnvWaitSpin))
+	if env := strings.TrimSpace(os.Getenv(EnvWaitSpin)); !cfg.waitSpinSet && env != "" {
+		spin, err := ParseWaitSpin(env)
 		if err != nil {
 			return nil, err
 		}
-		cfg.waitSpin = spin
+		cfg.waitSpin, cfg.waitSpinSet = spin, true
 	} else if cfg.waitSpin < 0 {
 		return nil, fmt.Errorf("wait spin %v is negative: %w", cfg.waitSpin, ErrInvalidArgument)
 	}

@@ -619,13 +619,21 @@ func TestOpenRejectsBadConfiguration(t *testing.T) {
 	dev, err := runtime.Open(context.Background(), runtime.WithDrivers(drv))
 	require.NoError(t, err)
 	require.Equal(t, 250*time.Millisecond, dev.Watchdog())
-	require.Equal(t, runtime.DefaultWaitSpin, dev.WaitSpin())
+	require.Equal(t, runtime.HostWaitSpin, dev.WaitSpin(), "the simulated device runs on the host")
 	require.NoError(t, dev.Close())
 	t.Setenv(runtime.EnvWaitSpin, "0")
 	dev, err = runtime.Open(context.Background(), runtime.WithDrivers(drv))
 	require.NoError(t, err)
 	require.Zero(t, dev.WaitSpin())
 	require.NoError(t, dev.Close())
+	// A device that runs apart from the host (any real GPU) polls for
+	// DefaultWaitSpin; the environment still overrides it.
+	t.Setenv(runtime.EnvWaitSpin, "")
+	dev, err = runtime.Open(context.Background(), runtime.WithDrivers(offHost{drv}))
+	require.NoError(t, err)
+	require.Equal(t, runtime.DefaultWaitSpin, dev.WaitSpin())
+	require.NoError(t, dev.Close())
+	t.Setenv(runtime.EnvWaitSpin, "0")
 	// The option overrides the environment.
 	dev, err = runtime.Open(context.Background(), runtime.WithDrivers(drv), runtime.WithWaitSpin(3*time.Millisecond))
 	require.NoError(t, err)
@@ -701,4 +709,24 @@ func TestTimeGPUReturnsTheEnqueueError(t *testing.T) {
 	_, err = s.TimeGPU(context.Background(), func() error { return boom })
 	require.ErrorIs(t, err, boom)
 	require.Zero(t, r.sim.MarksLive.Load(), "the start mark leaked")
+}
+
+// offHost is a simulated driver whose devices say they run apart from the
+// host, as a real GPU's do.
+type offHost struct{ driver.Driver }
+
+func (o offHost) Open(ordinal int) (driver.Device, error) {
+	d, err := o.Driver.Open(ordinal)
+	if err != nil {
+		return nil, err
+	}
+	return offHostDevice{d}, nil
+}
+
+type offHostDevice struct{ driver.Device }
+
+func (d offHostDevice) Info() driver.Info {
+	info := d.Device.Info()
+	info.RunsOnHost = false
+	return info
 }

@@ -229,7 +229,7 @@ func (d *Device) Info() driver.Info {
 		Backend: d.cfg.Kind, Ordinal: d.ordinal, Name: d.cfg.Name, Arch: d.cfg.Arch, Format: d.cfg.Format,
 		TotalMemory: d.cfg.Memory, ComputeUnits: 132, WarpSize: 32, MaxBlock: d.cfg.MaxBlock,
 		DriverVersion: "sim", RuntimeVersion: "sim", Library: "(simulated)",
-		NotifyReportsSuccess: !d.cfg.HIPCallbacks,
+		NotifyReportsSuccess: !d.cfg.HIPCallbacks, RunsOnHost: true,
 	}
 }
 

@@ -57,6 +57,10 @@ type Info struct {
 	// whatever happened: the runtime then only wakes its monitor with it,
 	// and the monitor's query decides.
 	NotifyReportsSuccess bool
+	// RunsOnHost says the device's kernels run on the host's own cores (the
+	// simulated backend), so a Wait that polls takes a core from the work
+	// it waits for: the runtime's default wait spin is then HostWaitSpin.
+	RunsOnHost bool
 }
 
 // Ptr is a device address.
