@@ -198,10 +198,12 @@ func TestSimGPUTensorCoreMatmulFromSixteenRows(t *testing.T) {
 // TestSimGPULongAttentionForFewBlocksOverLongTables: a decode step whose
 // attention has at most 128 blocks (tokens * heads) and block tables that
 // can hold 512 keys or more (more than 256 cached) runs
-// attention_long_f32; with shorter tables, or more blocks, attention_f32.
-// Counted on the simulated device, whose twin of both is the CPU attention
-// (the kernels' own checks are in model/internal/hostkern); on a ROCm
-// device it keeps attention_f32.
+// attention_long_f32; with shorter tables attention_f32; with more blocks
+// over such tables, attention_gqa_f32 for a GQA model (2 to 4 query heads a
+// kv head) from 128 of its blocks (tokens * kv_heads; its twin fails a
+// launch off that grid rule), else attention_f32, as for an MHA model. Counted on the simulated device, whose twin of each is
+// the CPU attention (the kernels' own checks are in
+// model/internal/hostkern); on a ROCm device it keeps attention_f32.
 func TestSimGPULongAttentionForFewBlocksOverLongTables(t *testing.T) {
 	ctx := context.Background()
 	spec := modeltest.Llama3Tiny()
@@ -210,6 +212,7 @@ func TestSimGPULongAttentionForFewBlocksOverLongTables(t *testing.T) {
 	m := loadSpec(t, spec, WithDevice(simDevice(t, faults)), WithKVCacheTokens(16384))
 	L := int64(spec.Layers)
 	counts := func() (int64, int64) { return faults.Launched("attention_f32"), faults.Launched("attention_long_f32") }
+	gqa := func() int64 { return faults.Launched("attention_gqa_f32") }
 	decode := func(s *Session) (short, long int64) {
 		t.Helper()
 		s0, l0 := counts()
@@ -230,24 +233,52 @@ func TestSimGPULongAttentionForFewBlocksOverLongTables(t *testing.T) {
 	short, long = decode(s)
 	require.Zero(t, short, "352 keys: tables of 32 blocks, %d heads", spec.Heads)
 	require.GreaterOrEqual(t, long, L)
-	// Enough sequences of one token beside a long one for more than 128
-	// blocks: attention_f32.
-	b := m.NewBatch()
-	defer b.Close()
-	_, err = b.Add(testTokens(300, spec.Vocab), GenerateOptions{})
-	require.NoError(t, err)
-	for range 128 / spec.Heads {
-		_, err := b.Add(testTokens(1, spec.Vocab), GenerateOptions{})
+	// Many sequences of one token beside one of 300 (tables of 512 keys)
+	// or 10: attention_gqa_f32 from 128 blocks of it (tokens * kv_heads)
+	// over the long tables (this model has 2 query heads a kv head);
+	// attention_f32 below that, over short tables, and for the same model
+	// with as many kv heads as heads.
+	manyBlocks := func(m *Model, seqs, first int) (short, long, g int64) {
+		t.Helper()
+		b := m.NewBatch()
+		defer b.Close()
+		_, err := b.Add(testTokens(first, spec.Vocab), GenerateOptions{})
 		require.NoError(t, err)
+		for range seqs - 1 {
+			_, err := b.Add(testTokens(1, spec.Vocab), GenerateOptions{})
+			require.NoError(t, err)
+		}
+		_, err = b.Step(ctx)
+		require.NoError(t, err)
+		s0, l0 := counts()
+		g0 := gqa()
+		_, err = b.Step(ctx)
+		require.NoError(t, err)
+		s1, l1 := counts()
+		return s1 - s0, l1 - l0, gqa() - g0
 	}
-	_, err = b.Step(ctx)
-	require.NoError(t, err)
-	s0, l0 := counts()
-	_, err = b.Step(ctx)
-	require.NoError(t, err)
-	s1, l1 := counts()
-	require.Equal(t, l0, l1, "a decode step of %d blocks", (128/spec.Heads+1)*spec.Heads)
-	require.GreaterOrEqual(t, s1-s0, L)
+	require.Equal(t, 2, spec.Heads/spec.KVHeads)
+	for _, c := range []struct {
+		seqs, first int
+		gqa         bool
+	}{{64, 300, true}, {63, 300, false}, {64, 10, false}} {
+		short, long, g := manyBlocks(m, c.seqs, c.first)
+		require.Zero(t, long, "%d sequences, the first of %d tokens", c.seqs, c.first)
+		if c.gqa {
+			require.Zero(t, short, "%d sequences, the first of %d tokens", c.seqs, c.first)
+			require.GreaterOrEqual(t, g, L, "%d sequences, the first of %d tokens", c.seqs, c.first)
+		} else {
+			require.Zero(t, g, "%d sequences, the first of %d tokens", c.seqs, c.first)
+			require.GreaterOrEqual(t, short, L, "%d sequences, the first of %d tokens", c.seqs, c.first)
+		}
+	}
+	mha := spec
+	mha.KVHeads = mha.Heads
+	mm := loadSpec(t, mha, WithDevice(simDevice(t, faults)), WithKVCacheTokens(16384))
+	short, long, g := manyBlocks(mm, 64, 300)
+	require.Zero(t, long, "MHA")
+	require.Zero(t, g, "MHA")
+	require.GreaterOrEqual(t, short, L, "MHA")
 
 	// On ROCm (not measured there) every decode step keeps attention_f32.
 	rf := &gpusim.Faults{}
@@ -264,6 +295,7 @@ func TestSimGPULongAttentionForFewBlocksOverLongTables(t *testing.T) {
 	_, err = rs.Forward(ctx, testTokens(1, spec.Vocab), false)
 	require.NoError(t, err)
 	require.Zero(t, rf.Launched("attention_long_f32"), "rocm")
+	require.Zero(t, rf.Launched("attention_gqa_f32"), "rocm")
 	require.Positive(t, rf.Launched("attention_f32"), "rocm")
 }
 

@@ -50,6 +50,13 @@
 #define FW_ATTL_THREADS 1024  // attention_long_f32
 #define FW_ATTL_GROUPS (FW_ATTL_THREADS / 32)
 #define FW_ATT_LANE_DIMS (FW_ATT_MAX_HEADDIM / 32)
+// attention_gqa_f32: at most FW_GQA_MAX_GROUP query heads a kv head, head_dim
+// at most FW_GQA_MAX_HEADDIM (the host checks; otherwise it writes nothing).
+#define FW_GQA_THREADS 1024
+#define FW_GQA_GROUPS (FW_GQA_THREADS / 32)
+#define FW_GQA_MAX_GROUP 4
+#define FW_GQA_MAX_HEADDIM 128
+#define FW_GQA_LANE_DIMS (FW_GQA_MAX_HEADDIM / 32)
 
 // ---- element types ----
 struct fw_bf16 {
@@ -1322,6 +1329,125 @@ KERNEL KBOUNDS(FW_ATTL_THREADS) void attention_long_f32(float* out, const float*
   fw_early_start();
   attention_decode<FW_ATTL_GROUPS>(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size,
                                    tokens, heads, kv_heads, headdim, stride, scale);
+}
+
+// =====================================================================
+// attention_gqa_f32: attention_f32's arguments and semantics, one block per
+// query token t and kv head kvh (grid tokens * kv_heads; block b: t = b /
+// kv_heads, kvh = b % kv_heads) for the heads / kv_heads <=
+// FW_GQA_MAX_GROUP query heads that share it, head_dim <=
+// FW_GQA_MAX_HEADDIM, heads a multiple of kv_heads (else it writes
+// nothing). Block FW_GQA_THREADS (1024): 32 groups, each walking every 32nd
+// key, as attention_long_f32's; each key's k and v rows are read once for
+// all the query heads of the kv head instead of once per head, and each
+// head's sums are attention_long_f32's in the same order, so the bytes are
+// its bytes. Batched decode (tokens * heads blocks of attention_f32 at 32
+// sequences: 1024) has four times fewer, fuller blocks.
+// =====================================================================
+DEVICE void fw_gqa_load(float* kn, float* vn, const float* k_cache, const float* v_cache, const uint32_t* table,
+                        uint64_t j, uint64_t n, uint32_t block_size, uint32_t kv_dim, uint32_t kvh, uint32_t headdim,
+                        uint32_t lane) {
+#pragma unroll
+  for (uint32_t i = 0; i < FW_GQA_LANE_DIMS; ++i) kn[i] = vn[i] = 0.0f;
+  if (j >= n) return;
+  const uint64_t slot = (uint64_t)table[j / block_size] * block_size + j % block_size;
+  const float* kr = k_cache + slot * kv_dim + (uint64_t)kvh * headdim;
+  const float* vr = v_cache + slot * kv_dim + (uint64_t)kvh * headdim;
+#pragma unroll
+  for (uint32_t i = 0; i < FW_GQA_LANE_DIMS; ++i) {
+    const uint32_t e = lane + 32u * i;
+    if (e < headdim) kn[i] = kr[e], vn[i] = vr[e];
+  }
+}
+
+KERNEL KBOUNDS(FW_GQA_THREADS) void attention_gqa_f32(float* out, const float* qkv, const float* k_cache,
+                                                      const float* v_cache, const uint32_t* q_seq,
+                                                      const uint32_t* q_pos, const uint32_t* block_tables,
+                                                      uint32_t max_blocks, uint32_t block_size, uint32_t tokens,
+                                                      uint32_t heads, uint32_t kv_heads, uint32_t headdim,
+                                                      uint32_t stride, float scale) {
+  fw_early_start();
+  constexpr uint32_t G = FW_GQA_MAX_GROUP, GROUPS = FW_GQA_GROUPS, THREADS = FW_GQA_THREADS;
+  static_assert(FW_GQA_MAX_HEADDIM <= 4096 / FW_ATTL_GROUPS, "one merge round of attention_long_f32's");
+  __shared__ float qs[G][FW_GQA_MAX_HEADDIM];
+  __shared__ float gm[G][GROUPS], gl[G][GROUPS];
+  __shared__ float go[GROUPS][FW_GQA_MAX_HEADDIM];
+  if (kv_heads == 0 || heads % kv_heads != 0 || block_size == 0) return;
+  const uint32_t group = heads / kv_heads;
+  if (group > G || headdim > FW_GQA_MAX_HEADDIM) return;
+  const uint32_t b = block_idx_x();
+  const uint32_t t = b / kv_heads, kvh = b % kv_heads;
+  if (t >= tokens) return;
+  const uint32_t kv_dim = kv_heads * headdim;
+  const uint32_t tid = thread_idx_x(), lane = tid & 31u, g = tid / 32u;
+  const float* q = qkv + (uint64_t)t * stride + (uint64_t)kvh * group * headdim;
+  for (uint32_t d = tid; d < group * headdim; d += THREADS) qs[d / headdim][d % headdim] = q[d];
+  block_sync();
+  uint64_t n = (uint64_t)q_pos[t] + 1;
+  const uint64_t cap = (uint64_t)max_blocks * block_size;
+  if (n > cap) n = cap;
+  const uint32_t* table = block_tables + (uint64_t)q_seq[t] * max_blocks;
+  float m[G], l[G], o[G][FW_GQA_LANE_DIMS];
+#pragma unroll
+  for (uint32_t h = 0; h < G; ++h) {
+    m[h] = -__builtin_inff(), l[h] = 0.0f;
+#pragma unroll
+    for (uint32_t i = 0; i < FW_GQA_LANE_DIMS; ++i) o[h][i] = 0.0f;
+  }
+  float kn[FW_GQA_LANE_DIMS], vn[FW_GQA_LANE_DIMS];
+  fw_gqa_load(kn, vn, k_cache, v_cache, table, g, n, block_size, kv_dim, kvh, headdim, lane);
+  for (uint64_t j = g; j < n; j += GROUPS) {
+    float kv[FW_GQA_LANE_DIMS], vv[FW_GQA_LANE_DIMS];
+#pragma unroll
+    for (uint32_t i = 0; i < FW_GQA_LANE_DIMS; ++i) kv[i] = kn[i], vv[i] = vn[i];
+    fw_gqa_load(kn, vn, k_cache, v_cache, table, j + GROUPS, n, block_size, kv_dim, kvh, headdim, lane);
+#pragma unroll
+    for (uint32_t h = 0; h < G; ++h) {
+      if (h >= group) continue;  // the same for the whole block
+      float d = 0.0f;
+#pragma unroll
+      for (uint32_t i = 0; i < FW_GQA_LANE_DIMS; ++i) {
+        const uint32_t e = lane + 32u * i;
+        if (e < headdim) d += qs[h][e] * kv[i];
+      }
+      const float s = fw_group_sum(d) * scale;
+      const float mn = fmax_f32(m[h], s);
+      const float c = mf_expf(m[h] - mn), p = mf_expf(s - mn);
+      l[h] = l[h] * c + p;
+#pragma unroll
+      for (uint32_t i = 0; i < FW_GQA_LANE_DIMS; ++i) o[h][i] = o[h][i] * c + p * vv[i];
+      m[h] = mn;
+    }
+  }
+  if (lane == 0) {
+#pragma unroll
+    for (uint32_t h = 0; h < G; ++h) gm[h][g] = m[h], gl[h][g] = l[h];
+  }
+  // Each head merges as attention_long_f32 does: its groups in order
+  // through go (head_dim <= 128: one round), the weights recomputed per dim
+  // (the same values, summed in the same order, as its wk).
+  for (uint32_t h = 0; h < G; ++h) {
+    if (h >= group) break;
+    block_sync();  // gm and gl written, or every thread done reading go
+#pragma unroll
+    for (uint32_t i = 0; i < FW_GQA_LANE_DIMS; ++i) {
+      const uint32_t e = lane + 32u * i;
+      if (e < headdim) go[g][e] = o[h][i];
+    }
+    block_sync();
+    float* orow = out + (uint64_t)t * heads * headdim + (uint64_t)(kvh * group + h) * headdim;
+    for (uint32_t d = tid; d < headdim; d += THREADS) {
+      float M = gm[h][0];
+      for (uint32_t k = 1; k < GROUPS; ++k) M = fmax_f32(M, gm[h][k]);
+      float L = 0.0f, acc = 0.0f;
+      for (uint32_t k = 0; k < GROUPS; ++k) {
+        const float w = gl[h][k] == 0.0f ? 0.0f : mf_expf(gm[h][k] - M);  // a group with no key has m = -inf
+        L += gl[h][k] * w;
+        acc += go[k][d] * w;
+      }
+      orow[d] = acc / L;
+    }
+  }
 }
 
 // =====================================================================

@@ -497,8 +497,9 @@ def attention_timings(bw):
     ("prefill_us"; the GPU backend launches it for chunks of 16 tokens or
     more); at decode shapes attention_long_f32 too ("long_us"; the backend
     launches it on CUDA for at most 128 blocks over tables of 512 keys or
-    more),
-    checked against attention_f32's output ("long_max_rel_diff")."""
+    more), checked against attention_f32's output ("long_max_rel_diff"),
+    and attention_gqa_f32 ("gqa_us"; one block per kv head), which must
+    write attention_long_f32's bytes ("gqa_equals_long")."""
     bs = 16
     shapes = [("llama3-8b", 32, 8, 128, 1, 1024, 1), ("llama3-8b", 32, 8, 128, 1, 4096, 1),
               ("llama3-8b", 32, 8, 128, 32, 1024, 1), ("llama3-8b", 32, 8, 128, 1, 512, 512),
@@ -553,6 +554,19 @@ def attention_timings(bw):
             diff = ((out.double() - ref.double()).abs().max() / ref.double().abs().max()).item()
             lus = graph_us(long, reps=20)
             extra = {"long_us": round(lus, 2), "long_speedup": round(us / lus, 2), "long_max_rel_diff": float(f"{diff:.2g}")}
+            long_out = out.clone()
+            gfn = mod.get_function("attention_gqa_f32")
+
+            def gqa():
+                with cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream):
+                    gfn((n * KV,), (THREADS["attention_gqa_f32"],), args)
+
+            out.fill_(float("nan"))
+            gqa()
+            torch.cuda.synchronize()
+            same = bool(torch.equal(out, long_out))
+            gus = graph_us(gqa, reps=20)
+            extra.update({"gqa_us": round(gus, 2), "gqa_speedup": round(us / gus, 2), "gqa_equals_long": same})
         q = qkv[:, : H * hd].view(n, H, hd)
         if T == 1:
             qt = q.view(B, H, 1, hd)

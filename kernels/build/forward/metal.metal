@@ -62,6 +62,11 @@ using namespace metal;
 #define FW_ATTL_THREADS 1024  // attention_long_f32
 #define FW_ATTL_GROUPS (FW_ATTL_THREADS / 32)
 #define FW_ATT_LANE_DIMS (FW_ATT_MAX_HEADDIM / 32)
+#define FW_GQA_THREADS 1024  // attention_gqa_f32
+#define FW_GQA_GROUPS (FW_GQA_THREADS / 32)
+#define FW_GQA_MAX_GROUP 4
+#define FW_GQA_MAX_HEADDIM 128
+#define FW_GQA_LANE_DIMS (FW_GQA_MAX_HEADDIM / 32)
 
 // ---- mathf.h ----
 static inline float mf_bits2f(uint b) { return as_type<float>(b); }
@@ -587,6 +592,118 @@ kernel void attention_long_f32(device float* out [[buffer(0)]], device const flo
                                uint tid [[thread_position_in_threadgroup]], uint blk [[threadgroup_position_in_grid]]) {
   fw_attention_decode<FW_ATTL_GROUPS>(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size,
                                       tokens, heads, kv_heads, headdim, stride, scale, qs, gm, gl, go, tid, blk);
+}
+
+// =====================================================================
+// attention_gqa_f32 (see forward.cu). Block FW_GQA_THREADS, grid tokens *
+// kv_heads, at most FW_GQA_MAX_GROUP query heads a kv head, head_dim <=
+// FW_GQA_MAX_HEADDIM. Threadgroup memory: qs [FW_GQA_MAX_GROUP]
+// [FW_GQA_MAX_HEADDIM], gm and gl [FW_GQA_MAX_GROUP][FW_GQA_GROUPS], go
+// [FW_GQA_GROUPS][FW_GQA_MAX_HEADDIM].
+// =====================================================================
+static inline void fw_gqa_load(thread float* kn, thread float* vn, device const float* k_cache,
+                               device const float* v_cache, device const uint* table, ulong j, ulong n,
+                               uint block_size, uint kv_dim, uint kvh, uint headdim, uint lane) {
+#pragma unroll
+  for (uint i = 0; i < FW_GQA_LANE_DIMS; ++i) kn[i] = vn[i] = 0.0f;
+  if (j >= n) return;
+  const ulong slot = (ulong)table[j / block_size] * block_size + j % block_size;
+  device const float* kr = k_cache + slot * kv_dim + (ulong)kvh * headdim;
+  device const float* vr = v_cache + slot * kv_dim + (ulong)kvh * headdim;
+#pragma unroll
+  for (uint i = 0; i < FW_GQA_LANE_DIMS; ++i) {
+    const uint e = lane + 32u * i;
+    if (e < headdim) kn[i] = kr[e], vn[i] = vr[e];
+  }
+}
+
+[[max_total_threads_per_threadgroup(1024)]]
+kernel void attention_gqa_f32(device float* out [[buffer(0)]], device const float* qkv [[buffer(1)]],
+                              device const float* k_cache [[buffer(2)]], device const float* v_cache [[buffer(3)]],
+                              device const uint* q_seq [[buffer(4)]], device const uint* q_pos [[buffer(5)]],
+                              device const uint* block_tables [[buffer(6)]], constant uint& max_blocks [[buffer(7)]],
+                              constant uint& block_size [[buffer(8)]], constant uint& tokens [[buffer(9)]],
+                              constant uint& heads [[buffer(10)]], constant uint& kv_heads [[buffer(11)]],
+                              constant uint& headdim [[buffer(12)]], constant uint& stride [[buffer(13)]],
+                              constant float& scale [[buffer(14)]],
+                              threadgroup float* qs [[threadgroup(0)]] /* hipgo: 2048 bytes */,
+                              threadgroup float* gm [[threadgroup(1)]] /* hipgo: 512 bytes */,
+                              threadgroup float* gl [[threadgroup(2)]] /* hipgo: 512 bytes */,
+                              threadgroup float* go [[threadgroup(3)]] /* hipgo: 16384 bytes */,
+                              uint tid [[thread_position_in_threadgroup]], uint blk [[threadgroup_position_in_grid]]) {
+  constexpr uint G = FW_GQA_MAX_GROUP, GROUPS = FW_GQA_GROUPS, THREADS = FW_GQA_THREADS, HD = FW_GQA_MAX_HEADDIM;
+  if (kv_heads == 0 || heads % kv_heads != 0 || block_size == 0) return;
+  const uint group = heads / kv_heads;
+  if (group > G || headdim > HD) return;
+  const uint t = blk / kv_heads, kvh = blk % kv_heads;
+  if (t >= tokens) return;
+  const uint kv_dim = kv_heads * headdim;
+  const uint lane = tid & 31u, g = tid / 32u;
+  device const float* q = qkv + (ulong)t * stride + (ulong)kvh * group * headdim;
+  for (uint d = tid; d < group * headdim; d += THREADS) qs[(d / headdim) * HD + d % headdim] = q[d];
+  block_sync();
+  ulong n = (ulong)q_pos[t] + 1;
+  const ulong cap = (ulong)max_blocks * block_size;
+  if (n > cap) n = cap;
+  device const uint* table = block_tables + (ulong)q_seq[t] * max_blocks;
+  float m[G], l[G], o[G][FW_GQA_LANE_DIMS];
+#pragma unroll
+  for (uint h = 0; h < G; ++h) {
+    m[h] = -mf_bits2f(0x7f800000u), l[h] = 0.0f;
+#pragma unroll
+    for (uint i = 0; i < FW_GQA_LANE_DIMS; ++i) o[h][i] = 0.0f;
+  }
+  float kn[FW_GQA_LANE_DIMS], vn[FW_GQA_LANE_DIMS];
+  fw_gqa_load(kn, vn, k_cache, v_cache, table, g, n, block_size, kv_dim, kvh, headdim, lane);
+  for (ulong j = g; j < n; j += GROUPS) {
+    float kv[FW_GQA_LANE_DIMS], vv[FW_GQA_LANE_DIMS];
+#pragma unroll
+    for (uint i = 0; i < FW_GQA_LANE_DIMS; ++i) kv[i] = kn[i], vv[i] = vn[i];
+    fw_gqa_load(kn, vn, k_cache, v_cache, table, j + GROUPS, n, block_size, kv_dim, kvh, headdim, lane);
+#pragma unroll
+    for (uint h = 0; h < G; ++h) {
+      if (h >= group) continue;
+      float d = 0.0f;
+#pragma unroll
+      for (uint i = 0; i < FW_GQA_LANE_DIMS; ++i) {
+        const uint e = lane + 32u * i;
+        if (e < headdim) d += qs[h * HD + e] * kv[i];
+      }
+      const float s = fw_group_sum(d) * scale;
+      const float mn = fmax(m[h], s);
+      const float c = mf_expf(m[h] - mn), p = mf_expf(s - mn);
+      l[h] = l[h] * c + p;
+#pragma unroll
+      for (uint i = 0; i < FW_GQA_LANE_DIMS; ++i) o[h][i] = o[h][i] * c + p * vv[i];
+      m[h] = mn;
+    }
+  }
+  if (lane == 0) {
+#pragma unroll
+    for (uint h = 0; h < G; ++h) gm[h * GROUPS + g] = m[h], gl[h * GROUPS + g] = l[h];
+  }
+  for (uint h = 0; h < G; ++h) {
+    if (h >= group) break;
+    block_sync();
+#pragma unroll
+    for (uint i = 0; i < FW_GQA_LANE_DIMS; ++i) {
+      const uint e = lane + 32u * i;
+      if (e < headdim) go[g * HD + e] = o[h][i];
+    }
+    block_sync();
+    device float* orow = out + (ulong)t * heads * headdim + (ulong)(kvh * group + h) * headdim;
+    for (uint d = tid; d < headdim; d += THREADS) {
+      float M = gm[h * GROUPS];
+      for (uint k = 1; k < GROUPS; ++k) M = fmax(M, gm[h * GROUPS + k]);
+      float L = 0.0f, acc = 0.0f;
+      for (uint k = 0; k < GROUPS; ++k) {
+        const float w = gl[h * GROUPS + k] == 0.0f ? 0.0f : mf_expf(gm[h * GROUPS + k] - M);
+        L += gl[h * GROUPS + k] * w;
+        acc += go[k * HD + d] * w;
+      }
+      orow[d] = acc / L;
+    }
+  }
 }
 
 // =====================================================================

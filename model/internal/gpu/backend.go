@@ -55,7 +55,7 @@ type Backend struct {
 	qmod       *runtime.Module // qforward: loaded when a weight is quantized or a layer unfused
 	kernels    map[string]*runtime.Kernel
 	tc         bool // CUDA: 16-bit weights go through the tensor cores from tcRows rows (launch.go)
-	longAtt    bool // CUDA: decode attention may take attention_long_f32 (launch.go; measured on the H200 only)
+	longAtt    bool // CUDA: decode attention may take attention_long_f32 or attention_gqa_f32 (launch.go; measured on the H200 only)
 	sampler    *sampling.Sampler
 
 	mu    sync.Mutex // one call at a time
@@ -180,6 +180,13 @@ func (b *Backend) kernelNames() []string {
 	for _, t := range []DType{F16, BF16} {
 		if names["matmul_"+t.Suffix()] && b.tcCapable(t) {
 			names["matmul_tc_"+t.Suffix()] = true
+			names["tc_split_x_"+t.Suffix()], names["matmul_tcx_"+t.Suffix()] = true, true
+		}
+	}
+	if b.longAtt {
+		names["attention_long_f32"] = true
+		if b.gqaShape() {
+			names["attention_gqa_f32"] = true
 		}
 	}
 	out := make([]string, 0, len(names))

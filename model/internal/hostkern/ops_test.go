@@ -538,6 +538,56 @@ func TestAttentionLong(t *testing.T) {
 	}
 }
 
+// TestAttentionGQA: attention_gqa_f32 (one block per kv head for its up to
+// 4 query heads, 32 groups) against the CPU attention at the same
+// tolerance, and bit for bit attention_long_f32's output on the same
+// inputs: GQA 2, 3 and 4, MHA, head_dim 32 to 128 (48 and 100: partial
+// lanes), 1000 keys, fewer keys than groups, several sequences. Shapes it
+// does not take (5 query heads a kv head, head_dim 160, heads not a
+// multiple of kv_heads) leave the output untouched.
+func TestAttentionGQA(t *testing.T) {
+	cases := []attnCase{
+		{heads: 4, kvHeads: 4, headdim: 64, ctx: []int{1, 17, 40}, nq: []int{1, 1, 1}},
+		{heads: 6, kvHeads: 2, headdim: 32, ctx: []int{33, 5}, nq: []int{1, 1}},
+		{heads: 8, kvHeads: 2, headdim: 48, ctx: []int{1, 7, 64, 65}, nq: []int{1, 7, 1, 2}},
+		{heads: 8, kvHeads: 2, headdim: 64, ctx: []int{1000, 20}, nq: []int{1, 1}},
+		{heads: 4, kvHeads: 2, headdim: 128, ctx: []int{300, 31, 2}, nq: []int{1, 1, 1}},
+		{heads: 9, kvHeads: 3, headdim: 100, ctx: []int{129}, nq: []int{3}},
+	}
+	for ci, c := range cases {
+		t.Run(fmt.Sprintf("case%d/h%d/kv%d/d%d", ci, c.heads, c.kvHeads, c.headdim), func(t *testing.T) {
+			gqa := checkAttention(t, rand.New(rand.NewPCG(31, uint64(ci))), c, "attention_gqa_f32")
+			long := checkAttention(t, rand.New(rand.NewPCG(31, uint64(ci))), c, "attention_long_f32")
+			for i := range gqa {
+				require.Equalf(t, long[i], gqa[i], "%s: attention_gqa_f32 differs from attention_long_f32", sources[i].name)
+			}
+		})
+	}
+	for _, c := range []attnCase{
+		{heads: 10, kvHeads: 2, headdim: 64, ctx: []int{9}, nq: []int{1}},
+		{heads: 4, kvHeads: 2, headdim: 160, ctx: []int{9}, nq: []int{1}},
+		{heads: 6, kvHeads: 4, headdim: 64, ctx: []int{9}, nq: []int{1}},
+	} {
+		t.Run(fmt.Sprintf("refused/h%d/kv%d/d%d", c.heads, c.kvHeads, c.headdim), func(t *testing.T) {
+			const bs = 16
+			sevens := make([]float32, c.heads*c.headdim)
+			for i := range sevens {
+				sevens[i] = 7
+			}
+			out := F32s(sevens)
+			qkv := F32s(randF32(rand.New(rand.NewPCG(1, 2)), (c.heads+2*c.kvHeads)*c.headdim, 1))
+			kc, vc := F32s(make([]float32, bs*c.kvHeads*c.headdim)), F32s(make([]float32, bs*c.kvHeads*c.headdim))
+			outs := runAll(t, Launch{"attention_gqa_f32", c.kvHeads, []Arg{out, qkv, kc, vc, U32s([]uint32{0}), U32s([]uint32{8}), U32s([]uint32{0}),
+				U32(1), U32(bs), U32(1), U32(c.heads), U32(c.kvHeads), U32(c.headdim), U32((c.heads + 2*c.kvHeads) * c.headdim), F32(0.125)}}, true, out)
+			each(t, outs, func(t *testing.T, b []*Buf) {
+				for i, v := range b[0].Floats() {
+					require.Equalf(t, float32(7), v, "element %d written", i)
+				}
+			})
+		})
+	}
+}
+
 // TestAttentionPrefill: attention_prefill_f32 against the same CPU
 // attention as TestAttention, on the shapes that cross its tiles: 16-token
 // query tiles that end mid-sequence (17, 65, 130 tokens), tiles holding
@@ -568,14 +618,19 @@ func TestAttentionPrefill(t *testing.T) {
 }
 
 // attnGrid is each attention kernel's grid (forward.cu's rule above it).
-func attnGrid(kernel string, tokens, heads int) int {
-	if kernel == "attention_prefill_f32" {
+func attnGrid(kernel string, tokens, heads, kvHeads int) int {
+	switch kernel {
+	case "attention_prefill_f32":
 		return ceilDiv(tokens, 16) * heads // FW_ATTP_ROWS query tokens per block
+	case "attention_gqa_f32":
+		return tokens * kvHeads
 	}
 	return tokens * heads
 }
 
-func checkAttention(t *testing.T, rng *rand.Rand, c attnCase, kernel string) {
+// checkAttention runs kernel on case c (inputs drawn from rng), holds its
+// output to the CPU's attention, and returns it (one slice per source).
+func checkAttention(t *testing.T, rng *rand.Rand, c attnCase, kernel string) [][]float32 {
 	const bs = 16
 	H, KV, hd := c.heads, c.kvHeads, c.headdim
 	kvD := KV * hd
@@ -607,7 +662,7 @@ func checkAttention(t *testing.T, rng *rand.Rand, c attnCase, kernel string) {
 	qkv := randF32(rng, T*stride, 1)
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	out := F32s(make([]float32, T*H*hd))
-	outs := runAll(t, Launch{kernel, attnGrid(kernel, T, H), []Arg{out, F32s(qkv), F32s(kc), F32s(vc), U32s(qSeq), U32s(qPos), U32s(tables),
+	outs := runAll(t, Launch{kernel, attnGrid(kernel, T, H, KV), []Arg{out, F32s(qkv), F32s(kc), F32s(vc), U32s(qSeq), U32s(qPos), U32s(tables),
 		U32(maxBlocks), U32(bs), U32(T), U32(H), U32(KV), U32(hd), U32(stride), F32(scale)}}, true, out)
 	each(t, outs, func(t *testing.T, b []*Buf) {
 		got := b[0].Floats()
@@ -640,4 +695,9 @@ func checkAttention(t *testing.T, rng *rand.Rand, c attnCase, kernel string) {
 		}
 		t.Logf("%d queries, max |kernel - cpu| / max|v| = %.2g", T, worst)
 	})
+	var got [][]float32
+	for _, o := range outs {
+		got = append(got, o[0].Floats())
+	}
+	return got
 }

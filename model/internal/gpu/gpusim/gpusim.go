@@ -153,6 +153,7 @@ func forwardKernels() []simgpu.KernelDef {
 		{Name: "rope_kv_store_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4}, Run: ropeKVStore},
 		{Name: "attention_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, Run: attention},
 		{Name: "attention_long_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, Run: attention},
+		{Name: "attention_gqa_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, Run: attentionGQA},
 		{Name: "attention_prefill_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, Run: attentionPrefill},
 		{Name: "silu_mul_f32", ParamSizes: []int{8, 8, 4, 4}, Run: siluMul},
 		{Name: "add_f32", ParamSizes: []int{8, 8, 4}, Run: add},
@@ -516,6 +517,22 @@ func attentionPrefill(d *simgpu.Device, g, b driver.Dim3, a []uint64, stop <-cha
 	T, H := int(a[9]), int(a[10])
 	want := (T + attPrefillRows - 1) / attPrefillRows * H
 	if int(g.X)*int(g.Y)*int(g.Z) != want || b.X*b.Y*b.Z != 256 {
+		return simgpu.CodeLaunchFailure
+	}
+	return attention(d, g, b, a, stop)
+}
+
+// attention_gqa_f32: attention_f32's arguments and semantics with one
+// block of 1024 threads per token and kv head; here the CPU attention,
+// after checking the launch against that rule and the shapes the kernel
+// takes (forward.cu writes nothing for others: here a launch failure, so a
+// launcher that routed one there fails its step).
+func attentionGQA(d *simgpu.Device, g, b driver.Dim3, a []uint64, stop <-chan struct{}) error {
+	T, H, KV, hd := int(a[9]), int(a[10]), int(a[11]), int(a[12])
+	if KV <= 0 || H%KV != 0 || H/KV > 4 || hd > 128 {
+		return simgpu.CodeLaunchFailure
+	}
+	if int(g.X)*int(g.Y)*int(g.Z) != T*KV || b.X*b.Y*b.Z != 1024 {
 		return simgpu.CodeLaunchFailure
 	}
 	return attention(d, g, b, a, stop)
