@@ -84,37 +84,33 @@ func WithDrivers(ds ...driver.Driver) Option { return func(c *config) { c.driver
 
 // ParseWatchdog parses a HIPGO_GPU_WATCHDOG value.
 func ParseWatchdog(s string) (time.Duration, error) {
-	s = strings.TrimSpace(s)
-	if s == "" || s == "0" {
-		return 0, nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return 0, fmt.Errorf("%s=%q is not a Go duration such as 500ms or 10s: %w", EnvWatchdog, s, ErrInvalidArgument)
-	}
-	if d < 0 {
-		return 0, fmt.Errorf("%s=%q is negative: %w", EnvWatchdog, s, ErrInvalidArgument)
-	}
-	return d, nil
+	return parseEnvDuration(EnvWatchdog, s, 0, "500ms or 10s")
 }
 
 // ParseWaitSpin parses a HIPGO_GPU_WAIT_SPIN value: empty is
 // DefaultWaitSpin (Open then takes the device's default instead: HostWaitSpin
 // where the device runs on the host).
 func ParseWaitSpin(s string) (time.Duration, error) {
+	return parseEnvDuration(EnvWaitSpin, s, DefaultWaitSpin, "2ms or 0")
+}
+
+// parseEnvDuration parses the value s of environment variable name: empty
+// is empty, "0" is 0, else a Go duration that is not negative (examples
+// name some for the error).
+func parseEnvDuration(name, s string, empty time.Duration, examples string) (time.Duration, error) {
 	s = strings.TrimSpace(s)
 	switch s {
 	case "":
-		return DefaultWaitSpin, nil
+		return empty, nil
 	case "0":
 		return 0, nil
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil {
-		return 0, fmt.Errorf("%s=%q is not a Go duration such as 2ms or 0: %w", EnvWaitSpin, s, ErrInvalidArgument)
+		return 0, fmt.Errorf("%s=%q is not a Go duration such as %s: %w", name, s, examples, ErrInvalidArgument)
 	}
 	if d < 0 {
-		return 0, fmt.Errorf("%s=%q is negative: %w", EnvWaitSpin, s, ErrInvalidArgument)
+		return 0, fmt.Errorf("%s=%q is negative: %w", name, s, ErrInvalidArgument)
 	}
 	return d, nil
 }

@@ -455,15 +455,9 @@ func TestWatchdogFailsTheWaitAndNamesTheKernel(t *testing.T) {
 // A Wait polls for the device's WaitSpin before it sleeps; the watchdog and
 // the context still bound it while it polls.
 func TestWaitSpinNeverOutlastsTheWatchdog(t *testing.T) {
-	r := newRig(t, simgpu.Config{}, runtime.WithWatchdog(50*time.Millisecond), runtime.WithWaitSpin(time.Hour))
-	s, err := r.dev.NewStream()
-	require.NoError(t, err)
-	flag := mustAlloc(t, r.dev)
-	require.NoError(t, s.Launch(r.spin, one, uint64(2*time.Second), flag))
-	ev, err := s.Record()
-	require.NoError(t, err)
+	ev := behindASpin(t, runtime.WithWatchdog(50*time.Millisecond), runtime.WithWaitSpin(time.Hour))
 	start := time.Now()
-	err = ev.Wait(context.Background())
+	err := ev.Wait(context.Background())
 	took := time.Since(start)
 	var we *runtime.WatchdogError
 	require.ErrorAs(t, err, &we, "polled past the watchdog (%v)", took)
@@ -473,13 +467,7 @@ func TestWaitSpinNeverOutlastsTheWatchdog(t *testing.T) {
 }
 
 func TestWaitSpinHonoursTheContext(t *testing.T) {
-	r := newRig(t, simgpu.Config{}, runtime.WithWatchdog(0), runtime.WithWaitSpin(time.Hour))
-	s, err := r.dev.NewStream()
-	require.NoError(t, err)
-	flag := mustAlloc(t, r.dev)
-	require.NoError(t, s.Launch(r.spin, one, uint64(2*time.Second), flag))
-	ev, err := s.Record()
-	require.NoError(t, err)
+	ev := behindASpin(t, runtime.WithWatchdog(0), runtime.WithWaitSpin(time.Hour))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	start := time.Now()
@@ -489,6 +477,20 @@ func TestWaitSpinHonoursTheContext(t *testing.T) {
 	// callback or the monitor got there first.
 	require.NoError(t, ev.Wait(context.Background()))
 	require.Equal(t, runtime.Landed, ev.State())
+}
+
+// behindASpin opens a simulated device with opts and returns an event
+// recorded behind a 2 s kernel.
+func behindASpin(t *testing.T, opts ...runtime.Option) *runtime.Event {
+	t.Helper()
+	r := newRig(t, simgpu.Config{}, opts...)
+	s, err := r.dev.NewStream()
+	require.NoError(t, err)
+	flag := mustAlloc(t, r.dev)
+	require.NoError(t, s.Launch(r.spin, one, uint64(2*time.Second), flag))
+	ev, err := s.Record()
+	require.NoError(t, err)
+	return ev
 }
 
 func TestWithoutWatchdogALongKernelLands(t *testing.T) {

@@ -1195,22 +1195,46 @@ KERNEL KBOUNDS(FW_ROPE_THREADS) void rope_kv_store_f32(float* qkv, float* k_cach
 // h = b % heads). Each 32-lane group walks every FW_ATT_GROUPS-th key with
 // an online softmax (running max, sum and output), then the groups merge.
 // =====================================================================
-// fw_att_load: this lane's share (dims lane + 32i) of key j's k and v rows
-// of kv head kvh, through the block table; zeros past n or headdim.
+// fw_att_load: this lane's share (dims lane + 32i, i < LD) of key j's k
+// and v rows of kv head kvh, through the block table; zeros past n or
+// headdim.
+template <uint32_t LD>
 DEVICE void fw_att_load(float* kn, float* vn, const float* k_cache, const float* v_cache, const uint32_t* table,
                         uint64_t j, uint64_t n, uint32_t block_size, uint32_t kv_dim, uint32_t kvh, uint32_t headdim,
                         uint32_t lane) {
 #pragma unroll
-  for (uint32_t i = 0; i < FW_ATT_LANE_DIMS; ++i) kn[i] = vn[i] = 0.0f;
+  for (uint32_t i = 0; i < LD; ++i) kn[i] = vn[i] = 0.0f;
   if (j >= n) return;
   const uint64_t slot = (uint64_t)table[j / block_size] * block_size + j % block_size;
   const float* kr = k_cache + slot * kv_dim + (uint64_t)kvh * headdim;
   const float* vr = v_cache + slot * kv_dim + (uint64_t)kvh * headdim;
 #pragma unroll
-  for (uint32_t i = 0; i < FW_ATT_LANE_DIMS; ++i) {
+  for (uint32_t i = 0; i < LD; ++i) {
     const uint32_t e = lane + 32u * i;
     if (e < headdim) kn[i] = kr[e], vn[i] = vr[e];
   }
+}
+
+// fw_att_step: one key's online-softmax update of a 32-lane group's running
+// max m, sum l and output o (this lane's dims lane + 32i, i < LD) for query
+// qs against the key's k (kv) and v (vv) shares: every decode attention
+// kernel's arithmetic, in this order.
+template <uint32_t LD>
+DEVICE void fw_att_step(float& m, float& l, float* o, const float* qs, const float* kv, const float* vv,
+                        uint32_t lane, uint32_t headdim, float scale) {
+  float d = 0.0f;
+#pragma unroll
+  for (uint32_t i = 0; i < LD; ++i) {
+    const uint32_t e = lane + 32u * i;
+    if (e < headdim) d += qs[e] * kv[i];
+  }
+  const float s = fw_group_sum(d) * scale;
+  const float mn = fmax_f32(m, s);
+  const float c = mf_expf(m - mn), p = mf_expf(s - mn);
+  l = l * c + p;
+#pragma unroll
+  for (uint32_t i = 0; i < LD; ++i) o[i] = o[i] * c + p * vv[i];
+  m = mn;
 }
 
 // attention_decode: the body of attention_f32 (GROUPS = FW_ATT_GROUPS) and
@@ -1253,25 +1277,14 @@ DEVICE void attention_decode(float* out, const float* qkv, const float* k_cache,
   // entry before them) are loaded while this key is scored, so each key
   // does not wait out a full memory latency.
   float kn[FW_ATT_LANE_DIMS], vn[FW_ATT_LANE_DIMS];
-  fw_att_load(kn, vn, k_cache, v_cache, table, g, n, block_size, kv_dim, kvh, headdim, lane);
+  fw_att_load<FW_ATT_LANE_DIMS>(kn, vn, k_cache, v_cache, table, g, n, block_size, kv_dim, kvh, headdim, lane);
   for (uint64_t j = g; j < n; j += GROUPS) {
     float kv[FW_ATT_LANE_DIMS], vv[FW_ATT_LANE_DIMS];
 #pragma unroll
     for (uint32_t i = 0; i < FW_ATT_LANE_DIMS; ++i) kv[i] = kn[i], vv[i] = vn[i];
-    fw_att_load(kn, vn, k_cache, v_cache, table, j + GROUPS, n, block_size, kv_dim, kvh, headdim, lane);
-    float d = 0.0f;
-#pragma unroll
-    for (uint32_t i = 0; i < FW_ATT_LANE_DIMS; ++i) {
-      const uint32_t e = lane + 32u * i;
-      if (e < headdim) d += qs[e] * kv[i];
-    }
-    const float s = fw_group_sum(d) * scale;
-    const float mn = fmax_f32(m, s);
-    const float c = mf_expf(m - mn), p = mf_expf(s - mn);
-    l = l * c + p;
-#pragma unroll
-    for (uint32_t i = 0; i < FW_ATT_LANE_DIMS; ++i) o[i] = o[i] * c + p * vv[i];
-    m = mn;
+    fw_att_load<FW_ATT_LANE_DIMS>(kn, vn, k_cache, v_cache, table, j + GROUPS, n, block_size, kv_dim, kvh, headdim,
+                                  lane);
+    fw_att_step<FW_ATT_LANE_DIMS>(m, l, o, qs, kv, vv, lane, headdim, scale);
   }
   if (lane == 0) gm[g] = m, gl[g] = l;
   float* orow = out + (uint64_t)t * heads * headdim + (uint64_t)h * headdim;
@@ -1344,22 +1357,6 @@ KERNEL KBOUNDS(FW_ATTL_THREADS) void attention_long_f32(float* out, const float*
 // its bytes. Batched decode (tokens * heads blocks of attention_f32 at 32
 // sequences: 1024) has four times fewer, fuller blocks.
 // =====================================================================
-DEVICE void fw_gqa_load(float* kn, float* vn, const float* k_cache, const float* v_cache, const uint32_t* table,
-                        uint64_t j, uint64_t n, uint32_t block_size, uint32_t kv_dim, uint32_t kvh, uint32_t headdim,
-                        uint32_t lane) {
-#pragma unroll
-  for (uint32_t i = 0; i < FW_GQA_LANE_DIMS; ++i) kn[i] = vn[i] = 0.0f;
-  if (j >= n) return;
-  const uint64_t slot = (uint64_t)table[j / block_size] * block_size + j % block_size;
-  const float* kr = k_cache + slot * kv_dim + (uint64_t)kvh * headdim;
-  const float* vr = v_cache + slot * kv_dim + (uint64_t)kvh * headdim;
-#pragma unroll
-  for (uint32_t i = 0; i < FW_GQA_LANE_DIMS; ++i) {
-    const uint32_t e = lane + 32u * i;
-    if (e < headdim) kn[i] = kr[e], vn[i] = vr[e];
-  }
-}
-
 KERNEL KBOUNDS(FW_GQA_THREADS) void attention_gqa_f32(float* out, const float* qkv, const float* k_cache,
                                                       const float* v_cache, const uint32_t* q_seq,
                                                       const uint32_t* q_pos, const uint32_t* block_tables,
@@ -1395,29 +1392,16 @@ KERNEL KBOUNDS(FW_GQA_THREADS) void attention_gqa_f32(float* out, const float* q
     for (uint32_t i = 0; i < FW_GQA_LANE_DIMS; ++i) o[h][i] = 0.0f;
   }
   float kn[FW_GQA_LANE_DIMS], vn[FW_GQA_LANE_DIMS];
-  fw_gqa_load(kn, vn, k_cache, v_cache, table, g, n, block_size, kv_dim, kvh, headdim, lane);
+  fw_att_load<FW_GQA_LANE_DIMS>(kn, vn, k_cache, v_cache, table, g, n, block_size, kv_dim, kvh, headdim, lane);
   for (uint64_t j = g; j < n; j += GROUPS) {
     float kv[FW_GQA_LANE_DIMS], vv[FW_GQA_LANE_DIMS];
 #pragma unroll
     for (uint32_t i = 0; i < FW_GQA_LANE_DIMS; ++i) kv[i] = kn[i], vv[i] = vn[i];
-    fw_gqa_load(kn, vn, k_cache, v_cache, table, j + GROUPS, n, block_size, kv_dim, kvh, headdim, lane);
+    fw_att_load<FW_GQA_LANE_DIMS>(kn, vn, k_cache, v_cache, table, j + GROUPS, n, block_size, kv_dim, kvh, headdim,
+                                  lane);
 #pragma unroll
-    for (uint32_t h = 0; h < G; ++h) {
-      if (h >= group) continue;  // the same for the whole block
-      float d = 0.0f;
-#pragma unroll
-      for (uint32_t i = 0; i < FW_GQA_LANE_DIMS; ++i) {
-        const uint32_t e = lane + 32u * i;
-        if (e < headdim) d += qs[h][e] * kv[i];
-      }
-      const float s = fw_group_sum(d) * scale;
-      const float mn = fmax_f32(m[h], s);
-      const float c = mf_expf(m[h] - mn), p = mf_expf(s - mn);
-      l[h] = l[h] * c + p;
-#pragma unroll
-      for (uint32_t i = 0; i < FW_GQA_LANE_DIMS; ++i) o[h][i] = o[h][i] * c + p * vv[i];
-      m[h] = mn;
-    }
+    for (uint32_t h = 0; h < G; ++h)
+      if (h < group) fw_att_step<FW_GQA_LANE_DIMS>(m[h], l[h], o[h], qs[h], kv, vv, lane, headdim, scale);
   }
   if (lane == 0) {
 #pragma unroll

@@ -460,20 +460,40 @@ kernel void rope_kv_store_f32(device float* qkv [[buffer(0)]], device float* k_c
 // FW_ATT_MAX_HEADDIM. Threadgroup memory: qs [FW_ATT_MAX_HEADDIM], gm and gl
 // [groups], go [groups][CH], CH = min(4096 / groups, FW_ATT_MAX_HEADDIM).
 // =====================================================================
+template <uint LD>
 static inline void fw_att_load(thread float* kn, thread float* vn, device const float* k_cache,
                                device const float* v_cache, device const uint* table, ulong j, ulong n,
                                uint block_size, uint kv_dim, uint kvh, uint headdim, uint lane) {
 #pragma unroll
-  for (uint i = 0; i < FW_ATT_LANE_DIMS; ++i) kn[i] = vn[i] = 0.0f;
+  for (uint i = 0; i < LD; ++i) kn[i] = vn[i] = 0.0f;
   if (j >= n) return;
   const ulong slot = (ulong)table[j / block_size] * block_size + j % block_size;
   device const float* kr = k_cache + slot * kv_dim + (ulong)kvh * headdim;
   device const float* vr = v_cache + slot * kv_dim + (ulong)kvh * headdim;
 #pragma unroll
-  for (uint i = 0; i < FW_ATT_LANE_DIMS; ++i) {
+  for (uint i = 0; i < LD; ++i) {
     const uint e = lane + 32u * i;
     if (e < headdim) kn[i] = kr[e], vn[i] = vr[e];
   }
+}
+
+// fw_att_step (see forward.cu): one key's online-softmax update.
+template <uint LD>
+static inline void fw_att_step(thread float& m, thread float& l, thread float* o, threadgroup const float* qs,
+                               thread const float* kv, thread const float* vv, uint lane, uint headdim, float scale) {
+  float d = 0.0f;
+#pragma unroll
+  for (uint i = 0; i < LD; ++i) {
+    const uint e = lane + 32u * i;
+    if (e < headdim) d += qs[e] * kv[i];
+  }
+  const float s = fw_group_sum(d) * scale;
+  const float mn = fmax(m, s);
+  const float c = mf_expf(m - mn), p = mf_expf(s - mn);
+  l = l * c + p;
+#pragma unroll
+  for (uint i = 0; i < LD; ++i) o[i] = o[i] * c + p * vv[i];
+  m = mn;
 }
 
 template <uint GROUPS>
@@ -507,25 +527,14 @@ static inline void fw_attention_decode(device float* out, device const float* qk
 #pragma unroll
   for (int i = 0; i < FW_ATT_LANE_DIMS; ++i) o[i] = 0.0f;
   float kn[FW_ATT_LANE_DIMS], vn[FW_ATT_LANE_DIMS];
-  fw_att_load(kn, vn, k_cache, v_cache, table, g, n, block_size, kv_dim, kvh, headdim, lane);
+  fw_att_load<FW_ATT_LANE_DIMS>(kn, vn, k_cache, v_cache, table, g, n, block_size, kv_dim, kvh, headdim, lane);
   for (ulong j = g; j < n; j += GROUPS) {
     float kv[FW_ATT_LANE_DIMS], vv[FW_ATT_LANE_DIMS];
 #pragma unroll
     for (uint i = 0; i < FW_ATT_LANE_DIMS; ++i) kv[i] = kn[i], vv[i] = vn[i];
-    fw_att_load(kn, vn, k_cache, v_cache, table, j + GROUPS, n, block_size, kv_dim, kvh, headdim, lane);
-    float d = 0.0f;
-#pragma unroll
-    for (uint i = 0; i < FW_ATT_LANE_DIMS; ++i) {
-      const uint e = lane + 32u * i;
-      if (e < headdim) d += qs[e] * kv[i];
-    }
-    const float s = fw_group_sum(d) * scale;
-    const float mn = fmax(m, s);
-    const float c = mf_expf(m - mn), p = mf_expf(s - mn);
-    l = l * c + p;
-#pragma unroll
-    for (uint i = 0; i < FW_ATT_LANE_DIMS; ++i) o[i] = o[i] * c + p * vv[i];
-    m = mn;
+    fw_att_load<FW_ATT_LANE_DIMS>(kn, vn, k_cache, v_cache, table, j + GROUPS, n, block_size, kv_dim, kvh, headdim,
+                                  lane);
+    fw_att_step<FW_ATT_LANE_DIMS>(m, l, o, qs, kv, vv, lane, headdim, scale);
   }
   if (lane == 0) gm[g] = m, gl[g] = l;
   device float* orow = out + (ulong)t * heads * headdim + (ulong)h * headdim;
@@ -601,22 +610,6 @@ kernel void attention_long_f32(device float* out [[buffer(0)]], device const flo
 // [FW_GQA_MAX_HEADDIM], gm and gl [FW_GQA_MAX_GROUP][FW_GQA_GROUPS], go
 // [FW_GQA_GROUPS][FW_GQA_MAX_HEADDIM].
 // =====================================================================
-static inline void fw_gqa_load(thread float* kn, thread float* vn, device const float* k_cache,
-                               device const float* v_cache, device const uint* table, ulong j, ulong n,
-                               uint block_size, uint kv_dim, uint kvh, uint headdim, uint lane) {
-#pragma unroll
-  for (uint i = 0; i < FW_GQA_LANE_DIMS; ++i) kn[i] = vn[i] = 0.0f;
-  if (j >= n) return;
-  const ulong slot = (ulong)table[j / block_size] * block_size + j % block_size;
-  device const float* kr = k_cache + slot * kv_dim + (ulong)kvh * headdim;
-  device const float* vr = v_cache + slot * kv_dim + (ulong)kvh * headdim;
-#pragma unroll
-  for (uint i = 0; i < FW_GQA_LANE_DIMS; ++i) {
-    const uint e = lane + 32u * i;
-    if (e < headdim) kn[i] = kr[e], vn[i] = vr[e];
-  }
-}
-
 [[max_total_threads_per_threadgroup(1024)]]
 kernel void attention_gqa_f32(device float* out [[buffer(0)]], device const float* qkv [[buffer(1)]],
                               device const float* k_cache [[buffer(2)]], device const float* v_cache [[buffer(3)]],
@@ -654,29 +647,16 @@ kernel void attention_gqa_f32(device float* out [[buffer(0)]], device const floa
     for (uint i = 0; i < FW_GQA_LANE_DIMS; ++i) o[h][i] = 0.0f;
   }
   float kn[FW_GQA_LANE_DIMS], vn[FW_GQA_LANE_DIMS];
-  fw_gqa_load(kn, vn, k_cache, v_cache, table, g, n, block_size, kv_dim, kvh, headdim, lane);
+  fw_att_load<FW_GQA_LANE_DIMS>(kn, vn, k_cache, v_cache, table, g, n, block_size, kv_dim, kvh, headdim, lane);
   for (ulong j = g; j < n; j += GROUPS) {
     float kv[FW_GQA_LANE_DIMS], vv[FW_GQA_LANE_DIMS];
 #pragma unroll
     for (uint i = 0; i < FW_GQA_LANE_DIMS; ++i) kv[i] = kn[i], vv[i] = vn[i];
-    fw_gqa_load(kn, vn, k_cache, v_cache, table, j + GROUPS, n, block_size, kv_dim, kvh, headdim, lane);
+    fw_att_load<FW_GQA_LANE_DIMS>(kn, vn, k_cache, v_cache, table, j + GROUPS, n, block_size, kv_dim, kvh, headdim,
+                                  lane);
 #pragma unroll
-    for (uint h = 0; h < G; ++h) {
-      if (h >= group) continue;
-      float d = 0.0f;
-#pragma unroll
-      for (uint i = 0; i < FW_GQA_LANE_DIMS; ++i) {
-        const uint e = lane + 32u * i;
-        if (e < headdim) d += qs[h * HD + e] * kv[i];
-      }
-      const float s = fw_group_sum(d) * scale;
-      const float mn = fmax(m[h], s);
-      const float c = mf_expf(m[h] - mn), p = mf_expf(s - mn);
-      l[h] = l[h] * c + p;
-#pragma unroll
-      for (uint i = 0; i < FW_GQA_LANE_DIMS; ++i) o[h][i] = o[h][i] * c + p * vv[i];
-      m[h] = mn;
-    }
+    for (uint h = 0; h < G; ++h)
+      if (h < group) fw_att_step<FW_GQA_LANE_DIMS>(m[h], l[h], o[h], qs + h * HD, kv, vv, lane, headdim, scale);
   }
   if (lane == 0) {
 #pragma unroll
