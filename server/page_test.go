@@ -25,6 +25,11 @@ func TestChatPageStreamsInHeadlessChromium(t *testing.T) {
 		chromedp.ExecPath(chromium), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
 		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true), chromedp.NoFirstRun, chromedp.UserDataDir(browserProfile(t)),
+		// Chromium's start (until it prints its DevTools URL) took more than
+		// chromedp's default 20 s three times on the 2-core CI machine while
+		// other packages' tests ran beside it; the page checks below are
+		// bound by the 90 s context.
+		chromedp.WSURLReadTimeout(80 * time.Second),
 	}
 	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
 	defer cancel()
