@@ -19,8 +19,9 @@ const (
 	// or "0" is off. An invalid value is an error from Open, not a default.
 	EnvWatchdog = "HIPGO_GPU_WATCHDOG"
 	// EnvWaitSpin is a Go duration ("2ms", "0") for how long a Wait polls
-	// its event before it sleeps (see WithWaitSpin); empty is the default,
-	// DefaultWaitSpin. An invalid or negative value is an error from Open.
+	// its event before it sleeps (see WithWaitSpin); empty is the device's
+	// default (DefaultWaitSpin, or HostWaitSpin where the device runs on the
+	// host). An invalid or negative value is an error from Open.
 	EnvWaitSpin = "HIPGO_GPU_WAIT_SPIN"
 )
 
@@ -29,7 +30,7 @@ const (
 // decode step of a model of up to about 8B parameters in 16 bits on an H200
 // (the 1B shape's batch-1 step waits about 1.1 ms). A Wait that sleeps is
 // woken by the host callback or the monitor, which cost 150-250 µs a step
-// there (760 against 873 tokens/s at batch 1, docs/generate.md); polling
+// there (720-775 against 863-888 tokens/s at batch 1, docs/generate.md); polling
 // costs one CPU thread while it lasts (Gosched between queries, so other
 // goroutines still run).
 const DefaultWaitSpin = 10 * time.Millisecond
@@ -37,7 +38,7 @@ const DefaultWaitSpin = 10 * time.Millisecond
 // HostWaitSpin is the default wait spin of a device whose kernels run on
 // the host's cores (driver.Info.RunsOnHost: the simulated backend), where a
 // polling waiter competes with the kernels for the CPU: long enough for a
-// short step, as DefaultWaitSpin was before 2026-12-01.
+// short step, as every device's spin was before 2026-12-01.
 const HostWaitSpin = 100 * time.Microsecond
 
 type config struct {

@@ -260,13 +260,19 @@ func TestCloseWaitsForDriverCallsInProgress(t *testing.T) {
 	inAlloc, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
 	r := newRig(t, simgpu.Config{OnCall: func(call string) error {
-		if call == "Alloc" {
-			once.Do(func() { close(inAlloc); <-release })
+		record := func(s string) {
+			mu.Lock()
+			order = append(order, s)
+			mu.Unlock()
 		}
 		if call == "Alloc" || call == "Close" {
-			mu.Lock()
-			order = append(order, call)
-			mu.Unlock()
+			record(call)
+		}
+		if call == "Alloc" {
+			// Recorded inside the driver's call, not by its caller after it
+			// returned: the caller's goroutine may run after Close, which
+			// only has to wait for the driver's call to end.
+			once.Do(func() { close(inAlloc); <-release; record("Alloc returned") })
 		}
 		return nil
 	}})
@@ -274,9 +280,6 @@ func TestCloseWaitsForDriverCallsInProgress(t *testing.T) {
 	go func() {
 		b, err := r.dev.Alloc(4)
 		if err == nil {
-			mu.Lock()
-			order = append(order, "Alloc returned")
-			mu.Unlock()
 			err = b.Free()
 		}
 		allocated <- err
