@@ -26,6 +26,7 @@ var forwardABI = func() map[string]struct {
 		"attention_f32":         {[]int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, 256},
 		"attention_long_f32":    {[]int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, 1024},
 		"attention_gqa_f32":     {[]int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, 1024},
+		"attention_bykey_f32":   {[]int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, 256},
 		"attention_prefill_f32": {[]int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, 256},
 		"silu_mul_f32":          {[]int{8, 8, 4, 4}, 256},
 		"add_f32":               {[]int{8, 8, 4}, 256},

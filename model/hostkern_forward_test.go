@@ -40,6 +40,10 @@ type kernelForward struct {
 	// tcRows): tc_split_x_bf16 + matmul_tcx_bf16 below 512 rows,
 	// matmul_tc_bf16 from 512.
 	tc bool
+	// bykey routes the decode steps' attention to attention_bykey_f32 (one
+	// block per token and kv head), as the GPU backend does on CUDA for
+	// batched decode over tables of 128 keys or more (launch.go).
+	bykey bool
 }
 
 const kfBlock = 16
@@ -168,8 +172,11 @@ func (f *kernelForward) step(seqs []int, tokens []uint32) [][]float32 {
 		// prefill kernel for a step of 16 tokens or more (here those are
 		// one sequence's prefill; the decode steps have 3 tokens).
 		attn, grid := "attention_f32", T*H
-		if T >= 16 {
+		switch {
+		case T >= 16:
 			attn, grid = "attention_prefill_f32", (T+15)/16*H
+		case f.bykey:
+			attn, grid = "attention_bykey_f32", T*KV
 		}
 		f.launch(attn, grid, att, qkv, f.kc[l], f.vc[l], qSeqB, posB, tablesB, hostkern.U32(f.maxBlocks), hostkern.U32(kfBlock),
 			hostkern.U32(T), hostkern.U32(H), hostkern.U32(KV), hostkern.U32(hd), hostkern.U32(qkvD),
@@ -217,7 +224,9 @@ func (f *kernelForward) step(seqs []int, tokens []uint32) [][]float32 {
 // split keeps each activation to 2^-16 = 1.5e-5 relative (bf16's 8-bit
 // significand twice), an error of about that size in each matmul's output:
 // through 3 layers of 4 matmuls that is held to 1e-4 of the logit scale
-// (measured 2.5e-5; the GPU backend's bound for bf16 is 1e-3).
+// (measured 2.5e-5; the GPU backend's bound for bf16 is 1e-3). The Llama-3
+// and Qwen2 models run once more with the decode steps' attention on
+// attention_bykey_f32.
 func TestHostKernelForwardMatchesCPU(t *testing.T) {
 	clang := testenv.LookPath(t, "clang++-19")
 	for _, src := range []struct {
@@ -234,14 +243,16 @@ func TestHostKernelForwardMatchesCPU(t *testing.T) {
 
 func hostKernelForwardMatchesCPU(t *testing.T, d *hostkern.Driver) {
 	specs := map[string]struct {
-		spec modeltest.Spec
-		tc   bool
-		tol  float64
+		spec      modeltest.Spec
+		tc, bykey bool
+		tol       float64
 	}{
-		"llama3-gqa-rope-scaling":       {modeltest.Llama3Tiny(), false, 1e-5},
-		"qwen2-qkv-bias":                {modeltest.Qwen2Tiny(), false, 1e-5},
-		"smollm-tied-bf16":              {modeltest.SmolLMTiny(), false, 1e-5},
-		"smollm-tied-bf16/tensor-cores": {modeltest.SmolLMTiny(), true, 1e-4},
+		"llama3-gqa-rope-scaling":                 {modeltest.Llama3Tiny(), false, false, 1e-5},
+		"llama3-gqa-rope-scaling/bykey-attention": {modeltest.Llama3Tiny(), false, true, 1e-5},
+		"qwen2-qkv-bias":                          {modeltest.Qwen2Tiny(), false, false, 1e-5},
+		"qwen2-qkv-bias/bykey-attention":          {modeltest.Qwen2Tiny(), false, true, 1e-5},
+		"smollm-tied-bf16":                        {modeltest.SmolLMTiny(), false, false, 1e-5},
+		"smollm-tied-bf16/tensor-cores":           {modeltest.SmolLMTiny(), true, false, 1e-4},
 	}
 	for name, sc := range specs {
 		spec := sc.spec
@@ -254,7 +265,7 @@ func hostKernelForwardMatchesCPU(t *testing.T, d *hostkern.Driver) {
 				prompts[1][i] = uint32((i*37 + 3) % V)
 			}
 			f := newKernelForward(t, d, m, len(prompts), 6, rng)
-			f.tc = sc.tc
+			f.tc, f.bykey = sc.tc, sc.bykey
 			sessions := make([]*Session, len(prompts))
 			worst := 0.0
 			check := func(what string, got, want []float32) {

@@ -1626,6 +1626,243 @@ KERNEL KBOUNDS(FW_ATTP_THREADS) void attention_prefill_f32(float* out, const flo
 }
 
 // =====================================================================
+// attention_bykey_f32: attention_f32's arguments and semantics, one block
+// per query token t and kv head kvh (grid tokens * kv_heads; block b: t =
+// b / kv_heads, kvh = b % kv_heads) for the heads / kv_heads <=
+// FW_ABK_MAX_GROUP query heads that share it; heads a multiple of
+// kv_heads and 0 < head_dim <= FW_ATT_MAX_HEADDIM, else it writes nothing.
+// Block FW_ABK_THREADS (256). The keys go in chunks of FW_ABK_THREADS:
+// thread i scores key j0 + i for every head of the group (its k row read
+// once, the loads issued together, against q in shared memory); the block
+// takes each head's max over the chunk and the sum of exp(score - max)
+// (an online softmax across chunks); then thread (g, c), c < ceil(head_dim
+// / 4), adds the probabilities times dims 4c .. 4c+3 of v over the chunk's
+// keys g, g + KG, g + 2 KG, ... (KG = FW_ABK_THREADS / ceil(head_dim / 4)
+// key groups); at the end the key groups' sums are added in group order.
+// The decode kernels above walk each group's keys one after another, a
+// dependent memory round trip (block table, then k and v) per key; here a
+// chunk's loads are independent, and the first of its k and v loads are
+// issued before q is staged, so a short context costs about two round
+// trips.
+// =====================================================================
+#define FW_ABK_THREADS 256
+#define FW_ABK_WARPS (FW_ABK_THREADS / 32)
+#define FW_ABK_MAX_GROUP 8
+#define FW_ABK_KCOLS 16  // k columns (4 dims each) a thread loads before scoring them
+#define FW_ABK_VKEYS 4   // keys of v a thread has in flight while it adds the previous ones in
+#define FW_ABK_PART_HEADS 4  // heads whose key-group sums are added per round at the end
+
+// fw_abk_load4: dims 4c .. 4c+3 of row r (zeros past headdim); vec: r is
+// 16-byte aligned and headdim a multiple of 4.
+DEVICE fw_f32x4 fw_abk_load4(const float* r, uint32_t c, uint32_t headdim, bool vec) {
+  if (vec) return ((const fw_f32x4*)r)[c];
+  fw_f32x4 v;
+#pragma unroll
+  for (uint32_t e = 0; e < 4; ++e) v.v[e] = 4u * c + e < headdim ? r[4u * c + e] : 0.0f;
+  return v;
+}
+
+// fw_abk_row: the start of key j's row of kv head kvh in cache.
+DEVICE const float* fw_abk_row(const float* cache, const uint32_t* table, uint32_t j, uint32_t block_size,
+                               uint32_t kv_dim, uint32_t kvh, uint32_t headdim) {
+  const uint64_t slot = (uint64_t)table[j / block_size] * block_size + j % block_size;
+  return cache + slot * kv_dim + (uint64_t)kvh * headdim;
+}
+
+// fw_abk_kload: k columns c0 .. c0+FW_ABK_KCOLS-1 of row kr (zeros past
+// cols, and for a thread without a key: kr null).
+DEVICE void fw_abk_kload(fw_f32x4* kv, const float* kr, uint32_t c0, uint32_t cols, uint32_t headdim, bool vec) {
+#pragma unroll
+  for (uint32_t i = 0; i < FW_ABK_KCOLS; ++i)
+    kv[i] = kr && c0 + i < cols ? fw_abk_load4(kr, c0 + i, headdim, vec) : fw_f32x4{{0.0f, 0.0f, 0.0f, 0.0f}};
+}
+
+// fw_abk_vload: column col of v for keys jj, jj + kgroups, ... (FW_ABK_VKEYS
+// of them; zeros from jend on).
+DEVICE void fw_abk_vload(fw_f32x4* vv, const float* v_cache, const uint32_t* table, uint32_t jj, uint32_t jend,
+                         uint32_t kgroups, uint32_t block_size, uint32_t kv_dim, uint32_t kvh, uint32_t headdim,
+                         uint32_t col, bool vec) {
+#pragma unroll
+  for (uint32_t u = 0; u < FW_ABK_VKEYS; ++u) {
+    const uint32_t ju = jj + u * kgroups;
+    vv[u] = ju < jend ? fw_abk_load4(fw_abk_row(v_cache, table, ju, block_size, kv_dim, kvh, headdim), col, headdim, vec)
+                      : fw_f32x4{{0.0f, 0.0f, 0.0f, 0.0f}};
+  }
+}
+
+// attention_bykey: the kernel's body for groups of at most G query heads.
+template <uint32_t G>
+DEVICE void attention_bykey(float* out, const float* qkv, const float* k_cache, const float* v_cache,
+                            const uint32_t* q_seq, const uint32_t* q_pos, const uint32_t* block_tables,
+                            uint32_t max_blocks, uint32_t block_size, uint32_t tokens, uint32_t heads,
+                            uint32_t kv_heads, uint32_t headdim, uint32_t stride, float scale, fw_f32x4 (*qs)[FW_ATT_MAX_HEADDIM / 4],
+                            float (*ps)[FW_ABK_THREADS], float (*wmax)[FW_ABK_WARPS], float (*wsum)[FW_ABK_WARPS],
+                            float* part) {
+  constexpr uint32_t T = FW_ABK_THREADS, W = FW_ABK_WARPS, PH = FW_ABK_PART_HEADS;
+  const uint32_t group = heads / kv_heads;
+  const uint32_t b = block_idx_x(), t = b / kv_heads, kvh = b % kv_heads;
+  if (t >= tokens) return;
+  const uint32_t tid = thread_idx_x(), lane = tid & 31u, warp = tid / 32u;
+  const uint32_t kv_dim = kv_heads * headdim, cols = (headdim + 3u) / 4u, kgroups = T / cols;
+  const uint32_t col = tid % cols, kg = tid / cols;  // this thread's v column and key group
+  const bool vec = headdim % 4u == 0 && fw_aligned16(k_cache) && fw_aligned16(v_cache);
+  // Keys 0 .. n-1 (no cache holds 2^32 keys: n is clamped there).
+  uint64_t n64 = (uint64_t)q_pos[t] + 1;
+  const uint64_t cap = (uint64_t)max_blocks * block_size;
+  if (n64 > cap) n64 = cap;
+  const uint32_t n = n64 > 0xffffffffu ? 0xffffffffu : (uint32_t)n64;
+  const uint32_t* table = block_tables + (uint64_t)q_seq[t] * max_blocks;
+  float M[G], L[G], acc[G][4];
+#pragma unroll
+  for (uint32_t h = 0; h < G; ++h) {
+    M[h] = -__builtin_inff(), L[h] = 0.0f;
+#pragma unroll
+    for (uint32_t e = 0; e < 4; ++e) acc[h][e] = 0.0f;
+  }
+  for (uint32_t j0 = 0; j0 < n; j0 += T) {
+    const uint32_t j = j0 + tid, jend = n - j0 < T ? n : j0 + T;
+    // This chunk's first k columns and v keys, in flight before anything
+    // waits (on the first chunk, before q is staged).
+    const float* kr = j < n ? fw_abk_row(k_cache, table, j, block_size, kv_dim, kvh, headdim) : nullptr;
+    fw_f32x4 kv[FW_ABK_KCOLS], vv[FW_ABK_VKEYS];
+    fw_abk_kload(kv, kr, 0, cols, headdim, vec);
+    const bool vrole = kg < kgroups;
+    if (vrole) fw_abk_vload(vv, v_cache, table, j0 + kg, jend, kgroups, block_size, kv_dim, kvh, headdim, col, vec);
+    if (j0 == 0) {  // block-uniform
+      const float* q = qkv + (uint64_t)t * stride + (uint64_t)kvh * group * headdim;
+      for (uint32_t i = tid; i < group * cols * 4u; i += T) {
+        const uint32_t h = i / (cols * 4u), d = i % (cols * 4u);
+        qs[h][d / 4u].v[d % 4u] = d < headdim ? q[h * headdim + d] : 0.0f;
+      }
+      block_sync();
+    }
+    float s[G];
+#pragma unroll
+    for (uint32_t h = 0; h < G; ++h) s[h] = 0.0f;
+    for (uint32_t c0 = 0; c0 < cols; c0 += FW_ABK_KCOLS) {
+      if (c0 > 0) fw_abk_kload(kv, kr, c0, cols, headdim, vec);
+#pragma unroll
+      for (uint32_t i = 0; i < FW_ABK_KCOLS; ++i) {
+        if (c0 + i >= cols) continue;
+#pragma unroll
+        for (uint32_t h = 0; h < G; ++h) {
+          if (h >= group) continue;
+          const fw_f32x4 q4 = qs[h][c0 + i];
+#pragma unroll
+          for (uint32_t e = 0; e < 4; ++e) s[h] += q4.v[e] * kv[i].v[e];
+        }
+      }
+    }
+#pragma unroll
+    for (uint32_t h = 0; h < G; ++h) s[h] = j < n ? s[h] * scale : -__builtin_inff();
+    // Each head's max over the chunk, then the running max, the factor
+    // for what was summed before it, and the chunk's probabilities.
+#pragma unroll
+    for (uint32_t h = 0; h < G; ++h) {
+      if (h >= group) continue;
+      const float w = fw_group_max(s[h]);
+      if (lane == 0) wmax[h][warp] = w;
+    }
+    block_sync();
+    float cf[G];
+#pragma unroll
+    for (uint32_t h = 0; h < G; ++h) {
+      cf[h] = 1.0f;
+      if (h >= group) continue;
+      float cm = wmax[h][0];
+      for (uint32_t w = 1; w < W; ++w) cm = fmax_f32(cm, wmax[h][w]);
+      const float mn = fmax_f32(M[h], cm);
+      cf[h] = mf_expf(M[h] - mn);  // 0 on the first chunk (M = -inf)
+      M[h] = mn;
+      const float p = j < n ? mf_expf(s[h] - mn) : 0.0f;
+      ps[h][tid] = p;
+      const float w = fw_group_sum(p);
+      if (lane == 0) wsum[h][warp] = w;
+    }
+    block_sync();
+#pragma unroll
+    for (uint32_t h = 0; h < G; ++h) {
+      if (h >= group) continue;
+      float cs = 0.0f;
+      for (uint32_t w = 0; w < W; ++w) cs += wsum[h][w];
+      L[h] = L[h] * cf[h] + cs;
+#pragma unroll
+      for (uint32_t e = 0; e < 4; ++e) acc[h][e] *= cf[h];
+    }
+    if (vrole) {
+      for (uint32_t jj = j0 + kg; jj < jend; jj += FW_ABK_VKEYS * kgroups) {
+        fw_f32x4 vn[FW_ABK_VKEYS];  // the next keys' v, in flight while these are added in
+        fw_abk_vload(vn, v_cache, table, jj + FW_ABK_VKEYS * kgroups, jend, kgroups, block_size, kv_dim, kvh, headdim,
+                     col, vec);
+#pragma unroll
+        for (uint32_t u = 0; u < FW_ABK_VKEYS; ++u) {
+          const uint32_t ju = jj + u * kgroups;
+          if (ju >= jend) continue;
+#pragma unroll
+          for (uint32_t h = 0; h < G; ++h) {
+            if (h >= group) continue;
+            const float p = ps[h][ju - j0];
+#pragma unroll
+            for (uint32_t e = 0; e < 4; ++e) acc[h][e] += p * vv[u].v[e];
+          }
+        }
+#pragma unroll
+        for (uint32_t u = 0; u < FW_ABK_VKEYS; ++u) vv[u] = vn[u];
+      }
+    }
+    block_sync();  // ps, wmax and wsum are rewritten by the next chunk
+  }
+  // Each head's output: its key groups' sums added in group order, PH
+  // heads a round.
+#pragma unroll
+  for (uint32_t h0 = 0; h0 < G; h0 += PH) {
+    if (h0 >= group) continue;  // block-uniform: the syncs below are reached by all
+    if (kg < kgroups) {
+#pragma unroll
+      for (uint32_t h = h0; h < h0 + PH && h < G; ++h)
+#pragma unroll
+        for (uint32_t e = 0; e < 4; ++e) part[((h - h0) * T + kg * cols + col) * 4u + e] = acc[h][e];
+    }
+    block_sync();
+    const uint32_t nh = group - h0 < PH ? group - h0 : PH;
+    for (uint32_t i = tid; i < nh * headdim; i += T) {
+      const uint32_t hh = i / headdim, d = i % headdim;
+      float a = 0.0f;
+      for (uint32_t g = 0; g < kgroups; ++g) a += part[hh * T * 4u + g * cols * 4u + d];
+      float Lh = L[h0];
+#pragma unroll
+      for (uint32_t h = 0; h < G; ++h)
+        if (h == h0 + hh) Lh = L[h];
+      out[(uint64_t)t * heads * headdim + (uint64_t)(kvh * group + h0 + hh) * headdim + d] = a / Lh;
+    }
+    block_sync();
+  }
+}
+
+KERNEL KBOUNDS(FW_ABK_THREADS) void attention_bykey_f32(float* out, const float* qkv, const float* k_cache,
+                                                        const float* v_cache, const uint32_t* q_seq,
+                                                        const uint32_t* q_pos, const uint32_t* block_tables,
+                                                        uint32_t max_blocks, uint32_t block_size, uint32_t tokens,
+                                                        uint32_t heads, uint32_t kv_heads, uint32_t headdim,
+                                                        uint32_t stride, float scale) {
+  fw_early_start();
+  __shared__ fw_f32x4 qs[FW_ABK_MAX_GROUP][FW_ATT_MAX_HEADDIM / 4];  // the group's q rows, zero past head_dim
+  __shared__ float ps[FW_ABK_MAX_GROUP][FW_ABK_THREADS];            // the chunk's probabilities
+  __shared__ float wmax[FW_ABK_MAX_GROUP][FW_ABK_WARPS], wsum[FW_ABK_MAX_GROUP][FW_ABK_WARPS];
+  __shared__ float part[FW_ABK_PART_HEADS * FW_ABK_THREADS * 4];  // key-group sums at the end
+  if (kv_heads == 0 || heads % kv_heads != 0 || block_size == 0) return;
+  const uint32_t group = heads / kv_heads;
+  if (group > FW_ABK_MAX_GROUP || headdim == 0 || headdim > FW_ATT_MAX_HEADDIM) return;
+  // Fewer registers for the usual groups of up to 4 heads.
+  if (group <= 4)
+    attention_bykey<4>(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens, heads,
+                       kv_heads, headdim, stride, scale, qs, ps, wmax, wsum, part);
+  else
+    attention_bykey<FW_ABK_MAX_GROUP>(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size,
+                                      tokens, heads, kv_heads, headdim, stride, scale, qs, ps, wmax, wsum, part);
+}
+
+// =====================================================================
 // silu_mul_f32: out[r, i] = silu(gu[r, i]) * gu[r, inter + i] with
 // silu(g) = g / (1 + exp(-g)) (accurate exp). Block FW_EW_THREADS; any grid
 // (grid-stride over rows*inter), ceil(rows*inter / 256) at most 65535 is

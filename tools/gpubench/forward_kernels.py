@@ -499,12 +499,14 @@ def attention_timings(bw):
     launches it on CUDA for at most 128 blocks over tables of 512 keys or
     more), checked against attention_f32's output ("long_max_rel_diff"),
     and attention_gqa_f32 ("gqa_us"; one block per kv head), which must
-    write attention_long_f32's bytes ("gqa_equals_long")."""
+    write attention_long_f32's bytes ("gqa_equals_long"), and
+    attention_bykey_f32 ("bykey_us"; a thread per key, one block per kv
+    head), checked against attention_f32's output ("bykey_max_rel_diff")."""
     bs = 16
     shapes = [("llama3-8b", 32, 8, 128, 1, 1024, 1), ("llama3-8b", 32, 8, 128, 1, 4096, 1),
               ("llama3-8b", 32, 8, 128, 32, 1024, 1), ("llama3-8b", 32, 8, 128, 1, 512, 512),
               ("llama3.2-1b", 32, 8, 64, 1, 512, 512)]
-    shapes += [("llama3.2-1b", 32, 8, 64, B, ctx, 1) for B in (1, 4, 8, 32) for ctx in (144, 256, 1024, 4096)]
+    shapes += [("llama3.2-1b", 32, 8, 64, B, ctx, 1) for B in (1, 4, 8, 32) for ctx in (16, 80, 144, 256, 512, 1024, 4096)]
     for model, H, KV, hd, B, ctx, T in shapes:
         kvd = KV * hd
         max_blocks = cdiv(ctx, bs)
@@ -567,6 +569,21 @@ def attention_timings(bw):
             same = bool(torch.equal(out, long_out))
             gus = graph_us(gqa, reps=20)
             extra.update({"gqa_us": round(gus, 2), "gqa_speedup": round(us / gus, 2), "gqa_equals_long": same})
+            bfn = mod.get_function("attention_bykey_f32")
+
+            def bykey():
+                with cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream):
+                    bfn((n * KV,), (THREADS["attention_bykey_f32"],), args)
+
+            out.fill_(float("nan"))
+            bykey()
+            torch.cuda.synchronize()
+            bdiff = ((out.double() - ref.double()).abs().max() / ref.double().abs().max()).item()
+            if not bdiff <= 1e-5:  # both are within 2e-6 of max|v| of the CPU's attention on the host
+                failed.append(f"attention_bykey_f32/{model}/B{B}/ctx{ctx}")
+            bus = graph_us(bykey, reps=20)
+            extra.update({"bykey_us": round(bus, 2), "bykey_speedup": round(us / bus, 2),
+                          "bykey_max_rel_diff": float(f"{bdiff:.2g}")})
         q = qkv[:, : H * hd].view(n, H, hd)
         if T == 1:
             qt = q.view(B, H, 1, hd)

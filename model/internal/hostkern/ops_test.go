@@ -569,21 +569,65 @@ func TestAttentionGQA(t *testing.T) {
 		{heads: 6, kvHeads: 4, headdim: 64, ctx: []int{9}, nq: []int{1}},
 	} {
 		t.Run(fmt.Sprintf("refused/h%d/kv%d/d%d", c.heads, c.kvHeads, c.headdim), func(t *testing.T) {
-			const bs = 16
-			sevens := make([]float32, c.heads*c.headdim)
-			for i := range sevens {
-				sevens[i] = 7
-			}
-			out := F32s(sevens)
-			qkv := F32s(randF32(rand.New(rand.NewPCG(1, 2)), (c.heads+2*c.kvHeads)*c.headdim, 1))
-			kc, vc := F32s(make([]float32, bs*c.kvHeads*c.headdim)), F32s(make([]float32, bs*c.kvHeads*c.headdim))
-			outs := runAll(t, Launch{"attention_gqa_f32", c.kvHeads, []Arg{out, qkv, kc, vc, U32s([]uint32{0}), U32s([]uint32{8}), U32s([]uint32{0}),
-				U32(1), U32(bs), U32(1), U32(c.heads), U32(c.kvHeads), U32(c.headdim), U32((c.heads + 2*c.kvHeads) * c.headdim), F32(0.125)}}, true, out)
-			each(t, outs, func(t *testing.T, b []*Buf) {
-				for i, v := range b[0].Floats() {
-					require.Equalf(t, float32(7), v, "element %d written", i)
-				}
-			})
+			checkUntouched(t, c, "attention_gqa_f32")
+		})
+	}
+}
+
+// checkUntouched launches a decode kernel that takes one block per kv head
+// on shape c (one query at position 8 over 16 zero keys), which it must
+// refuse: the output, all sevens, stays so.
+func checkUntouched(t *testing.T, c attnCase, kernel string) {
+	const bs = 16
+	sevens := make([]float32, c.heads*c.headdim)
+	for i := range sevens {
+		sevens[i] = 7
+	}
+	out := F32s(sevens)
+	qkv := F32s(randF32(rand.New(rand.NewPCG(1, 2)), (c.heads+2*c.kvHeads)*c.headdim, 1))
+	kc, vc := F32s(make([]float32, bs*c.kvHeads*c.headdim)), F32s(make([]float32, bs*c.kvHeads*c.headdim))
+	outs := runAll(t, Launch{kernel, c.kvHeads, []Arg{out, qkv, kc, vc, U32s([]uint32{0}), U32s([]uint32{8}), U32s([]uint32{0}),
+		U32(1), U32(bs), U32(1), U32(c.heads), U32(c.kvHeads), U32(c.headdim), U32((c.heads + 2*c.kvHeads) * c.headdim), F32(0.125)}}, true, out)
+	each(t, outs, func(t *testing.T, b []*Buf) {
+		for i, v := range b[0].Floats() {
+			require.Equalf(t, float32(7), v, "element %d written", i)
+		}
+	})
+}
+
+// TestAttentionByKey: attention_bykey_f32 (a thread per key, one block
+// per kv head for its up to 8 query heads) against the CPU attention at
+// attention_f32's tolerance: GQA 2 to 8 (7: Qwen2's 14 heads over 2), MHA,
+// head_dim 32 to 256 (4 key groups of 64 columns), 130 and 50 (not
+// multiples of 4: the scalar loads; 130 leaves threads without a column),
+// one key, keys at block edges, and 300 and 1000 keys (chunks of 256 keys
+// merged by the online softmax, a last chunk of 1 and of 232). Shapes it
+// does not take (9 query heads a kv head, head_dim 260, heads not a
+// multiple of kv_heads) leave the output untouched.
+func TestAttentionByKey(t *testing.T) {
+	cases := []attnCase{
+		{heads: 4, kvHeads: 4, headdim: 64, ctx: []int{1, 17, 40}, nq: []int{1, 1, 1}},
+		{heads: 6, kvHeads: 2, headdim: 32, ctx: []int{33, 5}, nq: []int{1, 1}},
+		{heads: 8, kvHeads: 2, headdim: 48, ctx: []int{1, 7, 64, 65}, nq: []int{1, 7, 1, 2}},
+		{heads: 8, kvHeads: 2, headdim: 64, ctx: []int{1000, 257, 20}, nq: []int{1, 1, 1}},
+		{heads: 14, kvHeads: 2, headdim: 64, ctx: []int{144, 3}, nq: []int{1, 1}},
+		{heads: 16, kvHeads: 2, headdim: 128, ctx: []int{300, 31}, nq: []int{1, 2}},
+		{heads: 9, kvHeads: 3, headdim: 130, ctx: []int{129}, nq: []int{3}},
+		{heads: 2, kvHeads: 1, headdim: 256, ctx: []int{270, 9}, nq: []int{1, 1}},
+		{heads: 3, kvHeads: 1, headdim: 50, ctx: []int{80}, nq: []int{1}},
+	}
+	for ci, c := range cases {
+		t.Run(fmt.Sprintf("case%d/h%d/kv%d/d%d", ci, c.heads, c.kvHeads, c.headdim), func(t *testing.T) {
+			checkAttention(t, rand.New(rand.NewPCG(41, uint64(ci))), c, "attention_bykey_f32")
+		})
+	}
+	for _, c := range []attnCase{
+		{heads: 18, kvHeads: 2, headdim: 64, ctx: []int{9}, nq: []int{1}},
+		{heads: 4, kvHeads: 2, headdim: 260, ctx: []int{9}, nq: []int{1}},
+		{heads: 6, kvHeads: 4, headdim: 64, ctx: []int{9}, nq: []int{1}},
+	} {
+		t.Run(fmt.Sprintf("refused/h%d/kv%d/d%d", c.heads, c.kvHeads, c.headdim), func(t *testing.T) {
+			checkUntouched(t, c, "attention_bykey_f32")
 		})
 	}
 }
@@ -622,7 +666,7 @@ func attnGrid(kernel string, tokens, heads, kvHeads int) int {
 	switch kernel {
 	case "attention_prefill_f32":
 		return ceilDiv(tokens, 16) * heads // FW_ATTP_ROWS query tokens per block
-	case "attention_gqa_f32":
+	case "attention_gqa_f32", "attention_bykey_f32":
 		return tokens * kvHeads
 	}
 	return tokens * heads
