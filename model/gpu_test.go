@@ -49,6 +49,7 @@ func TestPlumbingOfTheGPUTestsOnASimulatedCUDADevice(t *testing.T) {
 	require.Contains(t, string(out), "--- PASS: TestGPUQuantizedGGUFMatchesTheCPU")
 	require.Contains(t, string(out), "--- PASS: TestGPUDecodeGraphsGiveThePlainTokens")
 	require.Contains(t, string(out), "--- PASS: TestGPUFaultMidGenerationInADecodeGraph")
+	require.Contains(t, string(out), "--- PASS: TestGPUDecodeAttentionKernelsMatchTheCPU")
 }
 
 func openGPU(t testing.TB) *runtime.Device {
@@ -139,6 +140,77 @@ func TestGPUForwardMatchesTheCPU(t *testing.T) {
 			t.Logf("%s: %d greedy tokens identical; GPU decode %.0f tokens/s", c.name, len(gotRes.Tokens), gotRes.DecodeTokensPerSecond())
 		})
 	}
+}
+
+// TestGPUDecodeAttentionKernelsMatchTheCPU proves on the device that the
+// decode steps routed to each decode attention kernel (on CUDA,
+// launch.go: attention_f32 over tables of 128 keys for one sequence,
+// attention_bykey_f32 over 256, attention_long_f32 over 512; and
+// attention_bykey_f32 for 32 sequences of a model with 2 kv heads over
+// 128) give the CPU forward's logits within the float32 tolerance (one
+// sequence of a float32 SmolLM, prompts of 100, 250 and 350 tokens, 8
+// decode steps each), and that 32 sequences decoded in one batch each get
+// greedily the tokens the CPU gives it alone (a float32 Llama-3, prompts of
+// 100 to 131 tokens, 6 tokens each).
+func TestGPUDecodeAttentionKernelsMatchTheCPU(t *testing.T) {
+	dev := openGPU(t)
+	ctx := context.Background()
+	load := func(s modeltest.Spec, opts ...Option) *Model {
+		t.Helper()
+		m, err := LoadFS(specFS(t, s), append([]Option{WithoutTokenizer()}, opts...)...)
+		require.NoError(t, err)
+		return m
+	}
+	smol := modeltest.SmolLMTiny()
+	smol.DType, smol.MaxPos = safetensors.F32, 512
+	cm, gm := load(smol), load(smol, WithDevice(dev))
+	defer func() { require.NoError(t, gm.Close()) }()
+	for _, n := range []int{100, 250, 350} {
+		cs, gs := cm.NewSession(), gm.NewSession()
+		worst := 0.0
+		forwardBoth(t, cs, gs, testTokens(n, smol.Vocab), 8, smol.Vocab, func(step int, want, got []float32) {
+			if step >= 0 {
+				worst = max(worst, relDiff32(want, got))
+			}
+		})
+		gs.Close()
+		t.Logf("one sequence after %d tokens: 8 decode steps, max|d|/max|logit| = %.3g (tolerance %g)", n, worst, tolF32)
+		require.LessOrEqual(t, worst, tolF32, "after %d tokens", n)
+	}
+
+	llama := modeltest.Llama3Tiny()
+	llama.MaxPos = 512
+	cl, gl := load(llama), load(llama, WithDevice(dev), WithKVCacheTokens(16384))
+	defer func() { require.NoError(t, gl.Close()) }()
+	const seqs, steps = 32, 6
+	prompts := make([][]uint32, seqs)
+	want := make([][]uint32, seqs)
+	for i := range prompts {
+		prompts[i] = testTokens(100+2*i, llama.Vocab)[i:]
+		res, err := cl.GenerateTokens(ctx, prompts[i], GenerateOptions{MaxTokens: steps}, nil)
+		require.NoError(t, err)
+		want[i] = res.Tokens
+	}
+	b := gl.NewBatch()
+	defer b.Close()
+	index := map[SeqID]int{}
+	for i, p := range prompts {
+		id, err := b.Add(p, GenerateOptions{})
+		require.NoError(t, err)
+		index[id] = i
+	}
+	got := make([][]uint32, seqs)
+	for range steps {
+		toks, err := b.Step(ctx)
+		require.NoError(t, err)
+		for _, tok := range toks {
+			got[index[tok.Seq]] = append(got[index[tok.Seq]], tok.ID)
+		}
+	}
+	for i := range prompts {
+		require.Equal(t, want[i], got[i][:len(want[i])], "sequence %d", i)
+	}
+	t.Logf("%d sequences in one batch: %d greedy tokens each, the CPU's", seqs, steps)
 }
 
 // forwardBoth feeds prompt (every position's logits) and then steps single

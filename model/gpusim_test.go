@@ -195,51 +195,32 @@ func TestSimGPUTensorCoreMatmulFromSixteenRows(t *testing.T) {
 	})
 }
 
-// TestSimGPULongAttentionForFewBlocksOverLongTables: a decode step whose
-// attention has at most 128 blocks (tokens * heads) and block tables that
-// can hold 512 keys or more (more than 256 cached) runs
-// attention_long_f32; with shorter tables attention_f32; with more blocks
-// over such tables, attention_gqa_f32 for a GQA model (2 to 4 query heads a
-// kv head) from 128 of its blocks (tokens * kv_heads; its twin fails a
-// launch off that grid rule), else attention_f32, as for an MHA model. Counted on the simulated device, whose twin of each is
-// the CPU attention (the kernels' own checks are in
-// model/internal/hostkern); on a ROCm device it keeps attention_f32.
-func TestSimGPULongAttentionForFewBlocksOverLongTables(t *testing.T) {
+// TestSimGPUDecodeAttentionRouting: which decode attention kernel a
+// batched decode step launches on CUDA (launch.go's rule), by the step's
+// block tables (what they can hold: the longest sequence's blocks, padded
+// to a power of two, times 16 keys), its sequences and the model's heads:
+//   - attention_long_f32 for at most 128 blocks (tokens * heads) over
+//     tables of 512 keys or more;
+//   - attention_gqa_f32, from there, for 128 of its blocks (tokens *
+//     kv_heads) or more, 2 to 4 query heads a kv head, head_dim 65 to 128;
+//   - attention_bykey_f32, from there, for up to 8 query heads a kv head,
+//     over tables of 128 keys or more with 64 of its blocks (tokens *
+//     kv_heads) or more, or over tables of 256 keys or more;
+//   - attention_f32 otherwise, and on ROCm always.
+//
+// Counted on the simulated device, whose twin of each is the CPU attention
+// after checking the launch against the kernel's grid rule and shapes (the
+// kernels' own checks are in model/internal/hostkern); the other sim tests
+// hold the logits to the CPU forward's.
+func TestSimGPUDecodeAttentionRouting(t *testing.T) {
 	ctx := context.Background()
-	spec := modeltest.Llama3Tiny()
-	spec.MaxPos = 1024
-	faults := &gpusim.Faults{}
-	m := loadSpec(t, spec, WithDevice(simDevice(t, faults)), WithKVCacheTokens(16384))
-	L := int64(spec.Layers)
-	counts := func() (int64, int64) { return faults.Launched("attention_f32"), faults.Launched("attention_long_f32") }
-	gqa := func() int64 { return faults.Launched("attention_gqa_f32") }
-	decode := func(s *Session) (short, long int64) {
+	kernels := []string{"attention_f32", "attention_long_f32", "attention_gqa_f32", "attention_bykey_f32"}
+	// decodeKernel: the one decode attention kernel of the second step of a
+	// batch of seqs sequences, the first with a prompt of first tokens, the
+	// others of one.
+	decodeKernel := func(t *testing.T, dev *runtime.Device, faults *gpusim.Faults, spec modeltest.Spec, seqs, first int) string {
 		t.Helper()
-		s0, l0 := counts()
-		_, err := s.Forward(ctx, testTokens(1, spec.Vocab), false)
-		require.NoError(t, err)
-		s1, l1 := counts()
-		return s1 - s0, l1 - l0
-	}
-	s := m.NewSession()
-	defer s.Close()
-	_, err := s.Forward(ctx, testTokens(250, spec.Vocab), false)
-	require.NoError(t, err)
-	short, long := decode(s)
-	require.Zero(t, long, "251 keys: tables of 16 blocks")
-	require.GreaterOrEqual(t, short, L)
-	_, err = s.Forward(ctx, testTokens(100, spec.Vocab), false)
-	require.NoError(t, err)
-	short, long = decode(s)
-	require.Zero(t, short, "352 keys: tables of 32 blocks, %d heads", spec.Heads)
-	require.GreaterOrEqual(t, long, L)
-	// Many sequences of one token beside one of 300 (tables of 512 keys)
-	// or 10: attention_gqa_f32 from 128 blocks of it (tokens * kv_heads)
-	// over the long tables (this model has 2 query heads a kv head);
-	// attention_f32 below that, over short tables, and for the same model
-	// with as many kv heads as heads.
-	manyBlocks := func(m *Model, seqs, first int) (short, long, g int64) {
-		t.Helper()
+		m := loadSpec(t, spec, WithDevice(dev), WithKVCacheTokens(16384))
 		b := m.NewBatch()
 		defer b.Close()
 		_, err := b.Add(testTokens(first, spec.Vocab), GenerateOptions{})
@@ -250,53 +231,65 @@ func TestSimGPULongAttentionForFewBlocksOverLongTables(t *testing.T) {
 		}
 		_, err = b.Step(ctx)
 		require.NoError(t, err)
-		s0, l0 := counts()
-		g0 := gqa()
+		before := make([]int64, len(kernels))
+		for i, k := range kernels {
+			before[i] = faults.Launched(k)
+		}
 		_, err = b.Step(ctx)
 		require.NoError(t, err)
-		s1, l1 := counts()
-		return s1 - s0, l1 - l0, gqa() - g0
-	}
-	require.Equal(t, 2, spec.Heads/spec.KVHeads)
-	for _, c := range []struct {
-		seqs, first int
-		gqa         bool
-	}{{64, 300, true}, {63, 300, false}, {64, 10, false}} {
-		short, long, g := manyBlocks(m, c.seqs, c.first)
-		require.Zero(t, long, "%d sequences, the first of %d tokens", c.seqs, c.first)
-		if c.gqa {
-			require.Zero(t, short, "%d sequences, the first of %d tokens", c.seqs, c.first)
-			require.GreaterOrEqual(t, g, L, "%d sequences, the first of %d tokens", c.seqs, c.first)
-		} else {
-			require.Zero(t, g, "%d sequences, the first of %d tokens", c.seqs, c.first)
-			require.GreaterOrEqual(t, short, L, "%d sequences, the first of %d tokens", c.seqs, c.first)
+		got := ""
+		for i, k := range kernels {
+			if n := faults.Launched(k) - before[i]; n > 0 {
+				require.Empty(t, got, "both %s and %s launched", got, k)
+				require.GreaterOrEqual(t, n, int64(spec.Layers), k)
+				got = k
+			}
 		}
+		return got
 	}
-	mha := spec
+	gqa := modeltest.Llama3Tiny() // 4 heads, 2 kv heads, head_dim 16
+	gqa.MaxPos = 1024
+	wide := gqa
+	wide.Hidden = 4 * 80 // head_dim 80
+	mha := gqa
 	mha.KVHeads = mha.Heads
-	mm := loadSpec(t, mha, WithDevice(simDevice(t, faults)), WithKVCacheTokens(16384))
-	short, long, g := manyBlocks(mm, 64, 300)
-	require.Zero(t, long, "MHA")
-	require.Zero(t, g, "MHA")
-	require.GreaterOrEqual(t, short, L, "MHA")
+	nine := gqa // 9 query heads a kv head
+	nine.Heads, nine.KVHeads, nine.Hidden = 18, 2, 18*8
+	faults := &gpusim.Faults{}
+	dev := simDevice(t, faults)
+	for _, c := range []struct {
+		name        string
+		spec        modeltest.Spec
+		seqs, first int
+		want        string
+	}{
+		{"1 sequence, tables of 128", gqa, 1, 100, "attention_f32"},
+		{"1 sequence, tables of 256", gqa, 1, 250, "attention_bykey_f32"},
+		{"1 sequence, tables of 512", gqa, 1, 350, "attention_long_f32"},
+		{"32 sequences, tables of 128", gqa, 32, 100, "attention_bykey_f32"},
+		{"31 sequences, tables of 128", gqa, 31, 100, "attention_f32"},
+		{"64 sequences, tables of 16", gqa, 64, 10, "attention_f32"},
+		{"64 sequences, tables of 512", gqa, 64, 300, "attention_bykey_f32"},
+		{"64 sequences, tables of 512, head_dim 80", wide, 64, 300, "attention_gqa_f32"},
+		{"63 sequences, tables of 512, head_dim 80", wide, 63, 300, "attention_bykey_f32"},
+		{"MHA, 64 sequences, tables of 512", mha, 64, 300, "attention_bykey_f32"},
+		{"9 heads a kv head, 32 sequences, tables of 256", nine, 32, 250, "attention_f32"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			require.Equal(t, c.want, decodeKernel(t, dev, faults, c.spec, c.seqs, c.first))
+		})
+	}
 
 	// On ROCm (not measured there) every decode step keeps attention_f32.
 	rf := &gpusim.Faults{}
-	dev, err := runtime.Open(ctx, runtime.WithDrivers(gpusim.DriverWith(2<<30, rf, func(c *simgpu.Config) {
+	rdev, err := runtime.Open(ctx, runtime.WithDrivers(gpusim.DriverWith(2<<30, rf, func(c *simgpu.Config) {
 		c.Kind, c.Format, c.Arch = driver.ROCm, driver.HSACO, "gfx90a"
 	})))
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = dev.Close() })
-	rm := loadSpec(t, spec, WithDevice(dev), WithKVCacheTokens(16384))
-	rs := rm.NewSession()
-	defer rs.Close()
-	_, err = rs.Forward(ctx, testTokens(350, spec.Vocab), false)
-	require.NoError(t, err)
-	_, err = rs.Forward(ctx, testTokens(1, spec.Vocab), false)
-	require.NoError(t, err)
-	require.Zero(t, rf.Launched("attention_long_f32"), "rocm")
-	require.Zero(t, rf.Launched("attention_gqa_f32"), "rocm")
-	require.Positive(t, rf.Launched("attention_f32"), "rocm")
+	t.Cleanup(func() { _ = rdev.Close() })
+	for _, c := range []struct{ seqs, first int }{{1, 350}, {1, 250}, {64, 300}} {
+		require.Equal(t, "attention_f32", decodeKernel(t, rdev, rf, gqa, c.seqs, c.first), "rocm, %d sequences, the first of %d tokens", c.seqs, c.first)
+	}
 }
 
 // TestSimGPUPrefillAttentionFromSixteenTokens: a chunk of 16 query tokens

@@ -100,10 +100,35 @@ const (
 	// but 1.25x over 144, and batch-32 decode with a 16-token prompt was
 	// 16% slower end to end with it (its merge of 4 heads costs more than
 	// short tables save); at 8 sequences (64 of its blocks) it was slower
-	// below 1024 keys.
+	// below 1024 keys. attention_bykey_f32 (below) was faster still at
+	// head_dim 64, but not at 128 (Llama-3-8B's shape, 32 sequences over
+	// 1024 keys: 229 us against 198), so the gqa kernel keeps the heads of
+	// gqaMinHeadDim dims or more.
 	gqaMaxGroup   = 4
 	gqaMaxHeadDim = 128
 	gqaMinBlocks  = 128
+	gqaMinHeadDim = 65
+	// attention_bykey_f32 (256 threads, one block per token and kv head
+	// for up to bykeyMaxGroup query heads, head_dim at most attMaxHeadDim;
+	// FW_ABK_*, FW_ATT_MAX_HEADDIM) replaces attention_f32 on CUDA for the
+	// decode launches the two kernels above do not take, over tables of
+	// bykeyMinKeys keys or more, with bykeyManyBlocks of its blocks or more
+	// or tables of bykeyFewBlocksKeys: a thread scores each key, so a
+	// chunk of 256 keys costs about two memory round trips where
+	// attention_f32's groups walk their keys one after another; its fixed
+	// cost (more phases, more barriers) loses to attention_f32 over very
+	// short tables. On the H200 (1B shape, CUDA-graph replays,
+	// docs/bench/attention-bykey-h200-2026-12-01.jsonl), against
+	// attention_f32: 32 sequences 0.61x its time over 80 keys, 0.47x over
+	// 144, 0.39x over 256 (0.65x and 0.75x attention_gqa_f32's over 1024
+	// and 4096), but 1.33x over 16; 8 sequences 0.93x over 80, 0.73x over
+	// 144, 0.61x over 512, 1.8x over 16; 1 sequence 1.08x over 80, 0.87x
+	// over 144, 0.73x over 256 (0.85x attention_long_f32's).
+	bykeyMaxGroup      = 8   // FW_ABK_MAX_GROUP
+	attMaxHeadDim      = 256 // FW_ATT_MAX_HEADDIM
+	bykeyMinKeys       = 128
+	bykeyManyBlocks    = 64
+	bykeyFewBlocksKeys = 256
 
 	ewThreads = 256
 	maxEWGrid = 65535 // the elementwise kernels stride over the grid
@@ -274,17 +299,22 @@ func (b *Backend) positions(layer int, qkv, pos, slots runtime.DevicePtr, tokens
 // prefill is the difference between ~2 GB and ~70 MB of cache traffic per
 // layer. With few tokens (decode) its tiles would run mostly empty, and a
 // tile's runs of different sequences run one after another in its block,
-// so decode steps keep attention_f32.
+// so decode steps keep attention_f32, or on CUDA one of the decode kernels
+// the constants above route to (attention_long_f32, attention_gqa_f32,
+// attention_bykey_f32), each with attention_f32's semantics.
 func (b *Backend) attention(layer int, out, qkv, qSeq, qPos, tables runtime.DevicePtr, maxBlocks, tokens int, tiled bool, scale float32) error {
 	c := b.cfg
 	name, grid := "attention_f32", tokens*c.Heads
+	keys := maxBlocks * BlockSize // what the block tables can hold
 	switch {
 	case tiled:
 		name, grid = "attention_prefill_f32", ceilDiv(tokens, attpRows)*c.Heads
-	case b.longAtt && grid <= attLongMaxBlocks && maxBlocks*BlockSize >= attLongMinKeys:
+	case b.longAtt && grid <= attLongMaxBlocks && keys >= attLongMinKeys:
 		name = "attention_long_f32" // few blocks, long keys: 32 groups a block instead of 8
-	case b.longAtt && tokens*c.KVHeads >= gqaMinBlocks && maxBlocks*BlockSize >= attLongMinKeys && b.gqaShape():
-		name, grid = "attention_gqa_f32", tokens*c.KVHeads // many blocks, long keys: one block per kv head
+	case b.longAtt && tokens*c.KVHeads >= gqaMinBlocks && keys >= attLongMinKeys && c.HeadDim >= gqaMinHeadDim && b.gqaShape():
+		name, grid = "attention_gqa_f32", tokens*c.KVHeads // many blocks, long keys, wide heads: one block per kv head
+	case b.longAtt && keys >= bykeyMinKeys && (tokens*c.KVHeads >= bykeyManyBlocks || keys >= bykeyFewBlocksKeys) && b.bykeyShape():
+		name, grid = "attention_bykey_f32", tokens*c.KVHeads // a thread per key, one block per kv head
 	}
 	return b.launch(name, g1(grid), out, qkv, b.kc[layer], b.vc[layer], qSeq, qPos, tables,
 		u32(maxBlocks), u32(BlockSize), u32(tokens), u32(c.Heads), u32(c.KVHeads), u32(c.HeadDim), u32(c.qkvDim()), scale)
@@ -299,6 +329,16 @@ func (b *Backend) gqaShape() bool {
 	}
 	g := c.Heads / c.KVHeads
 	return g >= 2 && g <= gqaMaxGroup && c.HeadDim <= gqaMaxHeadDim
+}
+
+// bykeyShape: attention_bykey_f32 takes this model's heads
+// (FW_ABK_MAX_GROUP query heads a kv head, FW_ATT_MAX_HEADDIM).
+func (b *Backend) bykeyShape() bool {
+	c := b.cfg
+	if c.KVHeads <= 0 || c.Heads%c.KVHeads != 0 {
+		return false
+	}
+	return c.Heads/c.KVHeads <= bykeyMaxGroup && c.HeadDim > 0 && c.HeadDim <= attMaxHeadDim
 }
 
 func (b *Backend) siluMul(out, gu runtime.DevicePtr, rows int) error {

@@ -154,6 +154,7 @@ func forwardKernels() []simgpu.KernelDef {
 		{Name: "attention_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, Run: attention},
 		{Name: "attention_long_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, Run: attention},
 		{Name: "attention_gqa_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, Run: attentionGQA},
+		{Name: "attention_bykey_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, Run: attentionByKey},
 		{Name: "attention_prefill_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, Run: attentionPrefill},
 		{Name: "silu_mul_f32", ParamSizes: []int{8, 8, 4, 4}, Run: siluMul},
 		{Name: "add_f32", ParamSizes: []int{8, 8, 4}, Run: add},
@@ -533,6 +534,20 @@ func attentionGQA(d *simgpu.Device, g, b driver.Dim3, a []uint64, stop <-chan st
 		return simgpu.CodeLaunchFailure
 	}
 	if int(g.X)*int(g.Y)*int(g.Z) != T*KV || b.X*b.Y*b.Z != 1024 {
+		return simgpu.CodeLaunchFailure
+	}
+	return attention(d, g, b, a, stop)
+}
+
+// attention_bykey_f32: attention_f32's arguments and semantics with one
+// block of 256 threads per token and kv head (at most 8 query heads a kv
+// head, head_dim at most 256); checked and run as attentionGQA is.
+func attentionByKey(d *simgpu.Device, g, b driver.Dim3, a []uint64, stop <-chan struct{}) error {
+	T, H, KV, hd := int(a[9]), int(a[10]), int(a[11]), int(a[12])
+	if KV <= 0 || H%KV != 0 || H/KV > 8 || hd <= 0 || hd > 256 {
+		return simgpu.CodeLaunchFailure
+	}
+	if int(g.X)*int(g.Y)*int(g.Z) != T*KV || b.X*b.Y*b.Z != 256 {
 		return simgpu.CodeLaunchFailure
 	}
 	return attention(d, g, b, a, stop)
