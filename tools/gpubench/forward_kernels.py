@@ -532,56 +532,40 @@ def attention_timings(bw):
                 fn((n * H,), (THREADS["attention_f32"],), args)
 
         us = graph_us(ours, reps=20)
+
+        def alt(name, blocks):
+            """name's output on these inputs (out filled with NaN first) and
+            its microseconds per call."""
+            afn = mod.get_function(name)
+
+            def go():
+                with cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream):
+                    afn((blocks,), (THREADS[name],), args)
+
+            out.fill_(float("nan"))
+            go()
+            torch.cuda.synchronize()
+            return out.clone(), graph_us(go, reps=20)
+
+        def rel(a, b):
+            return ((a.double() - b.double()).abs().max() / b.double().abs().max()).item()
+
         extra = {}
         if T > 1:
-            pfn = mod.get_function("attention_prefill_f32")
-
-            def prefill():
-                with cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream):
-                    pfn((cdiv(n, ATTP_ROWS) * H,), (THREADS["attention_prefill_f32"],), args)
-
-            pus = graph_us(prefill, reps=20)
+            _, pus = alt("attention_prefill_f32", cdiv(n, ATTP_ROWS) * H)
             extra = {"prefill_us": round(pus, 2), "prefill_speedup": round(us / pus, 1)}
         else:
             ref = out.clone()
-            lfn = mod.get_function("attention_long_f32")
-
-            def long():
-                with cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream):
-                    lfn((n * H,), (THREADS["attention_long_f32"],), args)
-
-            out.fill_(float("nan"))
-            long()
-            torch.cuda.synchronize()
-            diff = ((out.double() - ref.double()).abs().max() / ref.double().abs().max()).item()
-            lus = graph_us(long, reps=20)
+            long_out, lus = alt("attention_long_f32", n * H)
+            diff = rel(long_out, ref)
             extra = {"long_us": round(lus, 2), "long_speedup": round(us / lus, 2), "long_max_rel_diff": float(f"{diff:.2g}")}
-            long_out = out.clone()
-            gfn = mod.get_function("attention_gqa_f32")
-
-            def gqa():
-                with cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream):
-                    gfn((n * KV,), (THREADS["attention_gqa_f32"],), args)
-
-            out.fill_(float("nan"))
-            gqa()
-            torch.cuda.synchronize()
-            same = bool(torch.equal(out, long_out))
-            gus = graph_us(gqa, reps=20)
+            gqa_out, gus = alt("attention_gqa_f32", n * KV)
+            same = bool(torch.equal(gqa_out, long_out))
             extra.update({"gqa_us": round(gus, 2), "gqa_speedup": round(us / gus, 2), "gqa_equals_long": same})
-            bfn = mod.get_function("attention_bykey_f32")
-
-            def bykey():
-                with cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream):
-                    bfn((n * KV,), (THREADS["attention_bykey_f32"],), args)
-
-            out.fill_(float("nan"))
-            bykey()
-            torch.cuda.synchronize()
-            bdiff = ((out.double() - ref.double()).abs().max() / ref.double().abs().max()).item()
+            bykey_out, bus = alt("attention_bykey_f32", n * KV)
+            bdiff = rel(bykey_out, ref)
             if not bdiff <= 1e-5:  # both are within 2e-6 of max|v| of the CPU's attention on the host
                 failed.append(f"attention_bykey_f32/{model}/B{B}/ctx{ctx}")
-            bus = graph_us(bykey, reps=20)
             extra.update({"bykey_us": round(bus, 2), "bykey_speedup": round(us / bus, 2),
                           "bykey_max_rel_diff": float(f"{bdiff:.2g}")})
         q = qkv[:, : H * hd].view(n, H, hd)

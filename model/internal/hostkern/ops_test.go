@@ -563,20 +563,24 @@ func TestAttentionGQA(t *testing.T) {
 			}
 		})
 	}
-	for _, c := range []attnCase{
+	checkRefused(t, "attention_gqa_f32", []attnCase{
 		{heads: 10, kvHeads: 2, headdim: 64, ctx: []int{9}, nq: []int{1}},
 		{heads: 4, kvHeads: 2, headdim: 160, ctx: []int{9}, nq: []int{1}},
 		{heads: 6, kvHeads: 4, headdim: 64, ctx: []int{9}, nq: []int{1}},
-	} {
+	})
+}
+
+// checkRefused launches a decode kernel that takes one block per kv head
+// on each of the shapes (one query at position 8 over 16 zero keys), which
+// it must refuse: the output, all sevens, stays so.
+func checkRefused(t *testing.T, kernel string, shapes []attnCase) {
+	for _, c := range shapes {
 		t.Run(fmt.Sprintf("refused/h%d/kv%d/d%d", c.heads, c.kvHeads, c.headdim), func(t *testing.T) {
-			checkUntouched(t, c, "attention_gqa_f32")
+			checkUntouched(t, c, kernel)
 		})
 	}
 }
 
-// checkUntouched launches a decode kernel that takes one block per kv head
-// on shape c (one query at position 8 over 16 zero keys), which it must
-// refuse: the output, all sevens, stays so.
 func checkUntouched(t *testing.T, c attnCase, kernel string) {
 	const bs = 16
 	sevens := make([]float32, c.heads*c.headdim)
@@ -621,15 +625,11 @@ func TestAttentionByKey(t *testing.T) {
 			checkAttention(t, rand.New(rand.NewPCG(41, uint64(ci))), c, "attention_bykey_f32")
 		})
 	}
-	for _, c := range []attnCase{
+	checkRefused(t, "attention_bykey_f32", []attnCase{
 		{heads: 18, kvHeads: 2, headdim: 64, ctx: []int{9}, nq: []int{1}},
 		{heads: 4, kvHeads: 2, headdim: 260, ctx: []int{9}, nq: []int{1}},
 		{heads: 6, kvHeads: 4, headdim: 64, ctx: []int{9}, nq: []int{1}},
-	} {
-		t.Run(fmt.Sprintf("refused/h%d/kv%d/d%d", c.heads, c.kvHeads, c.headdim), func(t *testing.T) {
-			checkUntouched(t, c, "attention_bykey_f32")
-		})
-	}
+	})
 }
 
 // TestAttentionPrefill: attention_prefill_f32 against the same CPU
