@@ -1853,7 +1853,9 @@ KERNEL KBOUNDS(FW_ABK_THREADS) void attention_bykey_f32(float* out, const float*
   if (kv_heads == 0 || heads % kv_heads != 0 || block_size == 0) return;
   const uint32_t group = heads / kv_heads;
   if (group > FW_ABK_MAX_GROUP || headdim == 0 || headdim > FW_ATT_MAX_HEADDIM) return;
-  // Fewer registers for the usual groups of up to 4 heads.
+  // The usual groups of up to 4 heads run a body unrolled for 4, whose
+  // per-head loops are half the 8-head body's (the kernel holds the larger
+  // body's registers either way).
   if (group <= 4)
     attention_bykey<4>(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens, heads,
                        kv_heads, headdim, stride, scale, qs, ps, wmax, wsum, part);
