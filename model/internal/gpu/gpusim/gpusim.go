@@ -153,8 +153,8 @@ func forwardKernels() []simgpu.KernelDef {
 		{Name: "rope_kv_store_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4}, Run: ropeKVStore},
 		{Name: "attention_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, Run: attention},
 		{Name: "attention_long_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, Run: attention},
-		{Name: "attention_gqa_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, Run: attentionGQA},
-		{Name: "attention_bykey_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, Run: attentionByKey},
+		{Name: "attention_gqa_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, Run: perKVHeadAttention(4, 128, 1024)},
+		{Name: "attention_bykey_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, Run: perKVHeadAttention(8, 256, 256)},
 		{Name: "attention_prefill_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, Run: attentionPrefill},
 		{Name: "silu_mul_f32", ParamSizes: []int{8, 8, 4, 4}, Run: siluMul},
 		{Name: "add_f32", ParamSizes: []int{8, 8, 4}, Run: add},
@@ -523,34 +523,25 @@ func attentionPrefill(d *simgpu.Device, g, b driver.Dim3, a []uint64, stop <-cha
 	return attention(d, g, b, a, stop)
 }
 
-// attention_gqa_f32: attention_f32's arguments and semantics with one
-// block of 1024 threads per token and kv head; here the CPU attention,
-// after checking the launch against that rule and the shapes the kernel
-// takes (forward.cu writes nothing for others: here a launch failure, so a
-// launcher that routed one there fails its step).
-func attentionGQA(d *simgpu.Device, g, b driver.Dim3, a []uint64, stop <-chan struct{}) error {
-	T, H, KV, hd := int(a[9]), int(a[10]), int(a[11]), int(a[12])
-	if KV <= 0 || H%KV != 0 || H/KV > 4 || hd > 128 {
-		return simgpu.CodeLaunchFailure
+// perKVHeadAttention is the twin of a decode attention kernel with
+// attention_f32's arguments and semantics and one block of threads per
+// token and kv head, for at most maxGroup query heads a kv head and
+// head_dim at most maxHeadDim: attention_gqa_f32 (4, 128, 1024) and
+// attention_bykey_f32 (8, 256, 256). Here the CPU attention, after checking
+// the launch against that rule and the shapes the kernel takes (forward.cu
+// writes nothing for others: here a launch failure, so a launcher that
+// routed one there fails its step).
+func perKVHeadAttention(maxGroup, maxHeadDim int, threads uint32) simgpu.KernelFunc {
+	return func(d *simgpu.Device, g, b driver.Dim3, a []uint64, stop <-chan struct{}) error {
+		T, H, KV, hd := int(a[9]), int(a[10]), int(a[11]), int(a[12])
+		if KV <= 0 || H%KV != 0 || H/KV > maxGroup || hd <= 0 || hd > maxHeadDim {
+			return simgpu.CodeLaunchFailure
+		}
+		if int(g.X)*int(g.Y)*int(g.Z) != T*KV || b.X*b.Y*b.Z != threads {
+			return simgpu.CodeLaunchFailure
+		}
+		return attention(d, g, b, a, stop)
 	}
-	if int(g.X)*int(g.Y)*int(g.Z) != T*KV || b.X*b.Y*b.Z != 1024 {
-		return simgpu.CodeLaunchFailure
-	}
-	return attention(d, g, b, a, stop)
-}
-
-// attention_bykey_f32: attention_f32's arguments and semantics with one
-// block of 256 threads per token and kv head (at most 8 query heads a kv
-// head, head_dim at most 256); checked and run as attentionGQA is.
-func attentionByKey(d *simgpu.Device, g, b driver.Dim3, a []uint64, stop <-chan struct{}) error {
-	T, H, KV, hd := int(a[9]), int(a[10]), int(a[11]), int(a[12])
-	if KV <= 0 || H%KV != 0 || H/KV > 8 || hd <= 0 || hd > 256 {
-		return simgpu.CodeLaunchFailure
-	}
-	if int(g.X)*int(g.Y)*int(g.Z) != T*KV || b.X*b.Y*b.Z != 256 {
-		return simgpu.CodeLaunchFailure
-	}
-	return attention(d, g, b, a, stop)
 }
 
 // silu_mul_f32: out, gu, rows, inter.
