@@ -51,12 +51,15 @@ func TestForwardKernelsSignatures(t *testing.T) {
 	for _, k := range m.Kernels {
 		names = append(names, k.Name)
 		threads := 256
-		if k.Name == "attention_long_f32" || k.Name == "attention_gqa_f32" {
+		switch k.Name {
+		case "attention_long_f32", "attention_gqa_f32":
 			threads = 1024
+		case "attention_bykey128_f32":
+			threads = 128
 		}
 		require.Equal(t, threads, k.MaxThreads, k.Name)
 	}
-	require.ElementsMatch(t, []string{"rope_f32", "kv_store_f32", "rope_kv_store_f32", "attention_f32", "attention_long_f32", "attention_gqa_f32", "attention_bykey_f32", "attention_prefill_f32", "silu_mul_f32", "add_f32", "copy_rows_f32",
+	require.ElementsMatch(t, []string{"rope_f32", "kv_store_f32", "rope_kv_store_f32", "attention_f32", "attention_long_f32", "attention_gqa_f32", "attention_bykey_f32", "attention_bykey128_f32", "attention_prefill_f32", "silu_mul_f32", "add_f32", "copy_rows_f32",
 		"embed_f32", "embed_f16", "embed_bf16", "rmsnorm_f32", "rmsnorm_f16", "rmsnorm_bf16", "matmul_f32", "matmul_f16", "matmul_bf16",
 		"matmul_tc_f16", "matmul_tc_bf16", "tc_split_x_f16", "tc_split_x_bf16", "matmul_tcx_f16", "matmul_tcx_bf16"}, names)
 

@@ -1631,13 +1631,20 @@ KERNEL KBOUNDS(FW_ATTP_THREADS) void attention_prefill_f32(float* out, const flo
 // b / kv_heads, kvh = b % kv_heads) for the heads / kv_heads <=
 // FW_ABK_MAX_GROUP query heads that share it; heads a multiple of
 // kv_heads and 0 < head_dim <= FW_ATT_MAX_HEADDIM, else it writes nothing.
-// Block FW_ABK_THREADS (256). The keys go in chunks of FW_ABK_THREADS:
+// Block FW_ABK_THREADS (256); attention_bykey128_f32 is the same kernel
+// for blocks of FW_ABK128_THREADS (128), so chunks of 128 keys: two of
+// its blocks fit an SM's 64K registers at up to 255 a thread, where only
+// one of 256 fits at the 218 ptxas gives it (sm_90), which pays for grids
+// of more blocks than
+// the GPU has SMs (32 sequences x 8 kv heads on the H200's 132: one wave
+// instead of two) and costs a second pass over chunks of 129 to 256 keys
+// with few blocks (docs/generate.md). The keys go in chunks of the block:
 // thread i scores key j0 + i for every head of the group (its k row read
 // once, the loads issued together, against q in shared memory); the block
 // takes each head's max over the chunk and the sum of exp(score - max)
 // (an online softmax across chunks); then thread (g, c), c < ceil(head_dim
 // / 4), adds the probabilities times dims 4c .. 4c+3 of v over the chunk's
-// keys g, g + KG, g + 2 KG, ... (KG = FW_ABK_THREADS / ceil(head_dim / 4)
+// keys g, g + KG, g + 2 KG, ... (KG = the block's threads / ceil(head_dim / 4)
 // key groups); at the end the key groups' sums are added in group order.
 // The decode kernels above walk each group's keys one after another, a
 // dependent memory round trip (block table, then k and v) per key; here a
@@ -1646,6 +1653,7 @@ KERNEL KBOUNDS(FW_ATTP_THREADS) void attention_prefill_f32(float* out, const flo
 // trips.
 // =====================================================================
 #define FW_ABK_THREADS 256
+#define FW_ABK128_THREADS 128  // attention_bykey128_f32's block
 #define FW_ABK_WARPS (FW_ABK_THREADS / 32)
 #define FW_ABK_MAX_GROUP 8
 #define FW_ABK_KCOLS 16  // k columns (4 dims each) a thread loads before scoring them
@@ -1690,15 +1698,15 @@ DEVICE void fw_abk_vload(fw_f32x4* vv, const float* v_cache, const uint32_t* tab
   }
 }
 
-// attention_bykey: the kernel's body for groups of at most G query heads.
-template <uint32_t G>
+// attention_bykey: the kernel's body for groups of at most G query heads,
+// blocks of T threads.
+template <uint32_t G, uint32_t T>
 DEVICE void attention_bykey(float* out, const float* qkv, const float* k_cache, const float* v_cache,
                             const uint32_t* q_seq, const uint32_t* q_pos, const uint32_t* block_tables,
                             uint32_t max_blocks, uint32_t block_size, uint32_t tokens, uint32_t heads,
                             uint32_t kv_heads, uint32_t headdim, uint32_t stride, float scale, fw_f32x4 (*qs)[FW_ATT_MAX_HEADDIM / 4],
-                            float (*ps)[FW_ABK_THREADS], float (*wmax)[FW_ABK_WARPS], float (*wsum)[FW_ABK_WARPS],
-                            float* part) {
-  constexpr uint32_t T = FW_ABK_THREADS, W = FW_ABK_WARPS, PH = FW_ABK_PART_HEADS;
+                            float (*ps)[T], float (*wmax)[T / 32], float (*wsum)[T / 32], float* part) {
+  constexpr uint32_t W = T / 32, PH = FW_ABK_PART_HEADS;
   const uint32_t group = heads / kv_heads;
   const uint32_t b = block_idx_x(), t = b / kv_heads, kvh = b % kv_heads;
   if (t >= tokens) return;
@@ -1839,17 +1847,16 @@ DEVICE void attention_bykey(float* out, const float* qkv, const float* k_cache, 
   }
 }
 
-KERNEL KBOUNDS(FW_ABK_THREADS) void attention_bykey_f32(float* out, const float* qkv, const float* k_cache,
-                                                        const float* v_cache, const uint32_t* q_seq,
-                                                        const uint32_t* q_pos, const uint32_t* block_tables,
-                                                        uint32_t max_blocks, uint32_t block_size, uint32_t tokens,
-                                                        uint32_t heads, uint32_t kv_heads, uint32_t headdim,
-                                                        uint32_t stride, float scale) {
-  fw_early_start();
+// attention_bykey_block: the kernel for blocks of T threads.
+template <uint32_t T>
+DEVICE void attention_bykey_block(float* out, const float* qkv, const float* k_cache, const float* v_cache,
+                                  const uint32_t* q_seq, const uint32_t* q_pos, const uint32_t* block_tables,
+                                  uint32_t max_blocks, uint32_t block_size, uint32_t tokens, uint32_t heads,
+                                  uint32_t kv_heads, uint32_t headdim, uint32_t stride, float scale) {
   __shared__ fw_f32x4 qs[FW_ABK_MAX_GROUP][FW_ATT_MAX_HEADDIM / 4];  // the group's q rows, zero past head_dim
-  __shared__ float ps[FW_ABK_MAX_GROUP][FW_ABK_THREADS];            // the chunk's probabilities
-  __shared__ float wmax[FW_ABK_MAX_GROUP][FW_ABK_WARPS], wsum[FW_ABK_MAX_GROUP][FW_ABK_WARPS];
-  __shared__ float part[FW_ABK_PART_HEADS * FW_ABK_THREADS * 4];  // key-group sums at the end
+  __shared__ float ps[FW_ABK_MAX_GROUP][T];                         // the chunk's probabilities
+  __shared__ float wmax[FW_ABK_MAX_GROUP][T / 32], wsum[FW_ABK_MAX_GROUP][T / 32];
+  __shared__ float part[FW_ABK_PART_HEADS * T * 4];  // key-group sums at the end
   if (kv_heads == 0 || heads % kv_heads != 0 || block_size == 0) return;
   const uint32_t group = heads / kv_heads;
   if (group > FW_ABK_MAX_GROUP || headdim == 0 || headdim > FW_ATT_MAX_HEADDIM) return;
@@ -1857,11 +1864,34 @@ KERNEL KBOUNDS(FW_ABK_THREADS) void attention_bykey_f32(float* out, const float*
   // per-head loops are half the 8-head body's (the kernel holds the larger
   // body's registers either way).
   if (group <= 4)
-    attention_bykey<4>(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens, heads,
-                       kv_heads, headdim, stride, scale, qs, ps, wmax, wsum, part);
+    attention_bykey<4, T>(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens,
+                          heads, kv_heads, headdim, stride, scale, qs, ps, wmax, wsum, part);
   else
-    attention_bykey<FW_ABK_MAX_GROUP>(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size,
-                                      tokens, heads, kv_heads, headdim, stride, scale, qs, ps, wmax, wsum, part);
+    attention_bykey<FW_ABK_MAX_GROUP, T>(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks,
+                                         block_size, tokens, heads, kv_heads, headdim, stride, scale, qs, ps, wmax,
+                                         wsum, part);
+}
+
+KERNEL KBOUNDS(FW_ABK_THREADS) void attention_bykey_f32(float* out, const float* qkv, const float* k_cache,
+                                                        const float* v_cache, const uint32_t* q_seq,
+                                                        const uint32_t* q_pos, const uint32_t* block_tables,
+                                                        uint32_t max_blocks, uint32_t block_size, uint32_t tokens,
+                                                        uint32_t heads, uint32_t kv_heads, uint32_t headdim,
+                                                        uint32_t stride, float scale) {
+  fw_early_start();
+  attention_bykey_block<FW_ABK_THREADS>(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks,
+                                        block_size, tokens, heads, kv_heads, headdim, stride, scale);
+}
+
+KERNEL KBOUNDS(FW_ABK128_THREADS) void attention_bykey128_f32(float* out, const float* qkv, const float* k_cache,
+                                                              const float* v_cache, const uint32_t* q_seq,
+                                                              const uint32_t* q_pos, const uint32_t* block_tables,
+                                                              uint32_t max_blocks, uint32_t block_size,
+                                                              uint32_t tokens, uint32_t heads, uint32_t kv_heads,
+                                                              uint32_t headdim, uint32_t stride, float scale) {
+  fw_early_start();
+  attention_bykey_block<FW_ABK128_THREADS>(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks,
+                                           block_size, tokens, heads, kv_heads, headdim, stride, scale);
 }
 
 // =====================================================================

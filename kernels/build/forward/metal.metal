@@ -861,6 +861,7 @@ kernel void attention_prefill_f32(device float* out [[buffer(0)]], device const 
 // FW_ABK_THREADS * 4].
 // =====================================================================
 #define FW_ABK_THREADS 256
+#define FW_ABK128_THREADS 128
 #define FW_ABK_WARPS (FW_ABK_THREADS / 32)
 #define FW_ABK_MAX_GROUP 8
 #define FW_ABK_KCOLS 16
@@ -901,14 +902,14 @@ static inline void fw_abk_vload(thread float (*vv)[4], device const float* v_cac
   }
 }
 
-template <uint G>
+template <uint G, uint T>
 static inline void fw_attention_bykey(device float* out, device const float* qkv, device const float* k_cache,
                                       device const float* v_cache, device const uint* q_seq, device const uint* q_pos,
                                       device const uint* block_tables, uint max_blocks, uint block_size, uint tokens,
                                       uint heads, uint kv_heads, uint headdim, uint stride, float scale,
                                       threadgroup float* qs, threadgroup float* ps, threadgroup float* wmax,
                                       threadgroup float* wsum, threadgroup float* part, uint tid, uint blk) {
-  constexpr uint T = FW_ABK_THREADS, W = FW_ABK_WARPS, HD = FW_ATT_MAX_HEADDIM, PH = FW_ABK_PART_HEADS;
+  constexpr uint W = T / 32, HD = FW_ATT_MAX_HEADDIM, PH = FW_ABK_PART_HEADS;
   const uint group = heads / kv_heads;
   const uint t = blk / kv_heads, kvh = blk % kv_heads;
   if (t >= tokens) return;
@@ -1043,6 +1044,27 @@ static inline void fw_attention_bykey(device float* out, device const float* qkv
   }
 }
 
+// fw_attention_bykey_block: the kernel for threadgroups of T threads.
+template <uint T>
+static inline void fw_attention_bykey_block(device float* out, device const float* qkv, device const float* k_cache,
+                                            device const float* v_cache, device const uint* q_seq,
+                                            device const uint* q_pos, device const uint* block_tables, uint max_blocks,
+                                            uint block_size, uint tokens, uint heads, uint kv_heads, uint headdim,
+                                            uint stride, float scale, threadgroup float* qs, threadgroup float* ps,
+                                            threadgroup float* wmax, threadgroup float* wsum, threadgroup float* part,
+                                            uint tid, uint blk) {
+  if (kv_heads == 0 || heads % kv_heads != 0 || block_size == 0) return;
+  const uint group = heads / kv_heads;
+  if (group > FW_ABK_MAX_GROUP || headdim == 0 || headdim > FW_ATT_MAX_HEADDIM) return;
+  if (group <= 4)
+    fw_attention_bykey<4, T>(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens,
+                             heads, kv_heads, headdim, stride, scale, qs, ps, wmax, wsum, part, tid, blk);
+  else
+    fw_attention_bykey<FW_ABK_MAX_GROUP, T>(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks,
+                                            block_size, tokens, heads, kv_heads, headdim, stride, scale, qs, ps, wmax,
+                                            wsum, part, tid, blk);
+}
+
 [[max_total_threads_per_threadgroup(256)]]
 kernel void attention_bykey_f32(device float* out [[buffer(0)]], device const float* qkv [[buffer(1)]],
                                 device const float* k_cache [[buffer(2)]], device const float* v_cache [[buffer(3)]],
@@ -1058,16 +1080,33 @@ kernel void attention_bykey_f32(device float* out [[buffer(0)]], device const fl
                                 threadgroup float* wsum [[threadgroup(3)]] /* hipgo: 256 bytes */,
                                 threadgroup float* part [[threadgroup(4)]] /* hipgo: 16384 bytes */,
                                 uint tid [[thread_position_in_threadgroup]], uint blk [[threadgroup_position_in_grid]]) {
-  if (kv_heads == 0 || heads % kv_heads != 0 || block_size == 0) return;
-  const uint group = heads / kv_heads;
-  if (group > FW_ABK_MAX_GROUP || headdim == 0 || headdim > FW_ATT_MAX_HEADDIM) return;
-  if (group <= 4)
-    fw_attention_bykey<4>(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens,
-                          heads, kv_heads, headdim, stride, scale, qs, ps, wmax, wsum, part, tid, blk);
-  else
-    fw_attention_bykey<FW_ABK_MAX_GROUP>(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks,
-                                         block_size, tokens, heads, kv_heads, headdim, stride, scale, qs, ps, wmax,
-                                         wsum, part, tid, blk);
+  fw_attention_bykey_block<FW_ABK_THREADS>(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks,
+                                           block_size, tokens, heads, kv_heads, headdim, stride, scale, qs, ps, wmax,
+                                           wsum, part, tid, blk);
+}
+
+// attention_bykey128_f32 (see forward.cu): attention_bykey_f32 for
+// threadgroups of FW_ABK128_THREADS; its ps, wmax, wsum and part are sized
+// by that count.
+[[max_total_threads_per_threadgroup(128)]]
+kernel void attention_bykey128_f32(device float* out [[buffer(0)]], device const float* qkv [[buffer(1)]],
+                                   device const float* k_cache [[buffer(2)]], device const float* v_cache [[buffer(3)]],
+                                   device const uint* q_seq [[buffer(4)]], device const uint* q_pos [[buffer(5)]],
+                                   device const uint* block_tables [[buffer(6)]],
+                                   constant uint& max_blocks [[buffer(7)]], constant uint& block_size [[buffer(8)]],
+                                   constant uint& tokens [[buffer(9)]], constant uint& heads [[buffer(10)]],
+                                   constant uint& kv_heads [[buffer(11)]], constant uint& headdim [[buffer(12)]],
+                                   constant uint& stride [[buffer(13)]], constant float& scale [[buffer(14)]],
+                                   threadgroup float* qs [[threadgroup(0)]] /* hipgo: 8192 bytes */,
+                                   threadgroup float* ps [[threadgroup(1)]] /* hipgo: 4096 bytes */,
+                                   threadgroup float* wmax [[threadgroup(2)]] /* hipgo: 128 bytes */,
+                                   threadgroup float* wsum [[threadgroup(3)]] /* hipgo: 128 bytes */,
+                                   threadgroup float* part [[threadgroup(4)]] /* hipgo: 8192 bytes */,
+                                   uint tid [[thread_position_in_threadgroup]],
+                                   uint blk [[threadgroup_position_in_grid]]) {
+  fw_attention_bykey_block<FW_ABK128_THREADS>(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks,
+                                              block_size, tokens, heads, kv_heads, headdim, stride, scale, qs, ps,
+                                              wmax, wsum, part, tid, blk);
 }
 
 // =====================================================================

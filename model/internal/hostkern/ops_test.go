@@ -599,13 +599,15 @@ func checkUntouched(t *testing.T, c attnCase, kernel string) {
 	})
 }
 
-// TestAttentionByKey: attention_bykey_f32 (a thread per key, one block
-// per kv head for its up to 8 query heads) against the CPU attention at
+// TestAttentionByKey: attention_bykey_f32 and attention_bykey128_f32 (a
+// thread per key, one block of 256 or 128 per kv head for its up to 8
+// query heads) against the CPU attention at
 // attention_f32's tolerance: GQA 2 to 8 (7: Qwen2's 14 heads over 2), MHA,
 // head_dim 32 to 256 (4 key groups of 64 columns), 130 and 50 (not
 // multiples of 4: the scalar loads; 130 leaves threads without a column),
-// one key, keys at block edges, and 300 and 1000 keys (chunks of 256 keys
-// merged by the online softmax, a last chunk of 1 and of 232). Shapes it
+// one key, keys at block edges, and 129 to 1000 keys (chunks of 256 or 128
+// keys merged by the online softmax; last chunks of 1 (257; 129 at 128),
+// 232 and 104 (1000)). Shapes it
 // does not take (9 query heads a kv head, head_dim 260, heads not a
 // multiple of kv_heads) leave the output untouched.
 func TestAttentionByKey(t *testing.T) {
@@ -620,16 +622,18 @@ func TestAttentionByKey(t *testing.T) {
 		{heads: 2, kvHeads: 1, headdim: 256, ctx: []int{270, 9}, nq: []int{1, 1}},
 		{heads: 3, kvHeads: 1, headdim: 50, ctx: []int{80}, nq: []int{1}},
 	}
-	for ci, c := range cases {
-		t.Run(fmt.Sprintf("case%d/h%d/kv%d/d%d", ci, c.heads, c.kvHeads, c.headdim), func(t *testing.T) {
-			checkAttention(t, rand.New(rand.NewPCG(41, uint64(ci))), c, "attention_bykey_f32")
+	for _, kernel := range []string{"attention_bykey_f32", "attention_bykey128_f32"} {
+		for ci, c := range cases {
+			t.Run(fmt.Sprintf("%s/case%d/h%d/kv%d/d%d", kernel, ci, c.heads, c.kvHeads, c.headdim), func(t *testing.T) {
+				checkAttention(t, rand.New(rand.NewPCG(41, uint64(ci))), c, kernel)
+			})
+		}
+		checkRefused(t, kernel, []attnCase{
+			{heads: 18, kvHeads: 2, headdim: 64, ctx: []int{9}, nq: []int{1}},
+			{heads: 4, kvHeads: 2, headdim: 260, ctx: []int{9}, nq: []int{1}},
+			{heads: 6, kvHeads: 4, headdim: 64, ctx: []int{9}, nq: []int{1}},
 		})
 	}
-	checkRefused(t, "attention_bykey_f32", []attnCase{
-		{heads: 18, kvHeads: 2, headdim: 64, ctx: []int{9}, nq: []int{1}},
-		{heads: 4, kvHeads: 2, headdim: 260, ctx: []int{9}, nq: []int{1}},
-		{heads: 6, kvHeads: 4, headdim: 64, ctx: []int{9}, nq: []int{1}},
-	})
 }
 
 // TestAttentionPrefill: attention_prefill_f32 against the same CPU
@@ -666,7 +670,7 @@ func attnGrid(kernel string, tokens, heads, kvHeads int) int {
 	switch kernel {
 	case "attention_prefill_f32":
 		return ceilDiv(tokens, 16) * heads // FW_ATTP_ROWS query tokens per block
-	case "attention_gqa_f32", "attention_bykey_f32":
+	case "attention_gqa_f32", "attention_bykey_f32", "attention_bykey128_f32":
 		return tokens * kvHeads
 	}
 	return tokens * heads
