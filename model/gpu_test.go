@@ -147,11 +147,12 @@ func TestGPUForwardMatchesTheCPU(t *testing.T) {
 // launch.go: attention_f32 over tables of 128 keys for one sequence,
 // attention_bykey_f32 over 256, attention_long_f32 over 512; and
 // attention_bykey_f32 for 32 sequences of a model with 2 kv heads over
-// 128) give the CPU forward's logits within the float32 tolerance (one
-// sequence of a float32 SmolLM, prompts of 100, 250 and 350 tokens, 8
-// decode steps each), and that 32 sequences decoded in one batch each get
-// greedily the tokens the CPU gives it alone (a float32 Llama-3, prompts of
-// 100 to 131 tokens, 6 tokens each).
+// 128, attention_bykey128_f32 for 128 of them) give the CPU forward's
+// logits within the float32 tolerance (one sequence of a float32 SmolLM,
+// prompts of 100, 250 and 350 tokens, 8 decode steps each), and that 32
+// and then 128 sequences decoded in one batch each get greedily the
+// tokens the CPU gives it alone (a float32 Llama-3, prompts of 100 to 131
+// tokens, 6 tokens each).
 func TestGPUDecodeAttentionKernelsMatchTheCPU(t *testing.T) {
 	dev := openGPU(t)
 	ctx := context.Background()
@@ -180,37 +181,41 @@ func TestGPUDecodeAttentionKernelsMatchTheCPU(t *testing.T) {
 
 	llama := modeltest.Llama3Tiny()
 	llama.MaxPos = 512
-	cl, gl := load(llama), load(llama, WithDevice(dev), WithKVCacheTokens(16384))
+	cl, gl := load(llama), load(llama, WithDevice(dev), WithKVCacheTokens(32768))
 	defer func() { require.NoError(t, gl.Close()) }()
-	const seqs, steps = 32, 6
-	prompts := make([][]uint32, seqs)
-	want := make([][]uint32, seqs)
-	for i := range prompts {
-		prompts[i] = testTokens(100+2*i, llama.Vocab)[i:]
-		res, err := cl.GenerateTokens(ctx, prompts[i], GenerateOptions{MaxTokens: steps}, nil)
+	const prompts, steps = 32, 6
+	prompt := make([][]uint32, prompts)
+	want := make([][]uint32, prompts)
+	for i := range prompt {
+		prompt[i] = testTokens(100+2*i, llama.Vocab)[i:]
+		res, err := cl.GenerateTokens(ctx, prompt[i], GenerateOptions{MaxTokens: steps}, nil)
 		require.NoError(t, err)
 		want[i] = res.Tokens
 	}
-	b := gl.NewBatch()
-	defer b.Close()
-	index := map[SeqID]int{}
-	for i, p := range prompts {
-		id, err := b.Add(p, GenerateOptions{})
-		require.NoError(t, err)
-		index[id] = i
-	}
-	got := make([][]uint32, seqs)
-	for range steps {
-		toks, err := b.Step(ctx)
-		require.NoError(t, err)
-		for _, tok := range toks {
-			got[index[tok.Seq]] = append(got[index[tok.Seq]], tok.ID)
+	// 32 sequences (64 blocks of 2 kv heads: attention_bykey_f32), then 128
+	// (256 blocks: attention_bykey128_f32), sequence i on prompt i % 32.
+	for _, seqs := range []int{32, 128} {
+		b := gl.NewBatch()
+		index := map[SeqID]int{}
+		for i := range seqs {
+			id, err := b.Add(prompt[i%prompts], GenerateOptions{})
+			require.NoError(t, err)
+			index[id] = i
 		}
+		got := make([][]uint32, seqs)
+		for range steps {
+			toks, err := b.Step(ctx)
+			require.NoError(t, err)
+			for _, tok := range toks {
+				got[index[tok.Seq]] = append(got[index[tok.Seq]], tok.ID)
+			}
+		}
+		b.Close()
+		for i := range seqs {
+			require.Equal(t, want[i%prompts], got[i][:len(want[i%prompts])], "%d sequences: sequence %d", seqs, i)
+		}
+		t.Logf("%d sequences in one batch: %d greedy tokens each, the CPU's", seqs, steps)
 	}
-	for i := range prompts {
-		require.Equal(t, want[i], got[i][:len(want[i])], "sequence %d", i)
-	}
-	t.Logf("%d sequences in one batch: %d greedy tokens each, the CPU's", seqs, steps)
 }
 
 // forwardBoth feeds prompt (every position's logits) and then steps single

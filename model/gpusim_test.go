@@ -203,6 +203,8 @@ func TestSimGPUTensorCoreMatmulFromSixteenRows(t *testing.T) {
 //     tables of 512 keys or more;
 //   - attention_gqa_f32, from there, for 128 of its blocks (tokens *
 //     kv_heads) or more, 2 to 4 query heads a kv head, head_dim 65 to 128;
+//   - attention_bykey128_f32, from there, for up to 8 query heads a kv
+//     head, with 256 of its blocks (tokens * kv_heads) or more;
 //   - attention_bykey_f32, from there, for up to 8 query heads a kv head,
 //     over tables of 128 keys or more with 64 of its blocks (tokens *
 //     kv_heads) or more, or over tables of 256 keys or more;
@@ -214,7 +216,7 @@ func TestSimGPUTensorCoreMatmulFromSixteenRows(t *testing.T) {
 // hold the logits to the CPU forward's.
 func TestSimGPUDecodeAttentionRouting(t *testing.T) {
 	ctx := context.Background()
-	kernels := []string{"attention_f32", "attention_long_f32", "attention_gqa_f32", "attention_bykey_f32"}
+	kernels := []string{"attention_f32", "attention_long_f32", "attention_gqa_f32", "attention_bykey_f32", "attention_bykey128_f32"}
 	// decodeKernel: the one decode attention kernel of the second step of a
 	// batch of seqs sequences, the first with a prompt of first tokens, the
 	// others of one.
@@ -272,8 +274,14 @@ func TestSimGPUDecodeAttentionRouting(t *testing.T) {
 		{"64 sequences, tables of 512", gqa, 64, 300, "attention_bykey_f32"},
 		{"64 sequences, tables of 512, head_dim 80", wide, 64, 300, "attention_gqa_f32"},
 		{"63 sequences, tables of 512, head_dim 80", wide, 63, 300, "attention_bykey_f32"},
-		{"MHA, 64 sequences, tables of 512", mha, 64, 300, "attention_bykey_f32"},
+		{"MHA, 63 sequences, tables of 512", mha, 63, 300, "attention_bykey_f32"},
+		{"MHA, 64 sequences, tables of 512", mha, 64, 300, "attention_bykey128_f32"},
 		{"9 heads a kv head, 32 sequences, tables of 256", nine, 32, 250, "attention_f32"},
+		{"128 sequences, tables of 16", gqa, 128, 10, "attention_bykey128_f32"},
+		{"127 sequences, tables of 16", gqa, 127, 10, "attention_f32"},
+		{"128 sequences, tables of 512", gqa, 128, 300, "attention_bykey128_f32"},
+		{"128 sequences, tables of 512, head_dim 80", wide, 128, 300, "attention_gqa_f32"},
+		{"9 heads a kv head, 128 sequences, tables of 16", nine, 128, 10, "attention_f32"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			require.Equal(t, c.want, decodeKernel(t, dev, faults, c.spec, c.seqs, c.first))

@@ -55,7 +55,7 @@ type Backend struct {
 	qmod       *runtime.Module // qforward: loaded when a weight is quantized or a layer unfused
 	kernels    map[string]*runtime.Kernel
 	tc         bool // CUDA: 16-bit weights go through the tensor cores from tcRows rows (launch.go)
-	longAtt    bool // CUDA: decode attention may take attention_long_f32, attention_gqa_f32 or attention_bykey_f32 (launch.go; measured on the H200 only)
+	longAtt    bool // CUDA: decode attention may take attention_long_f32, attention_gqa_f32 or attention_bykey(128)_f32 (launch.go; measured on the H200 only)
 	sampler    *sampling.Sampler
 
 	mu    sync.Mutex // one call at a time
@@ -189,7 +189,7 @@ func (b *Backend) kernelNames() []string {
 			names["attention_gqa_f32"] = true
 		}
 		if b.bykeyShape() {
-			names["attention_bykey_f32"] = true
+			names["attention_bykey_f32"], names["attention_bykey128_f32"] = true, true
 		}
 	}
 	out := make([]string, 0, len(names))

@@ -129,6 +129,17 @@ const (
 	bykeyMinKeys       = 128
 	bykeyManyBlocks    = 64
 	bykeyFewBlocksKeys = 256
+	// attention_bykey128_f32, the same kernel in blocks of 128 threads
+	// (FW_ABK128_THREADS: two resident an SM at its registers, where one
+	// of 256 is), from bykey128MinBlocks of its blocks over tables of any
+	// length, after attention_gqa_f32's case. On the H200 (1B shape, 32
+	// sequences x 8 kv heads = 256 blocks on 132 SMs;
+	// docs/bench/attention-bykey-128threads-h200-2026-12-02.jsonl) its
+	// times against attention_bykey_f32's were 9.0 against 11.3 us over 16
+	// keys (attention_f32 12.1), 13.4 against 16.6 over 80, 30.9 against
+	// 33.9 over 256, 121 against 134 over 1024; with 64 blocks it lost
+	// (18.1 against 12.4 over 144 keys), and 65 to 255 were not measured.
+	bykey128MinBlocks = 256
 
 	ewThreads = 256
 	maxEWGrid = 65535 // the elementwise kernels stride over the grid
@@ -301,7 +312,8 @@ func (b *Backend) positions(layer int, qkv, pos, slots runtime.DevicePtr, tokens
 // tile's runs of different sequences run one after another in its block,
 // so decode steps keep attention_f32, or on CUDA one of the decode kernels
 // the constants above route to (attention_long_f32, attention_gqa_f32,
-// attention_bykey_f32), each with attention_f32's semantics.
+// attention_bykey_f32, attention_bykey128_f32), each with attention_f32's
+// semantics.
 func (b *Backend) attention(layer int, out, qkv, qSeq, qPos, tables runtime.DevicePtr, maxBlocks, tokens int, tiled bool, scale float32) error {
 	c := b.cfg
 	name, grid := "attention_f32", tokens*c.Heads
@@ -313,6 +325,8 @@ func (b *Backend) attention(layer int, out, qkv, qSeq, qPos, tables runtime.Devi
 		name = "attention_long_f32" // few blocks, long keys: 32 groups a block instead of 8
 	case b.longAtt && tokens*c.KVHeads >= gqaMinBlocks && keys >= attLongMinKeys && c.HeadDim >= gqaMinHeadDim && b.gqaShape():
 		name, grid = "attention_gqa_f32", tokens*c.KVHeads // many blocks, long keys, wide heads: one block per kv head
+	case b.longAtt && tokens*c.KVHeads >= bykey128MinBlocks && b.bykeyShape():
+		name, grid = "attention_bykey128_f32", tokens*c.KVHeads // more blocks than SMs: two resident a multiprocessor
 	case b.longAtt && keys >= bykeyMinKeys && (tokens*c.KVHeads >= bykeyManyBlocks || keys >= bykeyFewBlocksKeys) && b.bykeyShape():
 		name, grid = "attention_bykey_f32", tokens*c.KVHeads // a thread per key, one block per kv head
 	}
