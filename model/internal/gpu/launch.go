@@ -133,12 +133,12 @@ const (
 	// (FW_ABK128_THREADS: two resident an SM at its registers, where one
 	// of 256 is), from bykey128MinBlocks of its blocks over tables of any
 	// length, after attention_gqa_f32's case. On the H200 (1B shape, 32
-	// sequences x 8 kv heads = 256 blocks on 132 SMs;
-	// docs/bench/attention-bykey-128threads-h200-2026-12-02.jsonl) its
-	// times against attention_bykey_f32's were 9.0 against 11.3 us over 16
-	// keys (attention_f32 12.1), 13.4 against 16.6 over 80, 30.9 against
-	// 33.9 over 256, 121 against 134 over 1024; with 64 blocks it lost
-	// (18.1 against 12.4 over 144 keys), and 65 to 255 were not measured.
+	// sequences x 8 kv heads = 256 blocks on 132 SMs, both kernels in one
+	// call; docs/bench/attention-bykey128-h200-2026-12-02.jsonl) its times
+	// against attention_bykey_f32's were 9.1 against 16.1 us over 16 keys
+	// (attention_f32 12.1), 13.4 against 19.2 over 80, 31.0 against 33.5
+	// over 256, 120.8 against 126.1 over 1024; with 64 blocks it lost (18.2
+	// against 12.5 over 144 keys), and 65 to 255 were not measured.
 	bykey128MinBlocks = 256
 
 	ewThreads = 256
