@@ -36,6 +36,7 @@ func TestCallsBeforeLoadFail(t *testing.T) {
 			"HostFunc":      func() error { return LaunchHostFunc(0, func() {}) },
 			"ErrorName":     func() error { _, err := ErrorName(ErrInvalidValue); return err },
 			"ParamInfo":     func() error { _, err := Function(1).ParamInfo(0); return err },
+			"SetAttribute":  func() error { return Function(1).SetAttribute(FuncMaxDynamicSharedSizeBytes, 1) },
 			"ElapsedTime":   func() error { _, err := EventElapsedTime(1, 2); return err },
 			"MemcpyHtoD":    func() error { return MemcpyHtoD(1, []byte{1}) },
 			"StreamAddCall": func() error { return StreamAddCallback(0, func(Code) {}) },

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"strings"
 	"unsafe"
@@ -17,7 +18,8 @@ type Module uintptr
 // Function is a CUfunction: one kernel of a Module.
 type Function uintptr
 
-// FuncAttribute is a CUfunction_attribute for Function.Attribute.
+// FuncAttribute is a CUfunction_attribute for Function.Attribute and
+// Function.SetAttribute.
 type FuncAttribute int32
 
 // CUfunction_attribute values, checked against cuda.h 13.0 (cuda-python
@@ -67,6 +69,9 @@ type moduleAPI struct {
 	cuModuleUnload func(m Module) Code
 	// CUresult cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CUfunction hfunc);
 	cuFuncGetAttribute func(v *int32, a FuncAttribute, f Function) Code
+	// CUresult cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int value);
+	// (CUDA 9.0+, so required.)
+	cuFuncSetAttribute func(f Function, a FuncAttribute, v int32) Code
 	// Optional (driver 12.4+; absent on 535/12.2, anchors.md §3):
 	// CUresult cuFuncGetParamInfo(CUfunction func, size_t paramIndex, size_t *paramOffset, size_t *paramSize);
 	cuFuncGetParamInfo func(f Function, i uintptr, off, size *uintptr) Code
@@ -78,6 +83,7 @@ func (a *moduleAPI) bind() []dynlib.Func {
 		{Names: []string{"cuModuleGetFunction"}, Fn: &a.cuModuleGetFunction},
 		{Names: []string{"cuModuleUnload"}, Fn: &a.cuModuleUnload},
 		{Names: []string{"cuFuncGetAttribute"}, Fn: &a.cuFuncGetAttribute},
+		{Names: []string{"cuFuncSetAttribute"}, Fn: &a.cuFuncSetAttribute},
 		{Names: []string{funcGetParamInfoSymbol}, Fn: &a.cuFuncGetParamInfo, Since: paramInfoSince},
 	}
 }
@@ -198,6 +204,25 @@ func (f Function) Attribute(a FuncAttribute) (int, error) {
 		return 0, err
 	}
 	return int(v), nil
+}
+
+// SetAttribute sets one attribute of the kernel (cuFuncSetAttribute), with
+// the kernel's context current. The settable ones are
+// FuncMaxDynamicSharedSizeBytes (a launch asking for more dynamic shared
+// memory fails; by default static plus dynamic may not pass 48 KiB, and it
+// may be raised until static plus dynamic reaches the device's
+// MaxSharedMemoryPerBlockOptin) and FuncPreferredSharedMemoryCarveout. The
+// driver answers an out-of-range value with ErrInvalidValue; a value outside
+// C's int is refused before the call.
+func (f Function) SetAttribute(a FuncAttribute, v int) error {
+	d, err := api()
+	if err != nil {
+		return err
+	}
+	if v < math.MinInt32 || v > math.MaxInt32 {
+		return fmt.Errorf("cuda: function attribute %d: value %d does not fit a C int: %w", a, v, ErrInvalidValue)
+	}
+	return check("cuFuncSetAttribute", d.cuFuncSetAttribute(f, a, int32(v)))
 }
 
 // Param is one kernel parameter's place in the argument buffer.

@@ -96,6 +96,9 @@ func (d *cudaDevice) describe(ordinal int) (driver.Info, error) {
 	if info.MaxBlock, err = d.dev.Attribute(cuda.MaxThreadsPerBlock); err != nil {
 		return info, err
 	}
+	if info.MaxSharedOptin, err = d.dev.Attribute(cuda.MaxSharedMemoryPerBlockOptin); err != nil {
+		return info, err
+	}
 	v, err := cuda.DriverVersion()
 	if err != nil {
 		return info, err
@@ -402,6 +405,13 @@ type cudaFunction struct {
 }
 
 func (f *cudaFunction) Name() string { return f.name }
+
+// SetMaxDynamicShared raises the kernel's dynamic shared memory limit
+// (driver.SharedMemRaiser): without it a launch whose blocks use more than
+// 48 KiB of shared memory fails.
+func (f *cudaFunction) SetMaxDynamicShared(bytes int) error {
+	return f.dev.do(func() error { return f.f.SetAttribute(cuda.FuncMaxDynamicSharedSizeBytes, bytes) })
+}
 
 // Params reports the driver's own view of the argument layout
 // (cuFuncGetParamInfo, driver 12.4 and later).

@@ -59,6 +59,20 @@
 // (grid_dependency_wait in kernels/src/portable.h); sampling's Gumbel kernel
 // is one.
 //
+// Shared memory: a block may use 48 KiB (driver.DefaultSharedMem) of
+// shared memory, the kernel's static (KernelSpec.StaticShared) plus the
+// launch's LaunchConfig.SharedMem, without more ado: such a launch makes no
+// driver call beyond the launch. Past that, on a backend whose kernels can
+// opt in (CUDA: cuFuncSetAttribute), Launch raises the kernel's dynamic
+// limit before the launch, once per kernel and larger size whichever
+// stream launches it, up to the device's Info().MaxSharedOptin (232448
+// bytes on an H100 or H200). Past that maximum Launch refuses with a
+// *LaunchError naming the bytes asked and the maximum, before the driver;
+// the device stays usable. On a backend that cannot raise (ROCm, whose HIP
+// takes up to the device's LDS without one; Metal) the launch goes to the
+// driver as it is, and what the driver refuses is a *LaunchError wrapping
+// its code.
+//
 // Graphs: Stream.Capture runs a function with the stream capturing (CUDA
 // stream capture in relaxed mode, hipGraph where the library has it): its
 // launches are checked as usual and recorded, not run, and

@@ -215,7 +215,7 @@ func (s *Stream) LaunchGraph(g *Graph) error {
 		return fmt.Errorf("launch graph: %w", ErrCapturing)
 	}
 	if err := g.drv.Launch(s.drv); err != nil {
-		return s.launchFailed(g.name(), err)
+		return s.launchFailed(g.name(), "", err)
 	}
 	s.last = g.last
 	s.afterGraph = true

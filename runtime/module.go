@@ -18,10 +18,12 @@ type ParamSpec struct {
 
 // KernelSpec is what the runtime checks every launch of a kernel against.
 type KernelSpec struct {
-	Name         string
-	Params       []ParamSpec
-	MaxThreads   int // threads per block the kernel was built for; 0 = the device's limit
-	StaticShared int // bytes of static shared (LDS) memory
+	Name       string
+	Params     []ParamSpec
+	MaxThreads int // threads per block the kernel was built for; 0 = the device's limit
+	// StaticShared is the bytes of static shared (LDS) memory; it counts
+	// with a launch's LaunchConfig.SharedMem against the per-block limits.
+	StaticShared int
 }
 
 // argBytes is the size of the packed argument block.
@@ -142,6 +144,13 @@ type Kernel struct {
 	mod  *Module
 	spec KernelSpec
 	fn   driver.Function
+
+	// sharedRaised is the largest dynamic shared memory limit set on fn
+	// (driver.SharedMemRaiser), 0 before the first raise. sharedMu makes
+	// check-and-raise one step, so the limit only grows and a launch on
+	// another stream never finds it lowered under what it checked.
+	sharedMu     sync.Mutex
+	sharedRaised int
 }
 
 // Name is the kernel's symbol name.

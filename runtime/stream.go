@@ -18,7 +18,16 @@ type Dim3 = driver.Dim3
 // LaunchConfig is a launch's shape.
 type LaunchConfig struct {
 	Grid, Block Dim3
-	SharedMem   int // dynamic shared memory in bytes
+	// SharedMem is the dynamic shared memory per block in bytes. With the
+	// kernel's static shared memory (KernelSpec.StaticShared) it may pass
+	// driver.DefaultSharedMem (48 KiB) on a backend that can raise a
+	// kernel's limit (CUDA), up to the device's Info().MaxSharedOptin: the
+	// first such launch raises the kernel's limit before it reaches the
+	// driver, and Launch refuses one over that maximum with a *LaunchError.
+	// Elsewhere (ROCm, whose HIP takes up to the device's LDS without a
+	// raise; Metal) the launch goes to the driver as it is, which refuses
+	// what the device cannot give (a *LaunchError wrapping its code).
+	SharedMem int
 	// EarlyStart lets the device schedule the kernel before the kernel
 	// ahead of it on the stream has finished, hiding the launch gap (CUDA
 	// programmatic dependent launch, compute capability 9.0 and later;
@@ -117,6 +126,9 @@ func (s *Stream) Launch(k *Kernel, cfg LaunchConfig, args ...any) error {
 	if err := k.checkArgs(d, args); err != nil {
 		return &LaunchError{Kernel: k.spec.Name, Reason: err.Error()}
 	}
+	if err := s.fitShared(k, cfg.SharedMem); err != nil {
+		return err
+	}
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -145,7 +157,7 @@ func (s *Stream) Launch(k *Kernel, cfg LaunchConfig, args ...any) error {
 		err = s.drv.Launch(k.fn, cfg.Grid, cfg.Block, uint32(cfg.SharedMem), params)
 	}
 	if err != nil {
-		return s.launchFailed(k.spec.Name, err)
+		return s.launchFailed(k.spec.Name, "", err)
 	}
 	if c != nil {
 		// Captured, not run: the stream's last kernel is the graph's once
@@ -183,6 +195,41 @@ func (k *Kernel) checkShape(d *Device, cfg LaunchConfig) string {
 	return ""
 }
 
+// fitShared lets k launch with dyn bytes of dynamic shared memory per
+// block. Up to driver.DefaultSharedMem, static included, there is nothing to
+// do and no driver call, and on a backend whose functions are no
+// driver.SharedMemRaiser the driver decides alone. Otherwise the total must
+// be within the device's MaxSharedOptin, else the launch is refused before
+// the driver; then the kernel's limit is raised unless an earlier raise
+// covers dyn, so each kernel is raised once per larger size, whichever
+// stream launches it.
+func (s *Stream) fitShared(k *Kernel, dyn int) error {
+	static := k.spec.StaticShared
+	// Compared as dyn against what static leaves, so that no dyn overflows.
+	if dyn <= driver.DefaultSharedMem-static {
+		return nil
+	}
+	d := s.dev
+	asked := fmt.Sprintf("%d bytes of shared memory per block (%d static + %d dynamic)", uint64(static)+uint64(dyn), static, dyn)
+	r, ok := k.fn.(driver.SharedMemRaiser)
+	if !ok {
+		return nil
+	}
+	if ceiling := max(d.info.MaxSharedOptin, driver.DefaultSharedMem); dyn > ceiling-static {
+		return &LaunchError{Kernel: k.spec.Name, Reason: fmt.Sprintf("%s is over the device's maximum of %d", asked, ceiling)}
+	}
+	k.sharedMu.Lock()
+	defer k.sharedMu.Unlock()
+	if dyn <= k.sharedRaised {
+		return nil
+	}
+	if err := r.SetMaxDynamicShared(dyn); err != nil {
+		return s.launchFailed(k.spec.Name, fmt.Sprintf("raising its dynamic shared memory limit to %d bytes for %s", dyn, asked), err)
+	}
+	k.sharedRaised = dyn
+	return nil
+}
+
 // pack lays the arguments out at the metadata's offsets in scratch memory and
 // returns the void** array the driver takes. Callers hold s.mu.
 func (s *Stream) pack(k *Kernel, args []any) (unsafe.Pointer, error) {
@@ -213,14 +260,15 @@ func (s *Stream) pack(k *Kernel, args []any) (unsafe.Pointer, error) {
 	return base, nil
 }
 
-// launchFailed turns a driver's launch error into the runtime's: a
+// launchFailed turns a driver's launch error (or that of a call made for
+// the launch, which reason then names) into the runtime's: a
 // *LaunchError when the driver refused the launch (Rejected, OutOfMemory),
 // a lost device after a fault, and the driver's error otherwise (nothing
 // says the device is fine). A sticky code at launch can be a plain
 // rejection (HIP has reported a block over the kernel's bounds as
 // hipErrorLaunchFailure), so the device is probed before it is declared
 // lost.
-func (s *Stream) launchFailed(name string, err error) error {
+func (s *Stream) launchFailed(name, reason string, err error) error {
 	d := s.dev
 	switch d.drv.Classify(err) {
 	case driver.Fault:
@@ -228,11 +276,17 @@ func (s *Stream) launchFailed(name string, err error) error {
 			f := d.markLost(&FaultError{Device: d.label, Kernel: name, Op: "launch", Kind: faultKind(err), Err: err})
 			return &DeviceLostError{Device: d.label, Cause: f}
 		}
-		return &LaunchError{Kernel: name, Err: err}
+		return &LaunchError{Kernel: name, Reason: reason, Err: err}
 	case driver.OutOfMemory:
-		return &LaunchError{Kernel: name, Reason: "out of resources", Err: err}
+		if reason == "" {
+			reason = "out of resources"
+		}
+		return &LaunchError{Kernel: name, Reason: reason, Err: err}
 	case driver.Rejected:
-		return &LaunchError{Kernel: name, Err: err}
+		return &LaunchError{Kernel: name, Reason: reason, Err: err}
+	}
+	if reason != "" {
+		err = fmt.Errorf("%s: %w", reason, err)
 	}
 	return d.fail("launch "+name, name, err)
 }

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/hipgo/hipgo/runtime"
+	"github.com/hipgo/hipgo/runtime/driver"
 )
 
 // Class is one failure class.
@@ -29,8 +30,11 @@ const (
 	// OversizedBlock: more threads per block than the kernel was built for.
 	// The runtime refuses it from the code object's metadata.
 	OversizedBlock Class = "oversized-block"
-	// DriverRejection: a launch only the driver can refuse (more dynamic
-	// shared memory than a block may have).
+	// DriverRejection: a launch only the driver can refuse: on CUDA a block
+	// of 1x1x128 (over its 64 threads in z; the runtime checks only a
+	// block's total against the kernel's and the device's), elsewhere more
+	// dynamic shared memory than a block may have (on CUDA the runtime
+	// refuses that itself, past the device's opt-in maximum).
 	DriverRejection Class = "driver-rejection"
 	// OutOfMemory: an allocation larger than the device.
 	OutOfMemory Class = "out-of-memory"
@@ -184,6 +188,11 @@ func driverRejection(ctx context.Context, e *Env) Result {
 	r := Result{Class: DriverRejection, Expected: "the driver refuses 1 GiB of shared memory: *LaunchError wrapping its code; device usable"}
 	cfg := grid1(1, 64)
 	cfg.SharedMem = 1 << 30
+	if e.Dev.Backend() == driver.CUDA {
+		r.Expected = "the driver refuses a block of 1x1x128: *LaunchError wrapping its code; device usable"
+		cfg = grid1(1, 1)
+		cfg.Block.Z = 128
+	}
 	return rejectedLaunch(ctx, e, r, e.Fill, cfg, func(le *runtime.LaunchError) bool { return le.Err != nil })
 }
 

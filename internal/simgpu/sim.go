@@ -64,6 +64,10 @@ type KernelDef struct {
 	// Reject, when set, is a synchronous launch check: a non-nil result is
 	// returned from Launch (like a driver rejecting a block size).
 	Reject func(grid, block driver.Dim3) error
+	// StaticShared is the kernel's static shared memory in bytes: with a
+	// launch's dynamic shared memory it counts against
+	// driver.DefaultSharedMem, and against Config.MaxSharedOptin once raised.
+	StaticShared int
 }
 
 // Config shapes a simulated device.
@@ -103,6 +107,16 @@ type Config struct {
 	NoGraphs bool
 	// CloseBlocks makes Close block until Release is called.
 	CloseBlocks bool
+	// MaxSharedOptin is the device's shared memory per block, static plus
+	// dynamic, once a kernel's limit is raised (driver.Info.MaxSharedOptin;
+	// default 232448, an H100's or H200's). A launch over
+	// driver.DefaultSharedMem fails with CodeInvalidValue unless the
+	// function's limit (driver.SharedMemRaiser) was raised to cover it, as
+	// on CUDA.
+	MaxSharedOptin int
+	// NoSharedRaise leaves functions without driver.SharedMemRaiser and has
+	// the device report no opt-in maximum, as on ROCm and Metal.
+	NoSharedRaise bool
 	// OnCall, when set, runs inside every driver call (Close included),
 	// after the call's sticky-fault check: a test injects an out-of-band
 	// fault there (InjectAsyncFault from inside Record), a hang (block), a
@@ -113,9 +127,13 @@ type Config struct {
 	// "Launch", "Record", "Notify", "StreamDestroy", "EventQuery",
 	// "EventDestroy", "Mark", "MarkDestroy" (a mark's Since queries as
 	// "EventQuery"), "BeginCapture", "EndCapture", "GraphLaunch",
-	// "GraphDestroy".
+	// "GraphDestroy", "SetMaxDynamicShared".
 	OnCall func(call string) error
 }
+
+// DefaultMaxSharedOptin is the simulated device's default
+// Config.MaxSharedOptin: an H100's or H200's 227 KiB.
+const DefaultMaxSharedOptin = 232448
 
 // Driver is a simulated backend.
 type Driver struct {
@@ -143,6 +161,9 @@ func New(cfg Config) *Driver {
 	if cfg.Kind == "" {
 		cfg.Kind = Kind
 	}
+	if cfg.MaxSharedOptin == 0 {
+		cfg.MaxSharedOptin = DefaultMaxSharedOptin
+	}
 	return &Driver{cfg: cfg}
 }
 
@@ -164,7 +185,7 @@ func (d *Driver) Open(ordinal int) (driver.Device, error) {
 	dev := &Device{
 		cfg: d.cfg, ordinal: ordinal, mem: map[driver.Ptr][]byte{},
 		next: 0x1000_0000, stop: make(chan struct{}), release: make(chan struct{}),
-		kernels: map[string]KernelDef{},
+		kernels: map[string]KernelDef{}, sharedLimits: map[string]int{},
 	}
 	for _, k := range d.cfg.Kernels {
 		dev.kernels[k.Name] = k
@@ -193,6 +214,9 @@ type Device struct {
 	used   uint64
 	next   driver.Ptr
 	faultE atomic.Pointer[Code]
+	// sharedLimits: the largest dynamic shared memory limit set on any
+	// function of each kernel name (under mu).
+	sharedLimits map[string]int
 
 	onFault func(driver.AsyncFault) bool
 	stop    chan struct{}
@@ -222,6 +246,9 @@ type Device struct {
 	GraphsLive    atomic.Int64
 	Capturing     atomic.Int64
 	GraphLaunches atomic.Int64
+	// SharedRaises counts the dynamic shared memory limits set
+	// (driver.SharedMemRaiser), refused ones included.
+	SharedRaises atomic.Int64
 }
 
 func (d *Device) Info() driver.Info {
@@ -229,8 +256,25 @@ func (d *Device) Info() driver.Info {
 		Backend: d.cfg.Kind, Ordinal: d.ordinal, Name: d.cfg.Name, Arch: d.cfg.Arch, Format: d.cfg.Format,
 		TotalMemory: d.cfg.Memory, ComputeUnits: 132, WarpSize: 32, MaxBlock: d.cfg.MaxBlock,
 		DriverVersion: "sim", RuntimeVersion: "sim", Library: "(simulated)",
-		NotifyReportsSuccess: !d.cfg.HIPCallbacks, RunsOnHost: true,
+		NotifyReportsSuccess: !d.cfg.HIPCallbacks, RunsOnHost: true, MaxSharedOptin: d.maxSharedOptin(),
 	}
+}
+
+// maxSharedOptin is the opt-in maximum the device reports: 0 when its
+// functions cannot raise.
+func (d *Device) maxSharedOptin() int {
+	if d.cfg.NoSharedRaise {
+		return 0
+	}
+	return d.cfg.MaxSharedOptin
+}
+
+// MaxDynamicShared is the largest dynamic shared memory limit set on a
+// function of kernel name (driver.SharedMemRaiser), 0 when none was.
+func (d *Device) MaxDynamicShared(name string) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.sharedLimits[name]
 }
 
 // fault returns the sticky error if the device faulted.
@@ -422,14 +466,62 @@ func (m *module) Function(name string) (driver.Function, error) {
 	if !ok {
 		return nil, CodeNotFound
 	}
-	return &function{def: k}, nil
+	f := &function{dev: m.dev, def: k}
+	if m.dev.cfg.NoSharedRaise {
+		return f, nil
+	}
+	return &raisingFunction{f}, nil
 }
 
 func (m *module) Unload() error { return m.dev.call("Unload") }
 
-type function struct{ def KernelDef }
+type function struct {
+	dev *Device
+	def KernelDef
+	// maxDynamic is the dynamic shared memory limit set on this function
+	// (0: none; the default applies).
+	maxDynamic atomic.Int64
+}
 
 func (f *function) Name() string { return f.def.Name }
+
+// raisingFunction is a function with driver.SharedMemRaiser (unless
+// Config.NoSharedRaise).
+type raisingFunction struct{ *function }
+
+// SetMaxDynamicShared sets the function's dynamic shared memory limit, as
+// cuFuncSetAttribute does: static plus bytes over the device's
+// MaxSharedOptin is CodeInvalidValue. Each call is counted
+// (Device.SharedRaises) and recorded (Device.MaxDynamicShared).
+func (f *raisingFunction) SetMaxDynamicShared(bytes int) error {
+	d := f.dev
+	d.SharedRaises.Add(1)
+	if err := d.call("SetMaxDynamicShared"); err != nil {
+		return err
+	}
+	if bytes < 0 || f.def.StaticShared+bytes > d.cfg.MaxSharedOptin {
+		return CodeInvalidValue
+	}
+	f.maxDynamic.Store(int64(bytes))
+	d.mu.Lock()
+	d.sharedLimits[f.def.Name] = max(d.sharedLimits[f.def.Name], bytes)
+	d.mu.Unlock()
+	return nil
+}
+
+// simFunction is the function behind either kind.
+func simFunction(fn driver.Function) *function {
+	if r, ok := fn.(*raisingFunction); ok {
+		return r.function
+	}
+	return fn.(*function)
+}
+
+// sharedFits reports whether a launch with shmem bytes of dynamic shared
+// memory fits the function's limit: the default, or what was set.
+func (f *function) sharedFits(shmem uint32) bool {
+	return f.def.StaticShared+int(shmem) <= driver.DefaultSharedMem || int64(shmem) <= f.maxDynamic.Load()
+}
 
 // Params reports the layout the way cuFuncGetParamInfo does: natural
 // alignment of each size.

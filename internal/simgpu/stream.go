@@ -169,23 +169,23 @@ func (s *stream) run(o op) {
 }
 
 func (s *stream) Launch(fn driver.Function, grid, block driver.Dim3, shmem uint32, params unsafe.Pointer) error {
-	err := s.launch(fn, grid, block, params)
+	err := s.launch(fn, grid, block, shmem, params)
 	// A failed launch invalidates a capture, as on CUDA.
 	s.invalid = s.invalid || (err != nil && s.capture != nil)
 	return err
 }
 
-func (s *stream) launch(fn driver.Function, grid, block driver.Dim3, params unsafe.Pointer) error {
+func (s *stream) launch(fn driver.Function, grid, block driver.Dim3, shmem uint32, params unsafe.Pointer) error {
 	if err := s.dev.call("Launch"); err != nil {
 		return err
 	}
-	f := fn.(*function)
+	f := simFunction(fn)
 	if f.def.Reject != nil {
 		if err := f.def.Reject(grid, block); err != nil {
 			return err
 		}
 	}
-	if block.Count() > uint64(s.dev.cfg.MaxBlock) {
+	if block.Count() > uint64(s.dev.cfg.MaxBlock) || !f.sharedFits(shmem) {
 		return CodeInvalidValue
 	}
 	l := &launchOp{def: f.def, grid: grid, block: block, args: readArgs(params, f.def.ParamSizes)}

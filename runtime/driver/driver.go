@@ -61,7 +61,19 @@ type Info struct {
 	// simulated backend), so a Wait that polls takes a core from the work
 	// it waits for: the runtime's default wait spin is then HostWaitSpin.
 	RunsOnHost bool
+	// MaxSharedOptin is the most shared memory in bytes, static plus
+	// dynamic, a block may use once its kernel's limit has been raised
+	// (SharedMemRaiser): CUDA's MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, 232448 on
+	// an H100 or H200. 0 where the backend has no such opt-in; its blocks
+	// get DefaultSharedMem at most, as far as the runtime is concerned.
+	MaxSharedOptin int
 }
+
+// DefaultSharedMem is the shared memory in bytes, static plus dynamic, a
+// block may use without raising its kernel's limit: 48 KiB, CUDA's default
+// on every architecture hipgo runs on (a launch asking for more fails unless
+// the kernel opted in).
+const DefaultSharedMem = 48 << 10
 
 // Ptr is a device address.
 type Ptr uint64
@@ -159,6 +171,18 @@ type Module interface {
 // Function is a kernel in a loaded module.
 type Function interface {
 	Name() string
+}
+
+// SharedMemRaiser is implemented by functions whose blocks may use more than
+// DefaultSharedMem bytes of shared memory once their limit is raised (CUDA:
+// cuFuncSetAttribute with CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES).
+// The runtime raises the limit before the first launch that needs it, only
+// ever upward, once it has checked static plus dynamic against
+// Info.MaxSharedOptin; it serialises the raises of each function.
+type SharedMemRaiser interface {
+	// SetMaxDynamicShared lets launches of the function ask for up to bytes
+	// of dynamic shared memory per block.
+	SetMaxDynamicShared(bytes int) error
 }
 
 // ParamInspector is implemented by functions whose driver reports the
