@@ -20,11 +20,14 @@
 //     the loader accepts under either setting. A different processor, even a
 //     close one (gfx1101 for gfx1100), never matches: ISAs differ.
 //   - ptx: the newest shipped PTX whose sm is not above the device's.
-//     "sm_90a" and "sm_90" get sm_90; sm_89 gets sm_80; sm_100 or sm_120 get
-//     sm_90: the driver JIT-compiles PTX for any GPU at or above its
-//     target. The driver must also know the PTX ISA version (.version 7.0
-//     for sm_80, 7.8 for sm_90, i.e. a CUDA 11.8 or newer driver for the
-//     latter).
+//     "sm_90" and "sm_90a" get sm_90a, the arch-specific target that only
+//     compute capability 9.0 runs (Hopper's wgmma); sm_89 gets sm_80;
+//     sm_100 or sm_120 get sm_90, and "compute_90" (generic PTX) sm_90: the
+//     driver JIT-compiles generic PTX for any GPU at or above its target.
+//     The driver must also know the PTX ISA version (.version 7.0 for
+//     sm_80, 7.8 for sm_90, 8.0 for sm_90a, i.e. a CUDA 11.8 or newer
+//     driver for sm_90 and 12.0 or newer for sm_90a; runtime.LoadModule
+//     falls back to sm_90 where the driver refuses the sm_90a PTX).
 //   - msl: one source for every Apple GPU; arch is ignored.
 //
 // Otherwise Load returns a *NoBinaryError (errors.Is(err, ErrNoBinary))

@@ -33,5 +33,5 @@ func ExampleNoBinaryError() {
 	var nb *kernels.NoBinaryError
 	fmt.Println(errors.Is(err, kernels.ErrNoBinary), errors.As(err, &nb), nb.Shipped)
 	// Output:
-	// true true [sm_80 sm_90]
+	// true true [sm_80 sm_90 sm_90a]
 }

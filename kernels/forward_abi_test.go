@@ -44,6 +44,10 @@ var forwardABI = func() map[string]struct {
 		m["matmul_tc_"+w] = k{[]int{8, 8, 8, 8, 4, 4, 4, 4}, 256}
 		m["tc_split_x_"+w] = k{[]int{8, 8, 4, 4}, 256}
 		m["matmul_tcx_"+w] = k{[]int{8, 8, 8, 8, 4, 4, 4, 4}, 256}
+		// The warpgroup-MMA pair: the split image, then y, xs, w, bias, ws,
+		// cnt, rows, in, out, accumulate, ks.
+		m["wg_split_x_"+w] = k{[]int{8, 8, 4, 4}, 256}
+		m["matmul_wg_"+w] = k{[]int{8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4}, 256}
 	}
 	return m
 }()

@@ -165,10 +165,23 @@ func Resolve(module string, format Format, arch string) (Artifact, error) {
 		if !ok {
 			break
 		}
-		best, bestSM := -1, -1
+		// Rank sm*2, +1 for an arch-specific artifact, which only a device
+		// of exactly that sm may take ("sm_90" or "sm_90a" for sm_90a).
+		best, bestRank := -1, -1
 		for i, a := range cands {
-			if sm, ok := smNumber(a.Arch); ok && sm <= want && sm > bestSM {
-				best, bestSM = i, sm
+			sm, ok := smNumber(a.Arch)
+			if !ok || sm > want {
+				continue
+			}
+			rank := 2 * sm
+			if archSpecific(a.Arch) {
+				if sm != want || !plainSM(arch) {
+					continue
+				}
+				rank++
+			}
+			if rank > bestRank {
+				best, bestRank = i, rank
 			}
 		}
 		if best >= 0 {
@@ -208,6 +221,20 @@ func amdProcessor(arch string) string {
 		s = s[:i]
 	}
 	return s
+}
+
+// archSpecific: an "a" target ("sm_90a"), whose PTX runs on that compute
+// capability alone.
+func archSpecific(arch string) bool {
+	s := strings.ToLower(strings.TrimSpace(arch))
+	return strings.HasPrefix(s, "sm_") && strings.HasSuffix(s, "a")
+}
+
+// plainSM: a device arch that names one GPU generation exactly ("sm_90",
+// "sm_90a"), not a family ("sm_100f") or generic PTX ("compute_90").
+func plainSM(arch string) bool {
+	s := strings.ToLower(strings.TrimSpace(arch))
+	return strings.HasPrefix(s, "sm_") && !strings.HasSuffix(s, "f")
 }
 
 // smNumber reads the compute capability of "sm_90", "sm_90a", "sm_100f" or

@@ -39,9 +39,10 @@ func (k KernelSpec) argBytes() int {
 
 // Module is a loaded code object.
 type Module struct {
-	dev   *Device
-	drv   driver.Module
-	specs map[string]KernelSpec
+	dev    *Device
+	drv    driver.Module
+	specs  map[string]KernelSpec
+	target string // the artifact's arch (LoadModule), "" for LoadImage
 
 	mu       sync.Mutex
 	kernels  map[string]*Kernel

@@ -67,10 +67,20 @@ FW_METAL_WEIGHT(bf16, fw_bf16)
                         uint32_t in, uint32_t out, uint32_t accumulate) {                                           \
     ::matmul_tcx_##SUF(y, (const uint32_t*)xs, w, bias, rows, in, out, accumulate, TG);                             \
   }
+#define FW_METAL_WG(SUF)                                                                                          \
+  void wg_split_x_##SUF(fw_u32x4* xs, const float* x, uint32_t rows, uint32_t in) {                                \
+    ::wg_split_x_##SUF((uint32_t*)xs, x, rows, in, TG);                                                             \
+  }                                                                                                                 \
+  void matmul_wg_##SUF(float* y, const fw_u32x4* xs, const fw_##SUF* w, const float* bias, float* ws, uint32_t* cnt, \
+                       uint32_t rows, uint32_t in, uint32_t out, uint32_t accumulate, uint32_t ks) {                \
+    ::matmul_wg_##SUF(y, (const uint32_t*)xs, w, bias, ws, cnt, rows, in, out, accumulate, ks, TG);                 \
+  }
 FW_METAL_TC(f16)
 FW_METAL_TC(bf16)
 FW_METAL_TCX(f16)
 FW_METAL_TCX(bf16)
+FW_METAL_WG(f16)
+FW_METAL_WG(bf16)
 void rope_f32(float* x, const uint32_t* pos, const float* inv_freq, uint32_t tokens, uint32_t heads, uint32_t headdim,
               uint32_t stride) {
   ::rope_f32(x, pos, inv_freq, tokens, heads, headdim, stride, TG);
@@ -186,11 +196,23 @@ using namespace hostemu_driver;
                                                     P<float>(a, 3), U(a, 4), U(a, 5), U(a, 6), U(a, 7));    \
                             }}}
 
+#define WG_KERNELS(SUF)                                                                                     \
+  {"wg_split_x_" #SUF, {FW_WG_THREADS, [](std::vector<Arg>& a) {                                            \
+                          FWK(wg_split_x_##SUF)(P<fw_u32x4>(a, 0), P<float>(a, 1), U(a, 2), U(a, 3));       \
+                        }}},                                                                                \
+      {"matmul_wg_" #SUF, {FW_WG_THREADS, [](std::vector<Arg>& a) {                                         \
+                             FWK(matmul_wg_##SUF)(P<float>(a, 0), P<fw_u32x4>(a, 1), P<fw_##SUF>(a, 2),     \
+                                                  P<float>(a, 3), P<float>(a, 4), P<uint32_t>(a, 5), U(a, 6), \
+                                                  U(a, 7), U(a, 8), U(a, 9), U(a, 10));                     \
+                           }}}
+
 const std::map<std::string, Kernel> kernels = {
     TC_KERNEL(f16),
     TC_KERNEL(bf16),
     TCX_KERNELS(f16),
     TCX_KERNELS(bf16),
+    WG_KERNELS(f16),
+    WG_KERNELS(bf16),
     WEIGHT_KERNELS(f32, float),
     WEIGHT_KERNELS(f16, fw_f16),
     WEIGHT_KERNELS(bf16, fw_bf16),

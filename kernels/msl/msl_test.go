@@ -38,7 +38,7 @@ func TestSamplingKernelsSignatures(t *testing.T) {
 	require.Equal(t, []Threadgroup{{0, "sa", 4096}, {1, "sb", 4096}, {2, "sc", 4096}, {3, "sd", 4096}, {4, "smu", 16}}, r.Threadgroup)
 }
 
-// TestForwardKernelsSignatures reads the shipped forward source: nineteen
+// TestForwardKernelsSignatures reads the shipped forward source: thirty-one
 // kernels (some through per-dtype macros), each declaring the 256-thread
 // block of its .cu twin, arguments sized as the .cu passes them, and the
 // threadgroup buffers of the kernels that use shared memory.
@@ -61,7 +61,8 @@ func TestForwardKernelsSignatures(t *testing.T) {
 	}
 	require.ElementsMatch(t, []string{"rope_f32", "kv_store_f32", "rope_kv_store_f32", "attention_f32", "attention_long_f32", "attention_gqa_f32", "attention_bykey_f32", "attention_bykey128_f32", "attention_prefill_f32", "silu_mul_f32", "add_f32", "copy_rows_f32",
 		"embed_f32", "embed_f16", "embed_bf16", "rmsnorm_f32", "rmsnorm_f16", "rmsnorm_bf16", "matmul_f32", "matmul_f16", "matmul_bf16",
-		"matmul_tc_f16", "matmul_tc_bf16", "tc_split_x_f16", "tc_split_x_bf16", "matmul_tcx_f16", "matmul_tcx_bf16"}, names)
+		"matmul_tc_f16", "matmul_tc_bf16", "tc_split_x_f16", "tc_split_x_bf16", "matmul_tcx_f16", "matmul_tcx_bf16",
+		"wg_split_x_f16", "wg_split_x_bf16", "matmul_wg_f16", "matmul_wg_bf16"}, names)
 
 	mm, _ := m.Kernel("matmul_bf16")
 	require.Equal(t, Arg{Index: 2, Name: "w", Type: "fw_bf16", AddressSpace: "device", Pointer: true, Size: 8}, mm.Args[2])
@@ -77,6 +78,13 @@ func TestForwardKernelsSignatures(t *testing.T) {
 	}
 	require.Equal(t, []int{8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4}, rkSizes, "rope_kv_store_f32's arguments as forward.cu passes them")
 	require.Empty(t, rk.Threadgroup)
+	wg, _ := m.Kernel("matmul_wg_f16")
+	var wgSizes []int
+	for _, a := range wg.Args {
+		wgSizes = append(wgSizes, a.Size)
+	}
+	require.Equal(t, []int{8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4}, wgSizes, "matmul_wg_W's arguments as forward.cu passes them (ws and cnt included, which the port leaves alone)")
+	require.Empty(t, wg.Threadgroup)
 	a, _ := m.Kernel("attention_f32")
 	require.Len(t, a.Args, 15)
 	require.Equal(t, Arg{Index: 14, Name: "scale", Type: "float", AddressSpace: "constant", Size: 4}, a.Args[14])

@@ -1085,6 +1085,408 @@ DEVICE void matmul_tcx(float* y, const fw_u32x4* xs, const W* w, const float* bi
 }
 
 // =====================================================================
+// wg_split_x_W and matmul_wg_W (W = bf16, f16): matmul_W's semantics for
+// 1 to 64 rows (batched decode) on sm_90a's warpgroup MMA (wgmma), with
+// both operands staged in shared memory by the block: the mma.sync tiles
+// above were bound by feeding their operands through L1 and registers
+// (docs/generate.md), and wgmma reads them from shared memory itself.
+//
+// The product, per warpgroup (4 warps, 128 threads) and m64 tile: D[64
+// outputs x N] += A[64 x 16] . B[16 x N], A = 64 rows of w, B = x's hi and
+// lo parts side by side: for R = rows rounded up to 16 and N = 2R, column
+// n < R is row n's hi (RN16(x)), column R + n its lo (RN16 of the
+// remainder; tc_split), so D's two columns of one row add to w . (hi +
+// lo), x to 2^-16 |x| (bf16) as in matmul_tc_W.
+//
+// Both operands use wgmma's K-major layout with the 128-byte swizzle (the
+// no-swizzle layout put each MMA's reads of 8 rows on one set of banks and
+// ran about 8 times slower): a 64-wide stage of k holds each row's 64
+// values as 128 bytes, 8 rows to a 1024-byte atom, the 16-byte chunk q of
+// row i at chunk q ^ (i % 8) of its 128 (atoms 1024-byte aligned, as the
+// swizzle works on address bits). The MMA for k = 16s .. 16s+15 of a stage
+// reads its operand from the stage's first atom + 32 s bytes, atoms
+// FW_WG_SBO apart.
+//
+// The image xs (wg_split_x_W's output, which each block copies into shared
+// memory as it is): per 64-wide stage c < wg_stages(in) (in rounded up to
+// 64, zeros past in), N rows (n < R: x row n's hi, R + n: its lo; zeros
+// past rows) in W's 16-bit type, laid out as above: N * 128 bytes a
+// stage, x[n][64c + 8q .. +7] at byte c N 128 + (n / 8) 1024 + (n % 8) 128
+// + 16 (q ^ (n % 8)).
+//
+// wg_split_x_W(xs, x, rows, in): block FW_WG_THREADS, grid ceil(
+// wg_stages(in) * 8R / 256); thread j writes the hi and lo 16 bytes of
+// (c, q, row r) = j's digits (r < R fastest, then q, c).
+//
+// matmul_wg_W(y, xs, w, bias, ws, cnt, rows, in, out, accumulate, ks):
+// y [rows, out] (+)= x . w^T (+ bias) with x as wg_split_x_W left it, for
+// 1 to 64 rows and in >= 1 (otherwise it writes nothing), in a multiple
+// of 8 and w 16-byte aligned (the backend checks; with another in it
+// would read past rows of w). Block FW_WG_THREADS (2 warpgroups, one
+// m64 tile each: the block's FW_WG_TN = 128 outputs), dynamic shared
+// memory 1024 + FW_WG_STAGES * (128 + N) * 128 bytes (the ring, below),
+// grid ceil(out / 128) * S with S = ceil(in / ks) splits of in (ks a
+// multiple of 64): block b takes outputs 128 (b / S) .., in from ks (b %
+// S). Every thread copies its share of each 64-wide stage (the block's 128
+// x 64 weights and x's N x 64, both as above) into a ring FW_WG_STAGES
+// deep (cp.async.cg, 16 bytes a copy), so the weights stream once from
+// DRAM with STAGES - 1 stages in flight; each warpgroup then runs the
+// stage's 4 MMAs and waits for them. With S = 1 each block
+// writes its outputs. With S > 1 each block writes its partial sums to ws
+// [S, rows, out] and counts itself in cnt[b / S]; the last of a group's S
+// blocks adds the S partials in split order (the same bytes whichever
+// block is last), writes y and resets the count to 0 (cnt must start at
+// zero: the backend clears it once). ws and cnt are unused when S = 1.
+//
+// One source for every port: on sm_90a (the sm_90a PTX) the MMA is the
+// wgmma instruction; elsewhere wg_mma computes the same tile from shared
+// memory, summing each D element's 16 products in k order: correct, far
+// slower, and never routed to by the backend.
+// =====================================================================
+#define FW_WG_THREADS 256
+#define FW_WG_MAX_ROWS 64
+#define FW_WG_KC 64      // k per stage
+#define FW_WG_STAGES 3   // the ring's depth (H200: 3 beat 4 and 6 on the LM head)
+#define FW_WG_TN 128     // outputs per block
+#define FW_WG_SBO 1024u  // bytes between 8-row atoms
+
+#if defined(__NVPTX__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define FW_WG_NATIVE 1
+#endif
+
+// wg_rows: rows rounded up to 16 (R; the image has N = 2R rows).
+// wg_stages: the image's 64-wide stages (in rounded up to 64).
+// wg_unit: the 16-byte unit of chunk q of row i in a swizzled stage.
+DEVICE uint32_t wg_rows(uint32_t rows) { return (rows + 15u) & ~15u; }
+DEVICE uint32_t wg_stages(uint32_t in) { return (in + 63u) / 64u; }
+DEVICE uint32_t wg_unit(uint32_t i, uint32_t q) { return (i / 8u) * 64u + (i % 8u) * 8u + (q ^ (i % 8u)); }
+
+template <typename W>
+DEVICE void wg_split_x(fw_u32x4* xs, const float* x, uint32_t rows, uint32_t in) {
+  fw_early_start();
+  const uint32_t R = wg_rows(rows);
+  const uint32_t j = block_idx_x() * FW_WG_THREADS + thread_idx_x();
+  if (R > FW_WG_MAX_ROWS || j >= wg_stages(in) * 8u * R) return;
+  const uint32_t r = j % R, q = (j / R) % 8u, c = j / (8u * R);
+  const uint32_t k = 64u * c + 8u * q;
+  float v[8];
+  const float* p = x + (uint64_t)r * in + k;
+  if (r < rows && k + 8u <= in && (in % 4u) == 0 && fw_aligned16(x)) {
+    const fw_f32x4 a = ((const fw_f32x4*)p)[0], b = ((const fw_f32x4*)p)[1];
+#pragma unroll
+    for (uint32_t e = 0; e < 4; ++e) v[e] = a.v[e], v[4 + e] = b.v[e];
+  } else {
+#pragma unroll
+    for (uint32_t e = 0; e < 8; ++e) v[e] = (r < rows && k + e < in) ? p[e] : 0.0f;
+  }
+  fw_u32x4 hi, lo;
+#pragma unroll
+  for (uint32_t e = 0; e < 4; ++e) tc_split<W>(v[2 * e], v[2 * e + 1], &hi.v[e], &lo.v[e]);
+  fw_u32x4* stage = xs + (uint64_t)c * R * 16u;  // N * 128 bytes
+  stage[wg_unit(r, q)] = hi;
+  stage[wg_unit(R + r, q)] = lo;
+}
+
+// wg_fence, wg_commit, wg_wait<N>: wgmma's ordering of the accumulators
+// (before a chunk's MMAs), closing a group of MMAs, and waiting until at
+// most N groups are in flight. wg_proxy_fence: this thread's generic
+// writes to shared memory (cp.async included) become visible to the
+// tensor cores (before the barrier that publishes them). No-ops where
+// wg_mma is emulated (it completes at once).
+#if defined(FW_WG_NATIVE)
+DEVICE void wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+DEVICE void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N>
+DEVICE void wg_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
+}
+DEVICE void wg_proxy_fence() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+#else
+DEVICE void wg_fence() {}
+DEVICE void wg_commit() {}
+template <int N>
+DEVICE void wg_wait() {}
+DEVICE void wg_proxy_fence() {}
+#endif
+
+// wg_mma<N>(W, d, smem, a, b): d (this thread's N/2 accumulators of its
+// warpgroup's 64 x N tile) += A . B for one 16-wide step of k, A (64 rows)
+// from byte a of smem and B (N rows) from byte b, both in the layout above
+// (a, b: an atom's start + 32 s for step s of the stage).
+// d[4j + e] is D[16 warp + g + 8(e/2)][8j + 2t + e%2] (warp within the
+// warpgroup, g = lane / 4, t = lane % 4).
+#if defined(FW_WG_NATIVE)
+#define FW_WG_D32 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}"
+#define FW_WG_D64 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,"  \
+  "%25,%26,%27,%28,%29,%30,%31}"
+#define FW_WG_D96 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,"  \
+  "%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47}"
+#define FW_WG_D128 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,"  \
+  "%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,"  \
+  "%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}"
+#define FW_WG_F8(d, i) \
+  "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
+#define FW_WG_F16(d, i) FW_WG_F8(d, i), FW_WG_F8(d, i + 8)
+#define FW_WG_OPS32(d) FW_WG_F16(d, 0)
+#define FW_WG_OPS64(d) FW_WG_F16(d, 0), FW_WG_F16(d, 16)
+#define FW_WG_OPS96(d) FW_WG_F16(d, 0), FW_WG_F16(d, 16), FW_WG_F16(d, 32)
+#define FW_WG_OPS128(d) FW_WG_F16(d, 0), FW_WG_F16(d, 16), FW_WG_F16(d, 32), FW_WG_F16(d, 48)
+// d, A's and B's descriptors, scale-d (p: add to d), scale-a 1, scale-b 1,
+// neither transposed (both K-major).
+#define FW_WG_MMA(N, TY)                                                                                    \
+  DEVICE void wg_mma_##TY##_##N(float* d, uint64_t da, uint64_t db) {                                       \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %[one], 0;\n"                                             \
+                 "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." #TY "." #TY " " FW_WG_D##N                \
+                 ", %[da], %[db], p, 1, 1, 0, 0;\n}"                                                         \
+                 : FW_WG_OPS##N(d)                                                                           \
+                 : [da] "l"(da), [db] "l"(db), [one] "r"(1)                                                  \
+                 : "memory");                                                                                \
+  }
+FW_WG_MMA(32, bf16)
+FW_WG_MMA(64, bf16)
+FW_WG_MMA(96, bf16)
+FW_WG_MMA(128, bf16)
+FW_WG_MMA(32, f16)
+FW_WG_MMA(64, f16)
+FW_WG_MMA(96, f16)
+FW_WG_MMA(128, f16)
+
+// wg_desc: the descriptor of an operand from byte off of smem: its start
+// address, LBO (unused by swizzled K-major layouts: 1) and SBO in 16-byte
+// units, base offset 0 (the atoms are 1024-byte aligned), 128-byte
+// swizzle (1 in bits 62-63).
+DEVICE uint64_t wg_desc(const fw_u32x4* smem, uint32_t off) {
+  uint64_t s;
+  asm("cvta.to.shared.u64 %0, %1;" : "=l"(s) : "l"(smem));
+  return (((s + off) & 0x3ffffu) >> 4) | (1ull << 16) | ((uint64_t)(FW_WG_SBO >> 4) << 32) | (1ull << 62);
+}
+
+template <uint32_t N>
+DEVICE void wg_mma(fw_bf16, float* d, const fw_u32x4* smem, uint32_t a, uint32_t b) {
+  const uint64_t da = wg_desc(smem, a), db = wg_desc(smem, b);
+  if constexpr (N == 32) wg_mma_bf16_32(d, da, db);
+  else if constexpr (N == 64) wg_mma_bf16_64(d, da, db);
+  else if constexpr (N == 96) wg_mma_bf16_96(d, da, db);
+  else wg_mma_bf16_128(d, da, db);
+}
+template <uint32_t N>
+DEVICE void wg_mma(fw_f16, float* d, const fw_u32x4* smem, uint32_t a, uint32_t b) {
+  const uint64_t da = wg_desc(smem, a), db = wg_desc(smem, b);
+  if constexpr (N == 32) wg_mma_f16_32(d, da, db);
+  else if constexpr (N == 64) wg_mma_f16_64(d, da, db);
+  else if constexpr (N == 96) wg_mma_f16_96(d, da, db);
+  else wg_mma_f16_128(d, da, db);
+}
+#else
+// The emulation reads both operands as the hardware does: element (row,
+// k) of an operand from byte p (of smem, 1024-byte aligned) is at p +
+// (row / 8) SBO + 128 (row % 8) + 16 (k / 8) + 2 (k % 8), with address
+// bits 4-6 (the 16-byte chunk) XOR bits 7-9 (the row within the atom).
+DEVICE uint16_t wg_elem(const uint8_t* smem, uint32_t p, uint32_t row, uint32_t k) {
+  const uint32_t a = p + (row / 8u) * FW_WG_SBO + (row % 8u) * 128u + (k / 8u) * 16u + (k % 8u) * 2u;
+  return *(const uint16_t*)(smem + (a ^ (((a >> 7) & 7u) << 4)));
+}
+// FW_WG_EMU_CALL: the emulated MMA is a call on the GPU targets that build
+// it (it is never routed to there; inlined at each use it would bloat the
+// code objects and PTX), inlined on the host.
+#if defined(__AMDGCN__) || defined(__NVPTX__)
+#define FW_WG_EMU_CALL static __device__ __attribute__((noinline))
+#else
+#define FW_WG_EMU_CALL DEVICE
+#endif
+template <uint32_t N, typename W>
+FW_WG_EMU_CALL void wg_mma(W, float* d, const fw_u32x4* smem, uint32_t a, uint32_t b) {
+  const uint32_t lane = thread_idx_x() & 31u, g = lane >> 2, t = lane & 3u, m0 = 16u * ((thread_idx_x() / 32u) % 4u);
+  const uint8_t* base = (const uint8_t*)smem;
+  for (uint32_t j = 0; j < N / 8u; ++j)
+    for (uint32_t e = 0; e < 4; ++e) {
+      const uint32_t m = m0 + g + 8u * (e >> 1), n = 8u * j + 2u * t + (e & 1u);
+      float s = d[4u * j + e];
+      for (uint32_t kk = 0; kk < 16; ++kk)
+        s += tc_widen(W{}, wg_elem(base, a, m, kk)) * tc_widen(W{}, wg_elem(base, b, n, kk));
+      d[4u * j + e] = s;
+    }
+}
+#endif
+
+// wg_copy16: async_copy16 for the streamed stages; on NVPTX cp.async.cg,
+// which skips L1 (nothing in a stage is read twice).
+#if defined(__NVPTX__)
+DEVICE void wg_copy16(void* dst, const void* src, bool valid) {
+  uint64_t d;
+  asm("cvta.to.shared.u64 %0, %1;" : "=l"(d) : "l"(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"l"(d), "l"(src), "r"(valid ? 16u : 0u) : "memory");
+}
+#else
+DEVICE void wg_copy16(void* dst, const void* src, bool valid) { async_copy16(dst, src, valid); }
+#endif
+
+// wg_load_stage: the block's copies of its stage c (of nck) into ring slot
+// c % FW_WG_STAGES, then a commit (an empty group past the last stage, so
+// the waits keep counting). A stage: the TN x 64 weights (rows past out
+// and k past in zero; 16 bytes a copy, copy u: row u / 8, chunk u % 8, so
+// 8 lanes read a row's 128 contiguous bytes and write one swizzled row),
+// then x's stage of the image (contiguous).
+template <typename W, uint32_t XU>
+DEVICE void wg_load_stage(fw_u32x4* smem, const W* w, const fw_u32x4* xsrc, uint32_t in, uint32_t out,
+                          uint32_t o0, uint32_t k0, uint32_t c, uint32_t nck) {
+  constexpr uint32_t WU = FW_WG_TN * FW_WG_KC * 2u / 16u;
+  if (c < nck) {
+    fw_u32x4* dst = smem + (c % FW_WG_STAGES) * (WU + XU);
+    const uint32_t kc = k0 + FW_WG_KC * c;
+    for (uint32_t u = thread_idx_x(); u < WU; u += FW_WG_THREADS) {
+      const uint32_t row = u / 8u, q = u % 8u;
+      const uint32_t o = o0 + row, k = kc + 8u * q;
+      const bool valid = o < out && k < in;
+      wg_copy16(dst + wg_unit(row, q), valid ? (const void*)(w + (uint64_t)o * in + k) : (const void*)w, valid);
+    }
+    const fw_u32x4* from = xsrc + (uint64_t)c * XU;
+    for (uint32_t u = thread_idx_x(); u < XU; u += FW_WG_THREADS) wg_copy16(dst + WU + u, from + u, true);
+  }
+  async_commit();
+}
+
+// wg_dynamic_smem: the dynamic shared memory of this launch in bytes (the
+// host emulation: its static ring's; AMDGPU, where the kernel is never
+// routed and a launch over 64 KB fails: no check).
+#if defined(__NVPTX__)
+DEVICE uint32_t wg_dynamic_smem() {
+  uint32_t v;
+  asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(v));
+  return v;
+}
+#else
+DEVICE uint32_t wg_dynamic_smem() { return ~0u; }
+#endif
+
+// matmul_wg_n: the product for N = 2R columns.
+template <typename W, uint32_t N>
+DEVICE void matmul_wg_n(fw_u32x4* smem, float* y, const fw_u32x4* xs, const W* w, const float* bias, float* ws,
+                        uint32_t* cnt, uint32_t rows, uint32_t in, uint32_t out, uint32_t accumulate,
+                        uint32_t ks) {
+  constexpr uint32_t WU = FW_WG_TN * FW_WG_KC * 2u / 16u;  // 16-byte units of a stage's weights
+  constexpr uint32_t XU = N * FW_WG_KC * 2u / 16u;         // and of its x
+  constexpr uint32_t STAGES = FW_WG_STAGES;
+  const uint32_t splits = in / ks + (in % ks != 0u);  // in + ks - 1 could wrap
+  if (splits == 0) return;                               // in = 0: nothing
+  const uint32_t b = block_idx_x(), split = b % splits, grp = b / splits;
+  if (grp * FW_WG_TN >= out) return;  // whole block
+  // A launch with less shared memory than the ring (and its alignment
+  // slack) writes nothing.
+  if (wg_dynamic_smem() < 1024u + STAGES * (WU + XU) * 16u) return;
+  const uint32_t tid = thread_idx_x(), lane = tid & 31u, g = lane >> 2, t = lane & 3u;
+  const uint32_t wg = tid / 128u, warp = (tid / 32u) % 4u;
+  const uint32_t o0 = grp * FW_WG_TN;
+  const uint32_t k0 = split * ks, kn = in - k0 < ks ? in - k0 : ks;
+  const uint32_t nck = (kn + FW_WG_KC - 1u) / FW_WG_KC;
+  const fw_u32x4* xsrc = xs + (uint64_t)(k0 / FW_WG_KC) * XU;
+
+  float acc[N / 2];
+#pragma unroll
+  for (uint32_t i = 0; i < N / 2; ++i) acc[i] = 0.0f;
+#pragma unroll
+  for (uint32_t s = 0; s + 1 < STAGES; ++s) wg_load_stage<W, XU>(smem, w, xsrc, in, out, o0, k0, s, nck);
+  for (uint32_t c = 0; c < nck; ++c) {
+    // Stage c has landed for every thread, and every warpgroup is done
+    // with stage c - 1, whose slot the next copies take.
+    async_wait<STAGES - 2>();
+    wg_proxy_fence();
+    block_sync();
+    wg_load_stage<W, XU>(smem, w, xsrc, in, out, o0, k0, c + STAGES - 1u, nck);
+    const uint32_t slot = (c % STAGES) * (WU + XU) * 16u;  // bytes
+    wg_fence();
+#pragma unroll
+    for (uint32_t st = 0; st < FW_WG_KC / 16u; ++st)
+      wg_mma<N>(W{}, acc, smem, slot + wg * 64u * 128u + 32u * st, slot + WU * 16u + 32u * st);
+    wg_commit();
+    wg_wait<0>();
+  }
+  async_wait<0>();
+
+  // Column n of D is row n's hi, column R + n its lo: d[4j + e] and
+  // d[4(j + R/8) + e]. Each thread's outputs, in order: (j, e).
+  constexpr uint32_t HJ = N / 16u, NV = HJ * 4u;
+  float v[NV];
+  uint64_t at[NV];  // y's index of each, or ~0 outside rows x out
+  uint32_t oo[NV];
+#pragma unroll
+  for (uint32_t j = 0; j < HJ; ++j)
+#pragma unroll
+    for (uint32_t e = 0; e < 4; ++e) {
+      const uint32_t i = j * 4u + e;
+      const uint32_t r = 8u * j + 2u * t + (e & 1u), o = o0 + wg * 64u + 16u * warp + g + 8u * (e >> 1);
+      v[i] = acc[4u * j + e] + acc[4u * (j + HJ) + e];
+      at[i] = r < rows && o < out ? (uint64_t)r * out + o : ~0ull;
+      oo[i] = o;
+    }
+  if (splits > 1) {
+    const uint64_t part = (uint64_t)rows * out;
+#pragma unroll
+    for (uint32_t i = 0; i < NV; ++i)
+      if (at[i] != ~0ull) ws[split * part + at[i]] = v[i];
+    grid_fence();
+    block_sync();
+    uint32_t* flag = (uint32_t*)smem;
+    if (tid == 0) flag[0] = grid_atomic_add(&cnt[grp], 1u) == splits - 1u;
+    block_sync();
+    if (!flag[0]) return;
+    grid_fence();
+    // The partials in split order; each split's loads issued together
+    // (one round trip a split, not one a value).
+    for (uint32_t s = 0; s < splits; ++s) {
+      float p[NV];
+#pragma unroll
+      for (uint32_t i = 0; i < NV; ++i) p[i] = at[i] != ~0ull ? grid_load_f32(&ws[s * part + at[i]]) : 0.0f;
+#pragma unroll
+      for (uint32_t i = 0; i < NV; ++i) v[i] = s == 0 ? p[i] : v[i] + p[i];
+    }
+  }
+#pragma unroll
+  for (uint32_t i = 0; i < NV; ++i)
+    if (at[i] != ~0ull) fw_mm_store(y, bias, at[i], oo[i], v[i], accumulate);
+  if (splits > 1 && tid == 0) cnt[grp] = 0u;
+}
+
+// The ring lives in dynamic shared memory, 1024 + FW_WG_STAGES * (128 +
+// N) * 128 bytes: the kernel starts it at the first 1024-byte boundary
+// (the host emulation: a static array of the largest ring, so aligned).
+#if defined(HIPGO_HOST_SHIM)
+#define FW_WG_SMEM_DECL \
+  alignas(1024) static fw_u32x4 wg_smem_raw[FW_WG_STAGES * (FW_WG_TN + 2 * FW_WG_MAX_ROWS) * FW_WG_KC * 2 / 16]; \
+  fw_u32x4* wg_smem = wg_smem_raw
+#else
+#define FW_WG_SMEM_DECL                                                            \
+  extern __shared__ __attribute__((aligned(16))) fw_u32x4 wg_smem_raw[];          \
+  fw_u32x4* wg_smem = wg_smem_raw + ((64u - wg_smem_units(wg_smem_raw) % 64u) % 64u)
+// wg_smem_units: the shared-memory address of p in 16-byte units (AMDGPU:
+// the low 32 bits of a generic LDS pointer are its LDS address).
+DEVICE uint32_t wg_smem_units(const fw_u32x4* p) {
+#if defined(__NVPTX__)
+  uint64_t s;
+  asm("cvta.to.shared.u64 %0, %1;" : "=l"(s) : "l"(p));
+  return (uint32_t)(s >> 4);
+#else
+  return (uint32_t)(__UINTPTR_TYPE__)p >> 4;
+#endif
+}
+#endif
+
+template <typename W>
+DEVICE void matmul_wg(float* y, const fw_u32x4* xs, const W* w, const float* bias, float* ws, uint32_t* cnt,
+                      uint32_t rows, uint32_t in, uint32_t out, uint32_t accumulate, uint32_t ks) {
+  fw_early_start();
+  FW_WG_SMEM_DECL;
+  if (ks == 0 || ks % FW_WG_KC != 0) return;
+  switch (wg_rows(rows)) {
+    case 16: matmul_wg_n<W, 32>(wg_smem, y, xs, w, bias, ws, cnt, rows, in, out, accumulate, ks); break;
+    case 32: matmul_wg_n<W, 64>(wg_smem, y, xs, w, bias, ws, cnt, rows, in, out, accumulate, ks); break;
+    case 48: matmul_wg_n<W, 96>(wg_smem, y, xs, w, bias, ws, cnt, rows, in, out, accumulate, ks); break;
+    case 64: matmul_wg_n<W, 128>(wg_smem, y, xs, w, bias, ws, cnt, rows, in, out, accumulate, ks); break;
+    default: break;  // 0 or more than 64 rows: nothing
+  }
+}
+
+// =====================================================================
 // rope_f32: rotates, in place, heads vectors of headdim values per token in
 // Hugging Face's rotate_half layout (element i pairs with i + headdim/2):
 // token t's head h starts at x + t*stride + h*headdim. The angle of pair i
@@ -1988,3 +2390,17 @@ FW_TC_KERNEL(bf16, fw_bf16)
 
 FW_TCX_KERNELS(f16, fw_f16)
 FW_TCX_KERNELS(bf16, fw_bf16)
+
+// wg_split_x_W, matmul_wg_W: the 16-bit weight types only (see matmul_wg).
+#define FW_WG_KERNELS(SUF, W)                                                                                  \
+  KERNEL KBOUNDS(FW_WG_THREADS) void wg_split_x_##SUF(fw_u32x4* xs, const float* x, uint32_t rows, uint32_t in) { \
+    wg_split_x<W>(xs, x, rows, in);                                                                            \
+  }                                                                                                            \
+  KERNEL KBOUNDS(FW_WG_THREADS) void matmul_wg_##SUF(float* y, const fw_u32x4* xs, const W* w, const float* bias, \
+                                                     float* ws, uint32_t* cnt, uint32_t rows, uint32_t in,     \
+                                                     uint32_t out, uint32_t accumulate, uint32_t ks) {         \
+    matmul_wg(y, xs, w, bias, ws, cnt, rows, in, out, accumulate, ks);                                         \
+  }
+
+FW_WG_KERNELS(f16, fw_f16)
+FW_WG_KERNELS(bf16, fw_bf16)

@@ -1323,6 +1323,110 @@ static inline void fw_matmul_tcx(device float* y, device const uint* xs, device 
 FW_TCX_KERNELS(tc_split_x_f16, matmul_tcx_f16, fw_f16)
 FW_TCX_KERNELS(tc_split_x_bf16, matmul_tcx_bf16, fw_bf16)
 
+// ---- wg_split_x_W, matmul_wg_W ----
+// forward.cu's warpgroup-MMA pair (1 to 64 rows; sm_90a's wgmma there).
+// wg_split_x_W writes forward.cu's image byte for byte: per 64-wide stage c
+// of in, N = 2R rows (R = rows rounded up to 16; row n < R is x row n's
+// hi, row R + n its lo, as tc_split makes them; zeros past rows and past
+// in), x[n][64c + 8q + e] in half e % 2 of u32 word 4 (c*R*16 +
+// fw_wg_unit(n, q)) + e / 2 (the 128-byte swizzle in 16-byte units).
+// matmul_wg_W sums that image against the weights in the order of
+// forward.cu's emulated MMA, so the bytes of y are forward.cu's: per output
+// and split s of in (ks wide), hi and lo are each one f32 sum from +0 in k
+// order over the split's 64-wide stages (past in forward.cu adds +0
+// products, which leave a sum that started at +0 as it is, so the loop
+// stops at in; forward.cu asks for in % 8 == 0, below which its stages
+// read the next row's weights), the split's value is hi + lo, and the
+// splits' values are added in split order before fw_mm_store. Each product of two 16-bit
+// values is exact in f32, so whether the compiler fuses it into an fma
+// does not change the sum. Only the blocks of split 0 compute (each of
+// their threads whole outputs, all splits in turn); the other blocks of
+// the grid return at once, so the port never touches ws or cnt, which
+// forward.cu uses for its split partials when ks < in (and leaves cnt
+// zero again). Correct but slow: no simdgroup_matrix port yet.
+#define FW_WG_THREADS 256
+#define FW_WG_MAX_ROWS 64
+#define FW_WG_KC 64
+#define FW_WG_TN 128
+
+static inline uint fw_wg_rows(uint rows) { return (rows + 15u) & ~15u; }
+static inline uint fw_wg_stages(uint in) { return (in + 63u) / 64u; }
+static inline uint fw_wg_unit(uint i, uint q) { return (i / 8u) * 64u + (i % 8u) * 8u + (q ^ (i % 8u)); }
+
+template <typename W>
+static inline void fw_wg_split_x(device uint* xs, device const float* x, uint rows, uint in, uint tid, uint blk) {
+  const uint R = fw_wg_rows(rows);
+  const uint j = blk * FW_WG_THREADS + tid;
+  if (R > FW_WG_MAX_ROWS || j >= fw_wg_stages(in) * 8u * R) return;
+  const uint r = j % R, q = (j / R) % 8u, c = j / (8u * R);
+  const uint k = 64u * c + 8u * q;
+  device uint* stage = xs + (ulong)c * R * 64u;  // N * 128 bytes
+  device uint* hi = stage + fw_wg_unit(r, q) * 4u;
+  device uint* lo = stage + fw_wg_unit(R + r, q) * 4u;
+  for (uint v = 0; v < 4; ++v) {
+    const uint k0 = k + 2u * v;
+    const float x0 = (r < rows && k0 < in) ? x[(ulong)r * in + k0] : 0.0f;
+    const float x1 = (r < rows && k0 + 1u < in) ? x[(ulong)r * in + k0 + 1u] : 0.0f;
+    const uint h0 = fw_tc_rne(W{}, x0), h1 = fw_tc_rne(W{}, x1);
+    const float w0 = fw_tc_widen(W{}, h0), w1 = fw_tc_widen(W{}, h1);
+    hi[v] = h0 | (h1 << 16);
+    lo[v] = fw_tc_rne(W{}, w0 == x0 ? 0.0f : x0 - w0) | (fw_tc_rne(W{}, w1 == x1 ? 0.0f : x1 - w1) << 16);
+  }
+}
+
+template <typename W>
+static inline void fw_matmul_wg(device float* y, device const uint* xs, device const W* w, device const float* bias,
+                                uint rows, uint in, uint out, uint accumulate, uint ks, uint tid, uint blk) {
+  if (ks == 0 || ks % FW_WG_KC != 0) return;
+  const uint R = fw_wg_rows(rows);
+  if (R == 0 || R > FW_WG_MAX_ROWS) return;
+  const uint splits = in / ks + (in % ks != 0u ? 1u : 0u);
+  if (splits == 0 || blk % splits != 0) return;  // in = 0: nothing, as forward.cu
+  const uint o0 = (blk / splits) * FW_WG_TN;
+  if (o0 >= out) return;
+  for (uint e = tid; e < FW_WG_TN * rows; e += FW_WG_THREADS) {
+    const uint r = e / FW_WG_TN, o = o0 + e % FW_WG_TN;
+    if (o >= out) continue;
+    device const W* wr = w + (ulong)o * in;
+    float total = 0.0f;
+    for (uint s = 0; s < splits; ++s) {
+      const uint k0 = s * ks, k1 = in - k0 < ks ? in : k0 + ks;
+      float hs = 0.0f, ls = 0.0f;
+      for (uint k = k0; k < k1; ++k) {
+        const uint c = k / 64u, q = (k % 64u) / 8u, h = k % 8u;
+        device const uint* stage = xs + (ulong)c * R * 64u;
+        const uint shift = 16u * (h % 2u);
+        const float wv = fw_to_f32(wr[k]);
+        hs += wv * fw_tc_widen(W{}, stage[fw_wg_unit(r, q) * 4u + h / 2u] >> shift);
+        ls += wv * fw_tc_widen(W{}, stage[fw_wg_unit(R + r, q) * 4u + h / 2u] >> shift);
+      }
+      const float v = hs + ls;
+      total = s == 0 ? v : total + v;
+    }
+    fw_mm_store(y, bias, (ulong)r * out + o, o, total, accumulate);
+  }
+}
+
+#define FW_WG_KERNELS(SPLIT, MATMUL, W)                                                                       \
+  [[max_total_threads_per_threadgroup(256)]]                                                                  \
+  kernel void SPLIT(device uint* xs [[buffer(0)]], device const float* x [[buffer(1)]],                       \
+                    constant uint& rows [[buffer(2)]], constant uint& in [[buffer(3)]],                       \
+                    uint tid [[thread_position_in_threadgroup]], uint blk [[threadgroup_position_in_grid]]) { \
+    fw_wg_split_x<W>(xs, x, rows, in, tid, blk);                                                              \
+  }                                                                                                           \
+  [[max_total_threads_per_threadgroup(256)]]                                                                  \
+  kernel void MATMUL(device float* y [[buffer(0)]], device const uint* xs [[buffer(1)]],                      \
+                     device const W* w [[buffer(2)]], device const float* bias [[buffer(3)]],                 \
+                     device float* ws [[buffer(4)]], device uint* cnt [[buffer(5)]],                          \
+                     constant uint& rows [[buffer(6)]], constant uint& in [[buffer(7)]],                      \
+                     constant uint& out [[buffer(8)]], constant uint& accumulate [[buffer(9)]],               \
+                     constant uint& ks [[buffer(10)]], uint tid [[thread_position_in_threadgroup]],           \
+                     uint blk [[threadgroup_position_in_grid]]) {                                             \
+    fw_matmul_wg<W>(y, xs, w, bias, rows, in, out, accumulate, ks, tid, blk);                                 \
+  }
+FW_WG_KERNELS(wg_split_x_f16, matmul_wg_f16, fw_f16)
+FW_WG_KERNELS(wg_split_x_bf16, matmul_wg_bf16, fw_bf16)
+
 // ---- the per-dtype entry points ----
 // rmsnorm's part: FW_NORM_THREADS / 32 floats; matmul's xs and ws:
 // FW_MM_TK * FW_MM_PITCH floats each (the matvec path leaves them unused).

@@ -47,7 +47,9 @@ var amdTargets = []amdTarget{
 
 // ptxArches are the PTX targets; the CUDA driver JIT-compiles PTX for its
 // GPU, so sm_80 PTX also runs on sm_86/sm_89, and sm_90 PTX on later GPUs.
-var ptxArches = []string{"sm_80", "sm_90"}
+// sm_90a is Hopper's arch-specific target (wgmma; __CUDA_ARCH_FEAT_SM90_ALL
+// in the source): its PTX runs on compute capability 9.0 alone.
+var ptxArches = []string{"sm_80", "sm_90", "sm_90a"}
 
 const manifestName = "manifest.json"
 
