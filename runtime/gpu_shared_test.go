@@ -7,48 +7,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hipgo/hipgo/internal/testenv"
 	"github.com/hipgo/hipgo/runtime"
 	"github.com/hipgo/hipgo/runtime/driver"
 )
-
-// sharedProbePTX is shared_probe(u32 *out, u32 n), as in package cuda's
-// GPU tests: one thread writes n to the last word of its n bytes of dynamic
-// shared memory and ^n to the last word of an 8 KiB static array, reads both
-// back and stores them at out[0] and out[1].
-const sharedProbePTX = `.version 7.8
-.target sm_80
-.address_size 64
-
-.extern .shared .align 16 .b8 probe_dyn[];
-.shared .align 16 .b8 probe_static[8192];
-
-.visible .entry shared_probe(
-	.param .u64 probe_out,
-	.param .u32 probe_n
-)
-{
-	.reg .b32	%r<8>;
-	.reg .b64	%rd<3>;
-
-	ld.param.u64	%rd1, [probe_out];
-	ld.param.u32	%r1, [probe_n];
-	mov.u32		%r2, probe_dyn;
-	add.u32		%r2, %r2, %r1;
-	sub.u32		%r2, %r2, 4;
-	st.volatile.shared.u32	[%r2], %r1;
-	mov.u32		%r3, probe_static;
-	add.u32		%r3, %r3, 8188;
-	not.b32		%r4, %r1;
-	st.volatile.shared.u32	[%r3], %r4;
-	bar.sync	0;
-	ld.volatile.shared.u32	%r5, [%r2];
-	ld.volatile.shared.u32	%r6, [%r3];
-	cvta.to.global.u64	%rd2, %rd1;
-	st.global.u32	[%rd2], %r5;
-	st.global.u32	[%rd2+4], %r6;
-	ret;
-}
-`
 
 // TestGPULaunchOverTheDefaultSharedMemoryRaisesTheLimit proves on the
 // device that Launch raises a kernel's limit for a launch over 48 KiB of
@@ -65,7 +27,7 @@ func TestGPULaunchOverTheDefaultSharedMemoryRaisesTheLimit(t *testing.T) {
 	const static = 8192
 	optin := dev.Info().MaxSharedOptin
 	require.Greater(t, optin, driver.DefaultSharedMem, "sm_80 and later opt in past 48 KiB")
-	mod, err := dev.LoadImage([]byte(sharedProbePTX), []runtime.KernelSpec{{
+	mod, err := dev.LoadImage([]byte(testenv.SharedProbePTX), []runtime.KernelSpec{{
 		Name: "shared_probe", StaticShared: static,
 		Params: []runtime.ParamSpec{{Offset: 0, Size: 8, Pointer: true}, {Offset: 8, Size: 4}},
 	}})
