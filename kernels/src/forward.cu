@@ -1234,7 +1234,7 @@ DEVICE void wg_proxy_fence() {}
 // d, A's and B's descriptors, scale-d (p: add to d), scale-a 1, scale-b 1,
 // neither transposed (both K-major).
 #define FW_WG_MMA(N, TY)                                                                                    \
-  DEVICE void wg_mma_##TY##_##N(float* d, uint64_t da, uint64_t db) {                                       \
+  DEVICE void wg_mma_n##N(fw_##TY, float* d, uint64_t da, uint64_t db) {                                    \
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %[one], 0;\n"                                             \
                  "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." #TY "." #TY " " FW_WG_D##N                \
                  ", %[da], %[db], p, 1, 1, 0, 0;\n}"                                                         \
@@ -1261,21 +1261,13 @@ DEVICE uint64_t wg_desc(const fw_u32x4* smem, uint32_t off) {
   return (((s + off) & 0x3ffffu) >> 4) | (1ull << 16) | ((uint64_t)(FW_WG_SBO >> 4) << 32) | (1ull << 62);
 }
 
-template <uint32_t N>
-DEVICE void wg_mma(fw_bf16, float* d, const fw_u32x4* smem, uint32_t a, uint32_t b) {
+template <uint32_t N, typename W>
+DEVICE void wg_mma(W, float* d, const fw_u32x4* smem, uint32_t a, uint32_t b) {
   const uint64_t da = wg_desc(smem, a), db = wg_desc(smem, b);
-  if constexpr (N == 32) wg_mma_bf16_32(d, da, db);
-  else if constexpr (N == 64) wg_mma_bf16_64(d, da, db);
-  else if constexpr (N == 96) wg_mma_bf16_96(d, da, db);
-  else wg_mma_bf16_128(d, da, db);
-}
-template <uint32_t N>
-DEVICE void wg_mma(fw_f16, float* d, const fw_u32x4* smem, uint32_t a, uint32_t b) {
-  const uint64_t da = wg_desc(smem, a), db = wg_desc(smem, b);
-  if constexpr (N == 32) wg_mma_f16_32(d, da, db);
-  else if constexpr (N == 64) wg_mma_f16_64(d, da, db);
-  else if constexpr (N == 96) wg_mma_f16_96(d, da, db);
-  else wg_mma_f16_128(d, da, db);
+  if constexpr (N == 32) wg_mma_n32(W{}, d, da, db);
+  else if constexpr (N == 64) wg_mma_n64(W{}, d, da, db);
+  else if constexpr (N == 96) wg_mma_n96(W{}, d, da, db);
+  else wg_mma_n128(W{}, d, da, db);
 }
 #else
 // The emulation reads both operands as the hardware does: element (row,
