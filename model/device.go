@@ -132,7 +132,12 @@ func buildGPU(cfg *Config, load func() (*gpu.Weights, error), o options, dev *ru
 	if err != nil {
 		return nil, 0, err
 	}
-	b, err := gpu.New(context.Background(), dev, cfg.gpuConfig(), w, gpu.Options{KVTokens: n, StepTokens: o.gpuStepTokens, NoGraphs: noGraphs, NoEarlyStart: noEarly, NoFusedKernels: noFused})
+	noWG, err := envOff(EnvGPUWarpgroupMMA)
+	if err != nil {
+		return nil, 0, err
+	}
+	b, err := gpu.New(context.Background(), dev, cfg.gpuConfig(), w, gpu.Options{KVTokens: n, StepTokens: o.gpuStepTokens,
+		NoGraphs: noGraphs, NoEarlyStart: noEarly, NoFusedKernels: noFused, NoWarpgroupMMA: noWG})
 	if err != nil {
 		return nil, 0, fmt.Errorf("model: on %s: %w", dev, err)
 	}
@@ -153,6 +158,12 @@ const EnvGPUEarlyStart = "HIPGO_GPU_EARLY_START"
 // launches rope_f32 and kv_store_f32 where rope_kv_store_f32 does both (the
 // same bytes, so it exists to measure them); "1" or unset: on.
 const EnvGPUFused = "HIPGO_GPU_FUSED"
+
+// EnvGPUWarpgroupMMA turns the warpgroup-MMA products off when "0": on a
+// Hopper GPU (the sm_90a kernels) the GPU backend then keeps the mma.sync
+// products where matmul_wg_W would run (batched decode; the sums differ in
+// rounding only), to measure them; "1" or unset: on.
+const EnvGPUWarpgroupMMA = "HIPGO_GPU_WGMMA"
 
 // envOff reads an on/off switch: "0" is off, "1" or unset on.
 func envOff(name string) (bool, error) {

@@ -50,6 +50,7 @@ func TestPlumbingOfTheGPUTestsOnASimulatedCUDADevice(t *testing.T) {
 	require.Contains(t, string(out), "--- PASS: TestGPUDecodeGraphsGiveThePlainTokens")
 	require.Contains(t, string(out), "--- PASS: TestGPUFaultMidGenerationInADecodeGraph")
 	require.Contains(t, string(out), "--- PASS: TestGPUDecodeAttentionKernelsMatchTheCPU")
+	require.Contains(t, string(out), "--- PASS: TestGPUWarpgroupProductsMatchTheCPU")
 }
 
 func openGPU(t testing.TB) *runtime.Device {
@@ -234,6 +235,47 @@ func forwardBoth(t *testing.T, a, b *Session, prompt []uint32, steps, vocab int,
 	feed(-1, prompt, true)
 	for i := range steps {
 		feed(i, []uint32{uint32((i*37 + 3) % vocab)}, false)
+	}
+}
+
+// TestGPUWarpgroupProductsMatchTheCPU: a 64-row prefill of a bf16 model
+// whose gate|up (in whole) and down (in in 16 parts) products are the ones
+// launch.go gives matmul_wg_bf16 gives the CPU's logits within tolHalf: on
+// a compute capability 9.0 GPU, whose forward module is the sm_90a PTX,
+// through the warpgroup MMA (two launches counted), elsewhere through the
+// tc_split_x + matmul_tcx pair; and with HIPGO_GPU_WGMMA=0 through the
+// pair everywhere.
+func TestGPUWarpgroupProductsMatchTheCPU(t *testing.T) {
+	dev := openGPU(t)
+	ctx := context.Background()
+	spec := modeltest.Llama3Tiny()
+	spec.Hidden, spec.Heads, spec.KVHeads, spec.Intermediate, spec.Layers, spec.Vocab = 1024, 8, 2, 16384, 1, 512
+	spec.DType, spec.Std = safetensors.BF16, 0.02
+	fsys := specFS(t, spec)
+	prompt := testTokens(64, spec.Vocab)
+	cm, err := LoadFS(fsys, WithoutTokenizer())
+	require.NoError(t, err)
+	want, err := cm.NewSession().Forward(ctx, prompt, true)
+	require.NoError(t, err)
+	hopper := dev.Info().Arch == "sm_90"
+	for _, wg := range []string{"1", "0"} {
+		t.Setenv(EnvGPUWarpgroupMMA, wg)
+		gm, err := LoadFS(fsys, WithoutTokenizer(), WithDevice(dev))
+		require.NoError(t, err)
+		s := gm.NewSession()
+		got, err := s.Forward(ctx, prompt, true)
+		require.NoError(t, err)
+		s.Close()
+		d := relDiff32(want, got)
+		n := gm.be.(*gpuBackend).b.Launched("matmul_wg_bf16")
+		t.Logf("HIPGO_GPU_WGMMA=%s: %d matmul_wg_bf16 launches, max|d|/max|logit| = %.3g (tolerance %g)", wg, n, d, tolHalf)
+		require.NoError(t, gm.Close())
+		require.LessOrEqual(t, d, tolHalf)
+		if wg == "1" && hopper {
+			require.Equal(t, int64(2), n, "gate|up and down on the warpgroup MMA")
+		} else {
+			require.Zero(t, n)
+		}
 	}
 }
 

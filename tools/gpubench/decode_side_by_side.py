@@ -4,6 +4,8 @@ hipgo (tools/decodebench) and llama.cpp (llama-bench, llama-batched-bench)
 on the same weights, against the weight-read floor measured in the same run.
 
     python3 decode_side_by_side.py make SHAPE DIR TOKENIZER_DIR   random weights (bf16) + tokenizer
+                                                                  (TOKENIZER_DIR "-": none; decodebench and
+                                                                  transformers need none, llama.cpp's converter does)
     python3 decode_side_by_side.py floor DIR                      copy bandwidth, weight bytes -> JSON line
     python3 decode_side_by_side.py hf DIR [eager|compile ...]     transformers -> JSON lines
     python3 decode_side_by_side.py llamacpp BENCH.jsonl BATCHED.txt llama-bench -o jsonl and
@@ -56,7 +58,7 @@ def make(shape, out, tok):
     with torch.device("cuda"):  # random init on the GPU: seconds instead of a minute
         m = LlamaForCausalLM(cfg).to(torch.bfloat16)
     m.save_pretrained(out, safe_serialization=True)
-    for f in ("tokenizer.json", "tokenizer_config.json"):
+    for f in ("tokenizer.json", "tokenizer_config.json") if tok != "-" else ():
         shutil.copy(os.path.join(tok, f), os.path.join(out, f))
     n = sum(p.numel() for p in m.parameters())
     print(json.dumps({"made": shape, "dir": out, "params": n, "bytes": 2 * n}))

@@ -42,6 +42,9 @@ type Options struct {
 	// rope_kv_store_f32 would do both (see positions); the results are the
 	// same bytes.
 	NoFusedKernels bool
+	// NoWarpgroupMMA keeps the tc_split_x_W + matmul_tcx_W pair where
+	// matmul_wg_W would run (see wgSplitK).
+	NoWarpgroupMMA bool
 }
 
 // Backend holds a model's weights, KV-cache pool and scratch on one device.
@@ -55,12 +58,14 @@ type Backend struct {
 	qmod       *runtime.Module // qforward: loaded when a weight is quantized or a layer unfused
 	kernels    map[string]*runtime.Kernel
 	tc         bool // CUDA: 16-bit weights go through the tensor cores from tcRows rows (launch.go)
+	wg         bool // and the forward module is the sm_90a PTX: matmul_wg_W where wgSplitK says (launch.go)
 	longAtt    bool // CUDA: decode attention may take attention_long_f32, attention_gqa_f32 or attention_bykey(128)_f32 (launch.go; measured on the H200 only)
 	sampler    *sampling.Sampler
 
-	mu    sync.Mutex // one call at a time
-	owned []*runtime.Buffer
-	w     deviceWeights
+	mu       sync.Mutex       // one call at a time
+	launched map[string]int64 // launches enqueued so far by kernel name (Launched)
+	owned    []*runtime.Buffer
+	w        deviceWeights
 
 	invFreq    *runtime.Buffer
 	kc, vc     []*runtime.Buffer // per layer, [numSlots, kvDim] f32
@@ -115,6 +120,9 @@ func New(ctx context.Context, dev *runtime.Device, cfg Config, w *Weights, opts 
 	if b.mod, err = dev.LoadModule("forward"); err != nil {
 		return nil, err
 	}
+	// The warpgroup MMA exists only in the arch-specific PTX (forward.cu,
+	// FW_WG_NATIVE); elsewhere matmul_wg_W is the emulation.
+	b.wg = b.tc && b.mod.Target() == "sm_90a" && !opts.NoWarpgroupMMA
 	if w.needsQForward() {
 		if b.qmod, err = dev.LoadModule("qforward"); err != nil {
 			return nil, err
@@ -181,6 +189,9 @@ func (b *Backend) kernelNames() []string {
 		if names["matmul_"+t.Suffix()] && b.tcCapable(t) {
 			names["matmul_tc_"+t.Suffix()] = true
 			names["tc_split_x_"+t.Suffix()], names["matmul_tcx_"+t.Suffix()] = true, true
+			if b.wg {
+				names["wg_split_x_"+t.Suffix()], names["matmul_wg_"+t.Suffix()] = true, true
+			}
 		}
 	}
 	if b.longAtt {

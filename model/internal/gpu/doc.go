@@ -28,6 +28,14 @@
 // rope_kv_store_f32 (Options.NoFusedKernels, or HIPGO_GPU_FUSED=0 through
 // package model, launches the two plain kernels; the same bytes).
 //
+// Matrix products: from 16 rows on CUDA the 16-bit weights go through the
+// tensor cores (the tc_split_x_W + matmul_tcx_W pair below 512 rows,
+// matmul_tc_W from it); where the forward module is the sm_90a PTX (a
+// compute capability 9.0 GPU), products of 33 to 64 rows that split well
+// over the SMs run matmul_wg_W instead, the warpgroup MMA (launch.go's
+// wgSplitK; Options.NoWarpgroupMMA, or HIPGO_GPU_WGMMA=0 through package
+// model, keeps the pair; the sums differ in rounding only).
+//
 // A decode step (one token per sequence) replays a graph of its forward
 // launches captured the first time its shape was seen (graph.go), one
 // driver call instead of 9 a layer, where the runtime can capture

@@ -15,6 +15,11 @@ const defaultThreads = 256
 // forward kernels take their block size from their defines, so a launch
 // must use exactly that many threads.
 func (b *Backend) launch(name string, grid runtime.Dim3, args ...any) error {
+	return b.launchShared(name, grid, 0, args...)
+}
+
+// launchShared is launch with shmem bytes of dynamic shared memory.
+func (b *Backend) launchShared(name string, grid runtime.Dim3, shmem int, args ...any) error {
 	k, err := b.kernel(name)
 	if err != nil {
 		return err
@@ -27,11 +32,25 @@ func (b *Backend) launch(name string, grid runtime.Dim3, args ...any) error {
 	// qf_early_start (it waits for the kernels ahead of it itself), so each
 	// may be scheduled while the one before it finishes: on sm_90 that hides
 	// most of the gap between the ~180 launches of a decode step.
-	cfg := runtime.LaunchConfig{Grid: grid, Block: runtime.Dim3{X: uint32(threads), Y: 1, Z: 1}, EarlyStart: b.earlyStart}
+	cfg := runtime.LaunchConfig{Grid: grid, Block: runtime.Dim3{X: uint32(threads), Y: 1, Z: 1}, SharedMem: shmem,
+		EarlyStart: b.earlyStart}
 	if err := b.s.Launch(k, cfg, args...); err != nil {
 		return fmt.Errorf("gpu: %s: %w", name, err)
 	}
+	if b.launched == nil {
+		b.launched = map[string]int64{}
+	}
+	b.launched[name]++
 	return nil
+}
+
+// Launched counts the launches of kernel name this backend has enqueued
+// (a decode graph's kernels count once, when captured), to see which
+// kernels a model runs on a real device.
+func (b *Backend) Launched(name string) int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.launched[name]
 }
 
 func g1(x int) runtime.Dim3 { return runtime.Dim3{X: uint32(max(x, 1)), Y: 1, Z: 1} }
@@ -71,6 +90,33 @@ const (
 	tcxSmallOut = 8
 	tcxRowTile  = 16 // xs holds x in 16-row tiles of 32-wide chunks,
 	tcxChunk    = 32 // 2 KB each (forward.cu)
+	// matmul_wg_W (sm_90a's warpgroup MMA, with x split once into an image
+	// by wg_split_x_W; forward.cu) replaces the pair above when the forward
+	// module is the sm_90a PTX, for wgMinRows to wgMaxRows rows, where
+	// wgSplitK finds a split of in: blocks of wgOutTile outputs, in split
+	// into the fewest parts (of whole wgStage-wide stages) that make
+	// wgBlocks blocks or more, and every part at least wgMinSplitK wide.
+	// From 33 rows the pair's 32-row tiles read every weight twice, where
+	// matmul_wg_W reads it once up to 64. On the H200 (1B shape, cold
+	// weights; docs/bench/wg-products-h200-2026-12-02.jsonl) at 32 rows
+	// matmul_wg_bf16 took 160 us on the LM head (in unsplit) against the
+	// pair's 208, 22.1 on down (8192 split in 8 parts of 1024) against
+	// 23.3, 28.8 on gate|up (unsplit) against 27.1; under 1024 a part it
+	// lost (o: 13.0 at best against 10.0; q|k|v 14.0 against 12.2): the
+	// partial sums and each block's short pipeline cost more. End to end
+	// (decodebench, two alternating rounds in one call) the rule at 16 to
+	// 64 rows took batch 64 from 20,119 and 19,995 to 22,662 and 22,685
+	// tokens/s, but batch 32 from 16,596 and 16,662 to 16,409 and 16,271
+	// (the kernels alone had it 40 us a step faster; what the graph adds
+	// around the 33 launches was not measured apart), batch 16 level: so
+	// the rule starts at 33 rows.
+	wgMinRows   = tcTileRows + 1
+	wgMaxRows   = 64  // FW_WG_MAX_ROWS
+	wgOutTile   = 128 // FW_WG_TN
+	wgStage     = 64  // FW_WG_KC
+	wgStages    = 3   // FW_WG_STAGES
+	wgBlocks    = 128 // about one block an SM (the H200 has 132)
+	wgMinSplitK = 1024
 	// attpRows: attention_prefill_f32's query tokens per block
 	// (FW_ATTP_ROWS); attpMinTokens: the fewest tokens in a chunk for which
 	// the backend launches it (chunk.tiledAttention).
@@ -201,6 +247,73 @@ func tcxSplitGrid(rows, in int) int {
 	return ceilDiv(ceilDiv(rows, tcxRowTile)*ceilDiv(in, tcxChunk)*64, defaultThreads)
 }
 
+// wgRows is rows rounded up to 16: matmul_wg_W's image holds 2 wgRows
+// rows (x's hi and lo parts).
+func wgRows(rows int) int { return ceilDiv(rows, 16) * 16 }
+
+// wgImageBytes is the size of wg_split_x_W's image of x [rows, in]: per
+// 64-wide stage of in, 2 wgRows(rows) rows of 128 bytes.
+func wgImageBytes(rows, in int) int { return ceilDiv(in, wgStage) * 2 * wgRows(rows) * 128 }
+
+// wgSplitGrid is wg_split_x_W's grid: a thread per 16 bytes of hi (and lo).
+func wgSplitGrid(rows, in int) int {
+	return ceilDiv(ceilDiv(in, wgStage)*8*wgRows(rows), defaultThreads)
+}
+
+// wgSharedBytes is matmul_wg_W's dynamic shared memory: its ring of
+// wgStages stages (128 rows of weights and 2 wgRows of x, 128 bytes each)
+// and 1 KB to align it.
+func wgSharedBytes(rows int) int { return 1024 + wgStages*(wgOutTile+2*wgRows(rows))*128 }
+
+// wgSplitK returns the part of in each matmul_wg_W block sums (ks) for a
+// product of rows x in by out, or 0 where the tc_split_x_W + matmul_tcx_W
+// pair runs instead (see wgMinSplitK). The grid is ceil(out/wgOutTile) *
+// ceil(in/ks) blocks, at most wgBlocks of them when in is split.
+func (b *Backend) wgSplitK(rows, in, out int, w runtime.DevicePtr) int {
+	if !b.wg || rows < wgMinRows || rows > wgMaxRows || in%8 != 0 || w%16 != 0 {
+		return 0
+	}
+	splits := max(1, wgBlocks/ceilDiv(out, wgOutTile))
+	ks := ceilDiv(ceilDiv(in, splits), wgStage) * wgStage
+	if ks < wgMinSplitK {
+		return 0
+	}
+	return ks
+}
+
+// ensureWG sizes matmul_wg_W's partial sums for up to rows rows (a split
+// product has at most wgBlocks blocks of wgOutTile outputs) and its group
+// counts, which start at zero and which every launch leaves at zero.
+func (b *Backend) ensureWG(rows int) error {
+	if err := b.ensure(&b.sc.wgPart, 4*wgBlocks*wgOutTile*rows); err != nil {
+		return err
+	}
+	if b.sc.wgCount != nil {
+		return nil
+	}
+	if err := b.ensure(&b.sc.wgCount, 4*wgBlocks); err != nil {
+		return err
+	}
+	return runtime.Upload(b.sc.wgCount, make([]uint32, wgBlocks))
+}
+
+// matmulWG is matmulPtr's product through wg_split_x_W and matmul_wg_W
+// with ks from wgSplitK. run sized b.sc.xs, b.sc.wgPart and b.sc.wgCount.
+func (b *Backend) matmulWG(y, x runtime.DevicePtr, w matrix, bias runtime.DevicePtr, rows, in, out, ks int, acc uint32) error {
+	sfx := w.dtype.Suffix()
+	if b.sc.xs == nil || b.sc.xs.Size() < wgImageBytes(rows, in) || b.sc.wgPart == nil ||
+		b.sc.wgPart.Size() < 4*wgBlocks*wgOutTile*rows || b.sc.wgCount == nil {
+		return fmt.Errorf("gpu: matmul_wg_%s: no scratch for [%d, %d]", sfx, rows, in)
+	}
+	xs := b.sc.xs.Ptr()
+	if err := b.launch("wg_split_x_"+sfx, g1(wgSplitGrid(rows, in)), xs, x, u32(rows), u32(in)); err != nil {
+		return err
+	}
+	grid := ceilDiv(out, wgOutTile) * ceilDiv(in, ks)
+	return b.launchShared("matmul_wg_"+sfx, g1(grid), wgSharedBytes(rows), y, xs, w.buf, bias, b.sc.wgPart.Ptr(),
+		b.sc.wgCount.Ptr(), u32(rows), u32(in), u32(out), acc, u32(ks))
+}
+
 // tcCapable: weights of type t can go through matmul_tc_W on this backend.
 func (b *Backend) tcCapable(t DType) bool { return b.tc && (t == BF16 || t == F16) }
 
@@ -221,6 +334,9 @@ func (b *Backend) matmulPtr(y, x runtime.DevicePtr, w matrix, bias runtime.Devic
 	}
 	if rows >= tcRows && b.tcCapable(w.dtype) {
 		sfx := w.dtype.Suffix()
+		if ks := b.wgSplitK(rows, in, out, w.buf.Ptr()); ks > 0 {
+			return b.matmulWG(y, x, w, bias, rows, in, out, ks, acc)
+		}
 		if rows >= tcxMaxRows {
 			return b.launch("matmul_tc_"+sfx, g1(tcGrid(rows, out)), y, x, w.buf, bias, u32(rows), u32(in), u32(out), acc)
 		}

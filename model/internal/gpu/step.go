@@ -38,7 +38,8 @@ func (e *CacheFullError) Unwrap() error { return ErrCacheFull }
 type scratch struct {
 	x, xb, qkv, att, gu, act *runtime.Buffer // one chunk's activations
 	part                     *runtime.Buffer // one unfused projection part's output (Layer.QKVParts)
-	xs                       *runtime.Buffer // x split for matmul_tcx_W (launch.go)
+	xs                       *runtime.Buffer // x split for matmul_tcx_W, or its image for matmul_wg_W (launch.go)
+	wgPart, wgCount          *runtime.Buffer // matmul_wg_W's partial sums and its zeroed group counts
 	last, logits             *runtime.Buffer // the rows that reach the LM head
 	meta                     *runtime.Buffer // the call's u32 metadata
 	tokens                   *runtime.Buffer
@@ -271,8 +272,14 @@ func (b *Backend) run(ctx context.Context, p *plan) error {
 		}
 	}
 	if R := max(C, p.rows); b.tc && R >= tcRows { // the most rows a matmul of this call can have
-		if err := b.ensure(&b.sc.xs, tcxSplitBytes(min(R, tcxMaxRows-1), max(D, qD, I))); err != nil {
+		in := max(D, qD, I)
+		if err := b.ensure(&b.sc.xs, max(tcxSplitBytes(min(R, tcxMaxRows-1), in), wgImageBytes(min(R, wgMaxRows), in))); err != nil {
 			return err
+		}
+		if b.wg {
+			if err := b.ensureWG(min(R, wgMaxRows)); err != nil {
+				return err
+			}
 		}
 	}
 	if err := runtime.Upload(b.sc.meta, p.meta); err != nil {

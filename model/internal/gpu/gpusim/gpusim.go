@@ -174,10 +174,14 @@ func forwardKernels() []simgpu.KernelDef {
 	// The split buffer is the pair's private format: here it holds x's f32
 	// rows as they are (it is at least that large; the fragment layout is
 	// forward.cu's, checked by model/internal/hostkern).
+	// wg_split_x_W + matmul_wg_W (sm_90a: up to 64 rows where the backend
+	// finds a split of in): the image is private to the pair as well.
 	for _, dt := range []wtype{wF16, wBF16} {
 		ks = append(ks, simgpu.KernelDef{Name: "matmul_tc_" + dt.suffix(), ParamSizes: []int{8, 8, 8, 8, 4, 4, 4, 4}, Run: matmul(dt)},
 			simgpu.KernelDef{Name: "tc_split_x_" + dt.suffix(), ParamSizes: []int{8, 8, 4, 4}, Run: tcSplitX},
-			simgpu.KernelDef{Name: "matmul_tcx_" + dt.suffix(), ParamSizes: []int{8, 8, 8, 8, 4, 4, 4, 4}, Run: matmul(dt)})
+			simgpu.KernelDef{Name: "matmul_tcx_" + dt.suffix(), ParamSizes: []int{8, 8, 8, 8, 4, 4, 4, 4}, Run: matmul(dt)},
+			simgpu.KernelDef{Name: "wg_split_x_" + dt.suffix(), ParamSizes: []int{8, 8, 4, 4}, Run: wgSplitX},
+			simgpu.KernelDef{Name: "matmul_wg_" + dt.suffix(), ParamSizes: []int{8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4}, Run: matmulWG(dt)})
 	}
 	return append(ks, quantKernels()...)
 }
@@ -345,6 +349,53 @@ func tcSplitX(d *simgpu.Device, _, _ driver.Dim3, a []uint64, _ <-chan struct{})
 	}
 	copy(xs, x)
 	return nil
+}
+
+// wgSplitX is wg_split_x_W's twin: as tcSplitX, with forward.cu's grid
+// rule (a thread per 16 bytes of the hi part: ceil(in/64) * 8 * R threads,
+// R = rows rounded up to 16) and its 64-row limit.
+func wgSplitX(d *simgpu.Device, g, b driver.Dim3, a []uint64, stop <-chan struct{}) error {
+	rows, in := int(a[2]), int(a[3])
+	R := (rows + 15) / 16 * 16
+	if rows > 64 || int(g.X)*int(g.Y)*int(g.Z) != ((in+63)/64*8*R+255)/256 || b.X*b.Y*b.Z != 256 {
+		return simgpu.CodeLaunchFailure
+	}
+	return tcSplitX(d, g, b, a, stop)
+}
+
+// matmulWG is matmul_wg_W's twin: y, xs, w, bias, ws, cnt, rows, in, out,
+// accumulate, ks, as matmul_W over the image (tcSplitX's copy of x), with
+// forward.cu's launch rules: 1 to 64 rows, ks a nonzero multiple of 64,
+// the grid ceil(out/128) * ceil(in/ks), 256 threads; and where in is
+// split, the group counts it works through must start at zero (the
+// backend zeroes them once, every launch leaves them so).
+func matmulWG(t wtype) simgpu.KernelFunc {
+	mm := matmul(t)
+	return func(d *simgpu.Device, g, b driver.Dim3, a []uint64, stop <-chan struct{}) error {
+		rows, in, out, ks := int(a[6]), int(a[7]), int(a[8]), int(a[10])
+		if rows < 1 || rows > 64 || ks == 0 || ks%64 != 0 || b.X*b.Y*b.Z != 256 {
+			return simgpu.CodeLaunchFailure
+		}
+		groups, splits := (out+127)/128, (in+ks-1)/ks
+		if int(g.X)*int(g.Y)*int(g.Z) != groups*splits {
+			return simgpu.CodeLaunchFailure
+		}
+		if splits > 1 {
+			cnt, err := u32s(d, a[5], groups)
+			if err != nil {
+				return err
+			}
+			for _, c := range cnt {
+				if c != 0 {
+					return simgpu.CodeLaunchFailure
+				}
+			}
+			if _, err := f32s(d, a[4], splits*rows*out); err != nil {
+				return err
+			}
+		}
+		return mm(d, g, b, []uint64{a[0], a[1], a[2], a[3], a[6], a[7], a[8], a[9]}, stop)
+	}
 }
 
 // matmulRows finishes a matmul_W/matmul_Q twin once its weights are in m:
