@@ -230,6 +230,21 @@ func archSpecific(arch string) bool {
 	return strings.HasPrefix(s, "sm_") && strings.HasSuffix(s, "a")
 }
 
+// GenericArch is the arch that resolves to the generic PTX of an
+// arch-specific target's sm ("sm_90a" -> "compute_90", which gets sm_90),
+// or "" for any other arch: what to load where a driver refuses the
+// arch-specific PTX.
+func GenericArch(arch string) string {
+	if !archSpecific(arch) {
+		return ""
+	}
+	sm, ok := smNumber(arch)
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf("compute_%d", sm)
+}
+
 // plainSM: a device arch that names one GPU generation exactly ("sm_90",
 // "sm_90a"), not a family ("sm_100f") or generic PTX ("compute_90").
 func plainSM(arch string) bool {

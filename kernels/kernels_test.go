@@ -171,6 +171,18 @@ func TestArchMatching(t *testing.T) {
 	}
 }
 
+// TestGenericArchResolvesToTheGenericPTX: an arch-specific target names
+// the arch that gets its sm's generic PTX; other arches name none.
+func TestGenericArchResolvesToTheGenericPTX(t *testing.T) {
+	require.Equal(t, "compute_90", GenericArch("sm_90a"))
+	a, err := Resolve("testkernels", FormatPTX, GenericArch("sm_90a"))
+	require.NoError(t, err)
+	require.Equal(t, "sm_90", a.Arch)
+	for _, arch := range []string{"sm_90", "compute_90", "sm_100f", "gfx90a", ""} {
+		require.Empty(t, GenericArch(arch), arch)
+	}
+}
+
 // TestLoadErrors proves unknown modules and formats are typed errors.
 func TestLoadErrors(t *testing.T) {
 	_, _, err := Load("nosuchmodule", FormatPTX, "sm_90")

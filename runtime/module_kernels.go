@@ -3,7 +3,6 @@ package runtime
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/hipgo/hipgo/kernels"
 )
@@ -27,8 +26,7 @@ func (d *Device) LoadModule(name string) (*Module, error) {
 		arch = d.info.Arch
 	}
 	m, target, err := d.loadArtifact(name, arch)
-	if err != nil && strings.HasSuffix(target, "a") && strings.HasPrefix(target, "sm_") {
-		generic := "compute_" + strings.TrimSuffix(strings.TrimPrefix(target, "sm_"), "a")
+	if generic := kernels.GenericArch(target); err != nil && generic != "" {
 		m2, _, err2 := d.loadArtifact(name, generic)
 		if err2 == nil {
 			return m2, nil

@@ -209,14 +209,15 @@ func (s *Stream) fitShared(k *Kernel, dyn int) error {
 	if dyn <= driver.DefaultSharedMem-static {
 		return nil
 	}
-	d := s.dev
-	asked := fmt.Sprintf("%d bytes of shared memory per block (%d static + %d dynamic)", uint64(static)+uint64(dyn), static, dyn)
 	r, ok := k.fn.(driver.SharedMemRaiser)
 	if !ok {
 		return nil
 	}
-	if ceiling := max(d.info.MaxSharedOptin, driver.DefaultSharedMem); dyn > ceiling-static {
-		return &LaunchError{Kernel: k.spec.Name, Reason: fmt.Sprintf("%s is over the device's maximum of %d", asked, ceiling)}
+	asked := func() string {
+		return fmt.Sprintf("%d bytes of shared memory per block (%d static + %d dynamic)", uint64(static)+uint64(dyn), static, dyn)
+	}
+	if ceiling := max(s.dev.info.MaxSharedOptin, driver.DefaultSharedMem); dyn > ceiling-static {
+		return &LaunchError{Kernel: k.spec.Name, Reason: fmt.Sprintf("%s is over the device's maximum of %d", asked(), ceiling)}
 	}
 	k.sharedMu.Lock()
 	defer k.sharedMu.Unlock()
@@ -224,7 +225,7 @@ func (s *Stream) fitShared(k *Kernel, dyn int) error {
 		return nil
 	}
 	if err := r.SetMaxDynamicShared(dyn); err != nil {
-		return s.launchFailed(k.spec.Name, fmt.Sprintf("raising its dynamic shared memory limit to %d bytes for %s", dyn, asked), err)
+		return s.launchFailed(k.spec.Name, fmt.Sprintf("raising its dynamic shared memory limit to %d bytes for %s", dyn, asked()), err)
 	}
 	k.sharedRaised = dyn
 	return nil

@@ -29,19 +29,19 @@ def _variant(arg):
     """NAME=PATH:STAGES (forward.cu's FW_WG_STAGES of that build)."""
     name, rest = arg.split("=", 1)
     path, stages = rest.rsplit(":", 1)
-    return name, Variant(cp.RawModule(path=path), 1, int(stages))
+    return name, Variant(cp.RawModule(path=path), int(stages))
 
 
 class Variant:
-    def __init__(self, mod, tm, stages):
-        self.mod, self.tm, self.stages = mod, tm, stages  # tm: m64 tiles a warpgroup (1 as landed)
+    def __init__(self, mod, stages):
+        self.mod, self.stages = mod, stages
         self.ready = set()
 
     def get_function(self, name):
         return self.mod.get_function(name)
 
     def smem(self, rows):
-        return 1024 + self.stages * (128 * self.tm + 2 * wg_rows(rows)) * 128
+        return 1024 + self.stages * (128 + 2 * wg_rows(rows)) * 128
 
 
 VARIANTS = [_variant(a) for a in sys.argv[1:]]
@@ -81,7 +81,7 @@ def wg_ks(k, splits):
 
 
 def wg_mm(mod, y, xs, w, b, ws, cnt, rows, k, n, acc, ks, s):
-    grid = cdiv(n, 128 * mod.tm) * cdiv(k, ks)
+    grid = cdiv(n, 128) * cdiv(k, ks)
     f = mod.get_function("matmul_wg_" + s)
     smem = mod.smem(rows)
     if (s, smem) not in mod.ready:
@@ -126,7 +126,7 @@ def checks(vname, mod, full):
                     ks = wg_ks(k, splits)
                     S = cdiv(k, ks)
                     ws = torch.full((S * rows * n,), float("nan"), device=DEV)
-                    cnt = torch.zeros(cdiv(n, 128), dtype=torch.int32, device=DEV)  # enough for any TM
+                    cnt = torch.zeros(cdiv(n, 128), dtype=torch.int32, device=DEV)
                     y0 = torch.randn(rows, n, device=DEV)
                     y = y0.clone()
                     wg_mm(mod, y, xs, w, b, ws, cnt, rows, k, n, 1, ks, s)
@@ -192,7 +192,7 @@ def timings(bw):
             xs_t = torch.empty(cdiv(rows, 16) * cdiv(k, 32) * 512, device=DEV)
             xs_w = wg_image(rows, k)
             part = torch.empty(16 * rows * n, device=DEV)
-            cnt = torch.zeros(cdiv(n, 128), dtype=torch.int32, device=DEV)  # enough for any TM
+            cnt = torch.zeros(cdiv(n, 128), dtype=torch.int32, device=DEV)
             turn = [0]
             reps = copies * (1 if n > 100000 else max(1, 50 // copies))
 

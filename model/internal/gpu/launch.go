@@ -265,6 +265,10 @@ func wgSplitGrid(rows, in int) int {
 // and 1 KB to align it.
 func wgSharedBytes(rows int) int { return 1024 + wgStages*(wgOutTile+2*wgRows(rows))*128 }
 
+// wgPartBytes is the size of matmul_wg_W's partial sums for up to rows
+// rows: a split product has at most wgBlocks blocks of wgOutTile outputs.
+func wgPartBytes(rows int) int { return 4 * wgBlocks * wgOutTile * rows }
+
 // wgSplitK returns the part of in each matmul_wg_W block sums (ks) for a
 // product of rows x in by out, or 0 where the tc_split_x_W + matmul_tcx_W
 // pair runs instead (see wgMinSplitK). The grid is ceil(out/wgOutTile) *
@@ -281,11 +285,10 @@ func (b *Backend) wgSplitK(rows, in, out int, w runtime.DevicePtr) int {
 	return ks
 }
 
-// ensureWG sizes matmul_wg_W's partial sums for up to rows rows (a split
-// product has at most wgBlocks blocks of wgOutTile outputs) and its group
-// counts, which start at zero and which every launch leaves at zero.
+// ensureWG sizes matmul_wg_W's partial sums for up to rows rows and its
+// group counts, which start at zero and which every launch leaves at zero.
 func (b *Backend) ensureWG(rows int) error {
-	if err := b.ensure(&b.sc.wgPart, 4*wgBlocks*wgOutTile*rows); err != nil {
+	if err := b.ensure(&b.sc.wgPart, wgPartBytes(rows)); err != nil {
 		return err
 	}
 	if b.sc.wgCount != nil {
@@ -302,7 +305,7 @@ func (b *Backend) ensureWG(rows int) error {
 func (b *Backend) matmulWG(y, x runtime.DevicePtr, w matrix, bias runtime.DevicePtr, rows, in, out, ks int, acc uint32) error {
 	sfx := w.dtype.Suffix()
 	if b.sc.xs == nil || b.sc.xs.Size() < wgImageBytes(rows, in) || b.sc.wgPart == nil ||
-		b.sc.wgPart.Size() < 4*wgBlocks*wgOutTile*rows || b.sc.wgCount == nil {
+		b.sc.wgPart.Size() < wgPartBytes(rows) || b.sc.wgCount == nil {
 		return fmt.Errorf("gpu: matmul_wg_%s: no scratch for [%d, %d]", sfx, rows, in)
 	}
 	xs := b.sc.xs.Ptr()
