@@ -136,8 +136,12 @@ func buildGPU(cfg *Config, load func() (*gpu.Weights, error), o options, dev *ru
 	if err != nil {
 		return nil, 0, err
 	}
+	noAhead, err := envOff(EnvGPULookahead)
+	if err != nil {
+		return nil, 0, err
+	}
 	b, err := gpu.New(context.Background(), dev, cfg.gpuConfig(), w, gpu.Options{KVTokens: n, StepTokens: o.gpuStepTokens,
-		NoGraphs: noGraphs, NoEarlyStart: noEarly, NoFusedKernels: noFused, NoWarpgroupMMA: noWG})
+		NoGraphs: noGraphs, NoEarlyStart: noEarly, NoFusedKernels: noFused, NoWarpgroupMMA: noWG, NoLookahead: noAhead})
 	if err != nil {
 		return nil, 0, fmt.Errorf("model: on %s: %w", dev, err)
 	}
@@ -164,6 +168,13 @@ const EnvGPUFused = "HIPGO_GPU_FUSED"
 // products where matmul_wg_W would run (batched decode; the sums differ in
 // rounding only), to measure them; "1" or unset: on.
 const EnvGPUWarpgroupMMA = "HIPGO_GPU_WGMMA"
+
+// EnvGPULookahead turns the GPU backend's lookahead off when "0": each
+// decode step then waits for its tokens before the next step's forward is
+// enqueued, instead of enqueueing it first on the guess that the same
+// sequences continue (the same tokens either way; see the gpu package's
+// lookahead.go); "1" or unset: on.
+const EnvGPULookahead = "HIPGO_GPU_LOOKAHEAD"
 
 // envOff reads an on/off switch: "0" is off, "1" or unset on.
 func envOff(name string) (bool, error) {

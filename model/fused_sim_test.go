@@ -18,7 +18,9 @@ import (
 // HIPGO_GPU_FUSED=0, 10 per layer (rope and the kv store apart). The first decode step captures its graph (the
 // simulation counts its kernels at capture and again at the replay), so
 // the count is taken on the replayed steps after it. Greedy tokens are the
-// same either way.
+// same either way. The lookahead is off, so that each call's launches are
+// its own step's (with it a call enqueues the next step's forward;
+// TestSimGPULookahead counts those).
 func TestSimGPUDecodeStepLaunches(t *testing.T) {
 	ctx := context.Background()
 	spec := modeltest.Llama3Tiny()
@@ -30,6 +32,7 @@ func TestSimGPUDecodeStepLaunches(t *testing.T) {
 	}{{"1", 9}, {"0", 10}} {
 		t.Run("fused="+c.env, func(t *testing.T) {
 			t.Setenv(EnvGPUFused, c.env)
+			t.Setenv(EnvGPULookahead, "0")
 			faults := &gpusim.Faults{}
 			m := loadSpec(t, spec, WithDevice(simDevice(t, faults)))
 			L := m.Config().NumLayers

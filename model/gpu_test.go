@@ -327,6 +327,22 @@ func TestGPUDecodeGraphsGiveThePlainTokens(t *testing.T) {
 }
 
 // envFaultChild marks the child process of the real-fault test.
+// TestGPULookaheadGivesTheTokensWithout: lookahead_sim_test.go's batch
+// schedules and generations, on the GPU, where the lookahead's forward runs
+// while the host waits for and copies back the step before it.
+func TestGPULookaheadGivesTheTokensWithout(t *testing.T) {
+	dev := openGPU(t)
+	requireLookaheadGivesTheTokensWithout(t, func() *runtime.Device { return dev })
+}
+
+// TestGPULookaheadIsDiscardedByOtherCalls: lookahead_sim_test.go's calls
+// that discard a lookahead (another token, another order, a Forward, a
+// released sequence's blocks taken by a new one), on the GPU.
+func TestGPULookaheadIsDiscardedByOtherCalls(t *testing.T) {
+	dev := openGPU(t)
+	requireLookaheadIsDiscardedByOtherCalls(t, dev, dev)
+}
+
 const envFaultChild = "HIPGO_MODEL_FAULT_CHILD"
 
 // TestGPUFaultMidGenerationInADecodeGraph is a real device fault in the
@@ -394,8 +410,11 @@ func TestGPUFaultMidGenerationInADecodeGraph(t *testing.T) {
 	var fe *runtime.FaultError
 	require.ErrorAs(t, err, &fe, "the runtime's typed fault")
 	after := graphStats(m)
-	require.Equal(t, before.Captures+1, after.Captures, "the faulting kernel was captured into the step's graph")
-	require.Equal(t, before.Replays+1, after.Replays, "and the step replayed it")
+	// InjectFault dropped the graphs (once the lookahead enqueued before it
+	// had run): the step captured the faulting kernel into its graph and
+	// replayed it, then enqueued its lookahead, a second graph (lookahead.go).
+	require.Equal(t, before.Captures+2, after.Captures, "the faulting kernel was captured into the step's graph")
+	require.Equal(t, before.Replays+2, after.Replays, "and the step replayed it")
 	require.Error(t, m.DeviceLost())
 	start = time.Now()
 	res, err := m.GenerateTokens(ctx, testTokens(4, spec.Vocab), GenerateOptions{MaxTokens: 4}, nil)

@@ -211,43 +211,57 @@ func TestGraphsEnvIsChecked(t *testing.T) {
 }
 
 // TestSimGPUFaultInAReplayedDecodeGraph proves a simulated fault in a
-// kernel of a replayed decode graph fails that step with the runtime's
-// *FaultError and loses the device, which the model then reports, as a
-// fault in a plain launch does.
+// kernel of a replayed decode graph fails the step that graph computes with
+// the runtime's *FaultError and loses the device, which the model then
+// reports, as a fault in a plain launch does. With the lookahead off, the
+// fault is in the forward of the call that enqueues it. With it on, each
+// call enqueues the next step's forward after its own work
+// (model/internal/gpu/lookahead.go): the fault is sticky (on CUDA every
+// wait after it fails), so the call that enqueued the faulting kernel fails
+// when its wait comes after the fault (always in the simulation, which runs
+// the work as it is enqueued), else the next call, whose forward it was.
 func TestSimGPUFaultInAReplayedDecodeGraph(t *testing.T) {
-	ctx := context.Background()
-	spec := modeltest.Qwen2Tiny()
-	faults := &gpusim.Faults{}
-	dev := simDevice(t, faults)
-	m := loadSpec(t, spec, WithDevice(dev))
-	b := m.NewBatch()
-	for i := range 2 {
-		_, err := b.Add(testTokens(3+i, spec.Vocab), GenerateOptions{})
-		require.NoError(t, err)
-	}
-	for range 3 { // prefill, a capture, a replay
-		_, err := b.Step(ctx)
-		require.NoError(t, err)
-	}
-	before := graphStats(m)
-	require.Positive(t, before.Replays)
-	n0 := faults.Launches()
-	_, err := b.Step(ctx)
-	require.NoError(t, err)
-	perStep := faults.Launches() - n0
-	require.Equal(t, before.Replays+1, graphStats(m).Replays, "that step replayed the graph")
+	for _, ahead := range []string{"0", "1"} {
+		t.Run("lookahead="+ahead, func(t *testing.T) {
+			t.Setenv(EnvGPULookahead, ahead)
+			ctx := context.Background()
+			spec := modeltest.Qwen2Tiny()
+			faults := &gpusim.Faults{}
+			dev := simDevice(t, faults)
+			m := loadSpec(t, spec, WithDevice(dev))
+			b := m.NewBatch()
+			for i := range 2 {
+				_, err := b.Add(testTokens(3+i, spec.Vocab), GenerateOptions{})
+				require.NoError(t, err)
+			}
+			for range 4 { // prefill, captures, replays
+				_, err := b.Step(ctx)
+				require.NoError(t, err)
+			}
+			before := graphStats(m)
+			require.Positive(t, before.Replays)
+			n0 := faults.Launches()
+			_, err := b.Step(ctx)
+			require.NoError(t, err)
+			perStep := faults.Launches() - n0
+			require.Equal(t, before.Replays+1, graphStats(m).Replays, "that call replayed a graph")
 
-	faults.Arm(perStep/2, simgpu.CodeIllegalAddr)
-	_, err = b.Step(ctx)
-	var be *BatchError
-	require.ErrorAs(t, err, &be)
-	require.Len(t, be.Seqs, 2)
-	require.ErrorIs(t, err, runtime.ErrDeviceFault)
-	var fe *runtime.FaultError
-	require.ErrorAs(t, err, &fe, "the runtime's typed fault: %v", err)
-	require.Equal(t, before.Replays+2, graphStats(m).Replays, "the failed step was a replay")
-	require.Error(t, m.DeviceLost())
-	_, err = m.GenerateTokens(ctx, testTokens(4, spec.Vocab), GenerateOptions{MaxTokens: 2}, nil)
-	var lost *runtime.DeviceLostError
-	require.ErrorAs(t, err, &lost)
+			faults.Arm(perStep/2, simgpu.CodeIllegalAddr)
+			_, err = b.Step(ctx)
+			if ahead == "1" && err == nil {
+				_, err = b.Step(ctx)
+			}
+			var be *BatchError
+			require.ErrorAs(t, err, &be)
+			require.Len(t, be.Seqs, 2)
+			require.ErrorIs(t, err, runtime.ErrDeviceFault)
+			var fe *runtime.FaultError
+			require.ErrorAs(t, err, &fe, "the runtime's typed fault: %v", err)
+			require.Equal(t, before.Replays+2, graphStats(m).Replays, "the failed step's forward was a replay")
+			require.Error(t, m.DeviceLost())
+			_, err = m.GenerateTokens(ctx, testTokens(4, spec.Vocab), GenerateOptions{MaxTokens: 2}, nil)
+			var lost *runtime.DeviceLostError
+			require.ErrorAs(t, err, &lost)
+		})
+	}
 }

@@ -45,6 +45,9 @@ type Options struct {
 	// NoWarpgroupMMA keeps the tc_split_x_W + matmul_tcx_W pair where
 	// matmul_wg_W would run (see wgSplitK).
 	NoWarpgroupMMA bool
+	// NoLookahead makes Step wait for its tokens before anything of the
+	// next step is enqueued (see lookahead.go).
+	NoLookahead bool
 }
 
 // Backend holds a model's weights, KV-cache pool and scratch on one device.
@@ -77,6 +80,9 @@ type Backend struct {
 	closed     bool
 	graphs     graphCache
 	inject     func(*runtime.Stream) error // InjectFault's, for the next forward
+	lookahead  bool                        // Step enqueues the next step's forward early (Options.NoLookahead)
+	ahead      *lookahead                  // the forward Step enqueued for the step it guessed comes next
+	aheadStats LookaheadStats
 }
 
 type matrix struct {
@@ -109,6 +115,7 @@ func New(ctx context.Context, dev *runtime.Device, cfg Config, w *Weights, opts 
 	b.graphs.off = opts.NoGraphs
 	b.earlyStart = !opts.NoEarlyStart
 	b.fuse = !opts.NoFusedKernels
+	b.lookahead = !opts.NoLookahead
 	if b.stepTokens <= 0 {
 		b.stepTokens = defaultStepTokens
 	}
@@ -397,6 +404,7 @@ func (b *Backend) Close() error {
 		return nil
 	}
 	b.closed = true
+	b.ahead = nil // the Synchronize below waits for its forward
 	var errs []error
 	if b.s != nil && b.dev.Lost() == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), closeWait)

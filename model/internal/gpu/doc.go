@@ -43,6 +43,14 @@
 // package model, launches every kernel from the host instead. A fault in a
 // replayed graph fails its step like one in a plain launch.
 //
+// Step enqueues the next decode step's forward before it waits for its own
+// tokens (lookahead.go), on the guess that the same sequences continue with
+// the tokens it samples, which the next forward's embedding reads on the
+// device; the next Step uses it when the guess holds, and any other call
+// discards it (waiting for it first). Options.NoLookahead, or
+// HIPGO_GPU_LOOKAHEAD=0 through package model, waits for each step first;
+// the tokens are the same either way.
+//
 // Every failure of the device (a launch the runtime rejects, a fault, a lost
 // device, a watchdog) is returned from the call whose work it hit, as the
 // runtime's typed error; ctx ends a call with ctx.Err(). A Backend serves one

@@ -21,7 +21,14 @@ import (
 // join and leave, and each size is a graph.
 const maxGraphs = 8
 
-type graphKey struct{ T, rows, maxBlocks int }
+// graphKey: a decode step's shape, and what its launches bake in besides
+// the scratch: the metadata buffer and where the embedding reads the
+// tokens (a lookahead's, lookahead.go).
+type graphKey struct {
+	T, rows, maxBlocks int
+	metaBuf            int
+	chained            bool
+}
 
 // graphCache is the backend's decode graphs, least recently used first.
 type graphCache struct {
@@ -62,7 +69,7 @@ func (b *Backend) replay(ctx context.Context, p *plan) (replayed bool, err error
 	if gc.off {
 		return false, nil
 	}
-	key := graphKey{p.T, p.rows, p.maxBlocks}
+	key := graphKey{p.T, p.rows, p.maxBlocks, p.metaBuf, p.chained}
 	g, seen := gc.graphs[key]
 	if seen && g == nil {
 		gc.stats.Fallbacks++
@@ -161,6 +168,12 @@ func (gc *graphCache) drop() error {
 func (b *Backend) InjectFault(fn func(s *runtime.Stream) error) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.ahead != nil { // its graph may be running: let it finish first
+		b.ahead = nil
+		if err := b.s.Synchronize(context.Background()); err != nil {
+			return err
+		}
+	}
 	b.inject = fn
 	return b.graphs.drop()
 }

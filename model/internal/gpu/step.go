@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/hipgo/hipgo/runtime"
 	"github.com/hipgo/hipgo/sampling"
@@ -36,12 +37,12 @@ func (e *CacheFullError) Unwrap() error { return ErrCacheFull }
 // scratch is device memory reused by every call, grown on demand while the
 // stream is idle.
 type scratch struct {
-	x, xb, qkv, att, gu, act *runtime.Buffer // one chunk's activations
-	part                     *runtime.Buffer // one unfused projection part's output (Layer.QKVParts)
-	xs                       *runtime.Buffer // x split for matmul_tcx_W, or its image for matmul_wg_W (launch.go)
-	wgPart, wgCount          *runtime.Buffer // matmul_wg_W's partial sums and its zeroed group counts
-	last, logits             *runtime.Buffer // the rows that reach the LM head
-	meta                     *runtime.Buffer // the call's u32 metadata
+	x, xb, qkv, att, gu, act *runtime.Buffer    // one chunk's activations
+	part                     *runtime.Buffer    // one unfused projection part's output (Layer.QKVParts)
+	xs                       *runtime.Buffer    // x split for matmul_tcx_W, or its image for matmul_wg_W (launch.go)
+	wgPart, wgCount          *runtime.Buffer    // matmul_wg_W's partial sums and its zeroed group counts
+	last, logits             *runtime.Buffer    // the rows that reach the LM head
+	meta                     [2]*runtime.Buffer // the call's u32 metadata (plan.metaBuf picks one; lookahead.go)
 	tokens                   *runtime.Buffer
 	rowLogits, rowTokens     []*runtime.Buffer // per-row copies for rows sampled alone
 }
@@ -84,6 +85,8 @@ type plan struct {
 	maxBlocks int  // block-table stride: padded (tableStride) so it rarely changes
 	decode    bool // one token per sequence, in one chunk: the graph-replayed shape
 	meta      []uint32
+	metaBuf   int  // which of scratch.meta holds meta
+	chained   bool // a lookahead: the embedding reads the tokens the last step sampled (scratch.tokens), not meta
 	// offsets into meta, in u32 elements
 	tok, pos, seq, slot, tables, gather, ident int
 	chunks                                     []chunk
@@ -110,16 +113,31 @@ func (c chunk) tiledAttention() bool {
 	return n >= attpMinTokens && 2*n >= c.seqs*attpRows
 }
 
-func (b *Backend) prepare(ctx context.Context, seqs []*Sequence, toks [][]uint32, all bool) (*plan, error) {
+// usable: the backend is open and its device not lost.
+func (b *Backend) usable() error {
 	if b.closed {
-		return nil, fmt.Errorf("gpu: backend closed: %w", runtime.ErrClosed)
+		return fmt.Errorf("gpu: backend closed: %w", runtime.ErrClosed)
 	}
 	if err := b.dev.Lost(); err != nil {
-		return nil, &runtime.DeviceLostError{Device: b.dev.String(), Cause: asFault(err)}
+		return &runtime.DeviceLostError{Device: b.dev.String(), Cause: asFault(err)}
+	}
+	return nil
+}
+
+func (b *Backend) prepare(ctx context.Context, seqs []*Sequence, toks [][]uint32, all bool) (*plan, error) {
+	if err := b.usable(); err != nil {
+		return nil, err
+	}
+	if b.ahead != nil {
+		// This call is not the step the lookahead ran ahead of: its forward
+		// may still be running, and is discarded once it has (lookahead.go).
+		b.ahead = nil
+		b.dirty = true
 	}
 	if b.dirty {
-		// A call that returned early (ctx, an error) may have left work on
-		// the stream; nothing below may overwrite memory it reads.
+		// A call that returned early (ctx, an error) or a discarded lookahead
+		// may have left work on the stream; nothing below may overwrite
+		// memory it reads.
 		if err := b.s.Synchronize(ctx); err != nil {
 			return nil, err
 		}
@@ -167,6 +185,19 @@ func (b *Backend) prepare(ctx context.Context, seqs []*Sequence, toks [][]uint32
 		capBlocks = max(capBlocks, ceilDiv(s.capacity, BlockSize))
 	}
 	p.maxBlocks = tableStride(p.maxBlocks, capBlocks)
+	b.layout(p, seqs, toks, all, 0)
+	return p, nil
+}
+
+// layout fills p's metadata and chunks for feeding toks[i] to seqs[i] from
+// position seqs[i].n + skip on (skip is 1 for a lookahead, whose sequences
+// have not yet advanced past the tokens of the step before it); p.maxBlocks
+// is set and every position has its block.
+func (b *Backend) layout(p *plan, seqs []*Sequence, toks [][]uint32, all bool, skip int) {
+	p.T = 0
+	for i := range seqs {
+		p.T += len(toks[i])
+	}
 	if all {
 		p.rows = p.T
 	} else {
@@ -182,7 +213,7 @@ func (b *Backend) prepare(ctx context.Context, seqs []*Sequence, toks [][]uint32
 	for i, s := range seqs {
 		copy(m[p.tables+i*p.maxBlocks:], s.blocks)
 		for j, id := range toks[i] {
-			pos := s.n + j
+			pos := s.n + skip + j
 			m[p.tok+t], m[p.pos+t], m[p.seq+t] = id, uint32(pos), uint32(i)
 			m[p.slot+t] = s.blocks[pos/BlockSize]*BlockSize + uint32(pos%BlockSize)
 			t++
@@ -203,6 +234,7 @@ func (b *Backend) prepare(ctx context.Context, seqs []*Sequence, toks [][]uint32
 		t += len(toks[i])
 	}
 	r := 0
+	p.chunks = nil
 	for t0 := 0; t0 < T; t0 += b.stepTokens {
 		c := chunk{t0: t0, t1: min(T, t0+b.stepTokens), g0: r}
 		for t := c.t0; t < c.t1; t++ {
@@ -222,7 +254,6 @@ func (b *Backend) prepare(ctx context.Context, seqs []*Sequence, toks [][]uint32
 	}
 	p.meta = m
 	p.decode = p.T == nseq && len(p.chunks) == 1
-	return p, nil
 }
 
 // tableStride pads the widest block table to a power of two (at most the
@@ -260,7 +291,7 @@ func (b *Backend) run(ctx context.Context, p *plan) error {
 	}{
 		{&b.sc.x, C * D}, {&b.sc.xb, C * D}, {&b.sc.qkv, C * qkvD}, {&b.sc.att, C * qD},
 		{&b.sc.gu, C * 2 * I}, {&b.sc.act, C * I}, {&b.sc.last, p.rows * D}, {&b.sc.logits, p.rows * V},
-		{&b.sc.meta, len(p.meta)}, {&b.sc.tokens, p.rows},
+		{&b.sc.meta[0], len(p.meta)}, {&b.sc.meta[1], len(p.meta)}, {&b.sc.tokens, p.rows},
 	} {
 		if err := b.ensure(e.buf, 4*e.n); err != nil {
 			return err
@@ -282,7 +313,13 @@ func (b *Backend) run(ctx context.Context, p *plan) error {
 			}
 		}
 	}
-	if err := runtime.Upload(b.sc.meta, p.meta); err != nil {
+	return b.enqueue(ctx, p)
+}
+
+// enqueue uploads p's metadata and enqueues its forward (a graph replay
+// for a decode step); the scratch is sized for p.
+func (b *Backend) enqueue(ctx context.Context, p *plan) error {
+	if err := runtime.Upload(b.sc.meta[p.metaBuf], p.meta); err != nil {
 		return err
 	}
 	if p.decode {
@@ -298,12 +335,15 @@ func (b *Backend) forward(ctx context.Context, p *plan) error {
 	c := b.cfg
 	D, I, V := c.Hidden, c.Intermediate, c.Vocab
 	qD := c.qDim()
-	meta := func(off int) runtime.DevicePtr { return b.sc.meta.At(4 * off) }
+	meta := func(off int) runtime.DevicePtr { return b.sc.meta[p.metaBuf].At(4 * off) }
 	x, xb, qkv, att, gu, act := b.sc.x.Ptr(), b.sc.xb.Ptr(), b.sc.qkv.Ptr(), b.sc.att.Ptr(), b.sc.gu.Ptr(), b.sc.act.Ptr()
 	scale := float32(1 / math.Sqrt(float64(c.HeadDim)))
 	for _, ch := range p.chunks {
 		n := ch.t1 - ch.t0
 		tok, pos, seq, slot := meta(p.tok+ch.t0), meta(p.pos+ch.t0), meta(p.seq+ch.t0), meta(p.slot+ch.t0)
+		if p.chained {
+			tok = b.sc.tokens.Ptr() // one chunk, one token a sequence, in the sampler's row order
+		}
 		if err := b.embed(x, tok, n); err != nil {
 			return err
 		}
@@ -437,17 +477,24 @@ func (b *Backend) Step(ctx context.Context, items []Item, out []uint32) (err err
 		}
 		greedy = greedy && it.Params.Greedy()
 	}
-	p, err := b.prepare(ctx, seqs, toks, false)
-	if err != nil {
+	var p *plan
+	if la := b.ahead; la != nil && la.continues(items) && b.usable() == nil {
+		b.ahead = nil // its forward is enqueued: sample its logits
+		b.aheadStats.Used++
+		p = la.p
+	} else if p, err = b.prepare(ctx, seqs, toks, false); err != nil { // discards b.ahead
 		return err
 	}
 	defer func() {
 		if err != nil {
 			b.dirty = true
+			b.ahead = nil
 		}
 	}()
-	if err := b.run(ctx, p); err != nil {
-		return err
+	if !p.chained {
+		if err := b.run(ctx, p); err != nil {
+			return err
+		}
 	}
 	N, V := len(items), b.cfg.Vocab
 	// One call samples every row when the rows are greedy (the key does not
@@ -475,7 +522,7 @@ func (b *Backend) Step(ctx context.Context, items []Item, out []uint32) (err err
 			b.sc.rowLogits, b.sc.rowTokens = append(b.sc.rowLogits, lb), append(b.sc.rowTokens, tb)
 		}
 		for i, it := range items {
-			if err := b.copyRows(b.sc.rowLogits[i].Ptr(), b.sc.logits.Ptr(), b.sc.meta.At(4*(p.ident+i)), 1, V); err != nil {
+			if err := b.copyRows(b.sc.rowLogits[i].Ptr(), b.sc.logits.Ptr(), b.sc.meta[p.metaBuf].At(4*(p.ident+i)), 1, V); err != nil {
 				return err
 			}
 			logits := sampling.Logits{Buf: b.sc.rowLogits[i], B: 1, V: V}
@@ -484,7 +531,14 @@ func (b *Backend) Step(ctx context.Context, items []Item, out []uint32) (err err
 			}
 		}
 	}
-	if err := b.finish(ctx); err != nil {
+	ev, err := b.s.Record()
+	if err != nil {
+		return err
+	}
+	if together {
+		b.lookAhead(ctx, p, seqs)
+	}
+	if err := ev.Wait(ctx); err != nil {
 		return err
 	}
 	if together {
@@ -504,5 +558,8 @@ func (b *Backend) Step(ctx context.Context, items []Item, out []uint32) (err err
 		}
 	}
 	advance(seqs, toks)
+	if b.ahead != nil {
+		b.ahead.tokens = slices.Clone(out[:N])
+	}
 	return nil
 }
