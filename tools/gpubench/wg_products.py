@@ -1,9 +1,9 @@
 """matmul_wg_bf16 (sm_90a warpgroup MMA) beside matmul_tcx_bf16 and torch.
 
-    python3 tools/gpubench/wg_products.py wg=kernels/build/forward/sm_90a.ptx:3
+    python3 tools/gpubench/wg_products.py wg=kernels/build/forward/sm_90a.ptx:4
 
 An argument is NAME=PTX:STAGES, a build of kernels/src/forward.cu for
-sm_90a and its FW_WG_STAGES (3 as landed; other builds, made with -D
+sm_90a and its FW_WG_STAGES (4 as landed; other builds, made with -D
 overrides of a local copy, compare variants); the first also supplies
 tc_split_x/matmul_tcx. Checks every build against a float64 reference
 (awkward shapes, bias and accumulate, splits of in, both 16-bit types; each

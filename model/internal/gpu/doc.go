@@ -32,7 +32,8 @@
 // tensor cores (the tc_split_x_W + matmul_tcx_W pair below 512 rows,
 // matmul_tc_W from it); where the forward module is the sm_90a PTX (a
 // compute capability 9.0 GPU), products of 33 to 64 rows that split well
-// over the SMs run matmul_wg_W instead, the warpgroup MMA (launch.go's
+// over the SMs, and from 17 rows the widest (the LM head), run matmul_wg_W
+// instead, the warpgroup MMA (launch.go's
 // wgSplitK; Options.NoWarpgroupMMA, or HIPGO_GPU_WGMMA=0 through package
 // model, keeps the pair; the sums differ in rounding only).
 //

@@ -95,28 +95,34 @@ const (
 	// module is the sm_90a PTX, for wgMinRows to wgMaxRows rows, where
 	// wgSplitK finds a split of in: blocks of wgOutTile outputs, in split
 	// into the fewest parts (of whole wgStage-wide stages) that make
-	// wgBlocks blocks or more, and every part at least wgMinSplitK wide.
+	// wgBlocks blocks or more, and every part at least wgMinSplitK wide;
+	// and from wgWideMinRows rows for the widest products only (wgWideOut
+	// outputs or more: two blocks an SM or more with in whole; the LM head).
 	// From 33 rows the pair's 32-row tiles read every weight twice, where
 	// matmul_wg_W reads it once up to 64. On the H200 (1B shape, cold
-	// weights; docs/bench/wg-products-h200-2026-12-02.jsonl) at 32 rows
-	// matmul_wg_bf16 took 160 us on the LM head (in unsplit) against the
-	// pair's 208, 22.1 on down (8192 split in 8 parts of 1024) against
-	// 23.3, 28.8 on gate|up (unsplit) against 27.1; under 1024 a part it
-	// lost (o: 13.0 at best against 10.0; q|k|v 14.0 against 12.2): the
-	// partial sums and each block's short pipeline cost more. End to end
-	// (decodebench, two alternating rounds in one call) the rule at 16 to
-	// 64 rows took batch 64 from 20,119 and 19,995 to 22,662 and 22,685
-	// tokens/s, but batch 32 from 16,596 and 16,662 to 16,409 and 16,271
-	// (the kernels alone had it 40 us a step faster; what the graph adds
-	// around the 33 launches was not measured apart), batch 16 level: so
-	// the rule starts at 33 rows.
+	// weights, 32 rows; docs/bench/wg-products-h200-2026-12-02*) the ring
+	// 4 deep took 149 us on the LM head (in unsplit) against the pair's
+	// 210, 21.3 on down (8192 split in 8 parts of 1024) against 23.4, 26.8
+	// on gate|up (unsplit) against 27.6; under 1024 a part it lost (o: 12.6
+	// at best against 9.9; q|k|v 13.6 against 12.2): the partial sums and
+	// each block's short pipeline cost more. End to end (decodebench,
+	// alternating rounds in one call) the rule at 16 to 64 rows took batch
+	// 64 from 20,119 and 19,995 to 22,662 and 22,685 tokens/s, but batch 32
+	// from 16,596 and 16,662 to 16,409 and 16,271 (the kernels alone had it
+	// 40 us a step faster), so products of 33 rows or more only; with the
+	// LM head alone at 17 to 32 rows, batch 32 went from 16,571 and 16,353
+	// to 17,165 and 17,004 (docs/bench/decode-experiments-h200-2026-12-02-lookahead.txt).
 	wgMinRows   = tcTileRows + 1
 	wgMaxRows   = 64  // FW_WG_MAX_ROWS
 	wgOutTile   = 128 // FW_WG_TN
 	wgStage     = 64  // FW_WG_KC
-	wgStages    = 3   // FW_WG_STAGES
+	wgStages    = 4   // FW_WG_STAGES
 	wgBlocks    = 128 // about one block an SM (the H200 has 132)
 	wgMinSplitK = 1024
+	// wgWideMinRows, wgWideOut: below wgMinRows, matmul_wg_W only for this
+	// many rows or more and this many outputs or more (in unsplit).
+	wgWideMinRows = tcRows + 1
+	wgWideOut     = 2 * wgBlocks * wgOutTile
 	// attpRows: attention_prefill_f32's query tokens per block
 	// (FW_ATTP_ROWS); attpMinTokens: the fewest tokens in a chunk for which
 	// the backend launches it (chunk.tiledAttention).
@@ -274,7 +280,10 @@ func wgPartBytes(rows int) int { return 4 * wgBlocks * wgOutTile * rows }
 // pair runs instead (see wgMinSplitK). The grid is ceil(out/wgOutTile) *
 // ceil(in/ks) blocks, at most wgBlocks of them when in is split.
 func (b *Backend) wgSplitK(rows, in, out int, w runtime.DevicePtr) int {
-	if !b.wg || rows < wgMinRows || rows > wgMaxRows || in%8 != 0 || w%16 != 0 {
+	if !b.wg || rows < wgWideMinRows || rows > wgMaxRows || in%8 != 0 || w%16 != 0 {
+		return 0
+	}
+	if rows < wgMinRows && out < wgWideOut {
 		return 0
 	}
 	splits := max(1, wgBlocks/ceilDiv(out, wgOutTile))

@@ -9,9 +9,11 @@ import (
 // TestWarpgroupSplitOfIn walks wgSplitK's rule over the products of three
 // model shapes at batched-decode row counts: matmul_wg_W where a split of
 // in into about one block an SM keeps 1024 or more a block (measured on the
-// H200 at the Llama-3.2-1B shape: launch.go), the tc_split_x_W +
+// H200 at the Llama-3.2-1B shape: launch.go), from 17 rows for products of
+// 32768 outputs or more with in whole (the LM head), the tc_split_x_W +
 // matmul_tcx_W pair (0) elsewhere, and never without the sm_90a module,
-// outside 33 to 64 rows, for in not a multiple of 8 or unaligned weights.
+// under 17 or over 64 rows, for in not a multiple of 8 or unaligned
+// weights.
 func TestWarpgroupSplitOfIn(t *testing.T) {
 	b := &Backend{wg: true}
 	const w = 256 // an aligned weight address
@@ -27,7 +29,13 @@ func TestWarpgroupSplitOfIn(t *testing.T) {
 		{"1B down", 64, 8192, 2048, 1024},     // 16 groups: 8 parts of 1024
 		{"1B LM head", 64, 2048, 128256, 2048},
 		{"1B LM head, 33 rows", 33, 2048, 128256, 2048},
-		{"1B LM head, 32 rows", 32, 2048, 128256, 0},
+		{"1B LM head, 32 rows", 32, 2048, 128256, 2048},
+		{"1B LM head, 17 rows", 17, 2048, 128256, 2048},
+		{"1B LM head, 16 rows", 16, 2048, 128256, 0},
+		{"1B gate|up, 32 rows", 32, 2048, 16384, 0},
+		{"1B down, 32 rows", 32, 8192, 2048, 0},
+		{"32768 outputs, 32 rows", 32, 2048, 32768, 2048},
+		{"32767 outputs, 32 rows", 32, 2048, 32767, 0},
 		{"1B down, 16 rows", 16, 8192, 2048, 0},
 		{"1B down, 65 rows", 65, 8192, 2048, 0},
 		// Llama-3-8B (hidden 4096, q|k|v 6144, intermediate 14336): not measured
@@ -36,6 +44,7 @@ func TestWarpgroupSplitOfIn(t *testing.T) {
 		{"8B down", 64, 14336, 4096, 3584}, // 32 groups: 4 parts
 		// SmolLM-135M (hidden 576): never
 		{"SmolLM LM head", 64, 576, 49152, 0},
+		{"SmolLM LM head, 32 rows", 32, 576, 49152, 0},
 		{"SmolLM down", 64, 1536, 576, 0},
 		{"in not a multiple of 8", 64, 2052, 128256, 0},
 	} {
