@@ -154,6 +154,9 @@ func (e *Event) Wait(ctx context.Context) error {
 	if e.spin(ctx, start.Add(spin)) {
 		return e.err
 	}
+	if spin > 0 {
+		e.stream.notifyLate(e) // the callback that wakes the sleep below
+	}
 
 	var expired <-chan time.Time
 	if wd > 0 {

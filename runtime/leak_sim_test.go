@@ -66,7 +66,7 @@ func TestStatsCountWhatIsNotAnError(t *testing.T) {
 			return simgpu.CodeInvalidValue
 		}
 		return nil
-	}})
+	}}, runtime.WithWaitSpin(0)) // Record enqueues the callback
 	s, err := r.dev.NewStream()
 	require.NoError(t, err)
 	require.Equal(t, runtime.Stats{}, r.dev.Stats())

@@ -152,7 +152,7 @@ func TestNoDriverCallSeesADestroyedEventHandle(t *testing.T) {
 		_, err := other.Record()
 		require.NoError(t, err) // Record destroys settled events' handles
 	})
-	r := newRig(t, simgpu.Config{OnCall: hook})
+	r := newRig(t, simgpu.Config{OnCall: hook}, runtime.WithWaitSpin(0)) // Record enqueues the callback
 	s, err := r.dev.NewStream()
 	require.NoError(t, err)
 	other, err = r.dev.NewStream()

@@ -10,6 +10,7 @@ import (
 	"errors"
 	goruntime "runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -112,12 +113,56 @@ func TestEventLandsThroughCallbackAndMonitor(t *testing.T) {
 	}
 }
 
+// TestCallbacksOnlyForWaitsThatSleep: a host callback stalls its stream
+// until the host has run it, so with a wait spin the runtime enqueues one
+// only for a Wait whose spin ended with the event pending (the callback
+// then wakes its sleep); with a spin of 0 every Wait sleeps at once, and
+// Record enqueues it.
+func TestCallbacksOnlyForWaitsThatSleep(t *testing.T) {
+	var notifies atomic.Int64
+	count := simgpu.Config{OnCall: func(call string) error {
+		if call == "Notify" {
+			notifies.Add(1)
+		}
+		return nil
+	}}
+	ctx := context.Background()
+	r := newRig(t, count, runtime.WithWaitSpin(5*time.Millisecond))
+	s, err := r.dev.NewStream()
+	require.NoError(t, err)
+	require.NoError(t, s.Launch(r.fill, one, mustAlloc(t, r.dev), uint32(1), uint32(1)))
+	ev, err := s.Record()
+	require.NoError(t, err)
+	require.NoError(t, ev.Wait(ctx))
+	require.Zero(t, notifies.Load(), "the spin saw it land: no callback")
+
+	require.NoError(t, s.Launch(r.spin, one, uint64(50*time.Millisecond), mustAlloc(t, r.dev)))
+	ev, err = s.Record()
+	require.NoError(t, err)
+	require.Zero(t, notifies.Load(), "none at Record")
+	require.NoError(t, ev.Wait(ctx))
+	require.EqualValues(t, 1, notifies.Load(), "the Wait whose spin ended enqueued one")
+
+	notifies.Store(0)
+	r = newRig(t, count, runtime.WithWaitSpin(0))
+	s, err = r.dev.NewStream()
+	require.NoError(t, err)
+	require.NoError(t, s.Launch(r.spin, one, uint64(20*time.Millisecond), mustAlloc(t, r.dev)))
+	ev, err = s.Record()
+	require.NoError(t, err)
+	require.EqualValues(t, 1, notifies.Load(), "a spin of 0: Record enqueues it")
+	require.NoError(t, ev.Wait(ctx))
+	require.EqualValues(t, 1, notifies.Load())
+}
+
 func TestManyEventsFromForeignThreadsLandWithoutLeaks(t *testing.T) {
 	if goruntime.GOOS != "linux" {
 		t.Skip("foreign-thread callbacks are simulated with pthread_create on linux only")
 	}
 	before := goruntime.NumGoroutine()
-	r := newRig(t, simgpu.Config{ForeignThreadCallbacks: true})
+	// A spin of 0: every Record enqueues a callback when none is
+	// outstanding (with a spin, only a Wait that sleeps does).
+	r := newRig(t, simgpu.Config{ForeignThreadCallbacks: true}, runtime.WithWaitSpin(0))
 	s, err := r.dev.NewStream()
 	require.NoError(t, err)
 	const n = 2000

@@ -67,8 +67,12 @@ type Stream struct {
 	// outstanding per stream, and when it runs it lands every event recorded
 	// on the stream before it (stream order guarantees their work is done).
 	// A host callback stalls the stream until the driver's thread has run
-	// it, about 20 µs on an H200: one per event made launch+record 5.6×
-	// slower than in C, one per stream-round-trip costs almost nothing.
+	// it: one per event made launch+record 5.6× slower than in C, and one
+	// per decode step (recorded with each step's event) cost 4-6% of the
+	// step at batch 1 and 3-5% at batch 32 on the H200 (1B shape), where the
+	// next step's work waited behind it. So a callback is enqueued only for
+	// a Wait that is going to sleep: at Record when the wait spin is 0,
+	// else by the Wait whose spin ended (notifyLate).
 	evMu          sync.Mutex
 	evs           []*Event // this stream's events in record order, settled ones pruned lazily
 	cbOutstanding atomic.Bool
@@ -323,27 +327,61 @@ func (s *Stream) Record() (*Event, error) {
 		e.finish(err)
 		return nil, err
 	}
-	if d.notify && s.cbOutstanding.CompareAndSwap(false, true) {
-		// The callback is the low-latency path; if it cannot be enqueued the
-		// monitor still settles the event. Where the driver's callback says
-		// nothing about how the work ended (HIP), it only wakes the monitor.
-		err := s.drv.Notify(func() {
-			if d.notifyLands {
-				s.landThrough(e.seq)
-			} else {
-				d.mon.kick()
-			}
-			s.cbOutstanding.Store(false)
-		})
-		if err != nil {
-			s.cbOutstanding.Store(false)
-			if d.drv.Classify(err) == driver.Fault {
-				return nil, d.fail("enqueue host callback", s.last, err)
-			}
-			d.notifyErrors.Add(1)
+	if d.waitSpin == 0 {
+		// Every Wait sleeps at once: the callback at the event is its
+		// low-latency wake. Otherwise a Wait enqueues one only if its spin
+		// ends first (notifyLate).
+		if err := s.notifyLocked(e); err != nil {
+			return nil, err
 		}
 	}
 	return e, nil
+}
+
+// notifyLocked enqueues the coalesced host callback behind e (none when one
+// is outstanding already, or callbacks are off): the low-latency wake of a
+// sleeping Wait; if it cannot be enqueued the monitor still settles the
+// event. Where the driver's callback says nothing about how the work ended
+// (HIP), it only wakes the monitor. Only a fault is returned. Callers hold
+// s.mu, on a stream that is not capturing.
+func (s *Stream) notifyLocked(e *Event) error {
+	d := s.dev
+	if !d.notify || !s.cbOutstanding.CompareAndSwap(false, true) {
+		return nil
+	}
+	err := s.drv.Notify(func() {
+		if d.notifyLands {
+			s.landThrough(e.seq)
+		} else {
+			d.mon.kick()
+		}
+		s.cbOutstanding.Store(false)
+	})
+	if err != nil {
+		s.cbOutstanding.Store(false)
+		if d.drv.Classify(err) == driver.Fault {
+			return d.fail("enqueue host callback", s.last, err)
+		}
+		d.notifyErrors.Add(1)
+	}
+	return nil
+}
+
+// notifyLate is a Wait's callback for e when its spin ended with e still
+// pending: enqueued now, behind whatever the stream holds, unless the stream
+// is closed or capturing (the monitor settles e either way).
+func (s *Stream) notifyLate(e *Event) {
+	d := s.dev
+	if !d.notify || d.enter() != nil {
+		return
+	}
+	defer d.leave()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.destroyed || s.capture != nil || e.State() != Pending {
+		return
+	}
+	_ = s.notifyLocked(e) // a fault loses the device, which fails e
 }
 
 // landThrough lands every event of the stream recorded at or before seq. It
