@@ -18,7 +18,10 @@
 //     threads for the kernel, wrong arguments) returns an error from Launch
 //     naming the kernel; the device stays usable.
 //   - Completion comes from several sources, because none is enough alone:
-//     a host callback per stream round trip, for latency: on CUDA its run
+//     a host callback for a Wait that is going to sleep (enqueued at Record
+//     when the wait spin is 0, else by the Wait whose spin ended; one per
+//     event would stall each stream until the host ran it), for latency:
+//     on CUDA its run
 //     means success (cuLaunchHostFunc is not called after an error), so it
 //     lands the events recorded before it; on ROCm it means nothing (CLR
 //     hands callbacks hipSuccess whatever happened, and ROCclr may run them

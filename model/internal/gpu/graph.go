@@ -18,7 +18,8 @@ import (
 // step's tokens, positions and block tables from the device.
 
 // maxGraphs bounds the cache: a server's batch changes size as sequences
-// join and leave, and each size is a graph.
+// join and leave, and each size is a graph (three with the lookahead's:
+// graphKey).
 const maxGraphs = 8
 
 // graphKey: a decode step's shape, and what its launches bake in besides
