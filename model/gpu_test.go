@@ -397,6 +397,7 @@ func TestGPUFaultMidGenerationInADecodeGraph(t *testing.T) {
 	}
 	before := graphStats(m)
 	require.Positive(t, before.Replays)
+	aheadBefore := lookaheadStats(m).Enqueued
 	one := runtime.Dim3{X: 1, Y: 1, Z: 1}
 	require.NoError(t, m.gpu().b.InjectFault(func(s *runtime.Stream) error {
 		return s.Launch(oob, runtime.LaunchConfig{Grid: one, Block: one}, buf, uint32(1), uint64(1)<<40)
@@ -412,9 +413,13 @@ func TestGPUFaultMidGenerationInADecodeGraph(t *testing.T) {
 	after := graphStats(m)
 	// InjectFault dropped the graphs (once the lookahead enqueued before it
 	// had run): the step captured the faulting kernel into its graph and
-	// replayed it, then enqueued its lookahead, a second graph (lookahead.go).
-	require.Equal(t, before.Captures+2, after.Captures, "the faulting kernel was captured into the step's graph")
-	require.Equal(t, before.Replays+2, after.Replays, "and the step replayed it")
+	// replayed it; then, unless the fault had already surfaced (at the
+	// sampler's launch, say), it enqueued its lookahead, one more graph
+	// (lookahead.go).
+	ahead := lookaheadStats(m).Enqueued - aheadBefore
+	require.LessOrEqual(t, ahead, 1)
+	require.Equal(t, before.Captures+1+ahead, after.Captures, "the faulting kernel was captured into the step's graph")
+	require.Equal(t, before.Replays+1+ahead, after.Replays, "and the step replayed it")
 	require.Error(t, m.DeviceLost())
 	start = time.Now()
 	res, err := m.GenerateTokens(ctx, testTokens(4, spec.Vocab), GenerateOptions{MaxTokens: 4}, nil)
