@@ -127,7 +127,8 @@ func TestCallbacksOnlyForWaitsThatSleep(t *testing.T) {
 		return nil
 	}}
 	ctx := context.Background()
-	r := newRig(t, count, runtime.WithWaitSpin(5*time.Millisecond))
+	// A spin far longer than the kernel: the Wait sees it land.
+	r := newRig(t, count, runtime.WithWaitSpin(10*time.Second))
 	s, err := r.dev.NewStream()
 	require.NoError(t, err)
 	require.NoError(t, s.Launch(r.fill, one, mustAlloc(t, r.dev), uint32(1), uint32(1)))
@@ -136,7 +137,11 @@ func TestCallbacksOnlyForWaitsThatSleep(t *testing.T) {
 	require.NoError(t, ev.Wait(ctx))
 	require.Zero(t, notifies.Load(), "the spin saw it land: no callback")
 
-	require.NoError(t, s.Launch(r.spin, one, uint64(50*time.Millisecond), mustAlloc(t, r.dev)))
+	// A spin far shorter than the kernel: the Wait sleeps.
+	r = newRig(t, count, runtime.WithWaitSpin(time.Millisecond))
+	s, err = r.dev.NewStream()
+	require.NoError(t, err)
+	require.NoError(t, s.Launch(r.spin, one, uint64(200*time.Millisecond), mustAlloc(t, r.dev)))
 	ev, err = s.Record()
 	require.NoError(t, err)
 	require.Zero(t, notifies.Load(), "none at Record")
