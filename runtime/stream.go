@@ -378,7 +378,7 @@ func (s *Stream) notifyLate(e *Event) {
 	defer d.leave()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.destroyed || s.capture != nil || e.State() != Pending {
+	if s.destroyed || s.capture != nil || State(e.state.Load()) != Pending {
 		return
 	}
 	_ = s.notifyLocked(e) // a fault loses the device, which fails e
