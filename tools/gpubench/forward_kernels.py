@@ -31,6 +31,8 @@ import cupy as cp
 import numpy as np
 import torch
 
+from graph_timing import graph_us
+
 PTX = sys.argv[1] if len(sys.argv) > 1 else "kernels/build/forward/sm_90.ptx"
 DEV = torch.device("cuda")
 mod = cp.RawModule(path=PTX)
@@ -312,31 +314,6 @@ def checks():
     launch("copy_rows_f32", 4, ptr(dst), ptr(src), ptr(idx), u32(4), u32(577))
     sync()
     report("copy_rows_f32", dst, src[idx.long()].double(), 0.0)
-
-
-def graph_us(fn, reps=50):
-    """Median over 5 replays of a CUDA graph of reps calls, in us per call."""
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        fn()
-    torch.cuda.current_stream().wait_stream(s)
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for _ in range(reps):
-            fn()
-    g.replay()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(5):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        g.replay()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b) * 1000 / reps)
-    return sorted(times)[2]
 
 
 def copy_bw():

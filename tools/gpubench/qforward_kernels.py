@@ -32,6 +32,7 @@ import numpy as np
 if __name__ == "__main__" and sys.argv[1:2] != ["--self-test"]:
     import cupy as cp
     import torch
+    from graph_timing import graph_us
 
     PTX = sys.argv[1] if len(sys.argv) > 1 else "kernels/build/qforward/sm_90.ptx"
     DEV = torch.device("cuda")
@@ -205,31 +206,6 @@ def checks():
             f((mm_grid(rows, n),), (256,), (ptr(y), ptr(x), ptr(w), ptr(None), u32(rows), u32(k), u32(n), u32(0)))
             sync()
             report(f"matmul_{typ}/{rows}x{k}x{n}", y, x.double().cpu() @ wd.T, 1e-5)
-
-
-def graph_us(fn, reps=50):
-    """Median over 5 replays of a CUDA graph of reps calls, in us per call."""
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        fn()
-    torch.cuda.current_stream().wait_stream(s)
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for _ in range(reps):
-            fn()
-    g.replay()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(5):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        g.replay()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b) * 1000 / reps)
-    return sorted(times)[2]
 
 
 def copy_bw():

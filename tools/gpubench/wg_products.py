@@ -24,6 +24,8 @@ import cupy as cp
 import numpy as np
 import torch
 
+from graph_timing import graph_us
+
 DEV = torch.device("cuda")
 def _variant(arg):
     """NAME=PATH:STAGES (forward.cu's FW_WG_STAGES of that build)."""
@@ -144,30 +146,6 @@ def checks(vname, mod, full):
                     wg_mm(mod, yn, xs, w, None, ws, cnt, rows, k, n, 0, ks, s)
                     torch.cuda.synchronize()
                     report(name, yn, ref, tol)
-
-
-def graph_us(fn, reps=50):
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        fn()
-    torch.cuda.current_stream().wait_stream(s)
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for _ in range(reps):
-            fn()
-    g.replay()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(5):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        g.replay()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b) * 1000 / reps)
-    return sorted(times)[2]
 
 
 def copy_bw():
