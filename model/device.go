@@ -116,32 +116,23 @@ func buildGPU(cfg *Config, load func() (*gpu.Weights, error), o options, dev *ru
 	if err != nil {
 		return nil, 0, err
 	}
+	opts := gpu.Options{KVTokens: n, StepTokens: o.gpuStepTokens}
+	for _, sw := range []struct {
+		env string
+		off *bool
+	}{
+		{EnvGPUGraphs, &opts.NoGraphs}, {EnvGPUEarlyStart, &opts.NoEarlyStart}, {EnvGPUFused, &opts.NoFusedKernels},
+		{EnvGPUWarpgroupMMA, &opts.NoWarpgroupMMA}, {EnvGPULookahead, &opts.NoLookahead},
+	} {
+		if *sw.off, err = envOff(sw.env); err != nil {
+			return nil, 0, err // before the weights are read
+		}
+	}
 	w, err := load()
 	if err != nil {
 		return nil, 0, err
 	}
-	noGraphs, err := envOff(EnvGPUGraphs)
-	if err != nil {
-		return nil, 0, err
-	}
-	noEarly, err := envOff(EnvGPUEarlyStart)
-	if err != nil {
-		return nil, 0, err
-	}
-	noFused, err := envOff(EnvGPUFused)
-	if err != nil {
-		return nil, 0, err
-	}
-	noWG, err := envOff(EnvGPUWarpgroupMMA)
-	if err != nil {
-		return nil, 0, err
-	}
-	noAhead, err := envOff(EnvGPULookahead)
-	if err != nil {
-		return nil, 0, err
-	}
-	b, err := gpu.New(context.Background(), dev, cfg.gpuConfig(), w, gpu.Options{KVTokens: n, StepTokens: o.gpuStepTokens,
-		NoGraphs: noGraphs, NoEarlyStart: noEarly, NoFusedKernels: noFused, NoWarpgroupMMA: noWG, NoLookahead: noAhead})
+	b, err := gpu.New(context.Background(), dev, cfg.gpuConfig(), w, opts)
 	if err != nil {
 		return nil, 0, fmt.Errorf("model: on %s: %w", dev, err)
 	}

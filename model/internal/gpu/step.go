@@ -164,7 +164,6 @@ func (b *Backend) prepare(ctx context.Context, seqs []*Sequence, toks [][]uint32
 		}
 		need[i] = ceilDiv(s.n+len(toks[i]), BlockSize) - len(s.blocks)
 		total += need[i]
-		p.T += len(toks[i])
 	}
 	if total > len(b.free) {
 		e := &CacheFullError{Need: total, Free: len(b.free), PoolBlocks: b.numBlocks}
@@ -189,12 +188,11 @@ func (b *Backend) prepare(ctx context.Context, seqs []*Sequence, toks [][]uint32
 	return p, nil
 }
 
-// layout fills p's metadata and chunks for feeding toks[i] to seqs[i] from
-// position seqs[i].n + skip on (skip is 1 for a lookahead, whose sequences
-// have not yet advanced past the tokens of the step before it); p.maxBlocks
-// is set and every position has its block.
+// layout fills p's token count, metadata and chunks for feeding toks[i] to
+// seqs[i] from position seqs[i].n + skip on (skip is 1 for a lookahead,
+// whose sequences have not yet advanced past the tokens of the step before
+// it). p is fresh but for maxBlocks, and every position has its block.
 func (b *Backend) layout(p *plan, seqs []*Sequence, toks [][]uint32, all bool, skip int) {
-	p.T = 0
 	for i := range seqs {
 		p.T += len(toks[i])
 	}
@@ -234,7 +232,6 @@ func (b *Backend) layout(p *plan, seqs []*Sequence, toks [][]uint32, all bool, s
 		t += len(toks[i])
 	}
 	r := 0
-	p.chunks = nil
 	for t0 := 0; t0 < T; t0 += b.stepTokens {
 		c := chunk{t0: t0, t1: min(T, t0+b.stepTokens), g0: r}
 		for t := c.t0; t < c.t1; t++ {
