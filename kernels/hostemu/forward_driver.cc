@@ -74,6 +74,10 @@ FW_METAL_WEIGHT(bf16, fw_bf16)
   void matmul_wg_##SUF(float* y, const fw_u32x4* xs, const fw_##SUF* w, const float* bias, float* ws, uint32_t* cnt, \
                        uint32_t rows, uint32_t in, uint32_t out, uint32_t accumulate, uint32_t ks) {                \
     ::matmul_wg_##SUF(y, (const uint32_t*)xs, w, bias, ws, cnt, rows, in, out, accumulate, ks, TG);                 \
+  }                                                                                                                 \
+  void matmul_wgs_##SUF(float* y, const fw_u32x4* xs, const fw_##SUF* w, const float* bias, float* ws, uint32_t* cnt, \
+                        uint32_t rows, uint32_t in, uint32_t out, uint32_t accumulate, uint32_t ks) {               \
+    ::matmul_wgs_##SUF(y, (const uint32_t*)xs, w, bias, ws, cnt, rows, in, out, accumulate, ks, TG);                \
   }
 FW_METAL_TC(f16)
 FW_METAL_TC(bf16)
@@ -204,7 +208,12 @@ using namespace hostemu_driver;
                              FWK(matmul_wg_##SUF)(P<float>(a, 0), P<fw_u32x4>(a, 1), P<fw_##SUF>(a, 2),     \
                                                   P<float>(a, 3), P<float>(a, 4), P<uint32_t>(a, 5), U(a, 6), \
                                                   U(a, 7), U(a, 8), U(a, 9), U(a, 10));                     \
-                           }}}
+                           }}},                                                                             \
+      {"matmul_wgs_" #SUF, {FW_WGS_THREADS, [](std::vector<Arg>& a) {                                       \
+                              FWK(matmul_wgs_##SUF)(P<float>(a, 0), P<fw_u32x4>(a, 1), P<fw_##SUF>(a, 2),   \
+                                                    P<float>(a, 3), P<float>(a, 4), P<uint32_t>(a, 5),      \
+                                                    U(a, 6), U(a, 7), U(a, 8), U(a, 9), U(a, 10));          \
+                            }}}
 
 const std::map<std::string, Kernel> kernels = {
     TC_KERNEL(f16),

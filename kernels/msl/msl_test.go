@@ -38,9 +38,9 @@ func TestSamplingKernelsSignatures(t *testing.T) {
 	require.Equal(t, []Threadgroup{{0, "sa", 4096}, {1, "sb", 4096}, {2, "sc", 4096}, {3, "sd", 4096}, {4, "smu", 16}}, r.Threadgroup)
 }
 
-// TestForwardKernelsSignatures reads the shipped forward source: thirty-one
-// kernels (some through per-dtype macros), each declaring the 256-thread
-// block of its .cu twin, arguments sized as the .cu passes them, and the
+// TestForwardKernelsSignatures reads the shipped forward source: thirty-three
+// kernels (some through per-dtype macros), each declaring the block of its
+// .cu twin (256 threads but for the attention and matmul_wgs_W kernels), arguments sized as the .cu passes them, and the
 // threadgroup buffers of the kernels that use shared memory.
 func TestForwardKernelsSignatures(t *testing.T) {
 	src, err := os.ReadFile(filepath.Join("..", "src", "forward.metal"))
@@ -56,13 +56,15 @@ func TestForwardKernelsSignatures(t *testing.T) {
 			threads = 1024
 		case "attention_bykey128_f32":
 			threads = 128
+		case "matmul_wgs_f16", "matmul_wgs_bf16":
+			threads = 384
 		}
 		require.Equal(t, threads, k.MaxThreads, k.Name)
 	}
 	require.ElementsMatch(t, []string{"rope_f32", "kv_store_f32", "rope_kv_store_f32", "attention_f32", "attention_long_f32", "attention_gqa_f32", "attention_bykey_f32", "attention_bykey128_f32", "attention_prefill_f32", "silu_mul_f32", "add_f32", "copy_rows_f32",
 		"embed_f32", "embed_f16", "embed_bf16", "rmsnorm_f32", "rmsnorm_f16", "rmsnorm_bf16", "matmul_f32", "matmul_f16", "matmul_bf16",
 		"matmul_tc_f16", "matmul_tc_bf16", "tc_split_x_f16", "tc_split_x_bf16", "matmul_tcx_f16", "matmul_tcx_bf16",
-		"wg_split_x_f16", "wg_split_x_bf16", "matmul_wg_f16", "matmul_wg_bf16"}, names)
+		"wg_split_x_f16", "wg_split_x_bf16", "matmul_wg_f16", "matmul_wg_bf16", "matmul_wgs_f16", "matmul_wgs_bf16"}, names)
 
 	mm, _ := m.Kernel("matmul_bf16")
 	require.Equal(t, Arg{Index: 2, Name: "w", Type: "fw_bf16", AddressSpace: "device", Pointer: true, Size: 8}, mm.Args[2])
@@ -85,6 +87,9 @@ func TestForwardKernelsSignatures(t *testing.T) {
 	}
 	require.Equal(t, []int{8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4}, wgSizes, "matmul_wg_W's arguments as forward.cu passes them (ws and cnt included, which the port leaves alone)")
 	require.Empty(t, wg.Threadgroup)
+	wgs, _ := m.Kernel("matmul_wgs_bf16")
+	require.Equal(t, len(wg.Args), len(wgs.Args), "matmul_wgs_W takes matmul_wg_W's arguments")
+	require.Equal(t, 384, wgs.MaxThreads)
 	a, _ := m.Kernel("attention_f32")
 	require.Len(t, a.Args, 15)
 	require.Equal(t, Arg{Index: 14, Name: "scale", Type: "float", AddressSpace: "constant", Size: 4}, a.Args[14])

@@ -1319,21 +1319,21 @@ DEVICE void wg_copy16(void* dst, const void* src, bool valid) { async_copy16(dst
 // and k past in zero; 16 bytes a copy, copy u: row u / 8, chunk u % 8, so
 // 8 lanes read a row's 128 contiguous bytes and write one swizzled row),
 // then x's stage of the image (contiguous).
-template <typename W, uint32_t XU>
+template <typename W, uint32_t XU, uint32_t THREADS = FW_WG_THREADS>
 DEVICE void wg_load_stage(fw_u32x4* smem, const W* w, const fw_u32x4* xsrc, uint32_t in, uint32_t out,
                           uint32_t o0, uint32_t k0, uint32_t c, uint32_t nck) {
   constexpr uint32_t WU = FW_WG_TN * FW_WG_KC * 2u / 16u;
   if (c < nck) {
     fw_u32x4* dst = smem + (c % FW_WG_STAGES) * (WU + XU);
     const uint32_t kc = k0 + FW_WG_KC * c;
-    for (uint32_t u = thread_idx_x(); u < WU; u += FW_WG_THREADS) {
+    for (uint32_t u = thread_idx_x(); u < WU; u += THREADS) {
       const uint32_t row = u / 8u, q = u % 8u;
       const uint32_t o = o0 + row, k = kc + 8u * q;
       const bool valid = o < out && k < in;
       wg_copy16(dst + wg_unit(row, q), valid ? (const void*)(w + (uint64_t)o * in + k) : (const void*)w, valid);
     }
     const fw_u32x4* from = xsrc + (uint64_t)c * XU;
-    for (uint32_t u = thread_idx_x(); u < XU; u += FW_WG_THREADS) wg_copy16(dst + WU + u, from + u, true);
+    for (uint32_t u = thread_idx_x(); u < XU; u += THREADS) wg_copy16(dst + WU + u, from + u, true);
   }
   async_commit();
 }
@@ -1351,50 +1351,17 @@ DEVICE uint32_t wg_dynamic_smem() {
 DEVICE uint32_t wg_dynamic_smem() { return ~0u; }
 #endif
 
-// matmul_wg_n: the product for N = 2R columns.
-template <typename W, uint32_t N>
-DEVICE void matmul_wg_n(fw_u32x4* smem, float* y, const fw_u32x4* xs, const W* w, const float* bias, float* ws,
-                        uint32_t* cnt, uint32_t rows, uint32_t in, uint32_t out, uint32_t accumulate,
-                        uint32_t ks) {
-  constexpr uint32_t WU = FW_WG_TN * FW_WG_KC * 2u / 16u;  // 16-byte units of a stage's weights
-  constexpr uint32_t XU = N * FW_WG_KC * 2u / 16u;         // and of its x
-  constexpr uint32_t STAGES = FW_WG_STAGES;
-  const uint32_t splits = in / ks + (in % ks != 0u);  // in + ks - 1 could wrap
-  if (splits == 0) return;                               // in = 0: nothing
-  const uint32_t b = block_idx_x(), split = b % splits, grp = b / splits;
-  if (grp * FW_WG_TN >= out) return;  // whole block
-  // A launch with less shared memory than the ring (and its alignment
-  // slack) writes nothing.
-  if (wg_dynamic_smem() < 1024u + STAGES * (WU + XU) * 16u) return;
+// wg_finish: the epilogue of matmul_wg_W and matmul_wgs_W for N = 2R
+// columns: this thread's outputs from acc (warpgroups 0 and 1; a third,
+// matmul_wgs_W's copier, has none), and with splits > 1 the partial sums
+// and the last block's adds (see matmul_wg_W). Every thread of the block
+// calls it.
+template <uint32_t N>
+DEVICE void wg_finish(fw_u32x4* smem, float* y, const float* bias, float* ws, uint32_t* cnt, const float* acc,
+                      uint32_t rows, uint32_t out, uint32_t accumulate, uint32_t o0, uint32_t split, uint32_t splits,
+                      uint32_t grp) {
   const uint32_t tid = thread_idx_x(), lane = tid & 31u, g = lane >> 2, t = lane & 3u;
   const uint32_t wg = tid / 128u, warp = (tid / 32u) % 4u;
-  const uint32_t o0 = grp * FW_WG_TN;
-  const uint32_t k0 = split * ks, kn = in - k0 < ks ? in - k0 : ks;
-  const uint32_t nck = (kn + FW_WG_KC - 1u) / FW_WG_KC;
-  const fw_u32x4* xsrc = xs + (uint64_t)(k0 / FW_WG_KC) * XU;
-
-  float acc[N / 2];
-#pragma unroll
-  for (uint32_t i = 0; i < N / 2; ++i) acc[i] = 0.0f;
-#pragma unroll
-  for (uint32_t s = 0; s + 1 < STAGES; ++s) wg_load_stage<W, XU>(smem, w, xsrc, in, out, o0, k0, s, nck);
-  for (uint32_t c = 0; c < nck; ++c) {
-    // Stage c has landed for every thread, and every warpgroup is done
-    // with stage c - 1, whose slot the next copies take.
-    async_wait<STAGES - 2>();
-    wg_proxy_fence();
-    block_sync();
-    wg_load_stage<W, XU>(smem, w, xsrc, in, out, o0, k0, c + STAGES - 1u, nck);
-    const uint32_t slot = (c % STAGES) * (WU + XU) * 16u;  // bytes
-    wg_fence();
-#pragma unroll
-    for (uint32_t st = 0; st < FW_WG_KC / 16u; ++st)
-      wg_mma<N>(W{}, acc, smem, slot + wg * 64u * 128u + 32u * st, slot + WU * 16u + 32u * st);
-    wg_commit();
-    wg_wait<0>();
-  }
-  async_wait<0>();
-
   // Column n of D is row n's hi, column R + n its lo: d[4j + e] and
   // d[4(j + R/8) + e]. Each thread's outputs, in order: (j, e).
   constexpr uint32_t HJ = N / 16u, NV = HJ * 4u;
@@ -1408,7 +1375,7 @@ DEVICE void matmul_wg_n(fw_u32x4* smem, float* y, const fw_u32x4* xs, const W* w
       const uint32_t i = j * 4u + e;
       const uint32_t r = 8u * j + 2u * t + (e & 1u), o = o0 + wg * 64u + 16u * warp + g + 8u * (e >> 1);
       v[i] = acc[4u * j + e] + acc[4u * (j + HJ) + e];
-      at[i] = r < rows && o < out ? (uint64_t)r * out + o : ~0ull;
+      at[i] = wg < 2u && r < rows && o < out ? (uint64_t)r * out + o : ~0ull;
       oo[i] = o;
     }
   if (splits > 1) {
@@ -1437,6 +1404,56 @@ DEVICE void matmul_wg_n(fw_u32x4* smem, float* y, const fw_u32x4* xs, const W* w
   for (uint32_t i = 0; i < NV; ++i)
     if (at[i] != ~0ull) fw_mm_store(y, bias, at[i], oo[i], v[i], accumulate);
   if (splits > 1 && tid == 0) cnt[grp] = 0u;
+}
+
+// matmul_wg_n: the product for N = 2R columns, by THREADS threads (256, or
+// matmul_wgs_W's 384 where it is not native: the third warpgroup only
+// copies).
+template <typename W, uint32_t N, uint32_t THREADS = FW_WG_THREADS>
+DEVICE void matmul_wg_n(fw_u32x4* smem, float* y, const fw_u32x4* xs, const W* w, const float* bias, float* ws,
+                        uint32_t* cnt, uint32_t rows, uint32_t in, uint32_t out, uint32_t accumulate,
+                        uint32_t ks) {
+  constexpr uint32_t WU = FW_WG_TN * FW_WG_KC * 2u / 16u;  // 16-byte units of a stage's weights
+  constexpr uint32_t XU = N * FW_WG_KC * 2u / 16u;         // and of its x
+  constexpr uint32_t STAGES = FW_WG_STAGES;
+  const uint32_t splits = in / ks + (in % ks != 0u);  // in + ks - 1 could wrap
+  if (splits == 0) return;                               // in = 0: nothing
+  const uint32_t b = block_idx_x(), split = b % splits, grp = b / splits;
+  if (grp * FW_WG_TN >= out) return;  // whole block
+  // A launch with less shared memory than the ring (and its alignment
+  // slack) writes nothing.
+  if (wg_dynamic_smem() < 1024u + STAGES * (WU + XU) * 16u) return;
+  const uint32_t wg = thread_idx_x() / 128u;
+  const uint32_t o0 = grp * FW_WG_TN;
+  const uint32_t k0 = split * ks, kn = in - k0 < ks ? in - k0 : ks;
+  const uint32_t nck = (kn + FW_WG_KC - 1u) / FW_WG_KC;
+  const fw_u32x4* xsrc = xs + (uint64_t)(k0 / FW_WG_KC) * XU;
+
+  float acc[N / 2];
+#pragma unroll
+  for (uint32_t i = 0; i < N / 2; ++i) acc[i] = 0.0f;
+#pragma unroll
+  for (uint32_t s = 0; s + 1 < STAGES; ++s) wg_load_stage<W, XU, THREADS>(smem, w, xsrc, in, out, o0, k0, s, nck);
+  for (uint32_t c = 0; c < nck; ++c) {
+    // Stage c has landed for every thread, and every warpgroup is done
+    // with stage c - 1, whose slot the next copies take.
+    async_wait<STAGES - 2>();
+    wg_proxy_fence();
+    block_sync();
+    wg_load_stage<W, XU, THREADS>(smem, w, xsrc, in, out, o0, k0, c + STAGES - 1u, nck);
+    const uint32_t slot = (c % STAGES) * (WU + XU) * 16u;  // bytes
+    if (THREADS == FW_WG_THREADS || wg < 2u) {  // warpgroup-uniform; matmul_wg_W's own block: always
+      wg_fence();
+#pragma unroll
+      for (uint32_t st = 0; st < FW_WG_KC / 16u; ++st)
+        wg_mma<N>(W{}, acc, smem, slot + wg * 64u * 128u + 32u * st, slot + WU * 16u + 32u * st);
+      wg_commit();
+      wg_wait<0>();
+    }
+  }
+  async_wait<0>();
+
+  wg_finish<N>(smem, y, bias, ws, cnt, acc, rows, out, accumulate, o0, split, splits, grp);
 }
 
 // The ring lives in dynamic shared memory, 1024 + FW_WG_STAGES * (128 +
@@ -1476,6 +1493,156 @@ DEVICE void matmul_wg(float* y, const fw_u32x4* xs, const W* w, const float* bia
     case 64: matmul_wg_n<W, 128>(wg_smem, y, xs, w, bias, ws, cnt, rows, in, out, accumulate, ks); break;
     default: break;  // 0 or more than 64 rows: nothing
   }
+}
+
+// =====================================================================
+// matmul_wgs_W (W = bf16, f16): matmul_wg_W warp-specialized. The same
+// arguments, rules and sums (bit for bit: the same MMAs in the same order
+// and the same epilogue, wg_finish), for a block of FW_WGS_THREADS = 3
+// warpgroups and dynamic shared memory 1024 + S * (128 + N) * 128 bytes,
+// S = the ring's depth, 2 to FW_WGS_MAX_STAGES (the kernel takes it from
+// the launch's shared memory; less than 2 stages: it writes nothing).
+//
+// matmul_wg_W's 8 warps each copy a share of every stage, then the whole
+// block waits for the stage and for the MMAs of the one before (a
+// block_sync a stage): on the H200 at 32 rows its copies alone ran 15%
+// faster than the kernel (docs/generate.md). Here, on sm_90a, warpgroup 2
+// only copies: stage c into slot c % S once the MMAs of stage c - S are
+// done with it (the slot's "empty" mbarrier, 256 arrivals), its copies'
+// completion counted on the slot's "full" mbarrier (cp.async.mbarrier.
+// arrive.noinc, 128 arrivals); warpgroups 0 and 1 wait on "full", run the
+// stage's MMAs, and free the slot before that once the MMAs of the stage
+// before it are done (wgmma.wait_group 1: one stage of MMAs in flight).
+// Nothing waits for the whole block until the epilogue.
+//
+// Elsewhere (the host emulation, other GPUs: never routed to there) it is
+// matmul_wg_W's block-synchronous loop with the third warpgroup copying
+// too, over FW_WG_STAGES stages.
+// =====================================================================
+#define FW_WGS_THREADS 384
+#define FW_WGS_MAX_STAGES 8
+
+#if defined(FW_WG_NATIVE)
+// mbarrier helpers (shared::cta addresses).
+DEVICE uint32_t wgs_saddr(const void* p) {
+  uint64_t s;
+  asm("cvta.to.shared.u64 %0, %1;" : "=l"(s) : "l"(p));
+  return (uint32_t)s;
+}
+DEVICE void wgs_bar_init(uint32_t a, uint32_t n) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(a), "r"(n) : "memory");
+}
+DEVICE void wgs_bar_arrive(uint32_t a) { asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(a) : "memory"); }
+// wgs_bar_arrive_copies: arrives on a once this thread's cp.async copies so
+// far have landed (not counted in a's expected arrivals: .noinc).
+DEVICE void wgs_bar_arrive_copies(uint32_t a) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(a) : "memory");
+}
+// wgs_bar_wait: until the phase of a with this parity has completed.
+DEVICE void wgs_bar_wait(uint32_t a, uint32_t parity) {
+  uint32_t done = 0;
+  do {
+    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}"
+                 : "=r"(done)
+                 : "r"(a), "r"(parity)
+                 : "memory");
+  } while (!done);
+}
+
+template <typename W, uint32_t N>
+DEVICE void matmul_wgs_n(fw_u32x4* smem, uint64_t* bars, float* y, const fw_u32x4* xs, const W* w,
+                         const float* bias, float* ws, uint32_t* cnt, uint32_t rows, uint32_t in, uint32_t out,
+                         uint32_t accumulate, uint32_t ks) {
+  constexpr uint32_t WU = FW_WG_TN * FW_WG_KC * 2u / 16u;  // 16-byte units of a stage's weights
+  constexpr uint32_t XU = N * FW_WG_KC * 2u / 16u;         // and of its x
+  const uint32_t splits = in / ks + (in % ks != 0u);
+  if (splits == 0) return;
+  const uint32_t b = block_idx_x(), split = b % splits, grp = b / splits;
+  if (grp * FW_WG_TN >= out) return;  // whole block
+  uint32_t stages = (wg_dynamic_smem() - 1024u) / ((WU + XU) * 16u);
+  if (wg_dynamic_smem() < 1024u || stages < 2u) return;
+  if (stages > FW_WGS_MAX_STAGES) stages = FW_WGS_MAX_STAGES;
+  const uint32_t tid = thread_idx_x(), wg = tid / 128u;
+  const uint32_t o0 = grp * FW_WG_TN;
+  const uint32_t k0 = split * ks, kn = in - k0 < ks ? in - k0 : ks;
+  const uint32_t nck = (kn + FW_WG_KC - 1u) / FW_WG_KC;
+  const fw_u32x4* xsrc = xs + (uint64_t)(k0 / FW_WG_KC) * XU;
+  const uint32_t full = wgs_saddr(bars), empty = full + 8u * FW_WGS_MAX_STAGES;  // slot i: + 8 i
+  if (tid == 0)
+    for (uint32_t i = 0; i < stages; ++i) {
+      wgs_bar_init(full + 8u * i, 128u);
+      wgs_bar_init(empty + 8u * i, 256u);
+    }
+  block_sync();
+
+  float acc[N / 2];
+#pragma unroll
+  for (uint32_t i = 0; i < N / 2; ++i) acc[i] = 0.0f;
+  if (wg == 2u) {
+    const uint32_t p = tid - 256u;
+    uint32_t slot = 0, lap = 0;  // c = lap * stages + slot
+    for (uint32_t c = 0; c < nck; ++c) {
+      if (lap > 0) wgs_bar_wait(empty + 8u * slot, (lap - 1u) & 1u);
+      fw_u32x4* dst = smem + slot * (WU + XU);
+      const uint32_t kc = k0 + FW_WG_KC * c;
+#pragma unroll
+      for (uint32_t u = p; u < WU; u += 128u) {
+        const uint32_t row = u / 8u, q = u % 8u;
+        const uint32_t o = o0 + row, k = kc + 8u * q;
+        const bool valid = o < out && k < in;
+        wg_copy16(dst + wg_unit(row, q), valid ? (const void*)(w + (uint64_t)o * in + k) : (const void*)w, valid);
+      }
+      const fw_u32x4* from = xsrc + (uint64_t)c * XU;
+#pragma unroll
+      for (uint32_t u = p; u < XU; u += 128u) wg_copy16(dst + WU + u, from + u, true);
+      wgs_bar_arrive_copies(full + 8u * slot);
+      if (++slot == stages) slot = 0, ++lap;
+    }
+    async_wait<0>();
+  } else {
+    uint32_t slot = 0, lap = 0, prev = 0;
+    for (uint32_t c = 0; c < nck; ++c) {
+      wgs_bar_wait(full + 8u * slot, lap & 1u);
+      wg_proxy_fence();  // the copies, seen through the mbarrier, before the MMAs read them
+      const uint32_t off = slot * (WU + XU) * 16u;  // bytes
+      wg_fence();
+#pragma unroll
+      for (uint32_t st = 0; st < FW_WG_KC / 16u; ++st)
+        wg_mma<N>(W{}, acc, smem, off + wg * 64u * 128u + 32u * st, off + WU * 16u + 32u * st);
+      wg_commit();
+      wg_wait<1>();  // stage c - 1's MMAs are done: its slot is free
+      if (c > 0) wgs_bar_arrive(empty + 8u * prev);
+      prev = slot;
+      if (++slot == stages) slot = 0, ++lap;
+    }
+    wg_wait<0>();
+  }
+  wg_finish<N>(smem, y, bias, ws, cnt, acc, rows, out, accumulate, o0, split, splits, grp);
+}
+#endif
+
+template <typename W>
+DEVICE void matmul_wgs(float* y, const fw_u32x4* xs, const W* w, const float* bias, float* ws, uint32_t* cnt,
+                       uint32_t rows, uint32_t in, uint32_t out, uint32_t accumulate, uint32_t ks) {
+  fw_early_start();
+  FW_WG_SMEM_DECL;
+  if (ks == 0 || ks % FW_WG_KC != 0) return;
+#if defined(FW_WG_NATIVE)
+  __shared__ __attribute__((aligned(8))) uint64_t bars[2 * FW_WGS_MAX_STAGES];
+#define FW_WGS_CASE(R, N) \
+  case R: matmul_wgs_n<W, N>(wg_smem, bars, y, xs, w, bias, ws, cnt, rows, in, out, accumulate, ks); break
+#else
+#define FW_WGS_CASE(R, N) \
+  case R: matmul_wg_n<W, N, FW_WGS_THREADS>(wg_smem, y, xs, w, bias, ws, cnt, rows, in, out, accumulate, ks); break
+#endif
+  switch (wg_rows(rows)) {
+    FW_WGS_CASE(16, 32);
+    FW_WGS_CASE(32, 64);
+    FW_WGS_CASE(48, 96);
+    FW_WGS_CASE(64, 128);
+    default: break;  // 0 or more than 64 rows: nothing
+  }
+#undef FW_WGS_CASE
 }
 
 // =====================================================================
@@ -2396,3 +2563,15 @@ FW_TCX_KERNELS(bf16, fw_bf16)
 
 FW_WG_KERNELS(f16, fw_f16)
 FW_WG_KERNELS(bf16, fw_bf16)
+
+// matmul_wgs_W: matmul_wg_W's arguments, warp-specialized (see matmul_wgs).
+#define FW_WGS_KERNEL(SUF, W)                                                                                  \
+  KERNEL KBOUNDS(FW_WGS_THREADS) void matmul_wgs_##SUF(float* y, const fw_u32x4* xs, const W* w,               \
+                                                       const float* bias, float* ws, uint32_t* cnt,            \
+                                                       uint32_t rows, uint32_t in, uint32_t out,               \
+                                                       uint32_t accumulate, uint32_t ks) {                     \
+    matmul_wgs(y, xs, w, bias, ws, cnt, rows, in, out, accumulate, ks);                                        \
+  }
+
+FW_WGS_KERNEL(f16, fw_f16)
+FW_WGS_KERNEL(bf16, fw_bf16)

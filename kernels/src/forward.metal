@@ -1376,7 +1376,8 @@ static inline void fw_wg_split_x(device uint* xs, device const float* x, uint ro
 
 template <typename W>
 static inline void fw_matmul_wg(device float* y, device const uint* xs, device const W* w, device const float* bias,
-                                uint rows, uint in, uint out, uint accumulate, uint ks, uint tid, uint blk) {
+                                uint rows, uint in, uint out, uint accumulate, uint ks, uint tid, uint blk,
+                                uint threads) {
   if (ks == 0 || ks % FW_WG_KC != 0) return;
   const uint R = fw_wg_rows(rows);
   if (R == 0 || R > FW_WG_MAX_ROWS) return;
@@ -1384,7 +1385,7 @@ static inline void fw_matmul_wg(device float* y, device const uint* xs, device c
   if (splits == 0 || blk % splits != 0) return;  // in = 0: nothing, as forward.cu
   const uint o0 = (blk / splits) * FW_WG_TN;
   if (o0 >= out) return;
-  for (uint e = tid; e < FW_WG_TN * rows; e += FW_WG_THREADS) {
+  for (uint e = tid; e < FW_WG_TN * rows; e += threads) {
     const uint r = e / FW_WG_TN, o = o0 + e % FW_WG_TN;
     if (o >= out) continue;
     device const W* wr = w + (ulong)o * in;
@@ -1422,10 +1423,27 @@ static inline void fw_matmul_wg(device float* y, device const uint* xs, device c
                      constant uint& out [[buffer(8)]], constant uint& accumulate [[buffer(9)]],               \
                      constant uint& ks [[buffer(10)]], uint tid [[thread_position_in_threadgroup]],           \
                      uint blk [[threadgroup_position_in_grid]]) {                                             \
-    fw_matmul_wg<W>(y, xs, w, bias, rows, in, out, accumulate, ks, tid, blk);                                 \
+    fw_matmul_wg<W>(y, xs, w, bias, rows, in, out, accumulate, ks, tid, blk, FW_WG_THREADS);                 \
   }
 FW_WG_KERNELS(wg_split_x_f16, matmul_wg_f16, fw_f16)
 FW_WG_KERNELS(wg_split_x_bf16, matmul_wg_bf16, fw_bf16)
+
+// matmul_wgs_W: forward.cu's warp-specialized matmul_wg_W (the same
+// arguments and bytes of y, 384 threads): here matmul_wg_W's port.
+#define FW_WGS_THREADS 384
+#define FW_WGS_KERNEL(MATMUL, W)                                                                              \
+  [[max_total_threads_per_threadgroup(384)]]                                                                  \
+  kernel void MATMUL(device float* y [[buffer(0)]], device const uint* xs [[buffer(1)]],                      \
+                     device const W* w [[buffer(2)]], device const float* bias [[buffer(3)]],                 \
+                     device float* ws [[buffer(4)]], device uint* cnt [[buffer(5)]],                          \
+                     constant uint& rows [[buffer(6)]], constant uint& in [[buffer(7)]],                      \
+                     constant uint& out [[buffer(8)]], constant uint& accumulate [[buffer(9)]],               \
+                     constant uint& ks [[buffer(10)]], uint tid [[thread_position_in_threadgroup]],           \
+                     uint blk [[threadgroup_position_in_grid]]) {                                             \
+    fw_matmul_wg<W>(y, xs, w, bias, rows, in, out, accumulate, ks, tid, blk, FW_WGS_THREADS);                \
+  }
+FW_WGS_KERNEL(matmul_wgs_f16, fw_f16)
+FW_WGS_KERNEL(matmul_wgs_bf16, fw_bf16)
 
 // ---- the per-dtype entry points ----
 // rmsnorm's part: FW_NORM_THREADS / 32 floats; matmul's xs and ws:

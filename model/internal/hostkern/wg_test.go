@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/hipgo/hipgo/model/safetensors"
@@ -203,8 +204,16 @@ func wgModel(dtype string, c wgCase, x []float32, w []float32, b, y0 []float32) 
 //     the one before reset it, or its last blocks never add the partials.
 //
 // The image starts as 0xff bytes (NaN), so a unit the split left unwritten
-// would show in y.
+// would show in y. All of it holds for matmul_wgs_W too (matmul_wg_W
+// warp-specialized, 3 warpgroups: here its block-synchronous twin, whose
+// third warpgroup only copies), which runs every case as well.
 func TestMatMulWG(t *testing.T) {
+	for _, kernel := range []string{"matmul_wg_", "matmul_wgs_"} {
+		t.Run(strings.TrimSuffix(kernel, "_"), func(t *testing.T) { testMatMulWG(t, kernel) })
+	}
+}
+
+func testMatMulWG(t *testing.T, kernel string) {
 	rng := rand.New(rand.NewPCG(43, 44))
 	cases := []wgCase{
 		{1, 8, 1, 64, false, false},       // S = 1 = ceil(in/64)
@@ -244,7 +253,7 @@ func TestMatMulWG(t *testing.T) {
 			args := []Arg{mi.y, xs, mi.args[2], mi.args[3], ws, cnt, mi.args[4], mi.args[5], mi.args[6], mi.args[7], U32(c.ks)}
 			ls = append(ls,
 				Launch{"wg_split_x_" + dtype, wgSplitGrid(c.rows, c.in), []Arg{xs, mi.args[1], U32(c.rows), U32(c.in)}},
-				Launch{"matmul_wg_" + dtype, wgGrid(c.in, c.out, c.ks), args})
+				Launch{kernel + dtype, wgGrid(c.in, c.out, c.ks), args})
 			want = append(want, mi.y, ws)
 			runs[i] = run{mi, ws, append([]byte(nil), ws.Data...), wgModel(dtype, c, mi.x, mi.w.f32, mi.b, mi.y0)}
 		}

@@ -174,14 +174,16 @@ func forwardKernels() []simgpu.KernelDef {
 	// The split buffer is the pair's private format: here it holds x's f32
 	// rows as they are (it is at least that large; the fragment layout is
 	// forward.cu's, checked by model/internal/hostkern).
-	// wg_split_x_W + matmul_wg_W (sm_90a: up to 64 rows where the backend
-	// finds a split of in): the image is private to the pair as well.
+	// wg_split_x_W + matmul_wg_W or matmul_wgs_W (sm_90a: up to 64 rows
+	// where the backend finds a split of in; the two give the same sums):
+	// the image is private to the pair as well.
 	for _, dt := range []wtype{wF16, wBF16} {
 		ks = append(ks, simgpu.KernelDef{Name: "matmul_tc_" + dt.suffix(), ParamSizes: []int{8, 8, 8, 8, 4, 4, 4, 4}, Run: matmul(dt)},
 			simgpu.KernelDef{Name: "tc_split_x_" + dt.suffix(), ParamSizes: []int{8, 8, 4, 4}, Run: tcSplitX},
 			simgpu.KernelDef{Name: "matmul_tcx_" + dt.suffix(), ParamSizes: []int{8, 8, 8, 8, 4, 4, 4, 4}, Run: matmul(dt)},
 			simgpu.KernelDef{Name: "wg_split_x_" + dt.suffix(), ParamSizes: []int{8, 8, 4, 4}, Run: wgSplitX},
-			simgpu.KernelDef{Name: "matmul_wg_" + dt.suffix(), ParamSizes: []int{8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4}, Run: matmulWG(dt)})
+			simgpu.KernelDef{Name: "matmul_wg_" + dt.suffix(), ParamSizes: []int{8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4}, Run: matmulWG(dt, 256)},
+			simgpu.KernelDef{Name: "matmul_wgs_" + dt.suffix(), ParamSizes: []int{8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4}, Run: matmulWG(dt, 384)})
 	}
 	return append(ks, quantKernels()...)
 }
@@ -363,17 +365,18 @@ func wgSplitX(d *simgpu.Device, g, b driver.Dim3, a []uint64, stop <-chan struct
 	return tcSplitX(d, g, b, a, stop)
 }
 
-// matmulWG is matmul_wg_W's twin: y, xs, w, bias, ws, cnt, rows, in, out,
-// accumulate, ks, as matmul_W over the image (tcSplitX's copy of x), with
-// forward.cu's launch rules: 1 to 64 rows, ks a nonzero multiple of 64,
-// the grid ceil(out/128) * ceil(in/ks), 256 threads; and where in is
-// split, the group counts it works through must start at zero (the
-// backend zeroes them once, every launch leaves them so).
-func matmulWG(t wtype) simgpu.KernelFunc {
+// matmulWG is matmul_wg_W's twin (and matmul_wgs_W's, with 384 threads):
+// y, xs, w, bias, ws, cnt, rows, in, out, accumulate, ks, as matmul_W over
+// the image (tcSplitX's copy of x), with forward.cu's launch rules: 1 to 64
+// rows, ks a nonzero multiple of 64, the grid ceil(out/128) *
+// ceil(in/ks), the kernel's threads; and where in is split, the group
+// counts it works through must start at zero (the backend zeroes them
+// once, every launch leaves them so).
+func matmulWG(t wtype, threads uint32) simgpu.KernelFunc {
 	mm := matmul(t)
 	return func(d *simgpu.Device, g, b driver.Dim3, a []uint64, stop <-chan struct{}) error {
 		rows, in, out, ks := int(a[6]), int(a[7]), int(a[8]), int(a[10])
-		if rows < 1 || rows > 64 || ks == 0 || ks%64 != 0 || b.X*b.Y*b.Z != 256 {
+		if rows < 1 || rows > 64 || ks == 0 || ks%64 != 0 || b.X*b.Y*b.Z != threads {
 			return simgpu.CodeLaunchFailure
 		}
 		groups, splits := (out+127)/128, (in+ks-1)/ks
