@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -238,26 +239,33 @@ func forwardBoth(t *testing.T, a, b *Session, prompt []uint32, steps, vocab int,
 	}
 }
 
-// TestGPUWarpgroupProductsMatchTheCPU: a 64-row prefill of a bf16 model
+// TestGPUWarpgroupProductsMatchTheCPU: a 64-row and a 32-row prefill of a bf16 model
 // whose gate|up (in whole) and down (in in 16 parts) products are the ones
-// launch.go gives matmul_wg_bf16 gives the CPU's logits within tolHalf: on
-// a compute capability 9.0 GPU, whose forward module is the sm_90a PTX,
-// through the warpgroup MMA (two launches counted), elsewhere through the
-// tc_split_x + matmul_tcx pair; and with HIPGO_GPU_WGMMA=0 through the
-// pair everywhere.
+// launch.go gives the warpgroup MMA (gate|up's 32768 outputs
+// matmul_wg_bf16, down matmul_wgs_bf16) gives the CPU's logits within
+// tolHalf: on a compute capability 9.0 GPU, whose forward module is the
+// sm_90a PTX, through the warpgroup MMA (a launch of each counted),
+// elsewhere through the tc_split_x + matmul_tcx pair; and with
+// HIPGO_GPU_WGMMA=0 through the pair everywhere.
 func TestGPUWarpgroupProductsMatchTheCPU(t *testing.T) {
 	dev := openGPU(t)
-	ctx := context.Background()
 	spec := modeltest.Llama3Tiny()
 	spec.Hidden, spec.Heads, spec.KVHeads, spec.Intermediate, spec.Layers, spec.Vocab = 1024, 8, 2, 16384, 1, 512
 	spec.DType, spec.Std = safetensors.BF16, 0.02
 	fsys := specFS(t, spec)
-	prompt := testTokens(64, spec.Vocab)
 	cm, err := LoadFS(fsys, WithoutTokenizer())
 	require.NoError(t, err)
+	hopper := dev.Info().Arch == "sm_90"
+	for _, rows := range []int{64, 32} {
+		t.Run(fmt.Sprintf("rows%d", rows), func(t *testing.T) { testGPUWarpgroupProducts(t, dev, fsys, cm, rows, hopper) })
+	}
+}
+
+func testGPUWarpgroupProducts(t *testing.T, dev *runtime.Device, fsys fstest.MapFS, cm *Model, rows int, hopper bool) {
+	ctx := context.Background()
+	prompt := testTokens(rows, 512)
 	want, err := cm.NewSession().Forward(ctx, prompt, true)
 	require.NoError(t, err)
-	hopper := dev.Info().Arch == "sm_90"
 	for _, wg := range []string{"1", "0"} {
 		t.Setenv(EnvGPUWarpgroupMMA, wg)
 		gm, err := LoadFS(fsys, WithoutTokenizer(), WithDevice(dev))
@@ -267,12 +275,12 @@ func TestGPUWarpgroupProductsMatchTheCPU(t *testing.T) {
 		require.NoError(t, err)
 		s.Close()
 		d := relDiff32(want, got)
-		n := gm.be.(*gpuBackend).b.Launched("matmul_wg_bf16")
-		t.Logf("HIPGO_GPU_WGMMA=%s: %d matmul_wg_bf16 launches, max|d|/max|logit| = %.3g (tolerance %g)", wg, n, d, tolHalf)
+		n := [2]int64{gm.be.(*gpuBackend).b.Launched("matmul_wg_bf16"), gm.be.(*gpuBackend).b.Launched("matmul_wgs_bf16")}
+		t.Logf("HIPGO_GPU_WGMMA=%s: %d matmul_wg_bf16 and %d matmul_wgs_bf16 launches, max|d|/max|logit| = %.3g (tolerance %g)", wg, n[0], n[1], d, tolHalf)
 		require.NoError(t, gm.Close())
 		require.LessOrEqual(t, d, tolHalf)
 		if wg == "1" && hopper {
-			require.Equal(t, int64(2), n, "gate|up and down on the warpgroup MMA")
+			require.Equal(t, [2]int64{1, 1}, n, "gate|up and down on the warpgroup MMA")
 		} else {
 			require.Zero(t, n)
 		}

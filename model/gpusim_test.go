@@ -198,9 +198,10 @@ func TestSimGPUTensorCoreMatmulFromSixteenRows(t *testing.T) {
 // TestSimGPUWarpgroupProducts: on a device whose forward module is the
 // sm_90a PTX (the simulated device poses as sm_90, which loads it), a pass
 // of 16 to 64 rows runs the products that launch.go's wgSplitK finds a
-// split of in for through wg_split_x_W + matmul_wg_W (here gate|up with in
-// whole and down with in in 16 parts: the partial sums and the zeroed
-// group counts, which the simulated twin checks, with its grid rule), the
+// split of in for through wg_split_x_W and matmul_wg_W (32768 outputs or
+// more: here gate|up, with in whole) or matmul_wgs_W (here down, with in
+// in 16 parts: the partial sums and the zeroed group counts, which the
+// simulated twin checks, with its grid rule), the
 // others through the tc_split_x_W + matmul_tcx_W pair, and the logits are
 // the CPU forward's; HIPGO_GPU_WGMMA=0 keeps the pair everywhere.
 func TestSimGPUWarpgroupProducts(t *testing.T) {
@@ -211,7 +212,7 @@ func TestSimGPUWarpgroupProducts(t *testing.T) {
 	prompt := testTokens(64, spec.Vocab)
 	want, err := loadSpec(t, spec).NewSession().Forward(ctx, prompt, false)
 	require.NoError(t, err)
-	run := func(t *testing.T) (wg, tcx int64) {
+	run := func(t *testing.T) (wg, wgs, tcx int64) {
 		faults := &gpusim.Faults{}
 		m := loadSpec(t, spec, WithDevice(simDevice(t, faults)))
 		s := m.NewSession()
@@ -219,15 +220,15 @@ func TestSimGPUWarpgroupProducts(t *testing.T) {
 		got, err := s.Forward(ctx, prompt, false)
 		require.NoError(t, err)
 		require.Less(t, relDiff32(want, got), 1e-5)
-		require.Equal(t, faults.Launched("matmul_wg_bf16"), faults.Launched("wg_split_x_bf16"))
+		require.Equal(t, faults.Launched("matmul_wg_bf16")+faults.Launched("matmul_wgs_bf16"), faults.Launched("wg_split_x_bf16"))
 		require.Equal(t, faults.Launched("matmul_tcx_bf16"), faults.Launched("tc_split_x_bf16"))
-		return faults.Launched("matmul_wg_bf16"), faults.Launched("matmul_tcx_bf16")
+		return faults.Launched("matmul_wg_bf16"), faults.Launched("matmul_wgs_bf16"), faults.Launched("matmul_tcx_bf16")
 	}
-	wg, tcx := run(t)
-	require.Equal(t, [2]int64{2, 2}, [2]int64{wg, tcx}, "gate|up and down on matmul_wg_bf16, q|k|v and o on the pair")
+	wg, wgs, tcx := run(t)
+	require.Equal(t, [3]int64{1, 1, 2}, [3]int64{wg, wgs, tcx}, "gate|up on matmul_wg_bf16, down on matmul_wgs_bf16, q|k|v and o on the pair")
 	t.Setenv(EnvGPUWarpgroupMMA, "0")
-	wg, tcx = run(t)
-	require.Equal(t, [2]int64{0, 4}, [2]int64{wg, tcx}, "HIPGO_GPU_WGMMA=0: every product on the pair")
+	wg, wgs, tcx = run(t)
+	require.Equal(t, [3]int64{0, 0, 4}, [3]int64{wg, wgs, tcx}, "HIPGO_GPU_WGMMA=0: every product on the pair")
 }
 
 // TestSimGPUDecodeAttentionRouting: which decode attention kernel a

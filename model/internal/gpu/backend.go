@@ -198,6 +198,7 @@ func (b *Backend) kernelNames() []string {
 			names["tc_split_x_"+t.Suffix()], names["matmul_tcx_"+t.Suffix()] = true, true
 			if b.wg {
 				names["wg_split_x_"+t.Suffix()], names["matmul_wg_"+t.Suffix()] = true, true
+				names["matmul_wgs_"+t.Suffix()] = true
 			}
 		}
 	}

@@ -31,11 +31,12 @@
 // Matrix products: from 16 rows on CUDA the 16-bit weights go through the
 // tensor cores (the tc_split_x_W + matmul_tcx_W pair below 512 rows,
 // matmul_tc_W from it); where the forward module is the sm_90a PTX (a
-// compute capability 9.0 GPU), products of 33 to 64 rows that split well
-// over the SMs, and from 17 rows the widest (the LM head), run matmul_wg_W
-// instead, the warpgroup MMA (launch.go's
-// wgSplitK; Options.NoWarpgroupMMA, or HIPGO_GPU_WGMMA=0 through package
-// model, keeps the pair; the sums differ in rounding only).
+// compute capability 9.0 GPU), products of 17 to 64 rows that split well
+// over the SMs run on the warpgroup MMA instead: matmul_wg_W for the
+// widest (32768 outputs or more: the LM head), its warp-specialized twin
+// matmul_wgs_W for the rest, the same sums (launch.go's wgSplitK;
+// Options.NoWarpgroupMMA, or HIPGO_GPU_WGMMA=0 through package model,
+// keeps the pair; the sums differ in rounding only).
 //
 // A decode step (one token per sequence) replays a graph of its forward
 // launches captured the first time its shape was seen (graph.go), one

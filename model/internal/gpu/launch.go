@@ -90,39 +90,45 @@ const (
 	tcxSmallOut = 8
 	tcxRowTile  = 16 // xs holds x in 16-row tiles of 32-wide chunks,
 	tcxChunk    = 32 // 2 KB each (forward.cu)
-	// matmul_wg_W (sm_90a's warpgroup MMA, with x split once into an image
-	// by wg_split_x_W; forward.cu) replaces the pair above when the forward
+	// The warpgroup MMA (sm_90a; x split once into an image by
+	// wg_split_x_W; forward.cu) replaces the pair above when the forward
 	// module is the sm_90a PTX, for wgMinRows to wgMaxRows rows, where
 	// wgSplitK finds a split of in: blocks of wgOutTile outputs, in split
 	// into the fewest parts (of whole wgStage-wide stages) that make
-	// wgBlocks blocks or more, and every part at least wgMinSplitK wide;
-	// and from wgWideMinRows rows for the widest products only (wgWideOut
-	// outputs or more: two blocks an SM or more with in whole; the LM head).
-	// From 33 rows the pair's 32-row tiles read every weight twice, where
-	// matmul_wg_W reads it once up to 64. On the H200 (1B shape, cold
-	// weights, 32 rows; docs/bench/wg-products-h200-2026-12-02*) the ring
-	// 4 deep took 149 us on the LM head (in unsplit) against the pair's
-	// 210, 21.3 on down (8192 split in 8 parts of 1024) against 23.4, 26.8
-	// on gate|up (unsplit) against 27.6; under 1024 a part it lost (o: 12.6
-	// at best against 9.9; q|k|v 13.6 against 12.2): the partial sums and
-	// each block's short pipeline cost more. End to end (decodebench,
-	// alternating rounds in one call) the rule at 16 to 64 rows took batch
-	// 64 from 20,119 and 19,995 to 22,662 and 22,685 tokens/s, but batch 32
-	// from 16,596 and 16,662 to 16,409 and 16,271 (the kernels alone had it
-	// 40 us a step faster), so products of 33 rows or more only; with the
-	// LM head alone at 17 to 32 rows, batch 32 went from 16,571 and 16,353
-	// to 17,165 and 17,004 (docs/bench/decode-experiments-h200-2026-12-02-lookahead.txt).
-	wgMinRows   = tcTileRows + 1
+	// wgBlocks blocks or more, and every part at least wgMinSplitK wide.
+	// Products of wgWideOut outputs or more (two blocks an SM or more with
+	// in whole: the LM head) run matmul_wg_W, the others matmul_wgs_W, its
+	// warp-specialized twin (the same sums). From 33 rows the pair's 32-row
+	// tiles read every weight twice, where these read it once up to 64.
+	// On the H200 (1B shape, cold weights, 32 rows;
+	// docs/bench/wg-products-h200-2026-12-02*, wgs-experiment-h200-2026-
+	// 12-02-tenth.jsonl) matmul_wg_W's ring 4 deep took 148 us on the LM
+	// head (in unsplit) against the pair's 201 and matmul_wgs_W's 165 (one
+	// block an SM); matmul_wgs_W 8 deep 17.2 on down (8192 split in 8
+	// parts of 1024) against matmul_wg_W's 18.2 and the pair's 21.5, 21.1
+	// on gate|up (unsplit) against 24.6 and 25.5; under 1024 a part both
+	// lost (o: 10.3 at best against 8.3; q|k|v 11.2 against 10.3). End to
+	// end (decodebench, three alternating rounds in one call;
+	// docs/bench/decode-wgs-ab-h200-2026-12-02-tenth.jsonl) this rule took
+	// batch 32 from 17,537-17,701 to 18,108-18,192 tokens/s and batch 64
+	// from 23,164-23,237 to 24,024-24,217; with matmul_wg_W alone on the
+	// layers' products from 17 rows batch 32 had been 1.5% slower
+	// (docs/bench/decode-experiments-h200-2026-12-02-lookahead.txt), so
+	// until the warp-specialized kernel only the LM head ran it below 33.
+	wgMinRows   = tcRows + 1
 	wgMaxRows   = 64  // FW_WG_MAX_ROWS
 	wgOutTile   = 128 // FW_WG_TN
 	wgStage     = 64  // FW_WG_KC
 	wgStages    = 4   // FW_WG_STAGES
 	wgBlocks    = 128 // about one block an SM (the H200 has 132)
 	wgMinSplitK = 1024
-	// wgWideMinRows, wgWideOut: below wgMinRows, matmul_wg_W only for this
-	// many rows or more and this many outputs or more (in unsplit).
-	wgWideMinRows = tcRows + 1
-	wgWideOut     = 2 * wgBlocks * wgOutTile
+	// wgWideOut: from this many outputs, matmul_wg_W.
+	wgWideOut = 2 * wgBlocks * wgOutTile
+	// matmul_wgs_W (forward.cu: matmul_wg_W warp-specialized, the same
+	// sums) runs wgSplitK's products narrower than wgWideOut, its ring as
+	// deep as an sm_90 block's shared memory allows (wgsStages).
+	wgsMaxStages = 8      // FW_WGS_MAX_STAGES
+	wgsMaxShared = 232448 // the dynamic shared memory an sm_90 block may ask for (227 KB)
 	// attpRows: attention_prefill_f32's query tokens per block
 	// (FW_ATTP_ROWS); attpMinTokens: the fewest tokens in a chunk for which
 	// the backend launches it (chunk.tiledAttention).
@@ -271,19 +277,26 @@ func wgSplitGrid(rows, in int) int {
 // and 1 KB to align it.
 func wgSharedBytes(rows int) int { return 1024 + wgStages*(wgOutTile+2*wgRows(rows))*128 }
 
+// wgsStages is matmul_wgs_W's ring depth for rows rows: as many stages
+// (wgOutTile rows of weights and 2 wgRows of x, 128 bytes each) as fit
+// in wgsMaxShared with the 1 KB to align them, up to wgsMaxStages.
+func wgsStages(rows int) int {
+	return min(wgsMaxStages, (wgsMaxShared-1024)/((wgOutTile+2*wgRows(rows))*128))
+}
+
+// wgsSharedBytes is matmul_wgs_W's dynamic shared memory for rows rows.
+func wgsSharedBytes(rows int) int { return 1024 + wgsStages(rows)*(wgOutTile+2*wgRows(rows))*128 }
+
 // wgPartBytes is the size of matmul_wg_W's partial sums for up to rows
 // rows: a split product has at most wgBlocks blocks of wgOutTile outputs.
 func wgPartBytes(rows int) int { return 4 * wgBlocks * wgOutTile * rows }
 
-// wgSplitK returns the part of in each matmul_wg_W block sums (ks) for a
+// wgSplitK returns the part of in each matmul_wg_W (or matmul_wgs_W) block sums (ks) for a
 // product of rows x in by out, or 0 where the tc_split_x_W + matmul_tcx_W
 // pair runs instead (see wgMinSplitK). The grid is ceil(out/wgOutTile) *
 // ceil(in/ks) blocks, at most wgBlocks of them when in is split.
 func (b *Backend) wgSplitK(rows, in, out int, w runtime.DevicePtr) int {
-	if !b.wg || rows < wgWideMinRows || rows > wgMaxRows || in%8 != 0 || w%16 != 0 {
-		return 0
-	}
-	if rows < wgMinRows && out < wgWideOut {
+	if !b.wg || rows < wgMinRows || rows > wgMaxRows || in%8 != 0 || w%16 != 0 {
 		return 0
 	}
 	splits := max(1, wgBlocks/ceilDiv(out, wgOutTile))
@@ -322,7 +335,11 @@ func (b *Backend) matmulWG(y, x runtime.DevicePtr, w matrix, bias runtime.Device
 		return err
 	}
 	grid := ceilDiv(out, wgOutTile) * ceilDiv(in, ks)
-	return b.launchShared("matmul_wg_"+sfx, g1(grid), wgSharedBytes(rows), y, xs, w.buf, bias, b.sc.wgPart.Ptr(),
+	name, shared := "matmul_wgs_"+sfx, wgsSharedBytes(rows)
+	if out >= wgWideOut {
+		name, shared = "matmul_wg_"+sfx, wgSharedBytes(rows)
+	}
+	return b.launchShared(name, g1(grid), shared, y, xs, w.buf, bias, b.sc.wgPart.Ptr(),
 		b.sc.wgCount.Ptr(), u32(rows), u32(in), u32(out), acc, u32(ks))
 }
 

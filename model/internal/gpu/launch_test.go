@@ -7,13 +7,13 @@ import (
 )
 
 // TestWarpgroupSplitOfIn walks wgSplitK's rule over the products of three
-// model shapes at batched-decode row counts: matmul_wg_W where a split of
-// in into about one block an SM keeps 1024 or more a block (measured on the
-// H200 at the Llama-3.2-1B shape: launch.go), from 17 rows for products of
-// 32768 outputs or more with in whole (the LM head), the tc_split_x_W +
-// matmul_tcx_W pair (0) elsewhere, and never without the sm_90a module,
-// under 17 or over 64 rows, for in not a multiple of 8 or unaligned
-// weights.
+// model shapes at batched-decode row counts: the warpgroup MMA (matmul_wg_W
+// for 32768 outputs or more, the LM head; matmul_wgs_W below) from 17 to
+// 64 rows where a split of in into about one block an SM keeps 1024 or
+// more a block (measured on the H200 at the Llama-3.2-1B shape:
+// launch.go), the tc_split_x_W + matmul_tcx_W pair (0) elsewhere, and
+// never without the sm_90a module, under 17 or over 64 rows, for in not a
+// multiple of 8 or unaligned weights.
 func TestWarpgroupSplitOfIn(t *testing.T) {
 	b := &Backend{wg: true}
 	const w = 256 // an aligned weight address
@@ -32,10 +32,12 @@ func TestWarpgroupSplitOfIn(t *testing.T) {
 		{"1B LM head, 32 rows", 32, 2048, 128256, 2048},
 		{"1B LM head, 17 rows", 17, 2048, 128256, 2048},
 		{"1B LM head, 16 rows", 16, 2048, 128256, 0},
-		{"1B gate|up, 32 rows", 32, 2048, 16384, 0},
-		{"1B down, 32 rows", 32, 8192, 2048, 0},
+		{"1B gate|up, 32 rows", 32, 2048, 16384, 2048},
+		{"1B down, 32 rows", 32, 8192, 2048, 1024},
+		{"1B gate|up, 17 rows", 17, 2048, 16384, 2048},
+		{"1B q|k|v, 32 rows", 32, 2048, 3072, 0},
+		{"1B o, 32 rows", 32, 2048, 2048, 0},
 		{"32768 outputs, 32 rows", 32, 2048, 32768, 2048},
-		{"32767 outputs, 32 rows", 32, 2048, 32767, 0},
 		{"1B down, 16 rows", 16, 8192, 2048, 0},
 		{"1B down, 65 rows", 65, 8192, 2048, 0},
 		// Llama-3-8B (hidden 4096, q|k|v 6144, intermediate 14336): not measured

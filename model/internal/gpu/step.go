@@ -304,7 +304,7 @@ func (b *Backend) run(ctx context.Context, p *plan) error {
 		if err := b.ensure(&b.sc.xs, max(tcxSplitBytes(min(R, tcxMaxRows-1), in), wgImageBytes(min(R, wgMaxRows), in))); err != nil {
 			return err
 		}
-		if b.wg && R >= wgWideMinRows {
+		if b.wg && R >= wgMinRows {
 			if err := b.ensureWG(min(R, wgMaxRows)); err != nil {
 				return err
 			}
