@@ -249,9 +249,7 @@ func forwardBoth(t *testing.T, a, b *Session, prompt []uint32, steps, vocab int,
 // HIPGO_GPU_WGMMA=0 through the pair everywhere.
 func TestGPUWarpgroupProductsMatchTheCPU(t *testing.T) {
 	dev := openGPU(t)
-	spec := modeltest.Llama3Tiny()
-	spec.Hidden, spec.Heads, spec.KVHeads, spec.Intermediate, spec.Layers, spec.Vocab = 1024, 8, 2, 16384, 1, 512
-	spec.DType, spec.Std = safetensors.BF16, 0.02
+	spec := warpgroupSpec()
 	fsys := specFS(t, spec)
 	cm, err := LoadFS(fsys, WithoutTokenizer())
 	require.NoError(t, err)

@@ -206,9 +206,7 @@ func TestSimGPUTensorCoreMatmulFromSixteenRows(t *testing.T) {
 // the CPU forward's; HIPGO_GPU_WGMMA=0 keeps the pair everywhere.
 func TestSimGPUWarpgroupProducts(t *testing.T) {
 	ctx := context.Background()
-	spec := modeltest.Llama3Tiny()
-	spec.Hidden, spec.Heads, spec.KVHeads, spec.Intermediate, spec.Layers, spec.Vocab = 1024, 8, 2, 16384, 1, 512
-	spec.DType, spec.Std = safetensors.BF16, 0.02
+	spec := warpgroupSpec()
 	prompt := testTokens(64, spec.Vocab)
 	want, err := loadSpec(t, spec).NewSession().Forward(ctx, prompt, false)
 	require.NoError(t, err)
