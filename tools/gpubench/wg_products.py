@@ -21,10 +21,10 @@ import os
 import sys
 
 import cupy as cp
-import numpy as np
 import torch
 
 from graph_timing import graph_us
+from launch_args import cdiv, ptr, u32, wg_rows
 
 DEV = torch.device("cuda")
 def _variant(arg):
@@ -50,21 +50,6 @@ VARIANTS = [_variant(a) for a in sys.argv[1:]]
 BASE = VARIANTS[0][1]
 failed = []
 
-
-def u32(v):
-    return np.uint32(v)
-
-
-def ptr(t):
-    return np.uint64(0 if t is None else t.data_ptr())
-
-
-def cdiv(a, b):
-    return (a + b - 1) // b
-
-
-def wg_rows(rows):
-    return (rows + 15) // 16 * 16
 
 
 def wg_image(rows, k):
