@@ -1480,19 +1480,26 @@ DEVICE uint32_t wg_smem_units(const fw_u32x4* p) {
 }
 #endif
 
+// FW_WG_BY_ROWS(CALL): CALL(N) for N = 2R, R = rows rounded up to 16;
+// nothing for 0 or more than 64 rows.
+#define FW_WG_BY_ROWS(CALL)      \
+  switch (wg_rows(rows)) {       \
+    case 16: CALL(32); break;    \
+    case 32: CALL(64); break;    \
+    case 48: CALL(96); break;    \
+    case 64: CALL(128); break;   \
+    default: break;              \
+  }
+
 template <typename W>
 DEVICE void matmul_wg(float* y, const fw_u32x4* xs, const W* w, const float* bias, float* ws, uint32_t* cnt,
                       uint32_t rows, uint32_t in, uint32_t out, uint32_t accumulate, uint32_t ks) {
   fw_early_start();
   FW_WG_SMEM_DECL;
   if (ks == 0 || ks % FW_WG_KC != 0) return;
-  switch (wg_rows(rows)) {
-    case 16: matmul_wg_n<W, 32>(wg_smem, y, xs, w, bias, ws, cnt, rows, in, out, accumulate, ks); break;
-    case 32: matmul_wg_n<W, 64>(wg_smem, y, xs, w, bias, ws, cnt, rows, in, out, accumulate, ks); break;
-    case 48: matmul_wg_n<W, 96>(wg_smem, y, xs, w, bias, ws, cnt, rows, in, out, accumulate, ks); break;
-    case 64: matmul_wg_n<W, 128>(wg_smem, y, xs, w, bias, ws, cnt, rows, in, out, accumulate, ks); break;
-    default: break;  // 0 or more than 64 rows: nothing
-  }
+#define FW_WG_CALL(N) matmul_wg_n<W, N>(wg_smem, y, xs, w, bias, ws, cnt, rows, in, out, accumulate, ks)
+  FW_WG_BY_ROWS(FW_WG_CALL)
+#undef FW_WG_CALL
 }
 
 // =====================================================================
@@ -1629,20 +1636,12 @@ DEVICE void matmul_wgs(float* y, const fw_u32x4* xs, const W* w, const float* bi
   if (ks == 0 || ks % FW_WG_KC != 0) return;
 #if defined(FW_WG_NATIVE)
   __shared__ __attribute__((aligned(8))) uint64_t bars[2 * FW_WGS_MAX_STAGES];
-#define FW_WGS_CASE(R, N) \
-  case R: matmul_wgs_n<W, N>(wg_smem, bars, y, xs, w, bias, ws, cnt, rows, in, out, accumulate, ks); break
+#define FW_WGS_CALL(N) matmul_wgs_n<W, N>(wg_smem, bars, y, xs, w, bias, ws, cnt, rows, in, out, accumulate, ks)
 #else
-#define FW_WGS_CASE(R, N) \
-  case R: matmul_wg_n<W, N, FW_WGS_THREADS>(wg_smem, y, xs, w, bias, ws, cnt, rows, in, out, accumulate, ks); break
+#define FW_WGS_CALL(N) matmul_wg_n<W, N, FW_WGS_THREADS>(wg_smem, y, xs, w, bias, ws, cnt, rows, in, out, accumulate, ks)
 #endif
-  switch (wg_rows(rows)) {
-    FW_WGS_CASE(16, 32);
-    FW_WGS_CASE(32, 64);
-    FW_WGS_CASE(48, 96);
-    FW_WGS_CASE(64, 128);
-    default: break;  // 0 or more than 64 rows: nothing
-  }
-#undef FW_WGS_CASE
+  FW_WG_BY_ROWS(FW_WGS_CALL)
+#undef FW_WGS_CALL
 }
 
 // =====================================================================

@@ -51,7 +51,6 @@ BASE = VARIANTS[0][1]
 failed = []
 
 
-
 def wg_image(rows, k):
     """An f32 tensor large enough for wg_split_x's image (64-wide stages of
     128 N bytes, N = 2R)."""

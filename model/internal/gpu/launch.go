@@ -275,17 +275,18 @@ func wgSplitGrid(rows, in int) int {
 // wgSharedBytes is matmul_wg_W's dynamic shared memory: its ring of
 // wgStages stages (128 rows of weights and 2 wgRows of x, 128 bytes each)
 // and 1 KB to align it.
-func wgSharedBytes(rows int) int { return 1024 + wgStages*(wgOutTile+2*wgRows(rows))*128 }
+func wgSharedBytes(rows int) int { return 1024 + wgStages*wgStageBytes(rows) }
 
-// wgsStages is matmul_wgs_W's ring depth for rows rows: as many stages
-// (wgOutTile rows of weights and 2 wgRows of x, 128 bytes each) as fit
-// in wgsMaxShared with the 1 KB to align them, up to wgsMaxStages.
-func wgsStages(rows int) int {
-	return min(wgsMaxStages, (wgsMaxShared-1024)/((wgOutTile+2*wgRows(rows))*128))
-}
+// wgStageBytes is one stage of the warpgroup kernels' ring: wgOutTile rows
+// of weights and 2 wgRows(rows) of x, 128 bytes each.
+func wgStageBytes(rows int) int { return (wgOutTile + 2*wgRows(rows)) * 128 }
+
+// wgsStages is matmul_wgs_W's ring depth for rows rows: as many stages as
+// fit in wgsMaxShared with the 1 KB to align them, up to wgsMaxStages.
+func wgsStages(rows int) int { return min(wgsMaxStages, (wgsMaxShared-1024)/wgStageBytes(rows)) }
 
 // wgsSharedBytes is matmul_wgs_W's dynamic shared memory for rows rows.
-func wgsSharedBytes(rows int) int { return 1024 + wgsStages(rows)*(wgOutTile+2*wgRows(rows))*128 }
+func wgsSharedBytes(rows int) int { return 1024 + wgsStages(rows)*wgStageBytes(rows) }
 
 // wgPartBytes is the size of matmul_wg_W's partial sums for up to rows
 // rows: a split product has at most wgBlocks blocks of wgOutTile outputs.
