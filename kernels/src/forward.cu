@@ -74,13 +74,25 @@ struct fw_f16 {
 // come before any early return, or a kernel could complete before its
 // predecessor and let the next one read unfinished data.
 //
-// None of these kernels triggers its dependents early (grid_launch_dependents):
-// the next kernel then launches as this one ends, which still overlaps its
-// launch with this one's completion, but no kernel's blocks sit resident and
-// waiting behind a running one. On the H200 that was faster at batch 1, at
-// batch 32 and in prefill than triggering first or after the wait (the
-// numbers: docs/generate.md, Devices).
+// Only tc_split_x_W triggers its dependents early (grid_launch_dependents,
+// fw_early_start_product_next): the next kernel then launches as this one
+// ends, which still overlaps its launch with this one's completion, but no
+// kernel's blocks sit resident and waiting behind a running one. On the
+// H200 that was faster at batch 1, at batch 32 and in prefill than
+// triggering first or after the wait everywhere (the numbers:
+// docs/generate.md, Devices).
 DEVICE void fw_early_start() { grid_dependency_wait(); }
+
+// fw_early_start_product_next: fw_early_start, then the trigger, for
+// tc_split_x_W, which the backend always follows with matmul_tcx_W: the
+// product launches while the split runs and copies its first stages of
+// weights (the model's: no kernel writes them) before its own wait. On the
+// H200 that paid at 16 rows, where every product of a layer is the pair,
+// and was level at 32 and 64 (docs/generate.md).
+DEVICE void fw_early_start_product_next() {
+  grid_dependency_wait();
+  grid_launch_dependents();
+}
 
 DEVICE float fw_u2f(uint32_t x) { return __builtin_bit_cast(float, x); }
 DEVICE uint32_t fw_f2u(float x) { return __builtin_bit_cast(uint32_t, x); }
@@ -717,7 +729,10 @@ DEVICE void matmul_tc_tile(fw_u32x4* smem, float* y, const float* x, const W* w,
   const uint32_t tiles = (rows + tm - 1) / tm;
   const uint32_t b = block_idx_x();
   const uint32_t s = b % tiles, c = b / tiles;
-  if (c >= (out + tn - 1) / tn) return;  // whole block
+  if (c >= (out + tn - 1) / tn) {  // whole block
+    fw_early_start();
+    return;
+  }
   const uint32_t warp = thread_idx_x() / 32u, lane = thread_idx_x() & 31u;
   const uint32_t wk = warp % WK, wn = (warp / WK) % WN, wm = warp / (WK * WN);
   const uint32_t rbase = s * tm + wm * FW_TC_MT * 16, obase = c * tn + wn * NT * 8;
@@ -770,6 +785,8 @@ DEVICE void matmul_tc_tile(fw_u32x4* smem, float* y, const float* x, const W* w,
       }
     }
     async_wait<0>();
+  } else {
+    fw_early_start();
   }
   if (!tc_sum_slices<NT, WK>(acc, ring, wk, lane)) return;
   tc_store<NT>(y, bias, acc, lane, rbase, obase, rows, out, accumulate);
@@ -944,14 +961,17 @@ DEVICE void matmul_tc(float* y, const float* x, const W* w, const float* bias, u
 // Each warp computes 32 rows x 8*NT outputs over its slice of in (chunks
 // q, q + slices, ...), x's fragments one chunk ahead in registers, the
 // weights through matmul_tc_W's per-warp ring (tc_load_w); the slices are
-// added in slice order (matmul_tc_tile). The tiles were picked on the
+// added in slice order (matmul_tc_tile). Each warp issues its ring's
+// first copies of weights before it waits for the kernels ahead, so with
+// tc_split_x_W's early trigger they overlap the split
+// (fw_early_start_product_next). The tiles were picked on the
 // H200 at 16 and 32 rows over the 1B shape's five products (docs/bench).
 // =====================================================================
 #define FW_TCX_MID_OUT 2048  // above this many outputs (below FW_TC_WIDE_OUT), the 16-wide tile
 
 template <typename W>
 DEVICE void tc_split_x(fw_u32x4* xs, const float* x, uint32_t rows, uint32_t in) {
-  fw_early_start();
+  fw_early_start_product_next();
   const uint32_t chunks = (in + 31u) / 32u, tiles = (rows + 15u) / 16u;
   const uint32_t j = block_idx_x() * FW_TC_THREADS + thread_idx_x();
   if (j >= tiles * chunks * 64u) return;
@@ -1044,6 +1064,7 @@ DEVICE void matmul_tcx_tile(fw_u32x4* smem, float* y, const fw_u32x4* xs, const 
       if (kc < chunks) tc_load_w<W, NT>(ring + d * NT * 32u, w, in, out, obase, 32u * kc, vec);
       async_commit();
     }
+    fw_early_start();  // the weights above need nothing from the kernels ahead; x does
     fw_u32x4 xv[FW_TC_MT][2][2];
     tcx_load_x(xv, xt, chunks, wk, live_mt);
     uint32_t slot = 0;
@@ -1074,7 +1095,7 @@ DEVICE void matmul_tcx_tile(fw_u32x4* smem, float* y, const fw_u32x4* xs, const 
 template <typename W>
 DEVICE void matmul_tcx(float* y, const fw_u32x4* xs, const W* w, const float* bias, uint32_t rows, uint32_t in,
                        uint32_t out, uint32_t accumulate) {
-  fw_early_start();
+  // matmul_tcx_tile waits (fw_early_start) once its first weights are in flight.
   __shared__ fw_u32x4 smem[FW_TC_WARPS * FW_TC_WARP_SMEM];
   if (out >= FW_TC_WIDE_OUT)
     matmul_tcx_tile<W, 4, 4, 3>(smem, y, xs, w, bias, rows, in, out, accumulate);
