@@ -106,7 +106,7 @@ func Load(path string, opts ...Option) (*Model, error) {
 	var tok textCodec
 	var ct checkpointChat
 	if !o.noTok {
-		if tok, err = loadTokenizerFile(filepath.Join(dir, TokenizerFile)); err != nil {
+		if tok, err = loadTokenizerFile(filepath.Join(dir, TokenizerFile), cfg, cfgPath); err != nil {
 			return nil, err
 		}
 		if ct, err = readChatTemplate(os.DirFS(dir)); err != nil {
@@ -156,6 +156,12 @@ func LoadGGUF(path string, opts ...Option) (*Model, error) {
 		if err != nil {
 			return nil, err
 		}
+		// Only an explicit {arch}.vocab_size can disagree: without one the
+		// token list is the vocab_size.
+		arch, _ := f.String("general.architecture")
+		if err := checkTokenizerVocab(t, cfg, f.Name()+": tokenizer.ggml.tokens", arch+".vocab_size"); err != nil {
+			return nil, err
+		}
 		tok = hfCodec{t}
 		if v, ok := f.Lookup("tokenizer.chat_template"); ok && v.Type() == gguf.TypeString {
 			// Tokens left empty: useChatTemplate takes the strings of the
@@ -192,7 +198,7 @@ func LoadFS(fsys fs.FS, opts ...Option) (*Model, error) {
 		if err != nil {
 			return nil, fmt.Errorf("model: %s: %w: %w", TokenizerFile, ErrTokenizer, err)
 		}
-		if tok, err = parseTokenizer(path.Clean(TokenizerFile), tdata); err != nil {
+		if tok, err = parseTokenizer(path.Clean(TokenizerFile), tdata, cfg, ConfigFile); err != nil {
 			return nil, err
 		}
 		if ct, err = readChatTemplate(fsys); err != nil {

@@ -65,6 +65,11 @@ func Parse(data []byte) (*Tokenizer, error) {
 	if err := t.addTokens(f.AddedTokens); err != nil {
 		return nil, err
 	}
+	// A tokenizer with no tokens encodes nothing; it is a broken export,
+	// not a model to load.
+	if len(t.tokens) == 0 {
+		return nil, invalid("model.vocab", "empty, and there are no added_tokens: the tokenizer has no tokens", nil)
+	}
 	return t, nil
 }
 
