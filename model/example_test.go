@@ -104,7 +104,7 @@ func ExampleBatch() {
 	defer b.Close()
 	want := map[model.SeqID]int{} // tokens each sequence still wants
 	for i, prompt := range [][]uint32{{1, 2, 3}, {4, 5, 6, 7, 8, 9}} {
-		id, err := b.Add(prompt, model.GenerateOptions{Temperature: 0.8, Seed: uint64(i)})
+		id, err := b.Add(prompt, model.GenerateOptions{Temperature: 0.8, TopP: 1, Seed: uint64(i)})
 		if err != nil {
 			fmt.Println(err)
 			return

@@ -12,7 +12,8 @@ import (
 )
 
 // GenerateOptions control one generation. The zero value generates greedily
-// until EOS or the context is full.
+// until EOS or the context is full; sampled generation starts from
+// DefaultGenerateOptions.
 type GenerateOptions struct {
 	// MaxTokens caps generated tokens; 0 means no cap but the context length.
 	MaxTokens int
@@ -20,7 +21,10 @@ type GenerateOptions struct {
 	Temperature float32
 	// TopK keeps the k most probable tokens; 0 disables it.
 	TopK int
-	// TopP keeps the smallest set whose probability reaches p; 0 or 1 disables it.
+	// TopP keeps the smallest set of tokens whose probability reaches it:
+	// 0 < TopP < 1 filters and 1 is off. Any other value is an ErrOptions,
+	// 0 included, except at Temperature 0: greedy generation applies no
+	// filter, so the zero GenerateOptions stays valid.
 	TopP float32
 	// MinP keeps tokens at least MinP times as probable as the best; 0 disables it.
 	MinP float32
@@ -30,6 +34,29 @@ type GenerateOptions struct {
 	// Stop ends generation when the text contains any of these strings; the
 	// stop string itself is not returned or emitted.
 	Stop []string
+}
+
+// DefaultGenerateOptions are examples/generate's defaults: up to 200
+// tokens at temperature 0.8 with top-k 40 and top-p 0.95 (min-p off, seed
+// 0).
+func DefaultGenerateOptions() GenerateOptions {
+	return GenerateOptions{MaxTokens: 200, Temperature: 0.8, TopK: 40, TopP: 0.95}
+}
+
+// Validate checks what does not depend on a model: MaxTokens, the stop
+// strings and the sampling parameters. Generate and Batch.Add call it; a
+// caller can call it before loading a model.
+func (o GenerateOptions) Validate() error {
+	if o.MaxTokens < 0 {
+		return fmt.Errorf("model: MaxTokens %d is negative: %w", o.MaxTokens, ErrOptions)
+	}
+	for i, s := range o.Stop {
+		if s == "" {
+			return fmt.Errorf("model: Stop[%d] is empty: %w", i, ErrOptions)
+		}
+	}
+	_, err := samplingParams(o)
+	return err
 }
 
 // Token is a generated token as it is streamed.
@@ -107,13 +134,8 @@ func (m *Model) GenerateTokens(ctx context.Context, prompt []uint32, opts Genera
 }
 
 func (m *Model) validate(prompt []uint32, opts GenerateOptions) (sampling.Params, error) {
-	if opts.MaxTokens < 0 {
-		return sampling.Params{}, fmt.Errorf("model: MaxTokens %d is negative: %w", opts.MaxTokens, ErrOptions)
-	}
-	for i, s := range opts.Stop {
-		if s == "" {
-			return sampling.Params{}, fmt.Errorf("model: Stop[%d] is empty: %w", i, ErrOptions)
-		}
+	if err := opts.Validate(); err != nil {
+		return sampling.Params{}, err
 	}
 	if len(opts.Stop) > 0 && m.tok == nil {
 		return sampling.Params{}, fmt.Errorf("model: stop strings need a tokenizer: %w", ErrNoTokenizer)
@@ -142,11 +164,15 @@ func (m *Model) generate(ctx context.Context, prompt []uint32, opts GenerateOpti
 		res.Reason = StopError
 		return res, err
 	}
-	var text strings.Builder // everything released so far
+	var text strings.Builder  // everything released so far
+	var decodeStart time.Time // zero until the first draw is in
 	fail := func(err error) (Result, error) {
 		var be *BatchError
 		if errors.As(err, &be) {
 			err = be.Err // one sequence: the cause is the generation's error
+		}
+		if !decodeStart.IsZero() { // the steps done count toward the decode rate
+			res.DecodeDuration = time.Since(decodeStart)
 		}
 		res.Text = text.String()
 		res.Reason = StopError
@@ -179,7 +205,7 @@ func (m *Model) generate(ctx context.Context, prompt []uint32, opts GenerateOpti
 		}
 		return emit(Token{ID: id, Text: piece})
 	}
-	decodeStart := time.Now()
+	decodeStart = time.Now()
 	for {
 		id := next[0].ID
 		if m.eos[id] || slices.Contains(stopIDs, id) {

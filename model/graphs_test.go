@@ -52,10 +52,10 @@ func schedules(vocab int) map[string][]schedSeq {
 	return map[string][]schedSeq{
 		"join and leave": {
 			{testTokens(3, vocab), GenerateOptions{}, 0, 40},
-			{testTokens(17, vocab)[4:], GenerateOptions{Temperature: 0.9, Seed: 5}, 0, 12},
+			{testTokens(17, vocab)[4:], GenerateOptions{Temperature: 0.9, TopP: 1, Seed: 5}, 0, 12},
 			{testTokens(30, vocab), GenerateOptions{Temperature: 1.1, TopK: 20, TopP: 0.9, Seed: 9}, 2, 30},
 			{testTokens(1, vocab), GenerateOptions{}, 5, 20},
-			{testTokens(9, vocab)[2:], GenerateOptions{Temperature: 0.7, MinP: 0.05, Seed: 2}, 8, 35},
+			{testTokens(9, vocab)[2:], GenerateOptions{Temperature: 0.7, TopP: 1, MinP: 0.05, Seed: 2}, 8, 35},
 			{testTokens(12, vocab), GenerateOptions{}, 21, 9},
 		},
 		"scratch grows under a graph": {

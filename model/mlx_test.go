@@ -139,7 +139,7 @@ func TestMLXSampledTokensMatchTheCPU(t *testing.T) {
 	c := loadSpec(t, spec)
 	g := loadSpec(t, spec, WithDeviceMode(DeviceMLX))
 	defer g.Close()
-	opts := GenerateOptions{MaxTokens: 32, Temperature: 0.9, TopK: 40, Seed: 7}
+	opts := GenerateOptions{MaxTokens: 32, Temperature: 0.9, TopP: 1, TopK: 40, Seed: 7}
 	want, err := c.GenerateTokens(ctx, testTokens(6, spec.Vocab), opts, nil)
 	require.NoError(t, err)
 	got, err := g.GenerateTokens(ctx, testTokens(6, spec.Vocab), opts, nil)

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/hipgo/hipgo/sampling"
@@ -16,10 +17,14 @@ import (
 // sampling.Sampler.
 func samplingParams(opts GenerateOptions) (sampling.Params, error) {
 	p := sampling.Params{Temperature: opts.Temperature, TopK: opts.TopK, TopP: opts.TopP, MinP: opts.MinP}
-	if p.TopP == 0 {
-		p.TopP = 1 // GenerateOptions' zero value means off; sampling spells off as 1
+	if p.Temperature == 0 && p.TopP == 0 {
+		p.TopP = 1 // the zero GenerateOptions: greedy, where no filter applies
 	}
 	if err := p.Validate(); err != nil {
+		var pe *sampling.ParameterError
+		if opts.TopP == 0 && errors.As(err, &pe) && pe.Name == "top_p" {
+			return p, fmt.Errorf("model: %w: %w (TopP 0 is not off: off is 1; DefaultGenerateOptions has 0.95)", ErrOptions, err)
+		}
 		return p, fmt.Errorf("model: %w: %w", ErrOptions, err)
 	}
 	return p, nil

@@ -20,7 +20,7 @@ func TestBatchWithTextStreamGivesGenerateText(t *testing.T) {
 	ctx := context.Background()
 	m, err := LoadFS(demo.FS())
 	require.NoError(t, err)
-	base := GenerateOptions{MaxTokens: 24, Temperature: 0.9, Seed: 7}
+	base := GenerateOptions{MaxTokens: 24, Temperature: 0.9, TopP: 1, Seed: 7}
 	full, err := m.Generate(ctx, "And God said", base, nil)
 	require.NoError(t, err)
 	require.Greater(t, len(full.Text), 10)
@@ -95,7 +95,7 @@ func TestWithStepFaultsFailsTheChosenStepsOnly(t *testing.T) {
 	require.NoError(t, err)
 	b := m.NewBatch()
 	a, _ := b.Add(prompt, GenerateOptions{})
-	c, _ := b.Add(prompt, GenerateOptions{Seed: 3, Temperature: 1})
+	c, _ := b.Add(prompt, GenerateOptions{Seed: 3, Temperature: 1, TopP: 1})
 	_, err = b.Step(ctx) // step 1
 	require.NoError(t, err)
 	_, err = b.Step(ctx) // step 2

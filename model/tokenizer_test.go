@@ -25,7 +25,7 @@ func TestGenerateWithTokenizer(t *testing.T) {
 	require.Equal(t, spec.Vocab, tok.VocabSize())
 
 	var pieces strings.Builder
-	res, err := m.Generate(context.Background(), "In the beginning", GenerateOptions{MaxTokens: 10, Temperature: 1, Seed: 3},
+	res, err := m.Generate(context.Background(), "In the beginning", GenerateOptions{MaxTokens: 10, Temperature: 1, TopP: 1, Seed: 3},
 		func(t Token) error { pieces.WriteString(t.Text); return nil })
 	require.NoError(t, err)
 	require.Equal(t, len(tok.Encode("In the beginning", true)), res.PromptTokens)
@@ -38,7 +38,7 @@ func TestGenerateWithTokenizer(t *testing.T) {
 	// LoadFS reads the same files from an fs.FS.
 	m2, err := LoadFS(os.DirFS(dir))
 	require.NoError(t, err)
-	res2, err := m2.Generate(context.Background(), "In the beginning", GenerateOptions{MaxTokens: 10, Temperature: 1, Seed: 3}, nil)
+	res2, err := m2.Generate(context.Background(), "In the beginning", GenerateOptions{MaxTokens: 10, Temperature: 1, TopP: 1, Seed: 3}, nil)
 	require.NoError(t, err)
 	require.Equal(t, res.Tokens, res2.Tokens)
 }

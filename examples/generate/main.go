@@ -18,6 +18,10 @@
 // stdout as it is generated; a progress bar while a large model loads and the
 // prompt and decode speeds at the end go to stderr.
 //
+// Every flag is checked before the model loads, and the prompt is echoed
+// only once the model has accepted it. -stop (repeatable) ends the text
+// before the first of its strings.
+//
 // With -chat the prompt is one user message (after the -system message, if
 // given), formatted by the model's chat template (tokenizer_config.json or
 // chat_template.jinja), and only the assistant's reply is printed, ending at
@@ -48,6 +52,10 @@ func main() {
 		if errors.Is(err, flag.ErrHelp) {
 			os.Exit(0)
 		}
+		var ue usageError
+		if errors.As(err, &ue) {
+			os.Exit(2) // the flag package has printed the error and the usage
+		}
 		fmt.Fprintln(os.Stderr, "generate:", err)
 		if errors.Is(err, context.Canceled) {
 			os.Exit(130)
@@ -56,24 +64,41 @@ func main() {
 	}
 }
 
+// usageError is a flag the flag package rejected and has already reported.
+type usageError struct{ error }
+
+func (e usageError) Unwrap() error { return e.error }
+
 // run is the whole program, separated from main so tests can drive it.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	def := model.DefaultGenerateOptions()
 	fl := flag.NewFlagSet("generate", flag.ContinueOnError)
 	fl.SetOutput(stderr)
 	dir := fl.String("model", "", "model directory (config.json, model.safetensors, tokenizer.json) or GGUF file; empty: the embedded demo model")
 	prompt := fl.String("prompt", "And God said", "prompt text")
-	n := fl.Int("n", 200, "maximum tokens to generate (0: until EOS or the context is full)")
-	temp := fl.Float64("temp", 0.8, "temperature (0: greedy)")
-	topK := fl.Int("top-k", 40, "keep the k most probable tokens (0: off)")
-	topP := fl.Float64("top-p", 0.95, "keep the smallest set of tokens with this probability (1: off)")
-	minP := fl.Float64("min-p", 0, "keep tokens at least this fraction as probable as the best (0: off)")
-	seed := fl.Int64("seed", -1, "random seed (-1: pick one and print it)")
+	n := fl.Int("n", def.MaxTokens, "maximum tokens to generate (0: until EOS or the context is full)")
+	temp := fl.Float64("temp", float64(def.Temperature), "temperature (0: greedy)")
+	topK := fl.Int("top-k", def.TopK, "keep the k most probable tokens (0: off)")
+	topP := fl.Float64("top-p", float64(def.TopP), "keep the smallest set of tokens with this probability, in (0, 1] (1: off)")
+	minP := fl.Float64("min-p", float64(def.MinP), "keep tokens at least this fraction as probable as the best (0: off)")
+	seed := fl.Int64("seed", -1, "random seed, 0 or more (-1: pick one and print it)")
 	threads := fl.Int("threads", 0, "parallelism of each CPU matrix product (0: GOMAXPROCS)")
 	device := fl.String("device", model.DeviceAuto, "where to run: auto (the GPU when one is usable), cpu, gpu or mlx")
 	chatMode := fl.Bool("chat", false, "the prompt is a user message: format it with the model's chat template and print the reply")
 	system := fl.String("system", "", "with -chat: a system message before the user's")
+	var stops []string
+	fl.Func("stop", "end the text before this string (repeatable)", func(s string) error {
+		if s == "" {
+			return errors.New("empty stop string")
+		}
+		stops = append(stops, s)
+		return nil
+	})
 	if err := fl.Parse(args); err != nil {
-		return err
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err}
 	}
 	if fl.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q (the prompt goes in -prompt)", fl.Args())
@@ -81,16 +106,40 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *system != "" && !*chatMode {
 		return errors.New("-system needs -chat")
 	}
-	if *seed < 0 {
+	if *threads < 0 {
+		return fmt.Errorf("-threads %d is negative (0: GOMAXPROCS): %w", *threads, model.ErrOptions)
+	}
+	if *seed < -1 {
+		return fmt.Errorf("-seed %d: a seed is 0 or more, or -1 to pick one: %w", *seed, model.ErrOptions)
+	}
+	// GenerateOptions accepts TopP 0 when greedy (the zero value); the flag
+	// says off with 1 at any temperature.
+	if !(*topP > 0 && *topP <= 1) {
+		return fmt.Errorf("-top-p %v is out of range (0, 1] (1: off): %w", *topP, model.ErrOptions)
+	}
+	if *seed == -1 {
 		*seed = rand.Int64N(1 << 31)
 	}
-
-	bar := newProgressBar(stderr)
+	gopts := model.GenerateOptions{
+		MaxTokens:   *n,
+		Temperature: float32(*temp),
+		TopK:        *topK,
+		TopP:        float32(*topP),
+		MinP:        float32(*minP),
+		Seed:        uint64(*seed),
+		Stop:        stops,
+	}
+	// Every option is checked before the model loads or anything is printed.
+	if err := gopts.Validate(); err != nil {
+		return err
+	}
 	switch *device {
 	case model.DeviceAuto, model.DeviceCPU, model.DeviceGPU, model.DeviceMLX:
 	default:
 		return fmt.Errorf("-device %q is not auto, cpu, gpu or mlx: %w", *device, model.ErrOptions)
 	}
+
+	bar := newProgressBar(stderr)
 	opts := []model.Option{model.WithProgress(bar.update), model.WithThreads(*threads), model.WithDeviceMode(*device)}
 	loadStart := time.Now()
 	var m *model.Model
@@ -115,15 +164,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stderr, "loaded %s in %.2fs (%d MB of weights, %s)\n",
 		modelName(*dir), time.Since(loadStart).Seconds(), m.WeightBytes()>>20, where(m))
 
-	gopts := model.GenerateOptions{
-		MaxTokens:   *n,
-		Temperature: float32(*temp),
-		TopK:        *topK,
-		TopP:        float32(*topP),
-		MinP:        float32(*minP),
-		Seed:        uint64(*seed),
+	// The prompt is echoed with the first token, once the model has accepted
+	// it (a prompt longer than the context is an error, not an echo).
+	echo := !*chatMode
+	echoPrompt := func() {
+		if echo {
+			fmt.Fprint(stdout, *prompt)
+			echo = false
+		}
 	}
 	emit := func(t model.Token) error {
+		echoPrompt()
 		_, err := io.WriteString(stdout, t.Text)
 		return err
 	}
@@ -139,10 +190,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		msgs = append(msgs, chat.Message{Role: "user", Content: *prompt})
 		res, err = m.Chat(ctx, msgs, gopts, emit)
 	} else {
-		fmt.Fprint(stdout, *prompt)
 		res, err = m.Generate(ctx, *prompt, gopts, emit)
+		if err == nil {
+			echoPrompt() // nothing was generated
+		}
 	}
-	fmt.Fprintln(stdout)
+	if !echo { // a line was started: the prompt, or -chat's reply
+		fmt.Fprintln(stdout)
+	}
 	fmt.Fprintf(stderr, "prompt: %d tokens, %.1f tokens/s; decode: %d tokens, %.1f tokens/s; stopped: %s; seed %d\n",
 		res.PromptTokens, res.PromptTokensPerSecond(), len(res.Tokens), res.DecodeTokensPerSecond(), res.Reason, *seed)
 	return err

@@ -182,3 +182,67 @@ func TestDeviceFlag(t *testing.T) {
 		require.ErrorIs(t, run(ctx, args("mlx"), &out, &errOut), model.ErrNoMLX)
 	}
 }
+
+// TestRunChecksFlagsFirst proves bad flags are errors before the model
+// loads and before anything reaches stdout, and that a flag the flag
+// package rejected is reported once (by it), not again by main.
+func TestRunChecksFlagsFirst(t *testing.T) {
+	ctx := context.Background()
+	missing := t.TempDir() + "/no-model" // loading it would fail with ErrConfig
+	for _, args := range [][]string{
+		{"-top-p", "0"},
+		{"-top-p", "0", "-temp", "0"},
+		{"-top-p", "1.5"},
+		{"-threads", "-2"},
+		{"-seed", "-5"},
+		{"-n", "-1"},
+		{"-temp", "-1"},
+		{"-top-k", "-1"},
+	} {
+		var out, errOut bytes.Buffer
+		err := run(ctx, append([]string{"-model", missing}, args...), &out, &errOut)
+		require.ErrorIs(t, err, model.ErrOptions, "%v", args)
+		require.NotErrorIs(t, err, model.ErrConfig, "%v: the model loaded before the flags were checked", args)
+		require.Empty(t, out.String(), "%v", args)
+	}
+
+	var out, errOut bytes.Buffer
+	err := run(ctx, []string{"-n", "abc"}, &out, &errOut)
+	var ue usageError
+	require.ErrorAs(t, err, &ue) // main exits 2 without printing it again
+	require.Equal(t, 1, strings.Count(errOut.String(), `invalid value "abc" for flag -n`), errOut.String())
+	require.ErrorAs(t, run(ctx, []string{"-stop", ""}, &out, &errOut), &ue)
+}
+
+// TestRunEchoesOnlyAnAcceptedPrompt proves a prompt the model rejects (longer
+// than its context) is an error and is not echoed.
+func TestRunEchoesOnlyAnAcceptedPrompt(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, modeltest.Write(dir, modeltest.SmolLMTiny()))
+	var out, errOut bytes.Buffer
+	long := strings.Repeat("Amen ", 20000)
+	var ce *model.ContextError
+	require.ErrorAs(t, run(context.Background(), []string{"-model", dir, "-prompt", long, "-n", "4"}, &out, &errOut), &ce)
+	require.Empty(t, out.String())
+	require.NotContains(t, errOut.String(), long)
+}
+
+// TestRunStop proves -stop ends the text before the stop string: a greedy
+// run's text cut at a string from its middle.
+func TestRunStop(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, modeltest.Write(dir, modeltest.SmolLMTiny()))
+	args := []string{"-model", dir, "-prompt", "Amen", "-n", "24", "-temp", "0", "-seed", "1"}
+	var out, errOut bytes.Buffer
+	require.NoError(t, run(context.Background(), args, &out, &errOut))
+	text := strings.TrimSuffix(strings.TrimPrefix(out.String(), "Amen"), "\n")
+	require.GreaterOrEqual(t, len(text), 8, "the greedy run is too short to cut")
+	stop := text[len(text)/2 : len(text)/2+2]
+	want := text[:strings.Index(text, stop)]
+
+	out.Reset()
+	errOut.Reset()
+	require.NoError(t, run(context.Background(), append(args, "-stop", "never-appears", "-stop", stop), &out, &errOut))
+	require.Equal(t, "Amen"+want+"\n", out.String())
+	require.Contains(t, errOut.String(), "stopped: stop")
+}

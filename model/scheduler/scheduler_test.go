@@ -40,7 +40,7 @@ func collect(st *Stream) (string, Chunk) {
 func req(t *testing.T, m *model.Model, prompt string, seed uint64, n int) Request {
 	ids, err := m.PromptTokens(prompt)
 	require.NoError(t, err)
-	return Request{Prompt: ids, Options: model.GenerateOptions{MaxTokens: n, Temperature: 0.9, Seed: seed}}
+	return Request{Prompt: ids, Options: model.GenerateOptions{MaxTokens: n, Temperature: 0.9, TopP: 1, Seed: seed}}
 }
 
 // TestConcurrentRequestsGetTheirAloneText proves requests batched together
