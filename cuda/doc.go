@@ -5,7 +5,8 @@
 //   - Load opens libcuda once per process (HIPGO_CUDA_LIBRARY overrides the
 //     candidates libcuda.so.1 and libcuda.so) and binds every entry point, so a
 //     library that is missing or too old is a typed error at load time
-//     (*dynlib.NotFoundError, *dynlib.MissingSymbolError), never a panic at the
+//     (*dynlib.NotFoundError, *dynlib.RejectedError,
+//     *dynlib.MissingSymbolError), never a panic at the
 //     first call. Off linux there is no CUDA: Load returns
 //     *UnsupportedPlatformError without trying.
 //   - Every CUresult is checked. A failure is an *Error naming the C call and

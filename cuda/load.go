@@ -61,8 +61,9 @@ var (
 // Load opens libcuda and binds every entry point. It is idempotent: the first
 // result, success or failure, is cached for the life of the process.
 //
-// A missing library is a *dynlib.NotFoundError that lists every path tried; a
-// library without a required symbol is a *dynlib.MissingSymbolError. Off linux
+// A missing library is a *dynlib.NotFoundError that lists every path tried,
+// one that exists but dlopen refuses a *dynlib.RejectedError with dlopen's
+// reason; a library without a required symbol is a *dynlib.MissingSymbolError. Off linux
 // it is an *UnsupportedPlatformError and nothing is opened. Load does not call
 // cuInit; Init does.
 func Load() error {

@@ -71,7 +71,9 @@ func get() (*api, error) { return loaded.Do(openAPI) }
 // idempotent and cheap after the first call, whose result (success or
 // failure) it keeps for the life of the process. It returns a
 // *dynlib.NotFoundError listing every path tried when no candidate opens
-// (errors.Is(err, dynlib.ErrNotFound)), or a *dynlib.MissingSymbolError when
+// (errors.Is(err, dynlib.ErrNotFound)), a *dynlib.RejectedError with
+// dlopen's reason when a candidate exists but does not open, or a
+// *dynlib.MissingSymbolError when
 // the library lacks a required function. Every other function calls it, so
 // calling it first is only needed to tell "no library" from other failures.
 func Load() error {

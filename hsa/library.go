@@ -46,7 +46,8 @@ func get() (*api, error) { return loaded.Do(openAPI) }
 
 // Load opens libhsa-runtime64 and binds every function this package uses.
 // It is idempotent and keeps its first result for the life of the process;
-// failures are a *dynlib.NotFoundError (every path tried) or a
+// failures are a *dynlib.NotFoundError (every path tried), a
+// *dynlib.RejectedError (a file dlopen refused, with its reason) or a
 // *dynlib.MissingSymbolError.
 //
 // libamdhip64 links libhsa-runtime64.so.1 by the same soname, and dlopen

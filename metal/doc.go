@@ -12,7 +12,7 @@
 //     process (HIPGO_METAL_FRAMEWORK overrides the path) and libobjc, and
 //     registers every selector and class the binding uses, so a stripped or
 //     missing framework is a typed error at load time (*dynlib.NotFoundError,
-//     *dynlib.MissingSymbolError, *MissingClassError), never a crash at the
+//     *dynlib.RejectedError, *dynlib.MissingSymbolError, *MissingClassError), never a crash at the
 //     first call. Off darwin Load returns *UnsupportedPlatformError without
 //     trying.
 //   - Every call that reports failure is checked: a method that fills an

@@ -46,7 +46,8 @@ var (
 // Load opens libmlxc, binds its symbols and installs hipgo's error handler
 // before any other MLX call. It is idempotent: the first result, success or
 // failure, is kept for the life of the process. A missing library is a
-// *dynlib.NotFoundError naming every path tried; one without a required
+// *dynlib.NotFoundError naming every path tried, one dlopen refuses a
+// *dynlib.RejectedError with its reason; one without a required
 // symbol is a *dynlib.MissingSymbolError.
 func Load() error {
 	l, err := loadOnce.Do(func() (*library, error) { return load() })

@@ -16,8 +16,10 @@ import (
 var (
 	// ErrNoDevice: no backend had a usable device (see *OpenError).
 	ErrNoDevice = errors.New("no usable GPU")
-	// ErrLibraryNotFound: a vendor library could not be opened.
+	// ErrLibraryNotFound: a vendor library is at none of the paths tried.
 	ErrLibraryNotFound = dynlib.ErrNotFound
+	// ErrLibraryRejected: a vendor library is there but dlopen refused it (its reason is in the message).
+	ErrLibraryRejected = dynlib.ErrRejected
 	// ErrOutOfMemory: an allocation could not be satisfied.
 	ErrOutOfMemory = errors.New("out of device memory")
 	// ErrNotFound: the driver has no such kernel in the module, or cannot

@@ -120,7 +120,8 @@ func parseEnvDuration(name, s string, empty time.Duration, examples string) (tim
 // then Metal, unless HIPGO_BACKEND or WithBackend names one. When none does,
 // the error is an *OpenError (errors.Is(err, ErrNoDevice)) naming every
 // backend tried and why it was unusable: library not found (with the paths
-// tried), init failure (with the code), or no device.
+// tried; ErrLibraryNotFound), library found but refused by dlopen (with its
+// reason; ErrLibraryRejected), init failure (with the code), or no device.
 func Open(ctx context.Context, opts ...Option) (*Device, error) {
 	cfg := config{drivers: builtinDrivers()}
 	if b := strings.TrimSpace(os.Getenv(EnvBackend)); b != "" {

@@ -12,8 +12,9 @@ type BackendReport struct {
 	Backend driver.Kind
 	Devices []driver.Info
 	// Err says why the backend is unusable (nil when it has devices): a
-	// library not found (with the paths tried), an init failure (with the
-	// driver's code), or no device.
+	// library not found (with the paths tried), a library found but refused
+	// by dlopen (with its reason), an init failure (with the driver's code),
+	// or no device.
 	Err error
 }
 

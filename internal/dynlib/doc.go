@@ -3,9 +3,10 @@
 //
 // It knows nothing about any vendor: the bindings (hip, hsa, cuda) give it the
 // candidate file names, the environment variable that overrides them, and a table
-// of the symbols they need. A library that cannot be opened is a *NotFoundError
-// naming every path tried; a required symbol that is missing is a
-// *MissingSymbolError at load time, never a panic at the first call. Symbols that
-// only newer library versions export are declared optional, with the version that
-// adds them, and read as absent.
+// of the symbols they need. A library that is nowhere is a *NotFoundError
+// naming every path tried; one that is there but that dlopen refuses is a
+// *RejectedError that keeps dlopen's reason; a required symbol that is missing
+// is a *MissingSymbolError at load time, never a panic at the first call.
+// Symbols that only newer library versions export are declared optional, with
+// the version that adds them, and read as absent.
 package dynlib

@@ -3,10 +3,12 @@ package dynlib
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/ebitengine/purego"
 )
@@ -14,13 +16,22 @@ import (
 // ErrNotFound is matched (errors.Is) by every *NotFoundError.
 var ErrNotFound = errors.New("shared library not found")
 
+// ErrRejected is matched (errors.Is) by every *RejectedError: a file was
+// there but dlopen refused it; it does not match ErrNotFound.
+var ErrRejected = errors.New("shared library found but could not be opened")
+
 // Attempt is one path tried while opening a library, and why it failed.
 type Attempt struct {
 	Path string
-	Err  string
+	Err  string // dlopen's reason (dlerror)
+	// Found: a file was there and dlopen refused it (not a shared library,
+	// another architecture, unreadable, a dependency missing); false when
+	// there was nothing to open.
+	Found bool
 }
 
-// NotFoundError says that no candidate of a library could be opened.
+// NotFoundError says that no candidate of a library could be opened, and
+// none of them was there.
 type NotFoundError struct {
 	Library string    // the library's short name, e.g. "libamdhip64"
 	EnvVar  string    // the variable that overrides the candidates
@@ -28,16 +39,76 @@ type NotFoundError struct {
 }
 
 func (e *NotFoundError) Error() string {
-	paths := make([]string, len(e.Tried))
-	for i, a := range e.Tried {
-		paths[i] = a.Path
-	}
 	return fmt.Sprintf("%s: library not found (tried %s; set %s to its path)",
-		e.Library, strings.Join(paths, ", "), e.EnvVar)
+		e.Library, triedPaths(e.Tried), e.EnvVar)
 }
 
 // Is makes errors.Is(err, ErrNotFound) true.
 func (e *NotFoundError) Is(target error) bool { return target == ErrNotFound }
+
+// RejectedError says that no candidate of a library could be opened, and at
+// least one was there but dlopen refused it: a broken or foreign install, not
+// a missing one. Its message carries dlopen's reason for each refused file.
+type RejectedError struct {
+	Library string    // the library's short name, e.g. "libcuda"
+	EnvVar  string    // the variable that overrides the candidates
+	Tried   []Attempt // every path tried, in order; Found marks the refused ones
+}
+
+func (e *RejectedError) Error() string {
+	var reasons []string
+	for _, a := range e.Tried {
+		if !a.Found {
+			continue
+		}
+		r := a.Err
+		switch {
+		case r == "":
+			r = a.Path + ": dlopen gave no reason"
+		case !strings.Contains(r, a.Path):
+			r = a.Path + ": " + r
+		}
+		reasons = append(reasons, r)
+	}
+	return fmt.Sprintf("%s: library found but could not be opened: %s (tried %s; set %s to the path of a working copy)",
+		e.Library, strings.Join(reasons, "; "), triedPaths(e.Tried), e.EnvVar)
+}
+
+// Is makes errors.Is(err, ErrRejected) true.
+func (e *RejectedError) Is(target error) bool { return target == ErrRejected }
+
+func triedPaths(tried []Attempt) string {
+	paths := make([]string, len(tried))
+	for i, a := range tried {
+		paths[i] = a.Path
+	}
+	return strings.Join(paths, ", ")
+}
+
+// missing reports whether a dlopen of path that failed with reason found
+// nothing to open, as opposed to a file it refused.
+func missing(path, reason string) bool {
+	if strings.ContainsRune(path, '/') {
+		_, err := os.Stat(path)
+		return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
+	}
+	// A bare name is searched for by the loader, and only its message tells
+	// whether it found a file: "no such file" about the name itself (glibc
+	// "NAME: cannot open shared object file: No such file or directory",
+	// musl "Error loading shared library NAME: No such file or directory",
+	// dyld "dlopen(NAME, 0x0009): tried: ... (no such file)"). About another
+	// name, it is a dependency of a file it found that is missing. For a
+	// file it refused, glibc names the file it found ("/dir/NAME: invalid
+	// ELF header").
+	if reason == "" {
+		return true // no reason to tell by: as before reasons were kept
+	}
+	r, p := strings.ToLower(reason), strings.ToLower(path)
+	if !strings.Contains(r, "no such file") || strings.Contains(r, "needed by") || strings.Contains(r, "not loaded") {
+		return false
+	}
+	return strings.HasPrefix(r, p+":") || strings.Contains(r, "library "+p+":") || strings.HasPrefix(r, "dlopen("+p+",")
+}
 
 // Library is an opened shared library. It is never closed: the vendor runtimes
 // keep threads and callbacks that point into it for the life of the process.
@@ -48,21 +119,30 @@ type Library struct {
 }
 
 // Open tries the path in envVar (when set, and only it), then each candidate
-// in order, and returns the first library that opens.
+// in order, and returns the first library that opens. When none does, the
+// error is a *RejectedError if any candidate was there (dlopen refused it),
+// else a *NotFoundError.
 func Open(name, envVar string, candidates ...string) (*Library, error) {
 	tries := candidates
 	if p := os.Getenv(envVar); p != "" {
 		tries = []string{p}
 	}
-	nf := &NotFoundError{Library: name, EnvVar: envVar}
+	var tried []Attempt
+	found := false
 	for _, path := range tries {
 		h, err := dlopen(path)
 		if err == nil {
 			return &Library{Name: name, Path: path, handle: h}, nil
 		}
-		nf.Tried = append(nf.Tried, Attempt{Path: path, Err: err.Error()})
+		a := Attempt{Path: path, Err: err.Error()}
+		a.Found = !missing(path, a.Err)
+		found = found || a.Found
+		tried = append(tried, a)
 	}
-	return nil, nf
+	if found {
+		return nil, &RejectedError{Library: name, EnvVar: envVar, Tried: tried}
+	}
+	return nil, &NotFoundError{Library: name, EnvVar: envVar, Tried: tried}
 }
 
 // dlopen is purego.Dlopen on one OS thread: it reads dlerror right after a

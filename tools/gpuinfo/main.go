@@ -1,7 +1,8 @@
 // Command gpuinfo prints every GPU backend hipgo tried, what it found
 // (device, arch, memory, compute units, warp size, driver and runtime
 // versions, library), and for each unusable backend why: library not found
-// (with the paths tried), init failure (with the code), or no device; and
+// (with the paths tried), library found but could not be opened (with
+// dlopen's reason), init failure (with the code), or no device; and
 // MLX (libmlxc) with its version and devices, or why it is unusable.
 //
 //	go run ./tools/gpuinfo [-json] [-timeout 30s]
