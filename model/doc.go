@@ -7,10 +7,16 @@
 // Load (or LoadFS, for an embedded model) reads config.json,
 // model.safetensors (single or sharded; F32, F16 or BF16) and tokenizer.json,
 // validating every tensor's name and shape against the config; a missing or
-// mismatched tensor is a *TensorError naming the file, the tensor and both
-// shapes, and a bad config is a *ConfigError naming the field. Each tensor is
-// copied once into memory the model owns (see package safetensors for why),
-// so the files are closed when Load returns.
+// mismatched tensor, or one the config does not use (a layer beyond
+// num_hidden_layers, say; a tied lm_head.weight and rotary inv_freq caches
+// are ignored, as transformers ignores them), is a *TensorError naming the
+// file and the tensor (and both shapes where they differ), and a bad config
+// is a *ConfigError naming the field. On the CPU, tensors the file stores
+// as the model keeps them (BF16 under WeightsAuto, F32) are used in place
+// from the read-only memory-mapped file (Linux and macOS), which stays
+// mapped as long as the model is reachable; other tensors, and files read
+// through an fs.FS, are copied once into memory the model owns (see package
+// safetensors).
 //
 // Load also reads a GGUF file (llama.cpp's and ollama's format, see
 // LoadGGUF and package gguf): llama.* and qwen2.* metadata become the

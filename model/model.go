@@ -86,8 +86,9 @@ const TokenizerFile = "tokenizer.json"
 // model.safetensors (or a sharded index) and tokenizer.json, and the chat
 // template from chat_template.jinja or tokenizer_config.json when there is
 // one; or a GGUF file (config, weights, tokenizer and chat template from its
-// metadata and tensors; see LoadGGUF). Weight files are memory-mapped while
-// loading.
+// metadata and tensors; see LoadGGUF). Weight files are memory-mapped; on
+// the CPU the weights kept in the file's dtype are read in place, so the
+// file stays mapped while the model is reachable (model/safetensors).
 func Load(path string, opts ...Option) (*Model, error) {
 	if st, err := os.Stat(path); err == nil && !st.IsDir() {
 		return LoadGGUF(path, opts...)

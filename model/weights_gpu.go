@@ -127,6 +127,9 @@ func loadRawWeights(cfg *Config, set *safetensors.Set, format WeightFormat, prog
 	} else if w.LMHead, err = l.raw(D, []string{"lm_head.weight"}, []int{V}); err != nil {
 		return nil, err
 	}
+	if err := l.unused(cfg); err != nil {
+		return nil, err
+	}
 	if l.progress != nil && l.done < l.total {
 		l.progress(l.total, l.total)
 	}

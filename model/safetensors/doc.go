@@ -12,12 +12,18 @@
 // ErrNotFound, ErrDType, ErrIndex, ErrIO).
 //
 // Nothing copies the whole file: each read copies one tensor into the
-// caller's buffer (x/exp/mmap only offers a copying ReadAt). That copy is
-// deliberate. Weights that pointed into the mapping would save it, but then
-// a model would have to keep the file mapped for its lifetime, and a weight
-// read after Close, or after the file shrank under us, would be a fault that
-// kills the process rather than an error; F16 and BF16-to-float32 loads
-// convert anyway. Copying also lets a mapping be closed as soon as loading
+// caller's buffer, and File.Mapped lends a tensor's bytes in place instead,
+// for a caller that would otherwise keep a copy identical to the file (the
+// model package's CPU weights, when the file's dtype is the one it keeps):
+// the weights then cost no memory beyond the page cache, and loading does
+// not peak at the file plus a copy of it. Open maps the file itself for
+// that (Linux and macOS; elsewhere it reads through golang.org/x/exp/mmap
+// and lends nothing). Lending has a price the copies do not: the file stays
+// mapped for as long as the lent bytes are used (the *Mapping returned with
+// them must be kept reachable; Close leaves a lent mapping to the garbage
+// collector), the bytes are read-only (a write faults), a file truncated on
+// disk makes a later read fault rather than fail, and one rewritten in place
+// changes them. Without a lender a mapping is closed as soon as loading
 // ends, and the page cache serves the reads.
 //
 // A Set joins the shards of a sharded checkpoint (model.safetensors.index.json)

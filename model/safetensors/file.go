@@ -18,11 +18,26 @@ type File struct {
 	size   int64
 	closer io.Closer
 	h      *header
+	mapped *Mapping // nil unless Open mapped the file itself (see Mapped)
 }
 
 // Open maps the file at path read-only and validates its header. The mapping
 // is shared with the page cache, so opening a large checkpoint costs no copy.
+// On Linux and macOS tensors can also be used in place (Mapped).
 func Open(path string) (*File, error) {
+	mp, ok, err := mapFile(path)
+	if err != nil {
+		return nil, &Error{File: path, Kind: ErrIO, Detail: "open", Err: err}
+	}
+	if ok {
+		f, err := NewReader(path, mp, int64(len(mp.data)))
+		if err != nil {
+			mp.Close()
+			return nil, err
+		}
+		f.closer, f.mapped = mp, mp
+		return f, nil
+	}
 	m, err := mmap.Open(path)
 	if err != nil {
 		return nil, &Error{File: path, Kind: ErrIO, Detail: "open", Err: err}
@@ -115,7 +130,8 @@ func (f *File) Info(name string) (TensorInfo, bool) {
 	return c, true
 }
 
-// Close releases the mapping or the fs file.
+// Close releases the mapping or the fs file. A mapping that Mapped lent
+// tensors of stays until its *Mapping is unreachable.
 func (f *File) Close() error {
 	if f.closer == nil {
 		return nil
@@ -123,6 +139,30 @@ func (f *File) Close() error {
 	c := f.closer
 	f.closer = nil
 	return c.Close()
+}
+
+// Mapped returns the named tensor's little-endian bytes in place, a slice of
+// the file's read-only memory map, and the Mapping that holds them. It
+// returns a nil Mapping (and no bytes, and no error) when f is not mapped:
+// opened by FromBytes, OpenFS or NewReader, or by Open on a platform other
+// than Linux and macOS; the Read methods copy the tensor then.
+//
+// The bytes must never be written (the write faults). They stay valid after
+// f.Close for as long as the caller keeps the *Mapping reachable, and no
+// longer: keep it beside whatever the bytes end up in.
+func (f *File) Mapped(name string) ([]byte, *Mapping, error) {
+	t, err := f.lookup(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	if f.mapped == nil {
+		return nil, nil, nil
+	}
+	b, err := f.mapped.lend(t.Offset, t.Size)
+	if err != nil {
+		return nil, nil, &Error{File: f.name, Tensor: name, Kind: ErrIO, Err: err}
+	}
+	return b, f.mapped, nil
 }
 
 func (f *File) lookup(name string) (*TensorInfo, error) {
