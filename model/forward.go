@@ -2,7 +2,9 @@ package model
 
 import (
 	"context"
+	"fmt"
 	"math"
+	"runtime/debug"
 
 	"github.com/hipgo/hipgo/model/internal/cpu"
 )
@@ -87,7 +89,19 @@ func (s *cpuSequence) grow(n int) {
 	}
 }
 
-func (s *cpuSequence) forward(ctx context.Context, tokens []uint32, all bool, logits []float32) error {
+func (s *cpuSequence) forward(ctx context.Context, tokens []uint32, all bool, logits []float32) (err error) {
+	// Weights read in place from a mapped file fault if the file is
+	// truncated under the model: an error, not the end of the process.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			f, ok := r.(interface{ Addr() uintptr })
+			if !ok {
+				panic(r)
+			}
+			err = fmt.Errorf("model: %w: reading the weights faulted at %#x (%v): was the checkpoint file truncated or rewritten while loaded? Load it again", ErrWeights, f.Addr(), r)
+		}
+	}()
 	if s.n+len(tokens) > s.capacity {
 		return &ContextError{Tokens: s.n + len(tokens), Context: s.capacity, What: "sequence"}
 	}

@@ -22,8 +22,10 @@
 // mapped for as long as the lent bytes are used (the *Mapping returned with
 // them must be kept reachable; Close leaves a lent mapping to the garbage
 // collector), the bytes are read-only (a write faults), a file truncated on
-// disk makes a later read fault rather than fail, and one rewritten in place
-// changes them. Without a lender a mapping is closed as soon as loading
+// disk makes a later read fault rather than fail (the model package's CPU
+// forward pass turns that fault into an error: debug.SetPanicOnFault), and
+// one rewritten in place changes them. Without a lender a mapping is closed
+// as soon as loading
 // ends, and the page cache serves the reads.
 //
 // A Set joins the shards of a sharded checkpoint (model.safetensors.index.json)

@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 )
@@ -52,10 +53,21 @@ func (p *Pool) WithLimit(n int) *Pool {
 func (p *Pool) Workers() int { return p.workers }
 
 func (p *Pool) work() {
+	// A fault in a loop body (weights read in place from a mapped file that
+	// was truncated under the model) panics instead of killing the process;
+	// ForChunks hands it to its caller.
+	debug.SetPanicOnFault(true)
 	for t := range p.tasks {
 		t.run()
 		t.wg.Done()
 	}
+}
+
+// isFault reports whether a recovered panic is a memory fault (the runtime
+// error SetPanicOnFault raises, which carries the faulting address).
+func isFault(r any) bool {
+	_, ok := r.(interface{ Addr() uintptr })
+	return ok
 }
 
 // For calls fn over [0, n) split into at most chunks contiguous ranges of at
@@ -67,6 +79,11 @@ func (p *Pool) For(n, chunks, grain int, fn func(lo, hi int)) {
 
 // ForChunks is For that also passes each range's index in [0, chunks), so
 // callers can give each range its own scratch buffer.
+//
+// A memory fault in fn on a helper (see work) is re-raised in the caller
+// once every range is done, as the same panic; a caller that set
+// debug.SetPanicOnFault sees its own faults the same way, and can recover
+// both.
 //
 // The caller and up to workers-1 helpers claim ranges from a shared counter,
 // so a loop costs at most workers-1 channel sends however finely it is
@@ -85,6 +102,8 @@ func (p *Pool) ForChunks(n, chunks, grain int, fn func(chunk, lo, hi int)) {
 	step := (n + chunks - 1) / chunks
 	chunks = (n + step - 1) / step
 	var next atomic.Int32
+	var faultMu sync.Mutex
+	var fault any // the first helper's fault
 	run := func() {
 		for {
 			c := int(next.Add(1)) - 1
@@ -94,12 +113,32 @@ func (p *Pool) ForChunks(n, chunks, grain int, fn func(chunk, lo, hi int)) {
 			fn(c, c*step, min(n, (c+1)*step))
 		}
 	}
+	helper := func() {
+		defer func() {
+			if r := recover(); r != nil {
+				if !isFault(r) {
+					panic(r)
+				}
+				faultMu.Lock()
+				if fault == nil {
+					fault = r
+				}
+				faultMu.Unlock()
+			}
+		}()
+		run()
+	}
 	var wg sync.WaitGroup
 	helpers := min(p.workers, chunks) - 1
 	wg.Add(helpers)
 	for range helpers {
-		p.tasks <- task{run: run, wg: &wg}
+		p.tasks <- task{run: helper, wg: &wg}
 	}
-	run()
-	wg.Wait()
+	func() {
+		defer wg.Wait() // the helpers are done with fn's data even if run panics
+		run()
+	}()
+	if fault != nil { // wg.Wait ordered the helpers' writes before this read
+		panic(fault)
+	}
 }
