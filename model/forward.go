@@ -95,11 +95,11 @@ func (s *cpuSequence) forward(ctx context.Context, tokens []uint32, all bool, lo
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
-			f, ok := r.(interface{ Addr() uintptr })
+			addr, ok := cpu.FaultAddr(r)
 			if !ok {
 				panic(r)
 			}
-			err = fmt.Errorf("model: %w: reading the weights faulted at %#x (%v): was the checkpoint file truncated or rewritten while loaded? Load it again", ErrWeights, f.Addr(), r)
+			err = fmt.Errorf("model: %w: reading the weights faulted at %#x (%v): was the checkpoint file truncated or rewritten while loaded? Load it again", ErrWeights, addr, r)
 		}
 	}()
 	if s.n+len(tokens) > s.capacity {

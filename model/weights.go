@@ -146,7 +146,7 @@ func (l *loader) stacked(cols int, names []string, rows []int) (cpu.Matrix, []cp
 	}
 	useBF16 := allBF16 && l.format == WeightsAuto
 	if useBF16 || allF32 {
-		m, parts, ok, err := l.inPlace(cols, names, rows, infos, files, useBF16)
+		m, parts, ok, err := l.inPlace(cols, names, rows, total, infos, files, useBF16)
 		if err != nil {
 			return cpu.Matrix{}, nil, err
 		}
@@ -194,7 +194,7 @@ var nativeLE = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 // aligned for its element type (the format does not promise it), or the
 // host is big-endian. The mapping is read-only and stays mapped as long as
 // the weights hold it (weights.maps).
-func (l *loader) inPlace(cols int, names []string, rows []int, infos []safetensors.TensorInfo, files []*safetensors.File, bf16 bool) (m cpu.Matrix, parts []cpu.Matrix, ok bool, err error) {
+func (l *loader) inPlace(cols int, names []string, rows []int, total int, infos []safetensors.TensorInfo, files []*safetensors.File, bf16 bool) (m cpu.Matrix, parts []cpu.Matrix, ok bool, err error) {
 	es := uintptr(4)
 	if bf16 {
 		es = 2
@@ -249,7 +249,7 @@ func (l *loader) inPlace(cols int, names []string, rows []int, infos []safetenso
 		return m
 	}
 	if whole >= 0 {
-		return matrix(unsafe.Slice(unsafe.SliceData(views[0]), whole), sum(rows)), nil, true, nil
+		return matrix(unsafe.Slice(unsafe.SliceData(views[0]), whole), total), nil, true, nil
 	}
 	// Apart (q_proj, k_proj and v_proj sort around o_proj): parts, which cost
 	// a parallel region each per token but no copy.
@@ -258,14 +258,6 @@ func (l *loader) inPlace(cols int, names []string, rows []int, infos []safetenso
 		parts[i] = matrix(b, rows[i])
 	}
 	return cpu.Matrix{}, parts, true, nil
-}
-
-func sum(v []int) int {
-	s := 0
-	for _, x := range v {
-		s += x
-	}
-	return s
 }
 
 // biases reads optional biases stacked like matrix; nil when has is false.

@@ -49,7 +49,7 @@ func TestMappedLendsTensorsInPlace(t *testing.T) {
 	require.NotNil(t, m)
 	require.Equal(t, b, data)
 	info, _ := f.Info("b")
-	whole := m.Bytes()
+	whole := m.data
 	require.Equal(t, unsafe.Pointer(&whole[info.Offset]), unsafe.Pointer(&data[0]), "in place, not a copy")
 	require.Equal(t, int(info.Size), cap(data), "capped at the tensor")
 
@@ -65,6 +65,6 @@ func TestMappedLendsTensorsInPlace(t *testing.T) {
 	require.NoError(t, err)
 	mp := g.mapped
 	require.NoError(t, g.Close())
-	require.Nil(t, mp.Bytes())
+	require.Nil(t, mp.data)
 	require.NoError(t, g.Close(), "Close twice")
 }

@@ -38,9 +38,6 @@ func newMapping(data []byte) *Mapping {
 	return m
 }
 
-// Bytes is the whole mapped file; it must not be written.
-func (m *Mapping) Bytes() []byte { return m.data }
-
 // ReadAt copies from the mapping; it fails after Close.
 func (m *Mapping) ReadAt(p []byte, off int64) (int, error) {
 	if m.closed.Load() {

@@ -63,11 +63,14 @@ func (p *Pool) work() {
 	}
 }
 
-// isFault reports whether a recovered panic is a memory fault (the runtime
-// error SetPanicOnFault raises, which carries the faulting address).
-func isFault(r any) bool {
-	_, ok := r.(interface{ Addr() uintptr })
-	return ok
+// FaultAddr reports whether a recovered panic is a memory fault (the
+// runtime error debug.SetPanicOnFault raises) and at which address.
+func FaultAddr(r any) (uintptr, bool) {
+	f, ok := r.(interface{ Addr() uintptr })
+	if !ok {
+		return 0, false
+	}
+	return f.Addr(), true
 }
 
 // For calls fn over [0, n) split into at most chunks contiguous ranges of at
@@ -116,7 +119,7 @@ func (p *Pool) ForChunks(n, chunks, grain int, fn func(chunk, lo, hi int)) {
 	helper := func() {
 		defer func() {
 			if r := recover(); r != nil {
-				if !isFault(r) {
+				if _, ok := FaultAddr(r); !ok {
 					panic(r)
 				}
 				faultMu.Lock()
