@@ -28,6 +28,7 @@ var forwardABI = func() map[string]struct {
 		"attention_gqa_f32":      {[]int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, 1024},
 		"attention_bykey_f32":    {[]int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, 256},
 		"attention_bykey128_f32": {[]int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, 128},
+		"attention_warps_f32":    {[]int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, 128},
 		"attention_prefill_f32":  {[]int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, 256},
 		"silu_mul_f32":           {[]int{8, 8, 4, 4}, 256},
 		"add_f32":                {[]int{8, 8, 4}, 256},

@@ -128,6 +128,9 @@ func buildGPU(cfg *Config, load func() (*gpu.Weights, error), o options, dev *ru
 			return nil, 0, err // before the weights are read
 		}
 	}
+	if opts.AttentionWarps, err = envOn(EnvGPUAttentionWarps); err != nil {
+		return nil, 0, err
+	}
 	w, err := load()
 	if err != nil {
 		return nil, 0, err
@@ -166,6 +169,24 @@ const EnvGPUWarpgroupMMA = "HIPGO_GPU_WGMMA"
 // sequences continue (the same tokens either way; see the gpu package's
 // lookahead.go); "1" or unset: on.
 const EnvGPULookahead = "HIPGO_GPU_LOOKAHEAD"
+
+// EnvGPUAttentionWarps turns attention_warps_f32 on when "1": on CUDA the
+// GPU backend then launches it wherever attention_bykey_f32 or
+// attention_bykey128_f32 would run (batched decode; the sums differ in
+// rounding only), to measure it; "0" or unset: off.
+const EnvGPUAttentionWarps = "HIPGO_GPU_ATTENTION_WARPS"
+
+// envOn reads an off/on switch: "1" is on, "0" or unset off.
+func envOn(name string) (bool, error) {
+	switch v := os.Getenv(name); v {
+	case "", "0":
+		return false, nil
+	case "1":
+		return true, nil
+	default:
+		return false, fmt.Errorf("model: %s=%q: want 0 (off) or 1 (on): %w", name, v, ErrOptions)
+	}
+}
 
 // envOff reads an on/off switch: "0" is off, "1" or unset on.
 func envOff(name string) (bool, error) {

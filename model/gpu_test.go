@@ -29,6 +29,7 @@ import (
 	"github.com/hipgo/hipgo/model/modeltest"
 	"github.com/hipgo/hipgo/model/safetensors"
 	"github.com/hipgo/hipgo/runtime"
+	"github.com/hipgo/hipgo/runtime/driver"
 )
 
 const envPlumbing = "HIPGO_MODEL_PLUMBING"
@@ -156,7 +157,30 @@ func TestGPUForwardMatchesTheCPU(t *testing.T) {
 // tokens the CPU gives it alone (a float32 Llama-3, prompts of 100 to 131
 // tokens, 6 tokens each).
 func TestGPUDecodeAttentionKernelsMatchTheCPU(t *testing.T) {
+	testGPUDecodeAttention(t, openGPU(t))
+}
+
+// TestGPUAttentionWarpsMatchesTheCPU: TestGPUDecodeAttentionKernelsMatchTheCPU
+// with HIPGO_GPU_ATTENTION_WARPS=1, under which on CUDA attention_warps_f32
+// takes the steps routed to attention_bykey_f32 and
+// attention_bykey128_f32 (one sequence over 256 keys, the batches of 32
+// and 128 sequences): the same tolerance and the same greedy tokens, and
+// on CUDA that it was launched (elsewhere, that it was not).
+func TestGPUAttentionWarpsMatchesTheCPU(t *testing.T) {
 	dev := openGPU(t)
+	t.Setenv(EnvGPUAttentionWarps, "1")
+	n := testGPUDecodeAttention(t, dev)
+	t.Logf("%d attention_warps_f32 launches", n)
+	if dev.Backend() == driver.CUDA {
+		require.Positive(t, n)
+	} else {
+		require.Zero(t, n)
+	}
+}
+
+// testGPUDecodeAttention runs TestGPUDecodeAttentionKernelsMatchTheCPU's
+// checks on dev and returns the models' attention_warps_f32 launches.
+func testGPUDecodeAttention(t *testing.T, dev *runtime.Device) int64 {
 	ctx := context.Background()
 	load := func(s modeltest.Spec, opts ...Option) *Model {
 		t.Helper()
@@ -218,6 +242,7 @@ func TestGPUDecodeAttentionKernelsMatchTheCPU(t *testing.T) {
 		}
 		t.Logf("%d sequences in one batch: %d greedy tokens each, the CPU's", seqs, steps)
 	}
+	return gm.be.(*gpuBackend).b.Launched("attention_warps_f32") + gl.be.(*gpuBackend).b.Launched("attention_warps_f32")
 }
 
 // forwardBoth feeds prompt (every position's logits) and then steps single

@@ -242,7 +242,9 @@ func TestSimGPUWarpgroupProducts(t *testing.T) {
 //   - attention_bykey_f32, from there, for up to 8 query heads a kv head,
 //     over tables of 128 keys or more with 64 of its blocks (tokens *
 //     kv_heads) or more, or over tables of 256 keys or more;
-//   - attention_f32 otherwise, and on ROCm always.
+//   - attention_f32 otherwise, and on ROCm always;
+//   - with HIPGO_GPU_ATTENTION_WARPS=1, attention_warps_f32 in place of
+//     both bykey kernels, and the others where they were.
 //
 // Counted on the simulated device, whose twin of each is the CPU attention
 // after checking the launch against the kernel's grid rule and shapes (the
@@ -250,7 +252,7 @@ func TestSimGPUWarpgroupProducts(t *testing.T) {
 // hold the logits to the CPU forward's.
 func TestSimGPUDecodeAttentionRouting(t *testing.T) {
 	ctx := context.Background()
-	kernels := []string{"attention_f32", "attention_long_f32", "attention_gqa_f32", "attention_bykey_f32", "attention_bykey128_f32"}
+	kernels := []string{"attention_f32", "attention_long_f32", "attention_gqa_f32", "attention_bykey_f32", "attention_bykey128_f32", "attention_warps_f32"}
 	// decodeKernel: the one decode attention kernel of the second step of a
 	// batch of seqs sequences, the first with a prompt of first tokens, the
 	// others of one.
@@ -293,7 +295,7 @@ func TestSimGPUDecodeAttentionRouting(t *testing.T) {
 	nine.Heads, nine.KVHeads, nine.Hidden = 18, 2, 18*8
 	faults := &gpusim.Faults{}
 	dev := simDevice(t, faults)
-	for _, c := range []struct {
+	cases := []struct {
 		name        string
 		spec        modeltest.Spec
 		seqs, first int
@@ -316,11 +318,25 @@ func TestSimGPUDecodeAttentionRouting(t *testing.T) {
 		{"128 sequences, tables of 512", gqa, 128, 300, "attention_bykey128_f32"},
 		{"128 sequences, tables of 512, head_dim 80", wide, 128, 300, "attention_gqa_f32"},
 		{"9 heads a kv head, 128 sequences, tables of 16", nine, 128, 10, "attention_f32"},
-	} {
+	}
+	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			require.Equal(t, c.want, decodeKernel(t, dev, faults, c.spec, c.seqs, c.first))
 		})
 	}
+	// The switch is read at load: every case again with it on.
+	t.Run("warps", func(t *testing.T) {
+		t.Setenv(EnvGPUAttentionWarps, "1")
+		for _, c := range cases {
+			want := c.want
+			if want == "attention_bykey_f32" || want == "attention_bykey128_f32" {
+				want = "attention_warps_f32"
+			}
+			t.Run(c.name, func(t *testing.T) {
+				require.Equal(t, want, decodeKernel(t, dev, faults, c.spec, c.seqs, c.first))
+			})
+		}
+	})
 
 	// On ROCm (not measured there) every decode step keeps attention_f32.
 	rf := &gpusim.Faults{}
@@ -332,6 +348,8 @@ func TestSimGPUDecodeAttentionRouting(t *testing.T) {
 	for _, c := range []struct{ seqs, first int }{{1, 350}, {1, 250}, {64, 300}} {
 		require.Equal(t, "attention_f32", decodeKernel(t, rdev, rf, gqa, c.seqs, c.first), "rocm, %d sequences, the first of %d tokens", c.seqs, c.first)
 	}
+	t.Setenv(EnvGPUAttentionWarps, "1")
+	require.Equal(t, "attention_f32", decodeKernel(t, rdev, rf, gqa, 64, 300), "rocm, HIPGO_GPU_ATTENTION_WARPS=1")
 }
 
 // TestSimGPUPrefillAttentionFromSixteenTokens: a chunk of 16 query tokens

@@ -197,10 +197,10 @@ func TestSimGPUDecodeGraphsFallBackWhenTheBackendCannotCapture(t *testing.T) {
 	require.Equal(t, 1, st.Fallbacks, "tried once, then off for good")
 }
 
-// TestGraphsEnvIsChecked: a value other than 0 or 1 of either GPU switch
+// TestGraphsEnvIsChecked: a value other than 0 or 1 of any GPU switch
 // fails the load.
 func TestGraphsEnvIsChecked(t *testing.T) {
-	for _, env := range []string{EnvGPUGraphs, EnvGPUEarlyStart, EnvGPUFused, EnvGPUWarpgroupMMA, EnvGPULookahead} {
+	for _, env := range []string{EnvGPUGraphs, EnvGPUEarlyStart, EnvGPUFused, EnvGPUWarpgroupMMA, EnvGPULookahead, EnvGPUAttentionWarps} {
 		t.Run(env, func(t *testing.T) {
 			t.Setenv(env, "no")
 			_, err := LoadFS(specFS(t, modeltest.Llama3Tiny()), WithDevice(simDevice(t, nil)), WithoutTokenizer())

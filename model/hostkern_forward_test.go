@@ -40,10 +40,12 @@ type kernelForward struct {
 	// tcRows): tc_split_x_bf16 + matmul_tcx_bf16 below 512 rows,
 	// matmul_tc_bf16 from 512.
 	tc bool
-	// bykey routes the decode steps' attention to attention_bykey_f32 (one
-	// block per token and kv head), as the GPU backend does on CUDA for
-	// batched decode over tables of 128 keys or more (launch.go).
-	bykey bool
+	// decodeAttn routes the decode steps' attention to a kernel of one
+	// block per token and kv head (attention_bykey_f32, as the GPU backend
+	// does on CUDA for batched decode over tables of 128 keys or more, or
+	// attention_warps_f32, as it does in its place under
+	// HIPGO_GPU_ATTENTION_WARPS=1; launch.go); "" keeps attention_f32.
+	decodeAttn string
 }
 
 const kfBlock = 16
@@ -175,8 +177,8 @@ func (f *kernelForward) step(seqs []int, tokens []uint32) [][]float32 {
 		switch {
 		case T >= 16:
 			attn, grid = "attention_prefill_f32", (T+15)/16*H
-		case f.bykey:
-			attn, grid = "attention_bykey_f32", T*KV
+		case f.decodeAttn != "":
+			attn, grid = f.decodeAttn, T*KV
 		}
 		f.launch(attn, grid, att, qkv, f.kc[l], f.vc[l], qSeqB, posB, tablesB, hostkern.U32(f.maxBlocks), hostkern.U32(kfBlock),
 			hostkern.U32(T), hostkern.U32(H), hostkern.U32(KV), hostkern.U32(hd), hostkern.U32(qkvD),
@@ -225,8 +227,8 @@ func (f *kernelForward) step(seqs []int, tokens []uint32) [][]float32 {
 // significand twice), an error of about that size in each matmul's output:
 // through 3 layers of 4 matmuls that is held to 1e-4 of the logit scale
 // (measured 2.5e-5; the GPU backend's bound for bf16 is 1e-3). The Llama-3
-// and Qwen2 models run once more with the decode steps' attention on
-// attention_bykey_f32.
+// and Qwen2 models run twice more with the decode steps' attention on
+// attention_bykey_f32 and on attention_warps_f32.
 func TestHostKernelForwardMatchesCPU(t *testing.T) {
 	clang := testenv.LookPath(t, "clang++-19")
 	for _, src := range []struct {
@@ -243,16 +245,19 @@ func TestHostKernelForwardMatchesCPU(t *testing.T) {
 
 func hostKernelForwardMatchesCPU(t *testing.T, d *hostkern.Driver) {
 	specs := map[string]struct {
-		spec      modeltest.Spec
-		tc, bykey bool
-		tol       float64
+		spec modeltest.Spec
+		tc   bool
+		attn string // the decode steps' attention kernel ("": attention_f32)
+		tol  float64
 	}{
-		"llama3-gqa-rope-scaling":                 {modeltest.Llama3Tiny(), false, false, 1e-5},
-		"llama3-gqa-rope-scaling/bykey-attention": {modeltest.Llama3Tiny(), false, true, 1e-5},
-		"qwen2-qkv-bias":                          {modeltest.Qwen2Tiny(), false, false, 1e-5},
-		"qwen2-qkv-bias/bykey-attention":          {modeltest.Qwen2Tiny(), false, true, 1e-5},
-		"smollm-tied-bf16":                        {modeltest.SmolLMTiny(), false, false, 1e-5},
-		"smollm-tied-bf16/tensor-cores":           {modeltest.SmolLMTiny(), true, false, 1e-4},
+		"llama3-gqa-rope-scaling":                 {modeltest.Llama3Tiny(), false, "", 1e-5},
+		"llama3-gqa-rope-scaling/bykey-attention": {modeltest.Llama3Tiny(), false, "attention_bykey_f32", 1e-5},
+		"llama3-gqa-rope-scaling/warps-attention": {modeltest.Llama3Tiny(), false, "attention_warps_f32", 1e-5},
+		"qwen2-qkv-bias":                          {modeltest.Qwen2Tiny(), false, "", 1e-5},
+		"qwen2-qkv-bias/bykey-attention":          {modeltest.Qwen2Tiny(), false, "attention_bykey_f32", 1e-5},
+		"qwen2-qkv-bias/warps-attention":          {modeltest.Qwen2Tiny(), false, "attention_warps_f32", 1e-5},
+		"smollm-tied-bf16":                        {modeltest.SmolLMTiny(), false, "", 1e-5},
+		"smollm-tied-bf16/tensor-cores":           {modeltest.SmolLMTiny(), true, "", 1e-4},
 	}
 	for name, sc := range specs {
 		spec := sc.spec
@@ -265,7 +270,7 @@ func hostKernelForwardMatchesCPU(t *testing.T, d *hostkern.Driver) {
 				prompts[1][i] = uint32((i*37 + 3) % V)
 			}
 			f := newKernelForward(t, d, m, len(prompts), 6, rng)
-			f.tc, f.bykey = sc.tc, sc.bykey
+			f.tc, f.decodeAttn = sc.tc, sc.attn
 			sessions := make([]*Session, len(prompts))
 			worst := 0.0
 			check := func(what string, got, want []float32) {

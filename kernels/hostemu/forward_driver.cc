@@ -143,6 +143,15 @@ void attention_bykey128_f32(float* out, const float* qkv, const float* k_cache, 
   ::attention_bykey128_f32(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens,
                            heads, kv_heads, headdim, stride, scale, qs, ps, wmax, wsum, part, TG);
 }
+void attention_warps_f32(float* out, const float* qkv, const float* k_cache, const float* v_cache,
+                         const uint32_t* q_seq, const uint32_t* q_pos, const uint32_t* block_tables,
+                         uint32_t max_blocks, uint32_t block_size, uint32_t tokens, uint32_t heads, uint32_t kv_heads,
+                         uint32_t headdim, uint32_t stride, float scale) {
+  static float gm[FW_ABK_MAX_GROUP * FW_ATW_MAX_UNITS], gl[FW_ABK_MAX_GROUP * FW_ATW_MAX_UNITS],
+      wt[FW_ABK_MAX_GROUP * FW_ATW_MAX_UNITS], part[FW_ATW_PART];
+  ::attention_warps_f32(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens, heads,
+                        kv_heads, headdim, stride, scale, gm, gl, wt, part, TG);
+}
 void attention_prefill_f32(float* out, const float* qkv, const float* k_cache, const float* v_cache,
                            const uint32_t* q_seq, const uint32_t* q_pos, const uint32_t* block_tables,
                            uint32_t max_blocks, uint32_t block_size, uint32_t tokens, uint32_t heads,
@@ -276,6 +285,13 @@ const std::map<std::string, Kernel> kernels = {
         FWK(attention_bykey128_f32)(P<float>(a, 0), P<float>(a, 1), P<float>(a, 2), P<float>(a, 3), P<uint32_t>(a, 4),
                                     P<uint32_t>(a, 5), P<uint32_t>(a, 6), U(a, 7), U(a, 8), U(a, 9), U(a, 10),
                                     U(a, 11), U(a, 12), U(a, 13), F(a, 14));
+      }}},
+    {"attention_warps_f32",
+     {FW_ATW_THREADS,
+      [](std::vector<Arg>& a) {
+        FWK(attention_warps_f32)(P<float>(a, 0), P<float>(a, 1), P<float>(a, 2), P<float>(a, 3), P<uint32_t>(a, 4),
+                                 P<uint32_t>(a, 5), P<uint32_t>(a, 6), U(a, 7), U(a, 8), U(a, 9), U(a, 10), U(a, 11),
+                                 U(a, 12), U(a, 13), F(a, 14));
       }}},
     {"attention_prefill_f32",
      {FW_ATTP_THREADS,

@@ -2476,6 +2476,322 @@ KERNEL KBOUNDS(FW_ABK128_THREADS) void attention_bykey128_f32(float* out, const 
 }
 
 // =====================================================================
+// attention_warps_f32: attention_bykey128_f32's arguments, semantics and
+// grid (block b: query token b / kv_heads and kv head b % kv_heads, for
+// the heads / kv_heads <= FW_ABK_MAX_GROUP query heads that share it;
+// heads a multiple of kv_heads and 0 < head_dim <= FW_ATT_MAX_HEADDIM,
+// else it writes nothing), with no block barrier before the end. Block
+// FW_ATW_THREADS (128). The threads form key groups of LK lanes (8 for
+// head_dim <= 64, 16 to 128, 32 to 256), a lane holding 2 float4 columns
+// of q, k, v and the output for each head; key group u of the block's U
+// takes keys u, u + U, u + 2U, ... and runs its own online softmax. A
+// group keeps its next R keys' k and v in registers, in flight (a ring;
+// R = FW_ATW_RING, 8, for up to 4 heads, 4 for 8, whose q and outputs
+// take twice the registers): key i's rows are loaded when key i - R is
+// done and their block-table entry when key i - 2R is, so no load waits
+// on the softmax and v is loaded with k. A context of up to U R keys (128
+// at head_dim <= 64 and 4 heads) so costs about two memory round trips
+// (the table, then k and v together), where attention_bykey waits for k,
+// three barriers, then v in dependent rounds of 4 keys. Per key, the heads'
+// partial dots are reduced and scattered over the group's lanes
+// (fw_atw_scores: G - 1 exchanges for G heads, then a butterfly over each
+// head's LK / G lanes), so each lane updates one head's running max and
+// sum with one exp (exp(s - max), or exp(old max - s) for a new max:
+// mf_expf(0) is 1 exactly, so these are the values of taking both), and
+// the factors are gathered back (fw_atw_gather: G - 1 exchanges) for the
+// outputs. Fewer lanes a key spread that fixed cost (exp, exchanges,
+// addresses) over more dims: on sm_90 (ptxas 12.9) the code of a step of
+// 4 keys a warp at head_dim 64 and 4 heads is about 250 instructions,
+// both sides of the new-max branch included. The sums are explicit fmas
+// (rounded alike on every target). At the end the groups' states merge
+// through shared memory, group by group in order, so the same inputs give
+// the same bytes; its sums are grouped its own way, held to the CPU's
+// attention. 128 threads: two blocks an SM at up to 255 registers a
+// thread (ptxas: 254, none spilled; 32 sequences x 8 kv heads on the
+// H200's 132 SMs: one wave). Not yet measured on a GPU.
+// =====================================================================
+#define FW_ATW_THREADS 128
+#define FW_ATW_RING 8                           // keys a key group has in flight (half that for 8 heads)
+#define FW_ATW_MAX_UNITS (FW_ATW_THREADS / 8)   // key groups a block, at most
+#define FW_ATW_PART (FW_ATW_THREADS * 32)       // floats of the groups' outputs merged a round at the end (16 KB)
+
+// fw_atw_load4: fw_abk_load4's values; the scalar path reads clamped
+// addresses, so clang cannot merge it with the vector path's load (with
+// fw_abk_load4's it emits ld.v2 + ld + a branch for the fourth float on
+// both paths).
+DEVICE fw_f32x4 fw_atw_load4(const float* r, uint32_t c, uint32_t headdim, bool vec) {
+  if (vec) return ((const fw_f32x4*)r)[c];
+  fw_f32x4 v;
+  const uint32_t last = headdim - 1u;
+#pragma unroll
+  for (uint32_t e = 0; e < 4; ++e) {
+    const uint32_t d = 4u * c + e;
+    const float x = r[d < last ? d : last];
+    v.v[e] = d < headdim ? x : 0.0f;
+  }
+  return v;
+}
+
+// fw_atw_load: the C float4 columns sl, sl + LK, ... (zeros from cols on)
+// of the k and v rows at offset row of the caches; all zeros for no key
+// (has false: nothing is read).
+template <uint32_t LK, uint32_t C>
+DEVICE void fw_atw_load(fw_f32x4* kv, fw_f32x4* vv, const float* k_cache, const float* v_cache, uint64_t row,
+                        bool has, uint32_t headdim, uint32_t sl, uint32_t cols, bool vec) {
+#pragma unroll
+  for (uint32_t i = 0; i < C; ++i) {
+    const uint32_t c = sl + LK * i;
+    const bool in = has && c < cols;
+    kv[i] = in ? fw_atw_load4(k_cache + row, c, headdim, vec) : fw_f32x4{{0.0f, 0.0f, 0.0f, 0.0f}};
+    vv[i] = in ? fw_atw_load4(v_cache + row, c, headdim, vec) : fw_f32x4{{0.0f, 0.0f, 0.0f, 0.0f}};
+  }
+}
+
+// fw_atw_scores: from this lane's partial dots d[0..G) (clobbered), the
+// whole dot of head sl / (LK / G) over its aligned group of LK lanes
+// (every lane of that head's LK / G gets it): each exchange halves the
+// heads a lane holds (lanes with bit m keep the upper half and receive
+// their partner's sums of it), then a butterfly over the head's lanes.
+// The halves are swapped in place, not picked by a select: clang turns a
+// select between d's elements into a variable index, which the NVPTX
+// backend expands into chains of compares (the same for fw_atw_gather).
+template <uint32_t G, uint32_t LK>
+DEVICE float fw_atw_scores(float* d) {
+#pragma unroll
+  for (uint32_t V = G, m = LK / 2; V > 1; V /= 2, m /= 2) {
+    if (thread_idx_x() & m) {
+#pragma unroll
+      for (uint32_t i = 0; i < V / 2; ++i) {
+        const float x = d[i];
+        d[i] = d[V / 2 + i], d[V / 2 + i] = x;
+      }
+    }
+#pragma unroll
+    for (uint32_t i = 0; i < V / 2; ++i) d[i] += lane_xor_f32(d[V / 2 + i], m);
+  }
+  float s = d[0];
+#pragma unroll
+  for (uint32_t m = LK / G / 2; m >= 1; m >>= 1) s += lane_xor_f32(s, m);
+  return s;
+}
+
+// fw_atw_gather: y[h] = x of head h's lanes (x of this lane's head sl /
+// (LK / G) in, every head's out), by G - 1 exchanges over the group of LK
+// lanes, each doubling the heads a lane holds.
+template <uint32_t G, uint32_t LK>
+DEVICE void fw_atw_gather(float x, float* y) {
+  y[0] = x;
+#pragma unroll
+  for (uint32_t V = 1, m = LK / G; V < G; V *= 2, m *= 2) {
+#pragma unroll
+    for (uint32_t i = 0; i < V; ++i) y[V + i] = lane_xor_f32(y[i], m);
+    if (thread_idx_x() & m) {
+#pragma unroll
+      for (uint32_t i = 0; i < V; ++i) {
+        const float x = y[i];
+        y[i] = y[V + i], y[V + i] = x;
+      }
+    }
+  }
+}
+
+// attention_warps: the kernel's body for at most G query heads a kv head
+// (a power of two up to LK), key groups of LK lanes, C columns a lane, a
+// ring of R keys.
+template <uint32_t G, uint32_t LK, uint32_t C, uint32_t R>
+DEVICE void attention_warps(float* out, const float* qkv, const float* k_cache, const float* v_cache,
+                            const uint32_t* q_seq, const uint32_t* q_pos, const uint32_t* block_tables,
+                            uint32_t max_blocks, uint32_t block_size, uint32_t tokens, uint32_t heads,
+                            uint32_t kv_heads, uint32_t headdim, uint32_t stride, float scale,
+                            float (*gm)[FW_ATW_MAX_UNITS], float (*gl)[FW_ATW_MAX_UNITS],
+                            float (*wt)[FW_ATW_MAX_UNITS], float* part) {
+  constexpr uint32_t T = FW_ATW_THREADS, U = T / LK, HL = LK / G, CW = 4 * LK * C, HR = FW_ATW_PART / (U * CW);
+  static_assert(G >= 1 && G <= LK && U <= FW_ATW_MAX_UNITS && HR >= 1 && G * U <= T,
+                "heads over a group's lanes, key groups, merge rounds, weights");
+  const uint32_t group = heads / kv_heads;
+  const uint32_t b = block_idx_x(), t = b / kv_heads, kvh = b % kv_heads;
+  if (t >= tokens) return;
+  const uint32_t tid = thread_idx_x(), u = tid / LK, sl = tid % LK, hl = sl / HL;  // hl: this lane's head
+  const uint32_t kv_dim = kv_heads * headdim, cols = (headdim + 3u) / 4u;
+  const bool vec = headdim % 4u == 0 && fw_aligned16(k_cache) && fw_aligned16(v_cache);
+  // Keys 0 .. n-1 (no cache holds 2^32 keys: n is clamped below that, so
+  // the key indices 2R steps ahead cannot wrap).
+  uint64_t n64 = (uint64_t)q_pos[t] + 1;
+  const uint64_t cap = (uint64_t)max_blocks * block_size;
+  if (n64 > cap) n64 = cap;
+  const uint32_t n = n64 > 0xfffff000u ? 0xfffff000u : (uint32_t)n64;
+  const uint32_t* table = block_tables + (uint64_t)q_seq[t] * max_blocks;
+  // Key j's table index and place in its block: a shift and a mask for a
+  // power-of-two block size (the GPU backend's 16), else a division.
+  const bool pow2 = (block_size & (block_size - 1u)) == 0u;
+  const uint32_t bshift = pow2 ? 31u - (uint32_t)__builtin_clz(block_size) : 0u;
+  const uint64_t head_off = (uint64_t)kvh * headdim;
+#define FW_ATW_ROW(blk, j)                                                                                        \
+  (((uint64_t)(blk) * block_size + (pow2 ? (j) & (block_size - 1u) : (j) % block_size)) * kv_dim + head_off)
+#define FW_ATW_TABLE(j) table[pow2 ? (j) >> bshift : (j) / block_size]
+  // The ring, before anything waits: keys u + U r (r < R) in flight, and
+  // the table entries of the R keys after them.
+  fw_f32x4 kv[R][C], vv[R][C];
+  uint32_t tb[R];
+#pragma unroll
+  for (uint32_t r = 0; r < R; ++r) {
+    const uint32_t j = u + U * r, j1 = j + U * R;
+    const bool has = j < n;
+    fw_atw_load<LK, C>(kv[r], vv[r], k_cache, v_cache, has ? FW_ATW_ROW(FW_ATW_TABLE(j), j) : 0u, has, headdim, sl,
+                       cols, vec);
+    tb[r] = j1 < n ? FW_ATW_TABLE(j1) : 0u;
+  }
+  const float* q = qkv + (uint64_t)t * stride + (uint64_t)kvh * group * headdim;
+  const bool qvec = headdim % 4u == 0 && stride % 4u == 0 && fw_aligned16(qkv);
+  fw_f32x4 qv[G][C], acc[G][C];
+#pragma unroll
+  for (uint32_t h = 0; h < G; ++h) {
+#pragma unroll
+    for (uint32_t i = 0; i < C; ++i) {
+      const uint32_t c = sl + LK * i;
+      qv[h][i] = h < group && c < cols ? fw_atw_load4(q + h * headdim, c, headdim, qvec)
+                                       : fw_f32x4{{0.0f, 0.0f, 0.0f, 0.0f}};
+      acc[h][i] = fw_f32x4{{0.0f, 0.0f, 0.0f, 0.0f}};
+    }
+  }
+  float M = -__builtin_inff(), L = 0.0f;  // head hl's running max and sum over this group's keys
+  // Every lane of a warp takes as many steps as its first key group has
+  // keys (the exchanges need all 32); a group past its keys skips the
+  // updates.
+  const uint32_t u0 = tid / 32u * (32u / LK);
+  const uint32_t steps = n > u0 ? (n - u0 - 1u) / U + 1u : 0u;
+  for (uint32_t i0 = 0; i0 < steps; i0 += R) {
+#pragma unroll
+    for (uint32_t r = 0; r < R; ++r) {
+      if (i0 + r >= steps) break;
+      const uint32_t j = u + U * (i0 + r);
+      const bool has = j < n;
+      float d[G];
+#pragma unroll
+      for (uint32_t h = 0; h < G; ++h) {
+        d[h] = 0.0f;
+#pragma unroll
+        for (uint32_t i = 0; i < C; ++i)
+#pragma unroll
+          for (uint32_t e = 0; e < 4; ++e) d[h] = mf_fma(qv[h][i].v[e], kv[r][i].v[e], d[h]);
+      }
+      const float s = fw_atw_scores<G, LK>(d) * scale;
+      // Head hl's factor for what was summed before (c) and this key's
+      // probability (p): one of them is 1, the other x, so the sums take
+      // one fma each (rounded once on every target); x goes to the other
+      // lanes with its sign bit set when it is c.
+      float y = 0.0f;
+      if (has) {
+        const bool up = s > M;
+        const float x = mf_expf(up ? M - s : s - M);
+        L = up ? mf_fma(L, x, 1.0f) : L + x;
+        if (up) M = s;
+        y = fw_u2f(fw_f2u(x) | (up ? 0x80000000u : 0u));
+      }
+      float ys[G];
+      fw_atw_gather<G, LK>(y, ys);
+      if (has) {
+#pragma unroll
+        for (uint32_t h = 0; h < G; ++h) {
+          if (h >= group) continue;
+          const float x = fw_u2f(fw_f2u(ys[h]) & 0x7fffffffu);
+          if (fw_f2u(ys[h]) >> 31) {  // a new max: acc x + v
+#pragma unroll
+            for (uint32_t i = 0; i < C; ++i)
+#pragma unroll
+              for (uint32_t e = 0; e < 4; ++e) acc[h][i].v[e] = mf_fma(acc[h][i].v[e], x, vv[r][i].v[e]);
+          } else {  // acc + x v
+#pragma unroll
+            for (uint32_t i = 0; i < C; ++i)
+#pragma unroll
+              for (uint32_t e = 0; e < 4; ++e) acc[h][i].v[e] = mf_fma(x, vv[r][i].v[e], acc[h][i].v[e]);
+          }
+        }
+      }
+      // This slot takes the key R steps on, and the table entry of the
+      // one R after that.
+      const uint32_t j1 = j + U * R, j2 = j1 + U * R;
+      fw_atw_load<LK, C>(kv[r], vv[r], k_cache, v_cache, j1 < n ? FW_ATW_ROW(tb[r], j1) : 0u, j1 < n, headdim, sl,
+                         cols, vec);
+      tb[r] = j2 < n ? FW_ATW_TABLE(j2) : 0u;
+    }
+  }
+#undef FW_ATW_ROW
+#undef FW_ATW_TABLE
+  // The merge: each head's output is its groups' outputs weighted by
+  // exp(group max - max), added in group order, over the same sum of the
+  // groups' sums; HR heads' outputs a round through part.
+  if (sl % HL == 0 && hl < group) gm[hl][u] = M, gl[hl][u] = L;
+#pragma unroll
+  for (uint32_t h0 = 0; h0 < G; h0 += HR) {
+    if (h0 >= group) continue;  // block-uniform: the syncs below are reached by all
+    if (h0 > 0) block_sync();   // every thread is done reading the last round
+#pragma unroll
+    for (uint32_t h = h0; h < h0 + HR && h < G; ++h) {
+      if (h >= group) continue;
+#pragma unroll
+      for (uint32_t i = 0; i < C; ++i) {
+        const uint32_t c = sl + LK * i;
+        if (c >= cols) continue;
+#pragma unroll
+        for (uint32_t e = 0; e < 4; ++e) part[((h - h0) * U + u) * CW + 4u * c + e] = acc[h][i].v[e];
+      }
+    }
+    block_sync();
+    if (h0 == 0) {
+      if (tid < group * U) {
+        const uint32_t h = tid / U, k = tid % U;
+        float mx = gm[h][0];
+        for (uint32_t w = 1; w < U; ++w) mx = fmax_f32(mx, gm[h][w]);
+        wt[h][k] = gl[h][k] == 0.0f ? 0.0f : mf_expf(gm[h][k] - mx);  // a group with no key has max -inf
+      }
+      block_sync();
+    }
+    const uint32_t nh = group - h0 < HR ? group - h0 : HR;
+    for (uint32_t i = tid; i < nh * headdim; i += T) {
+      const uint32_t hh = i / headdim, d = i % headdim, h = h0 + hh;
+      float a = 0.0f, l = 0.0f;
+      for (uint32_t k = 0; k < U; ++k) {
+        const float w = wt[h][k];
+        l = mf_fma(gl[h][k], w, l);
+        a = mf_fma(part[(hh * U + k) * CW + d], w, a);
+      }
+      out[(uint64_t)t * heads * headdim + (uint64_t)(kvh * group + h) * headdim + d] = a / l;
+    }
+  }
+}
+
+KERNEL KBOUNDS(FW_ATW_THREADS) void attention_warps_f32(float* out, const float* qkv, const float* k_cache,
+                                                        const float* v_cache, const uint32_t* q_seq,
+                                                        const uint32_t* q_pos, const uint32_t* block_tables,
+                                                        uint32_t max_blocks, uint32_t block_size, uint32_t tokens,
+                                                        uint32_t heads, uint32_t kv_heads, uint32_t headdim,
+                                                        uint32_t stride, float scale) {
+  fw_early_start();
+  __shared__ float gm[FW_ABK_MAX_GROUP][FW_ATW_MAX_UNITS], gl[FW_ABK_MAX_GROUP][FW_ATW_MAX_UNITS];
+  __shared__ float wt[FW_ABK_MAX_GROUP][FW_ATW_MAX_UNITS];  // each group's weight in the merge
+  __shared__ float part[FW_ATW_PART];
+  if (kv_heads == 0 || heads % kv_heads != 0 || block_size == 0) return;
+  const uint32_t group = heads / kv_heads;
+  if (group > FW_ABK_MAX_GROUP || headdim == 0 || headdim > FW_ATT_MAX_HEADDIM) return;
+#define FW_ATW_BODY(G, LK, C, R)                                                                                  \
+  attention_warps<G, LK, C, R>(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, \
+                               tokens, heads, kv_heads, headdim, stride, scale, gm, gl, wt, part)
+  // Bodies for up to 4 heads (the usual groups; MHA runs it with 1) or 8,
+  // with key groups as wide as head_dim needs at 2 columns a lane.
+  if (group <= 4) {
+    if (headdim <= 64) FW_ATW_BODY(4, 8, 2, FW_ATW_RING);
+    else if (headdim <= 128) FW_ATW_BODY(4, 16, 2, FW_ATW_RING);
+    else FW_ATW_BODY(4, 32, 2, FW_ATW_RING);
+  } else {
+    if (headdim <= 64) FW_ATW_BODY(FW_ABK_MAX_GROUP, 8, 2, FW_ATW_RING / 2);
+    else if (headdim <= 128) FW_ATW_BODY(FW_ABK_MAX_GROUP, 16, 2, FW_ATW_RING / 2);
+    else FW_ATW_BODY(FW_ABK_MAX_GROUP, 32, 2, FW_ATW_RING / 2);
+  }
+#undef FW_ATW_BODY
+}
+
+// =====================================================================
 // silu_mul_f32: out[r, i] = silu(gu[r, i]) * gu[r, inter + i] with
 // silu(g) = g / (1 + exp(-g)) (accurate exp). Block FW_EW_THREADS; any grid
 // (grid-stride over rows*inter), ceil(rows*inter / 256) at most 65535 is

@@ -478,9 +478,11 @@ def attention_timings(bw):
     and attention_gqa_f32 ("gqa_us"; one block per kv head), which must
     write attention_long_f32's bytes ("gqa_equals_long"), and
     attention_bykey_f32 ("bykey_us"; a thread per key, one block per kv
-    head) and attention_bykey128_f32 ("bykey128_us"; the same in blocks of
-    128), each checked against attention_f32's output
-    ("bykey_max_rel_diff", "bykey128_max_rel_diff")."""
+    head), attention_bykey128_f32 ("bykey128_us"; the same in blocks of
+    128) and attention_warps_f32 ("warps_us"; key groups with their own
+    online softmax, the same grid), each checked against attention_f32's
+    output ("bykey_max_rel_diff", "bykey128_max_rel_diff",
+    "warps_max_rel_diff")."""
     bs = 16
     shapes = [("llama3-8b", 32, 8, 128, 1, 1024, 1), ("llama3-8b", 32, 8, 128, 1, 4096, 1),
               ("llama3-8b", 32, 8, 128, 32, 1024, 1), ("llama3-8b", 32, 8, 128, 1, 512, 512),
@@ -541,10 +543,11 @@ def attention_timings(bw):
             gqa_out, gus = alt("attention_gqa_f32", n * KV)
             same = bool(torch.equal(gqa_out, long_out))
             extra.update({"gqa_us": round(gus, 2), "gqa_speedup": round(us / gus, 2), "gqa_equals_long": same})
-            for key, name in (("bykey", "attention_bykey_f32"), ("bykey128", "attention_bykey128_f32")):
+            for key, name in (("bykey", "attention_bykey_f32"), ("bykey128", "attention_bykey128_f32"),
+                              ("warps", "attention_warps_f32")):
                 bykey_out, bus = alt(name, n * KV)
                 bdiff = rel(bykey_out, ref)
-                if not bdiff <= 1e-5:  # both are within 2e-6 of max|v| of the CPU's attention on the host
+                if not bdiff <= 1e-5:  # each is within 2e-6 of max|v| of the CPU's attention on the host
                     failed.append(f"{name}/{model}/B{B}/ctx{ctx}")
                 extra.update({f"{key}_us": round(bus, 2), f"{key}_speedup": round(us / bus, 2),
                               f"{key}_max_rel_diff": float(f"{bdiff:.2g}")})

@@ -1110,6 +1110,253 @@ kernel void attention_bykey128_f32(device float* out [[buffer(0)]], device const
 }
 
 // =====================================================================
+// attention_warps_f32 (see forward.cu). Block FW_ATW_THREADS, grid tokens
+// * kv_heads, at most FW_ABK_MAX_GROUP query heads a kv head, head_dim <=
+// FW_ATT_MAX_HEADDIM. Threadgroup memory: gm, gl and wt
+// [FW_ABK_MAX_GROUP][FW_ATW_MAX_UNITS], part [FW_ATW_PART]. Key groups of
+// 8 or 16 lanes are parts of a SIMD group; their exchanges are
+// simd_shuffle_xor below 8 or 16. The block size's shift is found by a
+// loop (no clz needed).
+// =====================================================================
+#define FW_ATW_THREADS 128
+#define FW_ATW_RING 8
+#define FW_ATW_MAX_UNITS (FW_ATW_THREADS / 8)
+#define FW_ATW_PART (FW_ATW_THREADS * 32)
+
+// fw_atw_load: the C columns of 4 dims sl, sl + LK, ... (zeros from
+// headdim on) of the k and v rows at offset row of the caches; all zeros
+// for no key (has false: nothing is read).
+template <uint LK, uint C>
+static inline void fw_atw_load(thread float (*kv)[4], thread float (*vv)[4], device const float* k_cache,
+                               device const float* v_cache, ulong row, bool has, uint headdim, uint sl, uint cols) {
+#pragma unroll
+  for (uint i = 0; i < C; ++i) {
+    const uint c = sl + LK * i;
+#pragma unroll
+    for (uint e = 0; e < 4; ++e) {
+      const uint d = 4u * c + e;
+      const bool in = has && c < cols && d < headdim;
+      kv[i][e] = in ? k_cache[row + d] : 0.0f;
+      vv[i][e] = in ? v_cache[row + d] : 0.0f;
+    }
+  }
+}
+
+template <uint G, uint LK>
+static inline float fw_atw_scores(thread float* d, uint tid) {
+#pragma unroll
+  for (uint V = G, m = LK / 2; V > 1; V /= 2, m /= 2) {
+    if (tid & m) {
+#pragma unroll
+      for (uint i = 0; i < V / 2; ++i) {
+        const float x = d[i];
+        d[i] = d[V / 2 + i], d[V / 2 + i] = x;
+      }
+    }
+#pragma unroll
+    for (uint i = 0; i < V / 2; ++i) d[i] += simd_shuffle_xor(d[V / 2 + i], (ushort)m);
+  }
+  float s = d[0];
+  for (uint m = LK / G / 2; m >= 1; m >>= 1) s += simd_shuffle_xor(s, (ushort)m);
+  return s;
+}
+
+template <uint G, uint LK>
+static inline void fw_atw_gather(float x, thread float* y, uint tid) {
+  y[0] = x;
+#pragma unroll
+  for (uint V = 1, m = LK / G; V < G; V *= 2, m *= 2) {
+#pragma unroll
+    for (uint i = 0; i < V; ++i) y[V + i] = simd_shuffle_xor(y[i], (ushort)m);
+    if (tid & m) {
+#pragma unroll
+      for (uint i = 0; i < V; ++i) {
+        const float x = y[i];
+        y[i] = y[V + i], y[V + i] = x;
+      }
+    }
+  }
+}
+
+template <uint G, uint LK, uint C, uint R>
+static inline void fw_attention_warps(device float* out, device const float* qkv, device const float* k_cache,
+                                      device const float* v_cache, device const uint* q_seq, device const uint* q_pos,
+                                      device const uint* block_tables, uint max_blocks, uint block_size, uint tokens,
+                                      uint heads, uint kv_heads, uint headdim, uint stride, float scale,
+                                      threadgroup float* gm, threadgroup float* gl, threadgroup float* wt,
+                                      threadgroup float* part, uint tid, uint blk) {
+  constexpr uint T = FW_ATW_THREADS, U = T / LK, HL = LK / G, CW = 4 * LK * C, HR = FW_ATW_PART / (U * CW);
+  constexpr uint MU = FW_ATW_MAX_UNITS;
+  const uint group = heads / kv_heads;
+  const uint t = blk / kv_heads, kvh = blk % kv_heads;
+  if (t >= tokens) return;
+  const uint u = tid / LK, sl = tid % LK, hl = sl / HL;
+  const uint kv_dim = kv_heads * headdim, cols = (headdim + 3u) / 4u;
+  ulong n64 = (ulong)q_pos[t] + 1;
+  const ulong cap = (ulong)max_blocks * block_size;
+  if (n64 > cap) n64 = cap;
+  const uint n = n64 > 0xfffff000u ? 0xfffff000u : (uint)n64;
+  device const uint* table = block_tables + (ulong)q_seq[t] * max_blocks;
+  const bool pow2 = (block_size & (block_size - 1u)) == 0u;
+  uint bshift = 0;
+  while (pow2 && (1u << bshift) < block_size) ++bshift;
+  const ulong head_off = (ulong)kvh * headdim;
+#define FW_ATW_ROW(blk, j) \
+  (((ulong)(blk) * block_size + (pow2 ? (j) & (block_size - 1u) : (j) % block_size)) * kv_dim + head_off)
+#define FW_ATW_TABLE(j) table[pow2 ? (j) >> bshift : (j) / block_size]
+  float kv[R][C][4], vv[R][C][4];
+  uint tb[R];
+#pragma unroll
+  for (uint r = 0; r < R; ++r) {
+    const uint j = u + U * r, j1 = j + U * R;
+    const bool has = j < n;
+    fw_atw_load<LK, C>(kv[r], vv[r], k_cache, v_cache, has ? FW_ATW_ROW(FW_ATW_TABLE(j), j) : 0u, has, headdim, sl,
+                       cols);
+    tb[r] = j1 < n ? FW_ATW_TABLE(j1) : 0u;
+  }
+  device const float* q = qkv + (ulong)t * stride + (ulong)kvh * group * headdim;
+  float qv[G][C][4], acc[G][C][4];
+#pragma unroll
+  for (uint h = 0; h < G; ++h) {
+#pragma unroll
+    for (uint i = 0; i < C; ++i) {
+      const uint c = sl + LK * i;
+#pragma unroll
+      for (uint e = 0; e < 4; ++e) {
+        const uint d = 4u * c + e;
+        qv[h][i][e] = h < group && c < cols && d < headdim ? q[h * headdim + d] : 0.0f;
+        acc[h][i][e] = 0.0f;
+      }
+    }
+  }
+  float M = -mf_bits2f(0x7f800000u), L = 0.0f;
+  const uint u0 = tid / 32u * (32u / LK);
+  const uint steps = n > u0 ? (n - u0 - 1u) / U + 1u : 0u;
+  for (uint i0 = 0; i0 < steps; i0 += R) {
+#pragma unroll
+    for (uint r = 0; r < R; ++r) {
+      if (i0 + r >= steps) break;
+      const uint j = u + U * (i0 + r);
+      const bool has = j < n;
+      float d[G];
+#pragma unroll
+      for (uint h = 0; h < G; ++h) {
+        d[h] = 0.0f;
+#pragma unroll
+        for (uint i = 0; i < C; ++i)
+#pragma unroll
+          for (uint e = 0; e < 4; ++e) d[h] = fma(qv[h][i][e], kv[r][i][e], d[h]);
+      }
+      const float s = fw_atw_scores<G, LK>(d, tid) * scale;
+      float y = 0.0f;
+      if (has) {
+        const bool up = s > M;
+        const float x = mf_expf(up ? M - s : s - M);
+        L = up ? fma(L, x, 1.0f) : L + x;
+        if (up) M = s;
+        y = fw_u2f(fw_f2u(x) | (up ? 0x80000000u : 0u));
+      }
+      float ys[G];
+      fw_atw_gather<G, LK>(y, ys, tid);
+      if (has) {
+#pragma unroll
+        for (uint h = 0; h < G; ++h) {
+          if (h >= group) continue;
+          const float x = fw_u2f(fw_f2u(ys[h]) & 0x7fffffffu);
+          if (fw_f2u(ys[h]) >> 31) {
+#pragma unroll
+            for (uint i = 0; i < C; ++i)
+#pragma unroll
+              for (uint e = 0; e < 4; ++e) acc[h][i][e] = fma(acc[h][i][e], x, vv[r][i][e]);
+          } else {
+#pragma unroll
+            for (uint i = 0; i < C; ++i)
+#pragma unroll
+              for (uint e = 0; e < 4; ++e) acc[h][i][e] = fma(x, vv[r][i][e], acc[h][i][e]);
+          }
+        }
+      }
+      const uint j1 = j + U * R, j2 = j1 + U * R;
+      fw_atw_load<LK, C>(kv[r], vv[r], k_cache, v_cache, j1 < n ? FW_ATW_ROW(tb[r], j1) : 0u, j1 < n, headdim, sl,
+                         cols);
+      tb[r] = j2 < n ? FW_ATW_TABLE(j2) : 0u;
+    }
+  }
+#undef FW_ATW_ROW
+#undef FW_ATW_TABLE
+  if (sl % HL == 0 && hl < group) gm[hl * MU + u] = M, gl[hl * MU + u] = L;
+#pragma unroll
+  for (uint h0 = 0; h0 < G; h0 += HR) {
+    if (h0 >= group) continue;
+    if (h0 > 0) block_sync();
+#pragma unroll
+    for (uint h = h0; h < h0 + HR && h < G; ++h) {
+      if (h >= group) continue;
+#pragma unroll
+      for (uint i = 0; i < C; ++i) {
+        const uint c = sl + LK * i;
+        if (c >= cols) continue;
+#pragma unroll
+        for (uint e = 0; e < 4; ++e) part[((h - h0) * U + u) * CW + 4u * c + e] = acc[h][i][e];
+      }
+    }
+    block_sync();
+    if (h0 == 0) {
+      if (tid < group * U) {
+        const uint h = tid / U, k = tid % U;
+        float mx = gm[h * MU];
+        for (uint w = 1; w < U; ++w) mx = fmax(mx, gm[h * MU + w]);
+        wt[h * MU + k] = gl[h * MU + k] == 0.0f ? 0.0f : mf_expf(gm[h * MU + k] - mx);
+      }
+      block_sync();
+    }
+    const uint nh = group - h0 < HR ? group - h0 : HR;
+    for (uint i = tid; i < nh * headdim; i += T) {
+      const uint hh = i / headdim, d = i % headdim, h = h0 + hh;
+      float a = 0.0f, l = 0.0f;
+      for (uint k = 0; k < U; ++k) {
+        const float w = wt[h * MU + k];
+        l = fma(gl[h * MU + k], w, l);
+        a = fma(part[(hh * U + k) * CW + d], w, a);
+      }
+      out[(ulong)t * heads * headdim + (ulong)(kvh * group + h) * headdim + d] = a / l;
+    }
+  }
+}
+
+[[max_total_threads_per_threadgroup(128)]]
+kernel void attention_warps_f32(device float* out [[buffer(0)]], device const float* qkv [[buffer(1)]],
+                                device const float* k_cache [[buffer(2)]], device const float* v_cache [[buffer(3)]],
+                                device const uint* q_seq [[buffer(4)]], device const uint* q_pos [[buffer(5)]],
+                                device const uint* block_tables [[buffer(6)]], constant uint& max_blocks [[buffer(7)]],
+                                constant uint& block_size [[buffer(8)]], constant uint& tokens [[buffer(9)]],
+                                constant uint& heads [[buffer(10)]], constant uint& kv_heads [[buffer(11)]],
+                                constant uint& headdim [[buffer(12)]], constant uint& stride [[buffer(13)]],
+                                constant float& scale [[buffer(14)]],
+                                threadgroup float* gm [[threadgroup(0)]] /* hipgo: 512 bytes */,
+                                threadgroup float* gl [[threadgroup(1)]] /* hipgo: 512 bytes */,
+                                threadgroup float* wt [[threadgroup(2)]] /* hipgo: 512 bytes */,
+                                threadgroup float* part [[threadgroup(3)]] /* hipgo: 16384 bytes */,
+                                uint tid [[thread_position_in_threadgroup]], uint blk [[threadgroup_position_in_grid]]) {
+  if (kv_heads == 0 || heads % kv_heads != 0 || block_size == 0) return;
+  const uint group = heads / kv_heads;
+  if (group > FW_ABK_MAX_GROUP || headdim == 0 || headdim > FW_ATT_MAX_HEADDIM) return;
+#define FW_ATW_BODY(G, LK, C, R)                                                                                     \
+  fw_attention_warps<G, LK, C, R>(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, \
+                                  tokens, heads, kv_heads, headdim, stride, scale, gm, gl, wt, part, tid, blk)
+  if (group <= 4) {
+    if (headdim <= 64) FW_ATW_BODY(4, 8, 2, FW_ATW_RING);
+    else if (headdim <= 128) FW_ATW_BODY(4, 16, 2, FW_ATW_RING);
+    else FW_ATW_BODY(4, 32, 2, FW_ATW_RING);
+  } else {
+    if (headdim <= 64) FW_ATW_BODY(FW_ABK_MAX_GROUP, 8, 2, FW_ATW_RING / 2);
+    else if (headdim <= 128) FW_ATW_BODY(FW_ABK_MAX_GROUP, 16, 2, FW_ATW_RING / 2);
+    else FW_ATW_BODY(FW_ABK_MAX_GROUP, 32, 2, FW_ATW_RING / 2);
+  }
+#undef FW_ATW_BODY
+}
+
+// =====================================================================
 // silu_mul_f32 (see forward.cu). Block FW_EW_THREADS; any grid
 // (grid-stride), ceil(rows*inter / 256) at most 65535 intended.
 // =====================================================================

@@ -459,7 +459,12 @@ func (b *Backend) positions(layer int, qkv, pos, slots runtime.DevicePtr, tokens
 // so decode steps keep attention_f32, or on CUDA one of the decode kernels
 // the constants above route to (attention_long_f32, attention_gqa_f32,
 // attention_bykey_f32, attention_bykey128_f32), each with attention_f32's
-// semantics.
+// semantics. Under Options.AttentionWarps attention_warps_f32 takes both
+// bykey kernels' launches (the same grid; key groups of 8 to 32 lanes,
+// each with its own online softmax and a ring of keys' k and v in
+// flight, so a short context costs about two memory round trips: the
+// block table, then k and v together); not yet measured on a GPU, so off
+// by default.
 func (b *Backend) attention(layer int, out, qkv, qSeq, qPos, tables runtime.DevicePtr, maxBlocks, tokens int, tiled bool, scale float32) error {
 	c := b.cfg
 	name, grid := "attention_f32", tokens*c.Heads
@@ -475,6 +480,9 @@ func (b *Backend) attention(layer int, out, qkv, qSeq, qPos, tables runtime.Devi
 		name, grid = "attention_bykey128_f32", tokens*c.KVHeads // more blocks than SMs: two resident a multiprocessor
 	case b.longAtt && keys >= bykeyMinKeys && (tokens*c.KVHeads >= bykeyManyBlocks || keys >= bykeyFewBlocksKeys) && b.bykeyShape():
 		name, grid = "attention_bykey_f32", tokens*c.KVHeads // a thread per key, one block per kv head
+	}
+	if b.attWarps && (name == "attention_bykey_f32" || name == "attention_bykey128_f32") {
+		name = "attention_warps_f32" // the same grid
 	}
 	return b.launch(name, g1(grid), out, qkv, b.kc[layer], b.vc[layer], qSeq, qPos, tables,
 		u32(maxBlocks), u32(BlockSize), u32(tokens), u32(c.Heads), u32(c.KVHeads), u32(c.HeadDim), u32(c.qkvDim()), scale)

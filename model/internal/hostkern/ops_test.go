@@ -488,6 +488,7 @@ func TestSiLUMulAddCopyRows(t *testing.T) {
 type attnCase struct {
 	heads, kvHeads, headdim int
 	ctx, nq                 []int
+	shift                   int // bytes the qkv and cache buffers sit past a 64-byte boundary
 }
 
 // TestAttention: attention_f32 against the CPU backend's attention
@@ -636,6 +637,57 @@ func TestAttentionByKey(t *testing.T) {
 	}
 }
 
+// TestAttentionWarps: attention_warps_f32 (key groups of 8, 16 or 32
+// lanes by head_dim, 2 columns of 4 dims a lane, each group with its own
+// online softmax over every 16th, 8th or 4th key and a ring of 8 keys in
+// flight (4 for 8 heads), merged at the end) against the CPU attention at
+// attention_f32's tolerance: the Llama-3.2-1B decode shape over 16, 80,
+// 144, 150 and 1 keys in one launch (the groups of one warp with
+// different counts of keys; 150 is past the first ring's 128); MHA (the
+// body for 4 heads running 1) at head_dim 64 and 100; GQA 7 and 8 (the
+// body for 8, one lane a head at head_dim 64, merged in two rounds of 4
+// heads); head_dim 16 and 48 (lanes without a second column, or any),
+// 80, 100 and 128 (16-lane groups), 130 and 50 (not multiples of 4: the
+// scalar loads), 256; 1000 keys (the ring refilled many times), one key,
+// keys at block edges, several queries of one sequence; and caches and q
+// 4 bytes past 16-byte alignment (the scalar loads at head_dim 64). Every
+// case runs on both texts, which must write the same bytes. Shapes it
+// does not take leave the output untouched.
+func TestAttentionWarps(t *testing.T) {
+	one := func(n int) []int {
+		v := make([]int, n)
+		for i := range v {
+			v[i] = 1
+		}
+		return v
+	}
+	cases := []attnCase{
+		{heads: 32, kvHeads: 8, headdim: 64, ctx: []int{16, 80, 144, 150, 1}, nq: one(5)},
+		{heads: 4, kvHeads: 4, headdim: 64, ctx: []int{1, 17, 40}, nq: one(3)},
+		{heads: 16, kvHeads: 2, headdim: 64, ctx: []int{1000, 129, 3}, nq: one(3)},
+		{heads: 14, kvHeads: 2, headdim: 16, ctx: []int{77, 2}, nq: one(2)},
+		{heads: 8, kvHeads: 2, headdim: 48, ctx: []int{1, 7, 64, 65}, nq: []int{1, 7, 1, 2}},
+		{heads: 8, kvHeads: 2, headdim: 80, ctx: []int{300, 33}, nq: one(2)},
+		{heads: 6, kvHeads: 6, headdim: 100, ctx: []int{65, 1}, nq: one(2)},
+		{heads: 8, kvHeads: 2, headdim: 128, ctx: []int{257, 20}, nq: []int{1, 3}},
+		{heads: 9, kvHeads: 3, headdim: 130, ctx: []int{129}, nq: []int{3}},
+		{heads: 2, kvHeads: 1, headdim: 256, ctx: []int{270, 9}, nq: one(2)},
+		{heads: 16, kvHeads: 2, headdim: 256, ctx: []int{97, 31}, nq: []int{1, 2}},
+		{heads: 3, kvHeads: 1, headdim: 50, ctx: []int{80}, nq: one(1)},
+		{heads: 8, kvHeads: 2, headdim: 64, ctx: []int{100, 33}, nq: one(2), shift: 4},
+	}
+	for ci, c := range cases {
+		t.Run(fmt.Sprintf("case%d/h%d/kv%d/d%d", ci, c.heads, c.kvHeads, c.headdim), func(t *testing.T) {
+			checkAttention(t, rand.New(rand.NewPCG(43, uint64(ci))), c, "attention_warps_f32")
+		})
+	}
+	checkRefused(t, "attention_warps_f32", []attnCase{
+		{heads: 18, kvHeads: 2, headdim: 64, ctx: []int{9}, nq: []int{1}},
+		{heads: 4, kvHeads: 2, headdim: 260, ctx: []int{9}, nq: []int{1}},
+		{heads: 6, kvHeads: 4, headdim: 64, ctx: []int{9}, nq: []int{1}},
+	})
+}
+
 // TestAttentionPrefill: attention_prefill_f32 against the same CPU
 // attention as TestAttention, on the shapes that cross its tiles: 16-token
 // query tiles that end mid-sequence (17, 65, 130 tokens), tiles holding
@@ -670,7 +722,7 @@ func attnGrid(kernel string, tokens, heads, kvHeads int) int {
 	switch kernel {
 	case "attention_prefill_f32":
 		return ceilDiv(tokens, 16) * heads // FW_ATTP_ROWS query tokens per block
-	case "attention_gqa_f32", "attention_bykey_f32", "attention_bykey128_f32":
+	case "attention_gqa_f32", "attention_bykey_f32", "attention_bykey128_f32", "attention_warps_f32":
 		return tokens * kvHeads
 	}
 	return tokens * heads
@@ -710,7 +762,9 @@ func checkAttention(t *testing.T, rng *rand.Rand, c attnCase, kernel string) [][
 	qkv := randF32(rng, T*stride, 1)
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	out := F32s(make([]float32, T*H*hd))
-	outs := runAll(t, Launch{kernel, attnGrid(kernel, T, H, KV), []Arg{out, F32s(qkv), F32s(kc), F32s(vc), U32s(qSeq), U32s(qPos), U32s(tables),
+	qkvb, kcb, vcb := F32s(qkv), F32s(kc), F32s(vc)
+	qkvb.Shift, kcb.Shift, vcb.Shift = c.shift, c.shift, c.shift
+	outs := runAll(t, Launch{kernel, attnGrid(kernel, T, H, KV), []Arg{out, qkvb, kcb, vcb, U32s(qSeq), U32s(qPos), U32s(tables),
 		U32(maxBlocks), U32(bs), U32(T), U32(H), U32(KV), U32(hd), U32(stride), F32(scale)}}, true, out)
 	each(t, outs, func(t *testing.T, b []*Buf) {
 		got := b[0].Floats()

@@ -156,6 +156,7 @@ func forwardKernels() []simgpu.KernelDef {
 		{Name: "attention_gqa_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, Run: perKVHeadAttention(4, 128, 1024)},
 		{Name: "attention_bykey_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, Run: perKVHeadAttention(8, 256, 256)},
 		{Name: "attention_bykey128_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, Run: perKVHeadAttention(8, 256, 128)},
+		{Name: "attention_warps_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, Run: perKVHeadAttention(8, 256, 128)},
 		{Name: "attention_prefill_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, Run: attentionPrefill},
 		{Name: "silu_mul_f32", ParamSizes: []int{8, 8, 4, 4}, Run: siluMul},
 		{Name: "add_f32", ParamSizes: []int{8, 8, 4}, Run: add},
@@ -581,12 +582,12 @@ func attentionPrefill(d *simgpu.Device, g, b driver.Dim3, a []uint64, stop <-cha
 // perKVHeadAttention is the twin of a decode attention kernel with
 // attention_f32's arguments and semantics and one block of threads per
 // token and kv head, for at most maxGroup query heads a kv head and
-// head_dim at most maxHeadDim: attention_gqa_f32 (4, 128, 1024) and
-// attention_bykey_f32 (8, 256, 256) and attention_bykey128_f32 (8, 256,
-// 128). Here the CPU attention, after checking
-// the launch against that rule and the shapes the kernel takes (forward.cu
-// writes nothing for others: here a launch failure, so a launcher that
-// routed one there fails its step).
+// head_dim at most maxHeadDim: attention_gqa_f32 (4, 128, 1024),
+// attention_bykey_f32 (8, 256, 256), attention_bykey128_f32 (8, 256, 128)
+// and attention_warps_f32 (8, 256, 128). Here the CPU attention, after
+// checking the launch against that rule and the shapes the kernel takes
+// (forward.cu writes nothing for others: here a launch failure, so a
+// launcher that routed one there fails its step).
 func perKVHeadAttention(maxGroup, maxHeadDim int, threads uint32) simgpu.KernelFunc {
 	return func(d *simgpu.Device, g, b driver.Dim3, a []uint64, stop <-chan struct{}) error {
 		T, H, KV, hd := int(a[9]), int(a[10]), int(a[11]), int(a[12])
