@@ -123,13 +123,11 @@ func buildGPU(cfg *Config, load func() (*gpu.Weights, error), o options, dev *ru
 	}{
 		{EnvGPUGraphs, &opts.NoGraphs}, {EnvGPUEarlyStart, &opts.NoEarlyStart}, {EnvGPUFused, &opts.NoFusedKernels},
 		{EnvGPUWarpgroupMMA, &opts.NoWarpgroupMMA}, {EnvGPULookahead, &opts.NoLookahead},
+		{EnvGPUAttentionWarps, &opts.NoAttentionWarps},
 	} {
 		if *sw.off, err = envOff(sw.env); err != nil {
 			return nil, 0, err // before the weights are read
 		}
-	}
-	if opts.AttentionWarps, err = envOn(EnvGPUAttentionWarps); err != nil {
-		return nil, 0, err
 	}
 	w, err := load()
 	if err != nil {
@@ -170,23 +168,11 @@ const EnvGPUWarpgroupMMA = "HIPGO_GPU_WGMMA"
 // lookahead.go); "1" or unset: on.
 const EnvGPULookahead = "HIPGO_GPU_LOOKAHEAD"
 
-// EnvGPUAttentionWarps turns attention_warps_f32 on when "1": on CUDA the
-// GPU backend then launches it wherever attention_bykey_f32 or
-// attention_bykey128_f32 would run (batched decode; the sums differ in
-// rounding only), to measure it; "0" or unset: off.
+// EnvGPUAttentionWarps turns attention_warps_f32 off when "0": on CUDA
+// the GPU backend then launches attention_bykey128_f32 where batched decode
+// has 256 blocks or more (sequences times kv heads; the sums differ in
+// rounding only), to measure it; "1" or unset: on.
 const EnvGPUAttentionWarps = "HIPGO_GPU_ATTENTION_WARPS"
-
-// envOn reads an off/on switch: "1" is on, "0" or unset off.
-func envOn(name string) (bool, error) {
-	switch v := os.Getenv(name); v {
-	case "", "0":
-		return false, nil
-	case "1":
-		return true, nil
-	default:
-		return false, fmt.Errorf("model: %s=%q: want 0 (off) or 1 (on): %w", name, v, ErrOptions)
-	}
-}
 
 // envOff reads an on/off switch: "0" is off, "1" or unset on.
 func envOff(name string) (bool, error) {

@@ -52,6 +52,7 @@ func TestPlumbingOfTheGPUTestsOnASimulatedCUDADevice(t *testing.T) {
 	require.Contains(t, string(out), "--- PASS: TestGPUDecodeGraphsGiveThePlainTokens")
 	require.Contains(t, string(out), "--- PASS: TestGPUFaultMidGenerationInADecodeGraph")
 	require.Contains(t, string(out), "--- PASS: TestGPUDecodeAttentionKernelsMatchTheCPU")
+	require.Contains(t, string(out), "--- PASS: TestGPUAttentionBykey128MatchesTheCPU")
 	require.Contains(t, string(out), "--- PASS: TestGPUWarpgroupProductsMatchTheCPU")
 }
 
@@ -150,25 +151,14 @@ func TestGPUForwardMatchesTheCPU(t *testing.T) {
 // launch.go: attention_f32 over tables of 128 keys for one sequence,
 // attention_bykey_f32 over 256, attention_long_f32 over 512; and
 // attention_bykey_f32 for 32 sequences of a model with 2 kv heads over
-// 128, attention_bykey128_f32 for 128 of them) give the CPU forward's
+// 128, attention_warps_f32 for 128 of them) give the CPU forward's
 // logits within the float32 tolerance (one sequence of a float32 SmolLM,
 // prompts of 100, 250 and 350 tokens, 8 decode steps each), and that 32
 // and then 128 sequences decoded in one batch each get greedily the
 // tokens the CPU gives it alone (a float32 Llama-3, prompts of 100 to 131
-// tokens, 6 tokens each).
+// tokens, 6 tokens each); on CUDA attention_warps_f32 was launched.
 func TestGPUDecodeAttentionKernelsMatchTheCPU(t *testing.T) {
-	testGPUDecodeAttention(t, openGPU(t))
-}
-
-// TestGPUAttentionWarpsMatchesTheCPU: TestGPUDecodeAttentionKernelsMatchTheCPU
-// with HIPGO_GPU_ATTENTION_WARPS=1, under which on CUDA attention_warps_f32
-// takes the steps routed to attention_bykey_f32 and
-// attention_bykey128_f32 (one sequence over 256 keys, the batches of 32
-// and 128 sequences): the same tolerance and the same greedy tokens, and
-// on CUDA that it was launched (elsewhere, that it was not).
-func TestGPUAttentionWarpsMatchesTheCPU(t *testing.T) {
 	dev := openGPU(t)
-	t.Setenv(EnvGPUAttentionWarps, "1")
 	n := testGPUDecodeAttention(t, dev)
 	t.Logf("%d attention_warps_f32 launches", n)
 	if dev.Backend() == driver.CUDA {
@@ -176,6 +166,16 @@ func TestGPUAttentionWarpsMatchesTheCPU(t *testing.T) {
 	} else {
 		require.Zero(t, n)
 	}
+}
+
+// TestGPUAttentionBykey128MatchesTheCPU: TestGPUDecodeAttentionKernelsMatchTheCPU
+// with HIPGO_GPU_ATTENTION_WARPS=0, under which on CUDA
+// attention_bykey128_f32 takes the batch of 128 sequences again: the same
+// tolerance and the same greedy tokens, and no attention_warps_f32 launch.
+func TestGPUAttentionBykey128MatchesTheCPU(t *testing.T) {
+	dev := openGPU(t)
+	t.Setenv(EnvGPUAttentionWarps, "0")
+	require.Zero(t, testGPUDecodeAttention(t, dev))
 }
 
 // testGPUDecodeAttention runs TestGPUDecodeAttentionKernelsMatchTheCPU's
@@ -219,7 +219,8 @@ func testGPUDecodeAttention(t *testing.T, dev *runtime.Device) int64 {
 		want[i] = res.Tokens
 	}
 	// 32 sequences (64 blocks of 2 kv heads: attention_bykey_f32), then 128
-	// (256 blocks: attention_bykey128_f32), sequence i on prompt i % 32.
+	// (256 blocks: attention_warps_f32, or attention_bykey128_f32 with the
+	// switch off), sequence i on prompt i % 32.
 	for _, seqs := range []int{32, 128} {
 		b := gl.NewBatch()
 		index := map[SeqID]int{}

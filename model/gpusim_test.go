@@ -238,13 +238,14 @@ func TestSimGPUWarpgroupProducts(t *testing.T) {
 //   - attention_gqa_f32, from there, for 128 of its blocks (tokens *
 //     kv_heads) or more, 2 to 4 query heads a kv head, head_dim 65 to 128;
 //   - attention_bykey128_f32, from there, for up to 8 query heads a kv
-//     head, with 256 of its blocks (tokens * kv_heads) or more;
+//     head, with 256 of its blocks (tokens * kv_heads) or more (but see
+//     attention_warps_f32 below);
 //   - attention_bykey_f32, from there, for up to 8 query heads a kv head,
 //     over tables of 128 keys or more with 64 of its blocks (tokens *
 //     kv_heads) or more, or over tables of 256 keys or more;
 //   - attention_f32 otherwise, and on ROCm always;
-//   - with HIPGO_GPU_ATTENTION_WARPS=1, attention_warps_f32 in place of
-//     both bykey kernels, and the others where they were.
+//   - attention_warps_f32 in attention_bykey128_f32's place, unless
+//     HIPGO_GPU_ATTENTION_WARPS=0.
 //
 // Counted on the simulated device, whose twin of each is the CPU attention
 // after checking the launch against the kernel's grid rule and shapes (the
@@ -311,11 +312,11 @@ func TestSimGPUDecodeAttentionRouting(t *testing.T) {
 		{"64 sequences, tables of 512, head_dim 80", wide, 64, 300, "attention_gqa_f32"},
 		{"63 sequences, tables of 512, head_dim 80", wide, 63, 300, "attention_bykey_f32"},
 		{"MHA, 63 sequences, tables of 512", mha, 63, 300, "attention_bykey_f32"},
-		{"MHA, 64 sequences, tables of 512", mha, 64, 300, "attention_bykey128_f32"},
+		{"MHA, 64 sequences, tables of 512", mha, 64, 300, "attention_warps_f32"},
 		{"9 heads a kv head, 32 sequences, tables of 256", nine, 32, 250, "attention_f32"},
-		{"128 sequences, tables of 16", gqa, 128, 10, "attention_bykey128_f32"},
+		{"128 sequences, tables of 16", gqa, 128, 10, "attention_warps_f32"},
 		{"127 sequences, tables of 16", gqa, 127, 10, "attention_f32"},
-		{"128 sequences, tables of 512", gqa, 128, 300, "attention_bykey128_f32"},
+		{"128 sequences, tables of 512", gqa, 128, 300, "attention_warps_f32"},
 		{"128 sequences, tables of 512, head_dim 80", wide, 128, 300, "attention_gqa_f32"},
 		{"9 heads a kv head, 128 sequences, tables of 16", nine, 128, 10, "attention_f32"},
 	}
@@ -324,13 +325,13 @@ func TestSimGPUDecodeAttentionRouting(t *testing.T) {
 			require.Equal(t, c.want, decodeKernel(t, dev, faults, c.spec, c.seqs, c.first))
 		})
 	}
-	// The switch is read at load: every case again with it on.
-	t.Run("warps", func(t *testing.T) {
-		t.Setenv(EnvGPUAttentionWarps, "1")
+	// The switch is read at load: every case again with it off.
+	t.Run("HIPGO_GPU_ATTENTION_WARPS=0", func(t *testing.T) {
+		t.Setenv(EnvGPUAttentionWarps, "0")
 		for _, c := range cases {
 			want := c.want
-			if want == "attention_bykey_f32" || want == "attention_bykey128_f32" {
-				want = "attention_warps_f32"
+			if want == "attention_warps_f32" {
+				want = "attention_bykey128_f32"
 			}
 			t.Run(c.name, func(t *testing.T) {
 				require.Equal(t, want, decodeKernel(t, dev, faults, c.spec, c.seqs, c.first))
@@ -348,8 +349,7 @@ func TestSimGPUDecodeAttentionRouting(t *testing.T) {
 	for _, c := range []struct{ seqs, first int }{{1, 350}, {1, 250}, {64, 300}} {
 		require.Equal(t, "attention_f32", decodeKernel(t, rdev, rf, gqa, c.seqs, c.first), "rocm, %d sequences, the first of %d tokens", c.seqs, c.first)
 	}
-	t.Setenv(EnvGPUAttentionWarps, "1")
-	require.Equal(t, "attention_f32", decodeKernel(t, rdev, rf, gqa, 64, 300), "rocm, HIPGO_GPU_ATTENTION_WARPS=1")
+	require.Equal(t, "attention_f32", decodeKernel(t, rdev, rf, gqa, 128, 10), "rocm, 128 sequences (attention_warps_f32's case on CUDA)")
 }
 
 // TestSimGPUPrefillAttentionFromSixteenTokens: a chunk of 16 query tokens

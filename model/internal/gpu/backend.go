@@ -48,10 +48,10 @@ type Options struct {
 	// NoLookahead makes Step wait for its tokens before anything of the
 	// next step is enqueued (see lookahead.go).
 	NoLookahead bool
-	// AttentionWarps launches attention_warps_f32 wherever
-	// attention_bykey_f32 or attention_bykey128_f32 would run (see
-	// attention), to measure it; the sums differ in rounding only.
-	AttentionWarps bool
+	// NoAttentionWarps launches attention_bykey128_f32 where
+	// attention_warps_f32 would run (see attention), to measure it; the
+	// sums differ in rounding only.
+	NoAttentionWarps bool
 }
 
 // Backend holds a model's weights, KV-cache pool and scratch on one device.
@@ -67,7 +67,7 @@ type Backend struct {
 	tc         bool // CUDA: 16-bit weights go through the tensor cores from tcRows rows (launch.go)
 	wg         bool // and the forward module is the sm_90a PTX: matmul_wg_W where wgSplitK says (launch.go)
 	longAtt    bool // CUDA: decode attention may take attention_long_f32, attention_gqa_f32 or attention_bykey(128)_f32 (launch.go; measured on the H200 only)
-	attWarps   bool // and attention_warps_f32 where attention_bykey(128)_f32 would run (Options.AttentionWarps)
+	attWarps   bool // and attention_warps_f32 where attention_bykey128_f32 would run (Options.NoAttentionWarps)
 	sampler    *sampling.Sampler
 
 	mu       sync.Mutex       // one call at a time
@@ -121,7 +121,7 @@ func New(ctx context.Context, dev *runtime.Device, cfg Config, w *Weights, opts 
 	b.earlyStart = !opts.NoEarlyStart
 	b.fuse = !opts.NoFusedKernels
 	b.lookahead = !opts.NoLookahead
-	b.attWarps = b.longAtt && opts.AttentionWarps
+	b.attWarps = b.longAtt && !opts.NoAttentionWarps
 	if b.stepTokens <= 0 {
 		b.stepTokens = defaultStepTokens
 	}
@@ -213,10 +213,13 @@ func (b *Backend) kernelNames() []string {
 		if b.gqaShape() {
 			names["attention_gqa_f32"] = true
 		}
-		if b.bykeyShape() && b.attWarps {
-			names["attention_warps_f32"] = true
-		} else if b.bykeyShape() {
-			names["attention_bykey_f32"], names["attention_bykey128_f32"] = true, true
+		if b.bykeyShape() {
+			names["attention_bykey_f32"] = true
+			if b.attWarps {
+				names["attention_warps_f32"] = true
+			} else {
+				names["attention_bykey128_f32"] = true
+			}
 		}
 	}
 	out := make([]string, 0, len(names))

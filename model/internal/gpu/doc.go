@@ -39,10 +39,10 @@
 // keeps the pair; the sums differ in rounding only).
 //
 // Decode attention on CUDA takes one of several kernels by the step's
-// shape (launch.go's attention); Options.AttentionWarps, or
-// HIPGO_GPU_ATTENTION_WARPS=1 through package model, puts
-// attention_warps_f32 where attention_bykey_f32 or attention_bykey128_f32
-// would run, to measure it (the sums differ in rounding only).
+// shape (launch.go's attention); Options.NoAttentionWarps, or
+// HIPGO_GPU_ATTENTION_WARPS=0 through package model, puts
+// attention_bykey128_f32 back where attention_warps_f32 runs, to measure
+// it (the sums differ in rounding only).
 //
 // A decode step (one token per sequence) replays a graph of its forward
 // launches captured the first time its shape was seen (graph.go), one

@@ -198,6 +198,17 @@ const (
 	// over 256, 120.8 against 126.1 over 1024; with 64 blocks it lost (18.2
 	// against 12.5 over 144 keys), and 65 to 255 were not measured.
 	bykey128MinBlocks = 256
+	// attention_warps_f32 (128 threads, the bykey kernels' grid: key groups
+	// of 8 to 32 lanes, each with its own online softmax and the next
+	// keys' k and v in flight together, merged in group order) takes
+	// attention_bykey128_f32's launches (Options.NoAttentionWarps keeps
+	// them). On the H200 (1B shape, CUDA-graph replays, one call;
+	// docs/bench/attention-warps-h200-2026-12-02-twelfth.jsonl), 32
+	// sequences: 6.3 us against bykey128's 9.0 over 16 keys, 9.3 against
+	// 13.4 over 80, 11.9 against 22.6 over 144, 29.7 against 63.3 over 512
+	// (the K/V read floor 24.7); batch-32 decode +1.6-2.4%, batch 64
+	// +4.4-4.7%. In attention_bykey_f32's place (fewer blocks) batch-16
+	// decode lost 1.6-2.0%, so that case keeps it.
 
 	ewThreads = 256
 	maxEWGrid = 65535 // the elementwise kernels stride over the grid
@@ -459,12 +470,8 @@ func (b *Backend) positions(layer int, qkv, pos, slots runtime.DevicePtr, tokens
 // so decode steps keep attention_f32, or on CUDA one of the decode kernels
 // the constants above route to (attention_long_f32, attention_gqa_f32,
 // attention_bykey_f32, attention_bykey128_f32), each with attention_f32's
-// semantics. Under Options.AttentionWarps attention_warps_f32 takes both
-// bykey kernels' launches (the same grid; key groups of 8 to 32 lanes,
-// each with its own online softmax and a ring of keys' k and v in
-// flight, so a short context costs about two memory round trips: the
-// block table, then k and v together); not yet measured on a GPU, so off
-// by default.
+// semantics; attention_warps_f32 takes attention_bykey128_f32's launches
+// unless Options.NoAttentionWarps (see attWarps' constants).
 func (b *Backend) attention(layer int, out, qkv, qSeq, qPos, tables runtime.DevicePtr, maxBlocks, tokens int, tiled bool, scale float32) error {
 	c := b.cfg
 	name, grid := "attention_f32", tokens*c.Heads
@@ -481,7 +488,7 @@ func (b *Backend) attention(layer int, out, qkv, qSeq, qPos, tables runtime.Devi
 	case b.longAtt && keys >= bykeyMinKeys && (tokens*c.KVHeads >= bykeyManyBlocks || keys >= bykeyFewBlocksKeys) && b.bykeyShape():
 		name, grid = "attention_bykey_f32", tokens*c.KVHeads // a thread per key, one block per kv head
 	}
-	if b.attWarps && (name == "attention_bykey_f32" || name == "attention_bykey128_f32") {
+	if b.attWarps && name == "attention_bykey128_f32" {
 		name = "attention_warps_f32" // the same grid
 	}
 	return b.launch(name, g1(grid), out, qkv, b.kc[layer], b.vc[layer], qSeq, qPos, tables,
