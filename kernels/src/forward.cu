@@ -2251,6 +2251,18 @@ DEVICE fw_f32x4 fw_abk_load4(const float* r, uint32_t c, uint32_t headdim, bool 
   return v;
 }
 
+// fw_decode_keys: how many keys query token t attends to: q_pos[t] + 1,
+// at most what its block table holds (max_blocks * block_size) and at most
+// limit (no cache holds 2^32 keys; a kernel indexing keys ahead of the
+// current one asks for less, so those indices cannot wrap).
+DEVICE uint32_t fw_decode_keys(const uint32_t* q_pos, uint32_t t, uint32_t max_blocks, uint32_t block_size,
+                               uint32_t limit) {
+  uint64_t n64 = (uint64_t)q_pos[t] + 1;
+  const uint64_t cap = (uint64_t)max_blocks * block_size;
+  if (n64 > cap) n64 = cap;
+  return n64 > limit ? limit : (uint32_t)n64;
+}
+
 // fw_abk_row: the start of key j's row of kv head kvh in cache.
 DEVICE const float* fw_abk_row(const float* cache, const uint32_t* table, uint32_t j, uint32_t block_size,
                                uint32_t kv_dim, uint32_t kvh, uint32_t headdim) {
@@ -2295,11 +2307,7 @@ DEVICE void attention_bykey(float* out, const float* qkv, const float* k_cache, 
   const uint32_t kv_dim = kv_heads * headdim, cols = (headdim + 3u) / 4u, kgroups = T / cols;
   const uint32_t col = tid % cols, kg = tid / cols;  // this thread's v column and key group
   const bool vec = headdim % 4u == 0 && fw_aligned16(k_cache) && fw_aligned16(v_cache);
-  // Keys 0 .. n-1 (no cache holds 2^32 keys: n is clamped there).
-  uint64_t n64 = (uint64_t)q_pos[t] + 1;
-  const uint64_t cap = (uint64_t)max_blocks * block_size;
-  if (n64 > cap) n64 = cap;
-  const uint32_t n = n64 > 0xffffffffu ? 0xffffffffu : (uint32_t)n64;
+  const uint32_t n = fw_decode_keys(q_pos, t, max_blocks, block_size, 0xffffffffu);  // keys 0 .. n-1
   const uint32_t* table = block_tables + (uint64_t)q_seq[t] * max_blocks;
   float M[G], L[G], acc[G][4];
 #pragma unroll
@@ -2615,12 +2623,8 @@ DEVICE void attention_warps(float* out, const float* qkv, const float* k_cache, 
   const uint32_t tid = thread_idx_x(), u = tid / LK, sl = tid % LK, hl = sl / HL;  // hl: this lane's head
   const uint32_t kv_dim = kv_heads * headdim, cols = (headdim + 3u) / 4u;
   const bool vec = headdim % 4u == 0 && fw_aligned16(k_cache) && fw_aligned16(v_cache);
-  // Keys 0 .. n-1 (no cache holds 2^32 keys: n is clamped below that, so
-  // the key indices 2R steps ahead cannot wrap).
-  uint64_t n64 = (uint64_t)q_pos[t] + 1;
-  const uint64_t cap = (uint64_t)max_blocks * block_size;
-  if (n64 > cap) n64 = cap;
-  const uint32_t n = n64 > 0xfffff000u ? 0xfffff000u : (uint32_t)n64;
+  // Keys 0 .. n-1, clamped so that the key indices 2R steps ahead cannot wrap.
+  const uint32_t n = fw_decode_keys(q_pos, t, max_blocks, block_size, 0xfffff000u);
   const uint32_t* table = block_tables + (uint64_t)q_seq[t] * max_blocks;
   // Key j's table index and place in its block: a shift and a mask for a
   // power-of-two block size (the GPU backend's 16), else a division.

@@ -471,7 +471,7 @@ func (b *Backend) positions(layer int, qkv, pos, slots runtime.DevicePtr, tokens
 // the constants above route to (attention_long_f32, attention_gqa_f32,
 // attention_bykey_f32, attention_bykey128_f32), each with attention_f32's
 // semantics; attention_warps_f32 takes attention_bykey128_f32's launches
-// unless Options.NoAttentionWarps (see attWarps' constants).
+// unless Options.NoAttentionWarps (see the comment after bykey128MinBlocks).
 func (b *Backend) attention(layer int, out, qkv, qSeq, qPos, tables runtime.DevicePtr, maxBlocks, tokens int, tiled bool, scale float32) error {
 	c := b.cfg
 	name, grid := "attention_f32", tokens*c.Heads
@@ -483,13 +483,12 @@ func (b *Backend) attention(layer int, out, qkv, qSeq, qPos, tables runtime.Devi
 		name = "attention_long_f32" // few blocks, long keys: 32 groups a block instead of 8
 	case b.longAtt && tokens*c.KVHeads >= gqaMinBlocks && keys >= attLongMinKeys && c.HeadDim >= gqaMinHeadDim && b.gqaShape():
 		name, grid = "attention_gqa_f32", tokens*c.KVHeads // many blocks, long keys, wide heads: one block per kv head
+	case b.longAtt && tokens*c.KVHeads >= bykey128MinBlocks && b.bykeyShape() && b.attWarps:
+		name, grid = "attention_warps_f32", tokens*c.KVHeads // key groups, no barrier before the merge
 	case b.longAtt && tokens*c.KVHeads >= bykey128MinBlocks && b.bykeyShape():
 		name, grid = "attention_bykey128_f32", tokens*c.KVHeads // more blocks than SMs: two resident a multiprocessor
 	case b.longAtt && keys >= bykeyMinKeys && (tokens*c.KVHeads >= bykeyManyBlocks || keys >= bykeyFewBlocksKeys) && b.bykeyShape():
 		name, grid = "attention_bykey_f32", tokens*c.KVHeads // a thread per key, one block per kv head
-	}
-	if b.attWarps && name == "attention_bykey128_f32" {
-		name = "attention_warps_f32" // the same grid
 	}
 	return b.launch(name, g1(grid), out, qkv, b.kc[layer], b.vc[layer], qSeq, qPos, tables,
 		u32(maxBlocks), u32(BlockSize), u32(tokens), u32(c.Heads), u32(c.KVHeads), u32(c.HeadDim), u32(c.qkvDim()), scale)
