@@ -123,7 +123,7 @@ func buildGPU(cfg *Config, load func() (*gpu.Weights, error), o options, dev *ru
 	}{
 		{EnvGPUGraphs, &opts.NoGraphs}, {EnvGPUEarlyStart, &opts.NoEarlyStart}, {EnvGPUFused, &opts.NoFusedKernels},
 		{EnvGPUWarpgroupMMA, &opts.NoWarpgroupMMA}, {EnvGPULookahead, &opts.NoLookahead},
-		{EnvGPUAttentionWarps, &opts.NoAttentionWarps},
+		{EnvGPUAttentionWarps, &opts.NoAttentionWarps}, {EnvGPUFoldAdds, &opts.NoFoldedAdds},
 	} {
 		if *sw.off, err = envOff(sw.env); err != nil {
 			return nil, 0, err // before the weights are read
@@ -173,6 +173,13 @@ const EnvGPULookahead = "HIPGO_GPU_LOOKAHEAD"
 // has 256 blocks or more (sequences times kv heads; the sums differ in
 // rounding only), to measure it; "1" or unset: on.
 const EnvGPUAttentionWarps = "HIPGO_GPU_ATTENTION_WARPS"
+
+// EnvGPUFoldAdds turns the folded adds off when "0": in batched decode on
+// a Hopper GPU the o and down products, split over in, then add their
+// partial sums in their own last block instead of leaving them to the
+// norm after them (rmsnorm_parts_W; the same bytes), to measure it; "1"
+// or unset: on.
+const EnvGPUFoldAdds = "HIPGO_GPU_FOLD_ADDS"
 
 // envOff reads an on/off switch: "0" is off, "1" or unset on.
 func envOff(name string) (bool, error) {

@@ -54,6 +54,7 @@ func TestPlumbingOfTheGPUTestsOnASimulatedCUDADevice(t *testing.T) {
 	require.Contains(t, string(out), "--- PASS: TestGPUDecodeAttentionKernelsMatchTheCPU")
 	require.Contains(t, string(out), "--- PASS: TestGPUAttentionBykey128MatchesTheCPU")
 	require.Contains(t, string(out), "--- PASS: TestGPUWarpgroupProductsMatchTheCPU")
+	require.Contains(t, string(out), "--- PASS: TestGPUFoldedAddsMatchTheCPU")
 }
 
 func openGPU(t testing.TB) *runtime.Device {
@@ -305,6 +306,44 @@ func testGPUWarpgroupProducts(t *testing.T, dev *runtime.Device, fsys fstest.Map
 		require.LessOrEqual(t, d, tolHalf)
 		if wg == "1" && hopper {
 			require.Equal(t, [2]int64{1, 1}, n, "gate|up and down on the warpgroup MMA")
+		} else {
+			require.Zero(t, n)
+		}
+	}
+}
+
+// TestGPUFoldedAddsMatchTheCPU: foldSpec's 32-row forward (every row's
+// logits) gives the CPU's logits within tolHalf with the folded adds (on
+// a compute capability 9.0 GPU: o and down in both layers leave their
+// partials to rmsnorm_parts_W, 4 launches of it) and without them
+// (HIPGO_GPU_FOLD_ADDS=0: none). That the fold writes the bytes of the
+// product's own adds is model/internal/hostkern's TestMatMulWGLeavesItsParts.
+func TestGPUFoldedAddsMatchTheCPU(t *testing.T) {
+	dev := openGPU(t)
+	ctx := context.Background()
+	spec := foldSpec()
+	fsys := specFS(t, spec)
+	cm, err := LoadFS(fsys, WithoutTokenizer())
+	require.NoError(t, err)
+	prompt := testTokens(32, spec.Vocab)
+	want, err := cm.NewSession().Forward(ctx, prompt, true)
+	require.NoError(t, err)
+	hopper := dev.Info().Arch == "sm_90"
+	for _, fold := range []string{"1", "0"} {
+		t.Setenv(EnvGPUFoldAdds, fold)
+		gm, err := LoadFS(fsys, WithoutTokenizer(), WithDevice(dev))
+		require.NoError(t, err)
+		s := gm.NewSession()
+		got, err := s.Forward(ctx, prompt, true)
+		require.NoError(t, err)
+		s.Close()
+		d := relDiff32(want, got)
+		n := partsLaunches(gm.be.(*gpuBackend).b.Launched)
+		t.Logf("HIPGO_GPU_FOLD_ADDS=%s: %d rmsnorm_parts launches, max|d|/max|logit| = %.3g (tolerance %g)", fold, n, d, tolHalf)
+		require.NoError(t, gm.Close())
+		require.LessOrEqual(t, d, tolHalf)
+		if fold == "1" && hopper {
+			require.Equal(t, int64(4), n)
 		} else {
 			require.Zero(t, n)
 		}

@@ -9,6 +9,7 @@ package model
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"sync"
@@ -227,6 +228,47 @@ func TestSimGPUWarpgroupProducts(t *testing.T) {
 	t.Setenv(EnvGPUWarpgroupMMA, "0")
 	wg, wgs, tcx = run(t)
 	require.Equal(t, [3]int64{0, 0, 4}, [3]int64{wg, wgs, tcx}, "HIPGO_GPU_WGMMA=0: every product on the pair")
+}
+
+// TestSimGPUFoldedAdds: at 17 to 64 rows on an sm_90a device the o and
+// down products, split over in, leave their partial sums to the norm after
+// them (rmsnorm_parts_W): o's to the MLP norm, down's to the next layer's
+// attention norm or, when the final norm reads x itself (every row's
+// logits), to the final norm; with one row's logits copy_rows reads x
+// first, and the last down adds its own. The logits are the CPU forward's
+// either way, and HIPGO_GPU_FOLD_ADDS=0 launches none (o and down then
+// run on the pair: their parts of 256 and 512 are under wgSplitK's 1024).
+// Counted on the
+// simulated device, whose twins check each launch's arguments (the
+// kernels' bytes are model/internal/hostkern's tests).
+func TestSimGPUFoldedAdds(t *testing.T) {
+	ctx := context.Background()
+	spec := foldSpec()
+	prompt := testTokens(32, spec.Vocab)
+	cm := loadSpec(t, spec)
+	for _, c := range []struct {
+		fold  string
+		all   bool
+		parts int64
+	}{
+		{"1", true, 4}, {"1", false, 3}, {"0", true, 0},
+	} {
+		t.Run(fmt.Sprintf("fold=%s/all=%v", c.fold, c.all), func(t *testing.T) {
+			t.Setenv(EnvGPUFoldAdds, c.fold)
+			want, err := cm.NewSession().Forward(ctx, prompt, c.all)
+			require.NoError(t, err)
+			faults := &gpusim.Faults{}
+			m := loadSpec(t, spec, WithDevice(simDevice(t, faults)))
+			defer func() { require.NoError(t, m.Close()) }()
+			s := m.NewSession()
+			defer s.Close()
+			got, err := s.Forward(ctx, prompt, c.all)
+			require.NoError(t, err)
+			require.Less(t, relDiff32(want, got), 1e-5)
+			require.Equal(t, c.parts, partsLaunches(faults.Launched))
+			require.Equal(t, 2+c.parts, faults.Launched("matmul_wgs_bf16"), "gate|up (in 2 parts) and each folded product on the warpgroup MMA; the others on the pair")
+		})
+	}
 }
 
 // TestSimGPUDecodeAttentionRouting: which decode attention kernel a

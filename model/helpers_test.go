@@ -51,3 +51,20 @@ func warpgroupSpec() modeltest.Spec {
 	spec.DType, spec.Std = safetensors.BF16, 0.02
 	return spec
 }
+
+// foldSpec: two layers of the Llama-3.2-1B widths where the residual
+// products split over in (hidden 2048: 16 tiles of 128 outputs, so 8 parts;
+// o's in 2048 in parts of 256, down's 4096 in parts of 512), which
+// residualProduct folds into the norm after them; a small intermediate
+// and vocab keep the CPU reference quick.
+func foldSpec() modeltest.Spec {
+	spec := modeltest.Llama3Tiny()
+	spec.Hidden, spec.Heads, spec.KVHeads, spec.Intermediate, spec.Layers, spec.Vocab = 2048, 16, 4, 4096, 2, 512
+	spec.DType, spec.Std = safetensors.BF16, 0.02
+	return spec
+}
+
+// partsLaunches counts a model's rmsnorm_parts_W launches of every dtype.
+func partsLaunches(launched func(string) int64) int64 {
+	return launched("rmsnorm_parts_f32") + launched("rmsnorm_parts_bf16") + launched("rmsnorm_parts_f16")
+}

@@ -218,6 +218,66 @@ DEVICE void rmsnorm(float* out, const float* x, const W* weight, uint32_t rows, 
     orow[i] = fw_to_f32(weight[i]) * (xr[i] * inv);
 }
 
+// fw_mm_store: y[i] = acc (+ bias[o]) (+ y[i] with accumulate), in that
+// order: every product's store of an output.
+DEVICE void fw_mm_store(float* y, const float* bias, uint64_t i, uint32_t o, float acc, uint32_t accumulate) {
+  float v = acc;
+  if (bias) v += bias[o];
+  if (accumulate) v += y[i];
+  y[i] = v;
+}
+
+// =====================================================================
+// rmsnorm_parts_W(out, x, ws, bias, weight, parts, rows, dim, eps): first
+// the residual add a split product left to it (matmul_wg_W with
+// FW_WG_LEAVE_PARTS): x[r, i] = ((ws[0, r, i] + ws[1, r, i] + ... in part
+// order) + bias[i]) + x[r, i], ws [parts, rows, dim], bias null for none:
+// the bytes the product's last block would have written into x with
+// accumulate. Then rmsnorm_W of the new x[r] into out (which must not
+// alias x or ws), the same bytes as rmsnorm_W's launch after it: each
+// thread normalizes the elements it wrote. parts >= 1. Block
+// FW_NORM_THREADS, grid rows.
+// =====================================================================
+template <typename W>
+DEVICE void rmsnorm_parts(float* out, float* x, const float* ws, const float* bias, const W* weight, uint32_t parts,
+                          uint32_t rows, uint32_t dim, float eps) {
+  const uint32_t r = block_idx_x();
+  if (r >= rows || parts == 0) return;
+  float* xr = x + (uint64_t)r * dim;
+  const float* wr = ws + (uint64_t)r * dim;
+  const uint64_t part = (uint64_t)rows * dim;
+  const uint32_t tid = thread_idx_x();
+  if (dim <= FW_NORM_THREADS * FW_NORM_CACHED) {
+    // Each part's loads for the whole row issued together: one round trip
+    // a part.
+    float v[FW_NORM_CACHED];
+    for (uint32_t s = 0; s < parts; ++s) {
+      float p[FW_NORM_CACHED];
+#pragma unroll
+      for (uint32_t k = 0; k < FW_NORM_CACHED; ++k) {
+        const uint32_t i = tid + k * FW_NORM_THREADS;
+        p[k] = i < dim ? wr[s * part + i] : 0.0f;
+      }
+#pragma unroll
+      for (uint32_t k = 0; k < FW_NORM_CACHED; ++k) v[k] = s == 0 ? p[k] : v[k] + p[k];
+    }
+#pragma unroll
+    for (uint32_t k = 0; k < FW_NORM_CACHED; ++k) {
+      const uint32_t i = tid + k * FW_NORM_THREADS;
+      if (i < dim) fw_mm_store(xr, bias, i, i, v[k], 1u);
+    }
+  } else {
+    for (uint32_t i = tid; i < dim; i += FW_NORM_THREADS) {
+      float v = wr[i];
+      for (uint32_t s = 1; s < parts; ++s) v += wr[s * part + i];
+      fw_mm_store(xr, bias, i, i, v, 1u);
+    }
+  }
+  // rmsnorm's threads read the elements these wrote (i = tid + k
+  // FW_NORM_THREADS on both of its paths), so no barrier is needed.
+  rmsnorm(out, x, weight, rows, dim, eps);
+}
+
 // =====================================================================
 // matmul_W: y[r, o] (+)= x[r] . w[o] (+ bias[o]) for r < rows, o < out, with
 // x [rows, in] f32, w [out, in] of type W, bias [out] f32 or null, f32
@@ -233,12 +293,6 @@ DEVICE void rmsnorm(float* out, const float* x, const W* weight, uint32_t rows, 
 // [64s, 64s+64) and outputs [64c, 64c+64), s = b % ceil(rows/64),
 // c = b / ceil(rows/64), over 16-wide slices of in staged in shared memory.
 // =====================================================================
-DEVICE void fw_mm_store(float* y, const float* bias, uint64_t i, uint32_t o, float acc, uint32_t accumulate) {
-  float v = acc;
-  if (bias) v += bias[o];
-  if (accumulate) v += y[i];
-  y[i] = v;
-}
 
 // matvec_fma: acc[r] += the 8 weights of chunk k . x row r's chunk k, for
 // the live rows r < nr (all NR of them when NR = 1).
@@ -1158,6 +1212,11 @@ DEVICE void matmul_tcx(float* y, const fw_u32x4* xs, const W* w, const float* bi
 // blocks adds the S partials in split order (the same bytes whichever
 // block is last), writes y and resets the count to 0 (cnt must start at
 // zero: the backend clears it once). ws and cnt are unused when S = 1.
+// With accumulate = FW_WG_LEAVE_PARTS (2) every block, S = 1 included,
+// only writes its partial sums to ws and leaves: no y, no count, and the
+// adds (the same, in split order) are rmsnorm_parts_W's. On the H200 the
+// last block's adds cost a split product about 4 us at 32 rows
+// (docs/generate.md).
 //
 // One source for every port: on sm_90a (the sm_90a PTX) the MMA is the
 // wgmma instruction; elsewhere wg_mma computes the same tile from shared
@@ -1170,6 +1229,7 @@ DEVICE void matmul_tcx(float* y, const fw_u32x4* xs, const W* w, const float* bi
 #define FW_WG_STAGES 4   // the ring's depth (H200, 32 rows: the LM head 149 us at 4, 163 at 3, 182 at 6)
 #define FW_WG_TN 128     // outputs per block
 #define FW_WG_SBO 1024u  // bytes between 8-row atoms
+#define FW_WG_LEAVE_PARTS 2u  // accumulate: write the split partials, not y
 
 #if defined(__NVPTX__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define FW_WG_NATIVE 1
@@ -1377,7 +1437,7 @@ DEVICE uint32_t wg_dynamic_smem() { return ~0u; }
 // matmul_wgs_W's copier, has none), and with splits > 1 the partial sums
 // and the last block's adds (see matmul_wg_W). Every thread of the block
 // calls it.
-template <uint32_t N>
+template <uint32_t N, bool LEAVE = false>
 DEVICE void wg_finish(fw_u32x4* smem, float* y, const float* bias, float* ws, uint32_t* cnt, const float* acc,
                       uint32_t rows, uint32_t out, uint32_t accumulate, uint32_t o0, uint32_t split, uint32_t splits,
                       uint32_t grp) {
@@ -1399,6 +1459,13 @@ DEVICE void wg_finish(fw_u32x4* smem, float* y, const float* bias, float* ws, ui
       at[i] = wg < 2u && r < rows && o < out ? (uint64_t)r * out + o : ~0ull;
       oo[i] = o;
     }
+  if (LEAVE) {  // FW_WG_LEAVE_PARTS: rmsnorm_parts_W adds them
+    const uint64_t part = (uint64_t)rows * out;
+#pragma unroll
+    for (uint32_t i = 0; i < NV; ++i)
+      if (at[i] != ~0ull) ws[split * part + at[i]] = v[i];
+    return;
+  }
   if (splits > 1) {
     const uint64_t part = (uint64_t)rows * out;
 #pragma unroll
@@ -1474,7 +1541,10 @@ DEVICE void matmul_wg_n(fw_u32x4* smem, float* y, const fw_u32x4* xs, const W* w
   }
   async_wait<0>();
 
-  wg_finish<N>(smem, y, bias, ws, cnt, acc, rows, out, accumulate, o0, split, splits, grp);
+  if (accumulate & FW_WG_LEAVE_PARTS)  // its own copy of the epilogue: the adds' registers stay as they were
+    wg_finish<N, true>(smem, y, bias, ws, cnt, acc, rows, out, accumulate, o0, split, splits, grp);
+  else
+    wg_finish<N>(smem, y, bias, ws, cnt, acc, rows, out, accumulate, o0, split, splits, grp);
 }
 
 // The ring lives in dynamic shared memory, 1024 + FW_WG_STAGES * (128 +
@@ -1645,7 +1715,10 @@ DEVICE void matmul_wgs_n(fw_u32x4* smem, uint64_t* bars, float* y, const fw_u32x
     }
     wg_wait<0>();
   }
-  wg_finish<N>(smem, y, bias, ws, cnt, acc, rows, out, accumulate, o0, split, splits, grp);
+  if (accumulate & FW_WG_LEAVE_PARTS)  // its own copy of the epilogue: the adds' registers stay as they were
+    wg_finish<N, true>(smem, y, bias, ws, cnt, acc, rows, out, accumulate, o0, split, splits, grp);
+  else
+    wg_finish<N>(smem, y, bias, ws, cnt, acc, rows, out, accumulate, o0, split, splits, grp);
 }
 #endif
 
@@ -2849,6 +2922,12 @@ KERNEL KBOUNDS(FW_COPY_THREADS) void copy_rows_f32(float* dst, const float* src,
                                                      uint32_t rows, uint32_t dim, float eps) {                \
     fw_early_start();                                                                                         \
     rmsnorm(out, x, weight, rows, dim, eps);                                                                  \
+  }                                                                                                           \
+  KERNEL KBOUNDS(FW_NORM_THREADS) void rmsnorm_parts_##SUF(float* out, float* x, const float* ws,            \
+                                                           const float* bias, const W* weight, uint32_t parts, \
+                                                           uint32_t rows, uint32_t dim, float eps) {         \
+    fw_early_start();                                                                                         \
+    rmsnorm_parts(out, x, ws, bias, weight, parts, rows, dim, eps);                                           \
   }                                                                                                           \
   KERNEL KBOUNDS(FW_MM_THREADS) void matmul_##SUF(float* y, const float* x, const W* w, const float* bias,    \
                                                   uint32_t rows, uint32_t in, uint32_t out,                   \

@@ -212,6 +212,27 @@ static inline void fw_rmsnorm(device float* out, device const float* x, device c
   for (uint i = tid; i < dim; i += FW_NORM_THREADS) orow[i] = fw_to_f32(weight[i]) * (xr[i] * inv);
 }
 
+// rmsnorm_parts_W (see forward.cu): x[r] gets the parts' sum in part order,
+// bias and x[r], as fw_mm_store adds them; then fw_rmsnorm of it, whose
+// threads read the elements they wrote.
+template <typename W>
+static inline void fw_rmsnorm_parts(device float* out, device float* x, device const float* ws,
+                                    device const float* bias, device const W* weight, uint parts, uint rows,
+                                    uint dim, float eps, threadgroup float* part, uint tid, uint blk) {
+  const uint r = blk;
+  if (r >= rows || parts == 0u) return;
+  device float* xr = x + (ulong)r * dim;
+  device const float* wr = ws + (ulong)r * dim;
+  const ulong stride = (ulong)rows * dim;
+  for (uint i = tid; i < dim; i += FW_NORM_THREADS) {
+    float v = wr[i];
+    for (uint s = 1; s < parts; ++s) v += wr[s * stride + i];
+    if (bias) v += bias[i];
+    xr[i] = v + xr[i];
+  }
+  fw_rmsnorm<W>(out, x, weight, rows, dim, eps, part, tid, blk);
+}
+
 // =====================================================================
 // matmul_W (see forward.cu for the two paths and the grid rule).
 // Block FW_MM_THREADS. Grid: rows < 64: ceil(out/8) * ceil(rows/8);
@@ -1588,13 +1609,16 @@ FW_TCX_KERNELS(tc_split_x_bf16, matmul_tcx_bf16, fw_bf16)
 // values is exact in f32, so whether the compiler fuses it into an fma
 // does not change the sum. Only the blocks of split 0 compute (each of
 // their threads whole outputs, all splits in turn); the other blocks of
-// the grid return at once, so the port never touches ws or cnt, which
-// forward.cu uses for its split partials when ks < in (and leaves cnt
-// zero again). Correct but slow: no simdgroup_matrix port yet.
+// the grid return at once, so the port never touches cnt, nor ws but with
+// accumulate = FW_WG_LEAVE_PARTS, where it writes forward.cu's partials
+// (each split's hi + lo) and no y. forward.cu also uses ws and cnt for its
+// split partials when ks < in (and leaves cnt zero again). Correct but
+// slow: no simdgroup_matrix port yet.
 #define FW_WG_THREADS 256
 #define FW_WG_MAX_ROWS 64
 #define FW_WG_KC 64
 #define FW_WG_TN 128
+#define FW_WG_LEAVE_PARTS 2u
 
 static inline uint fw_wg_rows(uint rows) { return (rows + 15u) & ~15u; }
 static inline uint fw_wg_stages(uint in) { return (in + 63u) / 64u; }
@@ -1623,7 +1647,7 @@ static inline void fw_wg_split_x(device uint* xs, device const float* x, uint ro
 
 template <typename W>
 static inline void fw_matmul_wg(device float* y, device const uint* xs, device const W* w, device const float* bias,
-                                uint rows, uint in, uint out, uint accumulate, uint ks, uint tid, uint blk,
+                                device float* ws, uint rows, uint in, uint out, uint accumulate, uint ks, uint tid, uint blk,
                                 uint threads) {
   if (ks == 0 || ks % FW_WG_KC != 0) return;
   const uint R = fw_wg_rows(rows);
@@ -1649,9 +1673,10 @@ static inline void fw_matmul_wg(device float* y, device const uint* xs, device c
         ls += wv * fw_tc_widen(W{}, stage[fw_wg_unit(R + r, q) * 4u + h / 2u] >> shift);
       }
       const float v = hs + ls;
+      if (accumulate & FW_WG_LEAVE_PARTS) ws[((ulong)s * rows + r) * out + o] = v;
       total = s == 0 ? v : total + v;
     }
-    fw_mm_store(y, bias, (ulong)r * out + o, o, total, accumulate);
+    if (!(accumulate & FW_WG_LEAVE_PARTS)) fw_mm_store(y, bias, (ulong)r * out + o, o, total, accumulate);
   }
 }
 
@@ -1670,7 +1695,7 @@ static inline void fw_matmul_wg(device float* y, device const uint* xs, device c
                      constant uint& out [[buffer(8)]], constant uint& accumulate [[buffer(9)]],               \
                      constant uint& ks [[buffer(10)]], uint tid [[thread_position_in_threadgroup]],           \
                      uint blk [[threadgroup_position_in_grid]]) {                                             \
-    fw_matmul_wg<W>(y, xs, w, bias, rows, in, out, accumulate, ks, tid, blk, FW_WG_THREADS);                 \
+    fw_matmul_wg<W>(y, xs, w, bias, ws, rows, in, out, accumulate, ks, tid, blk, FW_WG_THREADS);                 \
   }
 FW_WG_KERNELS(wg_split_x_f16, matmul_wg_f16, fw_f16)
 FW_WG_KERNELS(wg_split_x_bf16, matmul_wg_bf16, fw_bf16)
@@ -1687,7 +1712,7 @@ FW_WG_KERNELS(wg_split_x_bf16, matmul_wg_bf16, fw_bf16)
                      constant uint& out [[buffer(8)]], constant uint& accumulate [[buffer(9)]],               \
                      constant uint& ks [[buffer(10)]], uint tid [[thread_position_in_threadgroup]],           \
                      uint blk [[threadgroup_position_in_grid]]) {                                             \
-    fw_matmul_wg<W>(y, xs, w, bias, rows, in, out, accumulate, ks, tid, blk, FW_WGS_THREADS);                \
+    fw_matmul_wg<W>(y, xs, w, bias, ws, rows, in, out, accumulate, ks, tid, blk, FW_WGS_THREADS);                \
   }
 FW_WGS_KERNEL(matmul_wgs_f16, fw_f16)
 FW_WGS_KERNEL(matmul_wgs_bf16, fw_bf16)
@@ -1712,6 +1737,17 @@ FW_WGS_KERNEL(matmul_wgs_bf16, fw_bf16)
                    uint tid [[thread_position_in_threadgroup]], uint blk [[threadgroup_position_in_grid]]) {  \
     fw_rmsnorm<W>(out, x, weight, rows, dim, eps, part, tid, blk);                                            \
   }
+#define FW_RMSNORM_PARTS_KERNEL(NAME, W)                                                                      \
+  [[max_total_threads_per_threadgroup(256)]]                                                                  \
+  kernel void NAME(device float* out [[buffer(0)]], device float* x [[buffer(1)]],                            \
+                   device const float* ws [[buffer(2)]], device const float* bias [[buffer(3)]],              \
+                   device const W* weight [[buffer(4)]], constant uint& parts [[buffer(5)]],                  \
+                   constant uint& rows [[buffer(6)]], constant uint& dim [[buffer(7)]],                       \
+                   constant float& eps [[buffer(8)]],                                                         \
+                   threadgroup float* part [[threadgroup(0)]] /* hipgo: 32 bytes */,                          \
+                   uint tid [[thread_position_in_threadgroup]], uint blk [[threadgroup_position_in_grid]]) {  \
+    fw_rmsnorm_parts<W>(out, x, ws, bias, weight, parts, rows, dim, eps, part, tid, blk);                     \
+  }
 #define FW_MATMUL_KERNEL(NAME, W)                                                                             \
   [[max_total_threads_per_threadgroup(256)]]                                                                  \
   kernel void NAME(device float* y [[buffer(0)]], device const float* x [[buffer(1)]],                        \
@@ -1726,10 +1762,13 @@ FW_WGS_KERNEL(matmul_wgs_bf16, fw_bf16)
 
 FW_EMBED_KERNEL(embed_f32, float)
 FW_RMSNORM_KERNEL(rmsnorm_f32, float)
+FW_RMSNORM_PARTS_KERNEL(rmsnorm_parts_f32, float)
 FW_MATMUL_KERNEL(matmul_f32, float)
 FW_EMBED_KERNEL(embed_f16, fw_f16)
 FW_RMSNORM_KERNEL(rmsnorm_f16, fw_f16)
+FW_RMSNORM_PARTS_KERNEL(rmsnorm_parts_f16, fw_f16)
 FW_MATMUL_KERNEL(matmul_f16, fw_f16)
 FW_EMBED_KERNEL(embed_bf16, fw_bf16)
 FW_RMSNORM_KERNEL(rmsnorm_bf16, fw_bf16)
+FW_RMSNORM_PARTS_KERNEL(rmsnorm_parts_bf16, fw_bf16)
 FW_MATMUL_KERNEL(matmul_bf16, fw_bf16)

@@ -52,6 +52,10 @@ type Options struct {
 	// attention_warps_f32 would run (see attention), to measure it; the
 	// sums differ in rounding only.
 	NoAttentionWarps bool
+	// NoFoldedAdds keeps a split warpgroup product's adds in its own last
+	// block where rmsnorm_parts_W would add its partials into the residual
+	// (see residualProduct); the same bytes.
+	NoFoldedAdds bool
 }
 
 // Backend holds a model's weights, KV-cache pool and scratch on one device.
@@ -68,6 +72,7 @@ type Backend struct {
 	wg         bool // and the forward module is the sm_90a PTX: matmul_wg_W where wgSplitK says (launch.go)
 	longAtt    bool // CUDA: decode attention may take attention_long_f32, attention_gqa_f32 or attention_bykey(128)_f32 (launch.go; measured on the H200 only)
 	attWarps   bool // and attention_warps_f32 where attention_bykey128_f32 would run (Options.NoAttentionWarps)
+	foldAdds   bool // residual products leave their split partials to rmsnorm_parts_W (Options.NoFoldedAdds)
 	sampler    *sampling.Sampler
 
 	mu       sync.Mutex       // one call at a time
@@ -122,6 +127,7 @@ func New(ctx context.Context, dev *runtime.Device, cfg Config, w *Weights, opts 
 	b.fuse = !opts.NoFusedKernels
 	b.lookahead = !opts.NoLookahead
 	b.attWarps = b.longAtt && !opts.NoAttentionWarps
+	b.foldAdds = !opts.NoFoldedAdds
 	if b.stepTokens <= 0 {
 		b.stepTokens = defaultStepTokens
 	}

@@ -36,7 +36,12 @@
 // widest (32768 outputs or more: the LM head), its warp-specialized twin
 // matmul_wgs_W for the rest, the same sums (launch.go's wgSplitK;
 // Options.NoWarpgroupMMA, or HIPGO_GPU_WGMMA=0 through package model,
-// keeps the pair; the sums differ in rounding only).
+// keeps the pair; the sums differ in rounding only). The o and down
+// products split over in there leave their partial sums to the norm after
+// them, rmsnorm_parts_W, which adds them into the residual as their last
+// block would have (launch.go's residualProduct; the same bytes;
+// Options.NoFoldedAdds, or HIPGO_GPU_FOLD_ADDS=0 through package model,
+// keeps the adds in the products).
 //
 // Decode attention on CUDA takes one of several kernels by the step's
 // shape (launch.go's attention); Options.NoAttentionWarps, or

@@ -122,6 +122,16 @@ const (
 	wgStages    = 4   // FW_WG_STAGES
 	wgBlocks    = 128 // about one block an SM (the H200 has 132)
 	wgMinSplitK = 1024
+	// wgFoldMinSplitK: the narrowest part of in where the norm after the
+	// product adds the parts (residualProduct). On the H200, 1B shape, 32
+	// rows, o (in 2048) in 8 parts of 256 with the adds left out of the
+	// product ran batch 32 at 21,200-21,500 tokens/s against the pair's
+	// 18,600-18,900 in the same call, with down's adds left out too; 4
+	// parts of 512, 20,900-21,400 (docs/generate.md).
+	wgFoldMinSplitK = 256
+	// wgLeaveParts: matmul_wg_W's accumulate that leaves the split
+	// partials in ws (FW_WG_LEAVE_PARTS).
+	wgLeaveParts = 2
 	// wgWideOut: from this many outputs, matmul_wg_W.
 	wgWideOut = 2 * wgBlocks * wgOutTile
 	// matmul_wgs_W (forward.cu: matmul_wg_W warp-specialized, the same
@@ -221,9 +231,44 @@ func (b *Backend) embed(out runtime.DevicePtr, tokens runtime.DevicePtr, n int) 
 	return b.launch("embed_"+b.w.embed.dtype.Suffix(), g1(n), out, b.w.embed.buf, tokens, u32(n), u32(c.Hidden), u32(c.Vocab))
 }
 
-func (b *Backend) rmsnorm(out, x runtime.DevicePtr, w matrix, rows int) error {
+// rmsnorm normalizes x's rows into out. With parts from residualProduct
+// it first adds the product's partial sums into x (rmsnorm_parts_W), which
+// the product would otherwise have added in its last block.
+func (b *Backend) rmsnorm(out, x runtime.DevicePtr, w matrix, rows int, p parts) error {
 	c := b.cfg
+	if p.n > 0 {
+		return b.launch("rmsnorm_parts_"+w.dtype.Suffix(), g1(rows), out, x, b.sc.wgPart.Ptr(), p.bias, w.buf,
+			u32(p.n), u32(rows), u32(c.Hidden), c.Eps)
+	}
 	return b.launch("rmsnorm_"+w.dtype.Suffix(), g1(rows), out, x, w.buf, u32(rows), u32(c.Hidden), c.Eps)
+}
+
+// parts is a residual product's partial sums left in b.sc.wgPart for the
+// norm after it: n of them (0: none; the product wrote x), and its bias.
+type parts struct {
+	n    int
+	bias runtime.DevicePtr
+}
+
+// residualProduct adds x . w^T (+ bias) into the residual y: a layer's o
+// or down product. With fold (the next launch is the norm of y, and
+// nothing reads y before it) where the product runs as a warpgroup
+// product split over in (wgFoldSplitK), it leaves its partial sums for
+// that norm (FW_WG_LEAVE_PARTS) and returns them: the norm adds them into
+// y as the product's last block would have (the same bytes), without the
+// product's fence, count and second round of loads. On the H200 at 32 rows
+// those adds cost a split product about 4 us (docs/generate.md).
+func (b *Backend) residualProduct(y, x runtime.DevicePtr, w matrix, bias *runtime.Buffer, rows, in, out int, fold bool) (parts, error) {
+	var bp runtime.DevicePtr
+	if bias != nil {
+		bp = bias.Ptr()
+	}
+	if fold && b.foldAdds && rows >= tcRows && b.tcCapable(w.dtype) {
+		if ks := b.wgFoldSplitK(rows, in, out, w.buf.Ptr()); ks > 0 && ceilDiv(in, ks) > 1 {
+			return parts{ceilDiv(in, ks), bp}, b.matmulWG(y, x, w, 0, rows, in, out, ks, wgLeaveParts)
+		}
+	}
+	return parts{}, b.matmulPtr(y, x, w, bp, rows, in, out, true)
 }
 
 // matmulGrid is matmul_W's grid: ceil(out/8)*ceil(rows/8) blocks below 64
@@ -308,12 +353,23 @@ func wgPartBytes(rows int) int { return 4 * wgBlocks * wgOutTile * rows }
 // pair runs instead (see wgMinSplitK). The grid is ceil(out/wgOutTile) *
 // ceil(in/ks) blocks, at most wgBlocks of them when in is split.
 func (b *Backend) wgSplitK(rows, in, out int, w runtime.DevicePtr) int {
+	return b.wgSplitKOver(rows, in, out, w, wgMinSplitK)
+}
+
+// wgFoldSplitK is wgSplitK for a product whose split partials the norm
+// after it adds (residualProduct): parts down to wgFoldMinSplitK wide,
+// since the adds that made narrower parts lose are gone.
+func (b *Backend) wgFoldSplitK(rows, in, out int, w runtime.DevicePtr) int {
+	return b.wgSplitKOver(rows, in, out, w, wgFoldMinSplitK)
+}
+
+func (b *Backend) wgSplitKOver(rows, in, out int, w runtime.DevicePtr, minK int) int {
 	if !b.wg || rows < wgMinRows || rows > wgMaxRows || in%8 != 0 || w%16 != 0 {
 		return 0
 	}
 	splits := max(1, wgBlocks/ceilDiv(out, wgOutTile))
 	ks := ceilDiv(ceilDiv(in, splits), wgStage) * wgStage
-	if ks < wgMinSplitK {
+	if ks < minK {
 		return 0
 	}
 	return ks

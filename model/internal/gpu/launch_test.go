@@ -59,3 +59,35 @@ func TestWarpgroupSplitOfIn(t *testing.T) {
 	require.Zero(t, b.wgSplitK(64, 2048, 128256, w+8), "weights not 16-byte aligned")
 	require.Zero(t, (&Backend{}).wgSplitK(64, 2048, 128256, w), "no sm_90a module")
 }
+
+// TestFoldedSplitOfIn: wgFoldSplitK, the split of in for a residual
+// product whose partials the next norm adds (residualProduct), is
+// wgSplitK's rule with parts down to 256 wide: on the 1B shape at 17 to 64
+// rows o in 8 parts of 256 (which wgSplitK leaves to the pair), down in 8
+// of 1024 as wgSplitK; SmolLM-135M's o and down still on the pair (their
+// parts would be 64 wide); never outside 17 to 64 rows.
+func TestFoldedSplitOfIn(t *testing.T) {
+	b := &Backend{wg: true}
+	const w = 256
+	for _, c := range []struct {
+		name          string
+		rows, in, out int
+		ks            int
+	}{
+		{"1B o, 32 rows", 32, 2048, 2048, 256},
+		{"1B o, 64 rows", 64, 2048, 2048, 256},
+		{"1B o, 17 rows", 17, 2048, 2048, 256},
+		{"1B o, 16 rows", 16, 2048, 2048, 0},
+		{"1B o, 65 rows", 65, 2048, 2048, 0},
+		{"1B down, 32 rows", 32, 8192, 2048, 1024},
+		{"foldSpec down", 32, 4096, 2048, 512},
+		{"8B o", 32, 4096, 4096, 1024},
+		{"SmolLM o", 32, 576, 576, 0},
+		{"SmolLM down", 32, 1536, 576, 0},
+	} {
+		require.Equal(t, c.ks, b.wgFoldSplitK(c.rows, c.in, c.out, w), c.name)
+		if c.ks > 0 {
+			require.LessOrEqual(t, ceilDiv(c.out, wgOutTile)*ceilDiv(c.in, c.ks), wgBlocks, c.name+": the partials fit wgPartBytes")
+		}
+	}
+}

@@ -335,6 +335,7 @@ func (b *Backend) forward(ctx context.Context, p *plan) error {
 	meta := func(off int) runtime.DevicePtr { return b.sc.meta[p.metaBuf].At(4 * off) }
 	x, xb, qkv, att, gu, act := b.sc.x.Ptr(), b.sc.xb.Ptr(), b.sc.qkv.Ptr(), b.sc.att.Ptr(), b.sc.gu.Ptr(), b.sc.act.Ptr()
 	scale := float32(1 / math.Sqrt(float64(c.HeadDim)))
+	var left parts // a product's partials that the next norm adds into x (residualProduct)
 	for _, ch := range p.chunks {
 		n := ch.t1 - ch.t0
 		tok, pos, seq, slot := meta(p.tok+ch.t0), meta(p.pos+ch.t0), meta(p.seq+ch.t0), meta(p.slot+ch.t0)
@@ -349,18 +350,24 @@ func (b *Backend) forward(ctx context.Context, p *plan) error {
 				return err
 			}
 			w := &b.w.layers[l]
+			// The last layer's down folds only where the final norm reads
+			// x itself (copy_rows would read it first).
+			foldDown := l+1 < len(b.w.layers) || p.rowsInPlace()
 			steps := []func() error{
-				func() error { return b.rmsnorm(xb, x, w.attnNorm, n) },
+				func() error { return b.rmsnorm(xb, x, w.attnNorm, n, left) },
 				func() error { return b.projection(qkv, xb, w.qkv, w.qkvParts, c.qkvRows(), w.qkvBias, n, D) },
 				func() error { return b.positions(l, qkv, pos, slot, n) },
 				func() error {
 					return b.attention(l, att, qkv, seq, pos, meta(p.tables), p.maxBlocks, n, ch.tiledAttention(), scale)
 				},
-				func() error { return b.matmul(x, att, w.o, w.oBias, n, qD, D, true) },
-				func() error { return b.rmsnorm(xb, x, w.mlpNorm, n) },
+				func() (err error) { left, err = b.residualProduct(x, att, w.o, w.oBias, n, qD, D, true); return err },
+				func() error { return b.rmsnorm(xb, x, w.mlpNorm, n, left) },
 				func() error { return b.projection(gu, xb, w.gateUp, w.gateUpParts, c.gateUpRows(), w.gateUpBias, n, D) },
 				func() error { return b.siluMul(act, gu, n) },
-				func() error { return b.matmul(x, act, w.down, w.downBias, n, I, D, true) },
+				func() (err error) {
+					left, err = b.residualProduct(x, act, w.down, w.downBias, n, I, D, foldDown)
+					return err
+				},
 			}
 			for _, f := range steps {
 				if err := f(); err != nil {
@@ -385,7 +392,7 @@ func (b *Backend) forward(ctx context.Context, p *plan) error {
 	if p.rowsInPlace() {
 		normIn = x // the final norm reads x itself: what copy_rows would have copied
 	}
-	if err := b.rmsnorm(last, normIn, b.w.norm, p.rows); err != nil {
+	if err := b.rmsnorm(last, normIn, b.w.norm, p.rows, left); err != nil {
 		return err
 	}
 	return b.matmul(b.sc.logits.Ptr(), last, b.w.lmHead, nil, p.rows, D, V, false)

@@ -251,6 +251,55 @@ func TestRMSNorm(t *testing.T) {
 	}
 }
 
+// TestRMSNormParts: rmsnorm_parts_W leaves x as the parts added in part
+// order, then the bias, then x (matmul_wg_W's last block's order), bit
+// for bit as Go adds them in float32, and writes out as rmsnorm_W writes
+// it from that x, byte for byte, in the same process; on both sources,
+// which write the same bytes. Shapes: a short row, the 1B shape's hidden
+// size with 8 parts (o and down at 32 rows), and a row past the cached
+// path (4099 > 4096).
+func TestRMSNormParts(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, dtype := range []string{"f32", "bf16", "f16"} {
+		for i, dim := range []int{7, 576, 2048, 4099} {
+			rows, parts, withBias := []int{3, 2, 5, 2}[i], []int{1, 3, 8, 2}[i], i%2 == 1
+			t.Run(fmt.Sprintf("%s/dim%d/rows%d/parts%d/bias=%v", dtype, dim, rows, parts, withBias), func(t *testing.T) {
+				x0, ws := randF32(rng, rows*dim, 2), randF32(rng, parts*rows*dim, 1)
+				w := makeWeights(rng, dtype, dim, 1)
+				var bias []float32
+				var biasArg Arg = Null{}
+				if withBias {
+					bias = randF32(rng, dim, 1)
+					biasArg = F32s(bias)
+				}
+				want := make([]float32, rows*dim)
+				for r := range rows {
+					for i := range dim {
+						v := ws[r*dim+i]
+						for s := 1; s < parts; s++ {
+							v += ws[(s*rows+r)*dim+i]
+						}
+						if withBias {
+							v += bias[i]
+						}
+						want[r*dim+i] = v + x0[r*dim+i]
+					}
+				}
+				const eps = float32(1e-5)
+				x, out, outRef := F32s(x0), F32s(make([]float32, rows*dim)), F32s(make([]float32, rows*dim))
+				outs := runSeq(t, []Launch{
+					{"rmsnorm_parts_" + dtype, rows, []Arg{out, x, F32s(ws), biasArg, w.buf, U32(parts), U32(rows), U32(dim), F32(eps)}},
+					{"rmsnorm_" + dtype, rows, []Arg{outRef, F32s(want), w.buf, U32(rows), U32(dim), F32(eps)}},
+				}, true, x, out, outRef)
+				each(t, outs, func(t *testing.T, b []*Buf) {
+					require.Equal(t, F32s(want).Data, b[0].Data, "x: the parts, the bias, then x")
+					require.Equal(t, b[2].Data, b[1].Data, "out: rmsnorm_W's bytes from that x")
+				})
+			})
+		}
+	}
+}
+
 // TestMatMul checks matmul_W on both paths (rows < 64: matvec, rows >= 64:
 // tiled), aligned and unaligned (in not a multiple of 8, or pointers off
 // 16-byte boundaries: the scalar loops), with and without bias and

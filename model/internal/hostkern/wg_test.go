@@ -381,3 +381,54 @@ func TestMatMulWGRefusesWhatItCannotDo(t *testing.T) {
 		})
 	}
 }
+
+// TestMatMulWGLeavesItsParts: with accumulate = 2 (FW_WG_LEAVE_PARTS)
+// matmul_wg_W and matmul_wgs_W write their split partials to ws and
+// nothing to y or cnt, and rmsnorm_parts_W's residual add of those
+// partials gives the bytes of y the same product writes with accumulate
+// = 1 (its last block's adds). Both sources write the same partials. S =
+// 1 (ks past in), 3, and 8 over the 1B shape's hidden size (o at 32
+// rows).
+func TestMatMulWGLeavesItsParts(t *testing.T) {
+	rng := rand.New(rand.NewPCG(47, 48))
+	cases := []wgCase{
+		{17, 200, 300, 1024, true, true},
+		{5, 600, 130, 256, false, true},
+		{32, 2048, 256, 256, false, true},
+	}
+	for _, kernel := range []string{"matmul_wg_", "matmul_wgs_"} {
+		for _, dtype := range []string{"bf16", "f16"} {
+			for _, c := range cases {
+				S := ceilDiv(c.in, c.ks)
+				t.Run(fmt.Sprintf("%s%s/%dx%dx%d/S=%d/bias=%v", kernel, dtype, c.rows, c.in, c.out, S, c.bias), func(t *testing.T) {
+					mi := newMatMulInputs(rng, dtype, c.rows, c.in, c.out, c.bias, true, 0)
+					xs := filled(wgImageBytes(c.rows, c.in), 0xff)
+					cnt := U32s(make([]uint32, ceilDiv(c.out, 128)))
+					yAdds, yParts := F32s(mi.y0), F32s(mi.y0)
+					wsAdds, wsParts := filled(4*S*c.rows*c.out, 0xff), filled(4*S*c.rows*c.out, 0xff)
+					norm := F32s(randF32(rng, c.out, 1))
+					out := F32s(make([]float32, c.rows*c.out))
+					product := func(y, ws *Buf, acc uint32) Launch {
+						return Launch{kernel + dtype, wgGrid(c.in, c.out, c.ks), []Arg{y, xs, mi.args[2], mi.args[3], ws, cnt,
+							U32(c.rows), U32(c.in), U32(c.out), U32(acc), U32(c.ks)}}
+					}
+					outs := runSeq(t, []Launch{
+						{"wg_split_x_" + dtype, wgSplitGrid(c.rows, c.in), []Arg{xs, mi.args[1], U32(c.rows), U32(c.in)}},
+						product(yAdds, wsAdds, 1),
+						product(yParts, wsParts, 2),
+					}, false, yAdds, yParts, wsParts, cnt)
+					for src := range sources {
+						require.Equal(t, F32s(mi.y0).Data, outs[src][1].Data, "%s: y untouched", sources[src].name)
+						require.Equal(t, make([]uint32, ceilDiv(c.out, 128)), u32sOf(outs[src][3]), "%s: the counts stay zero", sources[src].name)
+					}
+					require.Equal(t, outs[0][2].Data, outs[1][2].Data, "the MSL port writes forward.cu's partials")
+					res := runSeq(t, []Launch{{"rmsnorm_parts_f32", c.rows, []Arg{out, outs[0][1], outs[0][2], mi.args[3], norm,
+						U32(S), U32(c.rows), U32(c.out), F32(1e-5)}}}, true, outs[0][1])
+					each(t, res, func(t *testing.T, b []*Buf) {
+						require.Equal(t, outs[0][0].Data, b[0].Data, "the residual add of the partials: the product's own bytes of y")
+					})
+				})
+			}
+		}
+	}
+}

@@ -166,6 +166,7 @@ func forwardKernels() []simgpu.KernelDef {
 		ks = append(ks,
 			simgpu.KernelDef{Name: "embed_" + dt.suffix(), ParamSizes: []int{8, 8, 8, 4, 4, 4}, Run: embed(dt)},
 			simgpu.KernelDef{Name: "rmsnorm_" + dt.suffix(), ParamSizes: []int{8, 8, 8, 4, 4, 4}, Run: rmsnorm(dt)},
+			simgpu.KernelDef{Name: "rmsnorm_parts_" + dt.suffix(), ParamSizes: []int{8, 8, 8, 8, 8, 4, 4, 4, 4}, Run: rmsnormParts(dt)},
 			simgpu.KernelDef{Name: "matmul_" + dt.suffix(), ParamSizes: []int{8, 8, 8, 8, 4, 4, 4, 4}, Run: matmul(dt)})
 	}
 	// matmul_tc_W: matmul_W's semantics on the tensor cores (16-bit weights;
@@ -279,6 +280,44 @@ func embed(t wtype) simgpu.KernelFunc {
 	}
 }
 
+// rmsnorm_parts_W: out, x, ws, bias, weight, parts, rows, dim, eps: x[r]
+// += the parts' sum in part order (then the bias, as forward.cu's
+// fw_mm_store), then rmsnorm_W.
+func rmsnormParts(t wtype) simgpu.KernelFunc {
+	norm := rmsnorm(t)
+	return func(d *simgpu.Device, g, b driver.Dim3, a []uint64, stop <-chan struct{}) error {
+		parts, rows, D := int(a[5]), int(a[6]), int(a[7])
+		if parts < 1 {
+			return simgpu.CodeLaunchFailure
+		}
+		x, err := f32s(d, a[1], rows*D)
+		if err != nil {
+			return err
+		}
+		ws, err := f32s(d, a[2], parts*rows*D)
+		if err != nil {
+			return err
+		}
+		var bias []float32
+		if a[3] != 0 {
+			if bias, err = f32s(d, a[3], D); err != nil {
+				return err
+			}
+		}
+		for i := range x {
+			v := ws[i]
+			for s := 1; s < parts; s++ {
+				v += ws[s*rows*D+i]
+			}
+			if bias != nil {
+				v += bias[i%D]
+			}
+			x[i] = v + x[i]
+		}
+		return norm(d, g, b, []uint64{a[0], a[1], a[4], a[6], a[7], a[8]}, stop)
+	}
+}
+
 // rmsnorm_W: out, x, weight, rows, dim, eps.
 func rmsnorm(t wtype) simgpu.KernelFunc {
 	return func(d *simgpu.Device, _, _ driver.Dim3, a []uint64, _ <-chan struct{}) error {
@@ -370,7 +409,8 @@ func wgSplitX(d *simgpu.Device, g, b driver.Dim3, a []uint64, stop <-chan struct
 // y, xs, w, bias, ws, cnt, rows, in, out, accumulate, ks, as matmul_W over
 // the image (tcSplitX's copy of x), with forward.cu's launch rules: 1 to 64
 // rows, ks a nonzero multiple of 64, the grid ceil(out/128) *
-// ceil(in/ks), the kernel's threads; and where in is split, the group
+// ceil(in/ks), the kernel's threads; with accumulate 2, partials in ws
+// only (see below); and where in is split, the group
 // counts it works through must start at zero (the backend zeroes them
 // once, every launch leaves them so).
 func matmulWG(t wtype, threads uint32) simgpu.KernelFunc {
@@ -397,6 +437,17 @@ func matmulWG(t wtype, threads uint32) simgpu.KernelFunc {
 			if _, err := f32s(d, a[4], splits*rows*out); err != nil {
 				return err
 			}
+		}
+		if a[9]&2 != 0 {
+			// FW_WG_LEAVE_PARTS: the partials for rmsnorm_parts_W, no y. Here
+			// the whole sum is part 0 and the others are +0, which adds the
+			// same value.
+			ws, err := f32s(d, a[4], splits*rows*out)
+			if err != nil {
+				return err
+			}
+			clear(ws[rows*out:])
+			return mm(d, g, b, []uint64{a[4], a[1], a[2], 0, a[6], a[7], a[8], 0}, stop)
 		}
 		return mm(d, g, b, []uint64{a[0], a[1], a[2], a[3], a[6], a[7], a[8], a[9]}, stop)
 	}
