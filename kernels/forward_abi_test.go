@@ -49,6 +49,7 @@ var forwardABI = func() map[string]struct {
 		// The warpgroup-MMA pair: the split image, then y, xs, w, bias, ws,
 		// cnt, rows, in, out, accumulate, ks.
 		m["wg_split_x_"+w] = k{[]int{8, 8, 4, 4}, 256}
+		m["wg_silu_split_x_"+w] = k{[]int{8, 8, 4, 4}, 256}
 		m["matmul_wg_"+w] = k{[]int{8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4}, 256}
 		m["matmul_wgs_"+w] = k{[]int{8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4}, 384} // matmul_wg_W's, 3 warpgroups
 	}

@@ -219,7 +219,7 @@ func TestSimGPUWarpgroupProducts(t *testing.T) {
 		got, err := s.Forward(ctx, prompt, false)
 		require.NoError(t, err)
 		require.Less(t, relDiff32(want, got), 1e-5)
-		require.Equal(t, faults.Launched("matmul_wg_bf16")+faults.Launched("matmul_wgs_bf16"), faults.Launched("wg_split_x_bf16"))
+		require.Equal(t, faults.Launched("matmul_wg_bf16")+faults.Launched("matmul_wgs_bf16"), faults.Launched("wg_split_x_bf16")+faults.Launched("wg_silu_split_x_bf16"))
 		require.Equal(t, faults.Launched("matmul_tcx_bf16"), faults.Launched("tc_split_x_bf16"))
 		return faults.Launched("matmul_wg_bf16"), faults.Launched("matmul_wgs_bf16"), faults.Launched("matmul_tcx_bf16")
 	}
@@ -238,6 +238,8 @@ func TestSimGPUWarpgroupProducts(t *testing.T) {
 // first, and the last down adds its own. The logits are the CPU forward's
 // either way, and HIPGO_GPU_FOLD_ADDS=0 launches none (o and down then
 // run on the pair: their parts of 256 and 512 are under wgSplitK's 1024).
+// A down on the warpgroup MMA splits its x from gate|up itself
+// (wg_silu_split_x_W: no silu_mul_f32 launch) unless HIPGO_GPU_FUSED=0.
 // Counted on the
 // simulated device, whose twins check each launch's arguments (the
 // kernels' bytes are model/internal/hostkern's tests).
@@ -247,14 +249,16 @@ func TestSimGPUFoldedAdds(t *testing.T) {
 	prompt := testTokens(32, spec.Vocab)
 	cm := loadSpec(t, spec)
 	for _, c := range []struct {
-		fold  string
-		all   bool
-		parts int64
+		fold, fused string
+		all         bool
+		parts       int64
+		siluSplits  int64 // of the 2 downs, those on the warpgroup MMA with the fused kernels on
 	}{
-		{"1", true, 4}, {"1", false, 3}, {"0", true, 0},
+		{"1", "1", true, 4, 2}, {"1", "1", false, 3, 1}, {"0", "1", true, 0, 0}, {"1", "0", true, 4, 0},
 	} {
-		t.Run(fmt.Sprintf("fold=%s/all=%v", c.fold, c.all), func(t *testing.T) {
+		t.Run(fmt.Sprintf("fold=%s/fused=%s/all=%v", c.fold, c.fused, c.all), func(t *testing.T) {
 			t.Setenv(EnvGPUFoldAdds, c.fold)
+			t.Setenv(EnvGPUFused, c.fused)
 			want, err := cm.NewSession().Forward(ctx, prompt, c.all)
 			require.NoError(t, err)
 			faults := &gpusim.Faults{}
@@ -267,6 +271,8 @@ func TestSimGPUFoldedAdds(t *testing.T) {
 			require.Less(t, relDiff32(want, got), 1e-5)
 			require.Equal(t, c.parts, partsLaunches(faults.Launched))
 			require.Equal(t, 2+c.parts, faults.Launched("matmul_wgs_bf16"), "gate|up (in 2 parts) and each folded product on the warpgroup MMA; the others on the pair")
+			require.Equal(t, c.siluSplits, faults.Launched("wg_silu_split_x_bf16"))
+			require.Equal(t, 2-c.siluSplits, faults.Launched("silu_mul_f32"), "silu_mul_f32 wherever down splits its x otherwise")
 		})
 	}
 }

@@ -76,6 +76,9 @@ FW_METAL_WEIGHT(bf16, fw_bf16)
   void wg_split_x_##SUF(fw_u32x4* xs, const float* x, uint32_t rows, uint32_t in) {                                \
     ::wg_split_x_##SUF((uint32_t*)xs, x, rows, in, TG);                                                             \
   }                                                                                                                 \
+  void wg_silu_split_x_##SUF(fw_u32x4* xs, const float* gu, uint32_t rows, uint32_t inter) {                       \
+    ::wg_silu_split_x_##SUF((uint32_t*)xs, gu, rows, inter, TG);                                                    \
+  }                                                                                                                 \
   void matmul_wg_##SUF(float* y, const fw_u32x4* xs, const fw_##SUF* w, const float* bias, float* ws, uint32_t* cnt, \
                        uint32_t rows, uint32_t in, uint32_t out, uint32_t accumulate, uint32_t ks) {                \
     ::matmul_wg_##SUF(y, (const uint32_t*)xs, w, bias, ws, cnt, rows, in, out, accumulate, ks, TG);                 \
@@ -224,6 +227,9 @@ using namespace hostemu_driver;
   {"wg_split_x_" #SUF, {FW_WG_THREADS, [](std::vector<Arg>& a) {                                            \
                           FWK(wg_split_x_##SUF)(P<fw_u32x4>(a, 0), P<float>(a, 1), U(a, 2), U(a, 3));       \
                         }}},                                                                                \
+      {"wg_silu_split_x_" #SUF, {FW_WG_THREADS, [](std::vector<Arg>& a) {                                   \
+                                   FWK(wg_silu_split_x_##SUF)(P<fw_u32x4>(a, 0), P<float>(a, 1), U(a, 2), U(a, 3)); \
+                                 }}},                                                                       \
       {"matmul_wg_" #SUF, {FW_WG_THREADS, [](std::vector<Arg>& a) {                                         \
                              FWK(matmul_wg_##SUF)(P<float>(a, 0), P<fw_u32x4>(a, 1), P<fw_##SUF>(a, 2),     \
                                                   P<float>(a, 3), P<float>(a, 4), P<uint32_t>(a, 5), U(a, 6), \

@@ -38,7 +38,7 @@ func TestSamplingKernelsSignatures(t *testing.T) {
 	require.Equal(t, []Threadgroup{{0, "sa", 4096}, {1, "sb", 4096}, {2, "sc", 4096}, {3, "sd", 4096}, {4, "smu", 16}}, r.Threadgroup)
 }
 
-// TestForwardKernelsSignatures reads the shipped forward source: thirty-seven
+// TestForwardKernelsSignatures reads the shipped forward source: thirty-nine
 // kernels (some through per-dtype macros), each declaring the block of its
 // .cu twin (256 threads but for the attention and matmul_wgs_W kernels), arguments sized as the .cu passes them, and the
 // threadgroup buffers of the kernels that use shared memory.
@@ -64,7 +64,7 @@ func TestForwardKernelsSignatures(t *testing.T) {
 	require.ElementsMatch(t, []string{"rope_f32", "kv_store_f32", "rope_kv_store_f32", "attention_f32", "attention_long_f32", "attention_gqa_f32", "attention_bykey_f32", "attention_bykey128_f32", "attention_warps_f32", "attention_prefill_f32", "silu_mul_f32", "add_f32", "copy_rows_f32",
 		"embed_f32", "embed_f16", "embed_bf16", "rmsnorm_f32", "rmsnorm_f16", "rmsnorm_bf16", "rmsnorm_parts_f32", "rmsnorm_parts_f16", "rmsnorm_parts_bf16", "matmul_f32", "matmul_f16", "matmul_bf16",
 		"matmul_tc_f16", "matmul_tc_bf16", "tc_split_x_f16", "tc_split_x_bf16", "matmul_tcx_f16", "matmul_tcx_bf16",
-		"wg_split_x_f16", "wg_split_x_bf16", "matmul_wg_f16", "matmul_wg_bf16", "matmul_wgs_f16", "matmul_wgs_bf16"}, names)
+		"wg_split_x_f16", "wg_split_x_bf16", "wg_silu_split_x_f16", "wg_silu_split_x_bf16", "matmul_wg_f16", "matmul_wg_bf16", "matmul_wgs_f16", "matmul_wgs_bf16"}, names)
 
 	mm, _ := m.Kernel("matmul_bf16")
 	require.Equal(t, Arg{Index: 2, Name: "w", Type: "fw_bf16", AddressSpace: "device", Pointer: true, Size: 8}, mm.Args[2])

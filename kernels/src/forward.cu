@@ -38,6 +38,7 @@
 // rmsnorm keeps rows of up to FW_NORM_THREADS * FW_NORM_CACHED values in
 // registers (4096: every hidden size of the Llama family up to 8B).
 #define FW_NORM_CACHED 16
+#define FW_NORM_PARTS_AHEAD 8  // rmsnorm_parts: the parts whose loads are in flight together
 #define FW_MM_VEC_ROWS 8
 #define FW_MM_GEMM_ROWS 64
 #define FW_MM_TILE 64
@@ -248,18 +249,23 @@ DEVICE void rmsnorm_parts(float* out, float* x, const float* ws, const float* bi
   const uint64_t part = (uint64_t)rows * dim;
   const uint32_t tid = thread_idx_x();
   if (dim <= FW_NORM_THREADS * FW_NORM_CACHED) {
-    // Each part's loads for the whole row issued together: one round trip
-    // a part.
+    // FW_NORM_PARTS_AHEAD parts' loads for the whole row issued together:
+    // one round trip for up to that many parts (the 1B shape's 8).
     float v[FW_NORM_CACHED];
-    for (uint32_t s = 0; s < parts; ++s) {
-      float p[FW_NORM_CACHED];
+    for (uint32_t s0 = 0; s0 < parts; s0 += FW_NORM_PARTS_AHEAD) {
+      float p[FW_NORM_PARTS_AHEAD][FW_NORM_CACHED];
 #pragma unroll
-      for (uint32_t k = 0; k < FW_NORM_CACHED; ++k) {
-        const uint32_t i = tid + k * FW_NORM_THREADS;
-        p[k] = i < dim ? wr[s * part + i] : 0.0f;
-      }
+      for (uint32_t j = 0; j < FW_NORM_PARTS_AHEAD; ++j)
 #pragma unroll
-      for (uint32_t k = 0; k < FW_NORM_CACHED; ++k) v[k] = s == 0 ? p[k] : v[k] + p[k];
+        for (uint32_t k = 0; k < FW_NORM_CACHED; ++k) {
+          const uint32_t i = tid + k * FW_NORM_THREADS;
+          p[j][k] = i < dim && s0 + j < parts ? wr[(s0 + j) * part + i] : 0.0f;
+        }
+#pragma unroll
+      for (uint32_t j = 0; j < FW_NORM_PARTS_AHEAD; ++j)
+#pragma unroll
+        for (uint32_t k = 0; k < FW_NORM_CACHED; ++k)
+          if (s0 + j < parts) v[k] = s0 + j == 0 ? p[j][k] : v[k] + p[j][k];
     }
 #pragma unroll
     for (uint32_t k = 0; k < FW_NORM_CACHED; ++k) {
@@ -1193,6 +1199,11 @@ DEVICE void matmul_tcx(float* y, const fw_u32x4* xs, const W* w, const float* bi
 // wg_stages(in) * 8R / 256); thread j writes the hi and lo 16 bytes of
 // (c, q, row r) = j's digits (r < R fastest, then q, c).
 //
+// wg_silu_split_x_W(xs, gu, rows, inter): wg_split_x_W of silu_mul_f32's
+// output [rows, inter] from gu [rows, 2 inter], computed as that kernel
+// computes it (the same image), without writing it: one launch for the
+// two. Its block and grid are wg_split_x_W's for in = inter.
+//
 // matmul_wg_W(y, xs, w, bias, ws, cnt, rows, in, out, accumulate, ks):
 // y [rows, out] (+)= x . w^T (+ bias) with x as wg_split_x_W left it, for
 // 1 to 64 rows and in >= 1 (otherwise it writes nothing), in a multiple
@@ -1242,7 +1253,38 @@ DEVICE uint32_t wg_rows(uint32_t rows) { return (rows + 15u) & ~15u; }
 DEVICE uint32_t wg_stages(uint32_t in) { return (in + 63u) / 64u; }
 DEVICE uint32_t wg_unit(uint32_t i, uint32_t q) { return (i / 8u) * 64u + (i % 8u) * 8u + (q ^ (i % 8u)); }
 
-template <typename W>
+// wg_load8: the 8 values of row r from k (zeros past rows and in) of x
+// [rows, in], or with SILU of silu_mul_f32's output computed from gu
+// [rows, 2 in] as silu_mul_f32 computes it (the same bytes).
+template <bool SILU>
+DEVICE void wg_load8(float* v, const float* x, uint32_t rows, uint32_t in, uint32_t r, uint32_t k) {
+  const uint64_t pitch = SILU ? 2ull * in : in;
+  const float* p = x + (uint64_t)r * pitch + k;
+  const bool vec = r < rows && k + 8u <= in && (in % 4u) == 0 && fw_aligned16(x);
+  if (vec) {
+    const fw_f32x4 a = ((const fw_f32x4*)p)[0], b = ((const fw_f32x4*)p)[1];
+#pragma unroll
+    for (uint32_t e = 0; e < 4; ++e) v[e] = a.v[e], v[4 + e] = b.v[e];
+  } else {
+#pragma unroll
+    for (uint32_t e = 0; e < 8; ++e) v[e] = (r < rows && k + e < in) ? p[e] : 0.0f;
+  }
+  if (SILU) {
+    float u[8];
+    if (vec) {
+      const fw_f32x4 a = ((const fw_f32x4*)(p + in))[0], b = ((const fw_f32x4*)(p + in))[1];
+#pragma unroll
+      for (uint32_t e = 0; e < 4; ++e) u[e] = a.v[e], u[4 + e] = b.v[e];
+    } else {
+#pragma unroll
+      for (uint32_t e = 0; e < 8; ++e) u[e] = (r < rows && k + e < in) ? p[in + e] : 0.0f;
+    }
+#pragma unroll
+    for (uint32_t e = 0; e < 8; ++e) v[e] = v[e] / (1.0f + mf_expf(-v[e])) * u[e];
+  }
+}
+
+template <typename W, bool SILU = false>
 DEVICE void wg_split_x(fw_u32x4* xs, const float* x, uint32_t rows, uint32_t in) {
   fw_early_start();
   const uint32_t R = wg_rows(rows);
@@ -1251,15 +1293,7 @@ DEVICE void wg_split_x(fw_u32x4* xs, const float* x, uint32_t rows, uint32_t in)
   const uint32_t r = j % R, q = (j / R) % 8u, c = j / (8u * R);
   const uint32_t k = 64u * c + 8u * q;
   float v[8];
-  const float* p = x + (uint64_t)r * in + k;
-  if (r < rows && k + 8u <= in && (in % 4u) == 0 && fw_aligned16(x)) {
-    const fw_f32x4 a = ((const fw_f32x4*)p)[0], b = ((const fw_f32x4*)p)[1];
-#pragma unroll
-    for (uint32_t e = 0; e < 4; ++e) v[e] = a.v[e], v[4 + e] = b.v[e];
-  } else {
-#pragma unroll
-    for (uint32_t e = 0; e < 8; ++e) v[e] = (r < rows && k + e < in) ? p[e] : 0.0f;
-  }
+  wg_load8<SILU>(v, x, rows, in, r, k);
   fw_u32x4 hi, lo;
 #pragma unroll
   for (uint32_t e = 0; e < 4; ++e) tc_split<W>(v[2 * e], v[2 * e + 1], &hi.v[e], &lo.v[e]);
@@ -2974,6 +3008,10 @@ FW_TCX_KERNELS(bf16, fw_bf16)
 #define FW_WG_KERNELS(SUF, W)                                                                                  \
   KERNEL KBOUNDS(FW_WG_THREADS) void wg_split_x_##SUF(fw_u32x4* xs, const float* x, uint32_t rows, uint32_t in) { \
     wg_split_x<W>(xs, x, rows, in);                                                                            \
+  }                                                                                                            \
+  KERNEL KBOUNDS(FW_WG_THREADS) void wg_silu_split_x_##SUF(fw_u32x4* xs, const float* gu, uint32_t rows,        \
+                                                           uint32_t inter) {                                 \
+    wg_split_x<W, true>(xs, gu, rows, inter);                                                                  \
   }                                                                                                            \
   KERNEL KBOUNDS(FW_WG_THREADS) void matmul_wg_##SUF(float* y, const fw_u32x4* xs, const W* w, const float* bias, \
                                                      float* ws, uint32_t* cnt, uint32_t rows, uint32_t in,     \

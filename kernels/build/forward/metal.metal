@@ -1624,8 +1624,11 @@ static inline uint fw_wg_rows(uint rows) { return (rows + 15u) & ~15u; }
 static inline uint fw_wg_stages(uint in) { return (in + 63u) / 64u; }
 static inline uint fw_wg_unit(uint i, uint q) { return (i / 8u) * 64u + (i % 8u) * 8u + (q ^ (i % 8u)); }
 
+// silu: x is gate|up [rows, 2 in] and the value silu_mul_f32's output
+// (wg_silu_split_x_W).
 template <typename W>
-static inline void fw_wg_split_x(device uint* xs, device const float* x, uint rows, uint in, uint tid, uint blk) {
+static inline void fw_wg_split_x(device uint* xs, device const float* x, uint rows, uint in, bool silu, uint tid,
+                                 uint blk) {
   const uint R = fw_wg_rows(rows);
   const uint j = blk * FW_WG_THREADS + tid;
   if (R > FW_WG_MAX_ROWS || j >= fw_wg_stages(in) * 8u * R) return;
@@ -1636,8 +1639,15 @@ static inline void fw_wg_split_x(device uint* xs, device const float* x, uint ro
   device uint* lo = stage + fw_wg_unit(R + r, q) * 4u;
   for (uint v = 0; v < 4; ++v) {
     const uint k0 = k + 2u * v;
-    const float x0 = (r < rows && k0 < in) ? x[(ulong)r * in + k0] : 0.0f;
-    const float x1 = (r < rows && k0 + 1u < in) ? x[(ulong)r * in + k0 + 1u] : 0.0f;
+    const ulong pitch = silu ? 2ul * in : in;
+    float x0 = (r < rows && k0 < in) ? x[(ulong)r * pitch + k0] : 0.0f;
+    float x1 = (r < rows && k0 + 1u < in) ? x[(ulong)r * pitch + k0 + 1u] : 0.0f;
+    if (silu) {
+      const float u0 = (r < rows && k0 < in) ? x[(ulong)r * pitch + in + k0] : 0.0f;
+      const float u1 = (r < rows && k0 + 1u < in) ? x[(ulong)r * pitch + in + k0 + 1u] : 0.0f;
+      x0 = x0 / (1.0f + mf_expf(-x0)) * u0;
+      x1 = x1 / (1.0f + mf_expf(-x1)) * u1;
+    }
     const uint h0 = fw_tc_rne(W{}, x0), h1 = fw_tc_rne(W{}, x1);
     const float w0 = fw_tc_widen(W{}, h0), w1 = fw_tc_widen(W{}, h1);
     hi[v] = h0 | (h1 << 16);
@@ -1680,12 +1690,19 @@ static inline void fw_matmul_wg(device float* y, device const uint* xs, device c
   }
 }
 
-#define FW_WG_KERNELS(SPLIT, MATMUL, W)                                                                       \
+#define FW_WG_KERNELS(SPLIT, SILU_SPLIT, MATMUL, W)                                                                       \
   [[max_total_threads_per_threadgroup(256)]]                                                                  \
   kernel void SPLIT(device uint* xs [[buffer(0)]], device const float* x [[buffer(1)]],                       \
                     constant uint& rows [[buffer(2)]], constant uint& in [[buffer(3)]],                       \
                     uint tid [[thread_position_in_threadgroup]], uint blk [[threadgroup_position_in_grid]]) { \
-    fw_wg_split_x<W>(xs, x, rows, in, tid, blk);                                                              \
+    fw_wg_split_x<W>(xs, x, rows, in, false, tid, blk);                                                       \
+  }                                                                                                           \
+  [[max_total_threads_per_threadgroup(256)]]                                                                  \
+  kernel void SILU_SPLIT(device uint* xs [[buffer(0)]], device const float* gu [[buffer(1)]],                 \
+                         constant uint& rows [[buffer(2)]], constant uint& inter [[buffer(3)]],               \
+                         uint tid [[thread_position_in_threadgroup]],                                         \
+                         uint blk [[threadgroup_position_in_grid]]) {                                         \
+    fw_wg_split_x<W>(xs, gu, rows, inter, true, tid, blk);                                                    \
   }                                                                                                           \
   [[max_total_threads_per_threadgroup(256)]]                                                                  \
   kernel void MATMUL(device float* y [[buffer(0)]], device const uint* xs [[buffer(1)]],                      \
@@ -1697,8 +1714,8 @@ static inline void fw_matmul_wg(device float* y, device const uint* xs, device c
                      uint blk [[threadgroup_position_in_grid]]) {                                             \
     fw_matmul_wg<W>(y, xs, w, bias, ws, rows, in, out, accumulate, ks, tid, blk, FW_WG_THREADS);                 \
   }
-FW_WG_KERNELS(wg_split_x_f16, matmul_wg_f16, fw_f16)
-FW_WG_KERNELS(wg_split_x_bf16, matmul_wg_bf16, fw_bf16)
+FW_WG_KERNELS(wg_split_x_f16, wg_silu_split_x_f16, matmul_wg_f16, fw_f16)
+FW_WG_KERNELS(wg_split_x_bf16, wg_silu_split_x_bf16, matmul_wg_bf16, fw_bf16)
 
 // matmul_wgs_W: forward.cu's warp-specialized matmul_wg_W (the same
 // arguments and bytes of y, 384 threads): here matmul_wg_W's port.

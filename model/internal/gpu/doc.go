@@ -25,8 +25,10 @@
 // bytes a sequence) come back.
 //
 // A layer is 9 launches: rope of q and k and the kv store are one,
-// rope_kv_store_f32 (Options.NoFusedKernels, or HIPGO_GPU_FUSED=0 through
-// package model, launches the two plain kernels; the same bytes).
+// rope_kv_store_f32; where down runs on the warpgroup MMA (below), its x
+// is split from gate|up with silu in the same launch, wg_silu_split_x_W
+// (Options.NoFusedKernels, or HIPGO_GPU_FUSED=0 through package model,
+// launches the plain kernels for both; the same bytes).
 //
 // Matrix products: from 16 rows on CUDA the 16-bit weights go through the
 // tensor cores (the tc_split_x_W + matmul_tcx_W pair below 512 rows,

@@ -258,17 +258,46 @@ type parts struct {
 // y as the product's last block would have (the same bytes), without the
 // product's fence, count and second round of loads. On the H200 at 32 rows
 // those adds cost a split product about 4 us (docs/generate.md).
-func (b *Backend) residualProduct(y, x runtime.DevicePtr, w matrix, bias *runtime.Buffer, rows, in, out int, fold bool) (parts, error) {
+//
+// With gu (down's gate|up; residualRoute must put the product on the
+// warpgroup MMA) it splits x from gu itself, as silu_mul_f32's output
+// (wg_silu_split_x_W), and x is not read.
+func (b *Backend) residualProduct(y, x runtime.DevicePtr, w matrix, bias *runtime.Buffer, rows, in, out int, fold bool, gu runtime.DevicePtr) (parts, error) {
 	var bp runtime.DevicePtr
 	if bias != nil {
 		bp = bias.Ptr()
 	}
-	if fold && b.foldAdds && rows >= tcRows && b.tcCapable(w.dtype) {
-		if ks := b.wgFoldSplitK(rows, in, out, w.buf.Ptr()); ks > 0 && ceilDiv(in, ks) > 1 {
-			return parts{ceilDiv(in, ks), bp}, b.matmulWG(y, x, w, 0, rows, in, out, ks, wgLeaveParts)
-		}
+	switch ks, leave := b.residualRoute(rows, in, out, w, fold); {
+	case leave:
+		return parts{ceilDiv(in, ks), bp}, b.matmulWG(y, x, gu, w, 0, rows, in, out, ks, wgLeaveParts)
+	case ks > 0:
+		return parts{}, b.matmulWG(y, x, gu, w, bp, rows, in, out, ks, 1)
+	case gu != 0:
+		return parts{}, fmt.Errorf("gpu: silu split for a [%d, %d] product off the warpgroup MMA", rows, in)
 	}
 	return parts{}, b.matmulPtr(y, x, w, bp, rows, in, out, true)
+}
+
+// residualRoute is residualProduct's route: the warpgroup MMA's split of
+// in (0: another product) and whether the product leaves its partials.
+func (b *Backend) residualRoute(rows, in, out int, w matrix, fold bool) (ks int, leave bool) {
+	if rows < tcRows || !b.tcCapable(w.dtype) {
+		return 0, false
+	}
+	if fold && b.foldAdds {
+		if ks := b.wgFoldSplitK(rows, in, out, w.buf.Ptr()); ks > 0 && ceilDiv(in, ks) > 1 {
+			return ks, true
+		}
+	}
+	return b.wgSplitK(rows, in, out, w.buf.Ptr()), false
+}
+
+// siluInSplit: the down product of rows rows splits its x from gate|up
+// itself (residualProduct's gu), so silu_mul_f32 is not launched: where it
+// runs on the warpgroup MMA, unless Options.NoFusedKernels.
+func (b *Backend) siluInSplit(rows int, down matrix, fold bool) bool {
+	ks, _ := b.residualRoute(rows, b.cfg.Intermediate, b.cfg.Hidden, down, fold)
+	return b.fuse && ks > 0
 }
 
 // matmulGrid is matmul_W's grid: ceil(out/8)*ceil(rows/8) blocks below 64
@@ -392,14 +421,19 @@ func (b *Backend) ensureWG(rows int) error {
 
 // matmulWG is matmulPtr's product through wg_split_x_W and matmul_wg_W
 // with ks from wgSplitK. run sized b.sc.xs, b.sc.wgPart and b.sc.wgCount.
-func (b *Backend) matmulWG(y, x runtime.DevicePtr, w matrix, bias runtime.DevicePtr, rows, in, out, ks int, acc uint32) error {
+// With gu nonzero x is silu_mul_f32's output of gu, split from gu in the
+// same launch (wg_silu_split_x_W).
+func (b *Backend) matmulWG(y, x, gu runtime.DevicePtr, w matrix, bias runtime.DevicePtr, rows, in, out, ks int, acc uint32) error {
 	sfx := w.dtype.Suffix()
 	if b.sc.xs == nil || b.sc.xs.Size() < wgImageBytes(rows, in) || b.sc.wgPart == nil ||
 		b.sc.wgPart.Size() < wgPartBytes(rows) || b.sc.wgCount == nil {
 		return fmt.Errorf("gpu: matmul_wg_%s: no scratch for [%d, %d]", sfx, rows, in)
 	}
-	xs := b.sc.xs.Ptr()
-	if err := b.launch("wg_split_x_"+sfx, g1(wgSplitGrid(rows, in)), xs, x, u32(rows), u32(in)); err != nil {
+	xs, split := b.sc.xs.Ptr(), "wg_split_x_"
+	if gu != 0 {
+		x, split = gu, "wg_silu_split_x_"
+	}
+	if err := b.launch(split+sfx, g1(wgSplitGrid(rows, in)), xs, x, u32(rows), u32(in)); err != nil {
 		return err
 	}
 	grid := ceilDiv(out, wgOutTile) * ceilDiv(in, ks)
@@ -432,7 +466,7 @@ func (b *Backend) matmulPtr(y, x runtime.DevicePtr, w matrix, bias runtime.Devic
 	if rows >= tcRows && b.tcCapable(w.dtype) {
 		sfx := w.dtype.Suffix()
 		if ks := b.wgSplitK(rows, in, out, w.buf.Ptr()); ks > 0 {
-			return b.matmulWG(y, x, w, bias, rows, in, out, ks, acc)
+			return b.matmulWG(y, x, 0, w, bias, rows, in, out, ks, acc)
 		}
 		if rows >= tcxMaxRows {
 			return b.launch("matmul_tc_"+sfx, g1(tcGrid(rows, out)), y, x, w.buf, bias, u32(rows), u32(in), u32(out), acc)

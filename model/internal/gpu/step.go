@@ -353,6 +353,10 @@ func (b *Backend) forward(ctx context.Context, p *plan) error {
 			// The last layer's down folds only where the final norm reads
 			// x itself (copy_rows would read it first).
 			foldDown := l+1 < len(b.w.layers) || p.rowsInPlace()
+			var siluFrom runtime.DevicePtr // down splits silu(gate) * up from gu itself
+			if b.siluInSplit(n, w.down, foldDown) {
+				siluFrom = gu
+			}
 			steps := []func() error{
 				func() error { return b.rmsnorm(xb, x, w.attnNorm, n, left) },
 				func() error { return b.projection(qkv, xb, w.qkv, w.qkvParts, c.qkvRows(), w.qkvBias, n, D) },
@@ -360,12 +364,17 @@ func (b *Backend) forward(ctx context.Context, p *plan) error {
 				func() error {
 					return b.attention(l, att, qkv, seq, pos, meta(p.tables), p.maxBlocks, n, ch.tiledAttention(), scale)
 				},
-				func() (err error) { left, err = b.residualProduct(x, att, w.o, w.oBias, n, qD, D, true); return err },
+				func() (err error) { left, err = b.residualProduct(x, att, w.o, w.oBias, n, qD, D, true, 0); return err },
 				func() error { return b.rmsnorm(xb, x, w.mlpNorm, n, left) },
 				func() error { return b.projection(gu, xb, w.gateUp, w.gateUpParts, c.gateUpRows(), w.gateUpBias, n, D) },
-				func() error { return b.siluMul(act, gu, n) },
+				func() error {
+					if siluFrom != 0 {
+						return nil
+					}
+					return b.siluMul(act, gu, n)
+				},
 				func() (err error) {
-					left, err = b.residualProduct(x, act, w.down, w.downBias, n, I, D, foldDown)
+					left, err = b.residualProduct(x, act, w.down, w.downBias, n, I, D, foldDown, siluFrom)
 					return err
 				},
 			}

@@ -432,3 +432,29 @@ func TestMatMulWGLeavesItsParts(t *testing.T) {
 		}
 	}
 }
+
+// TestWGSiluSplitX: wg_silu_split_x_W writes, byte for byte, the image
+// wg_split_x_W makes of silu_mul_f32's output, from gate|up in one launch;
+// on both sources. Shapes: a partial 16-row tile, inter not a multiple of
+// 4 (the scalar loads) or of 64 (a partial stage), 64 rows.
+func TestWGSiluSplitX(t *testing.T) {
+	rng := rand.New(rand.NewPCG(49, 50))
+	for _, c := range []struct{ rows, inter int }{{5, 200}, {17, 130}, {32, 1024}, {64, 72}} {
+		for _, dtype := range []string{"bf16", "f16"} {
+			t.Run(fmt.Sprintf("%s/%dx%d", dtype, c.rows, c.inter), func(t *testing.T) {
+				gu := F32s(randF32(rng, c.rows*2*c.inter, 3))
+				act := F32s(make([]float32, c.rows*c.inter))
+				want, got := filled(wgImageBytes(c.rows, c.inter), 0xff), filled(wgImageBytes(c.rows, c.inter), 0xff)
+				grid := wgSplitGrid(c.rows, c.inter)
+				outs := runSeq(t, []Launch{
+					{"silu_mul_f32", ceilDiv(c.rows*c.inter, 256), []Arg{act, gu, U32(c.rows), U32(c.inter)}},
+					{"wg_split_x_" + dtype, grid, []Arg{want, act, U32(c.rows), U32(c.inter)}},
+					{"wg_silu_split_x_" + dtype, grid, []Arg{got, gu, U32(c.rows), U32(c.inter)}},
+				}, true, want, got)
+				each(t, outs, func(t *testing.T, b []*Buf) {
+					require.Equal(t, b[0].Data, b[1].Data, "the image of silu_mul_f32's output")
+				})
+			})
+		}
+	}
+}

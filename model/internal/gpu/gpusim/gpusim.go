@@ -184,6 +184,7 @@ func forwardKernels() []simgpu.KernelDef {
 			simgpu.KernelDef{Name: "tc_split_x_" + dt.suffix(), ParamSizes: []int{8, 8, 4, 4}, Run: tcSplitX},
 			simgpu.KernelDef{Name: "matmul_tcx_" + dt.suffix(), ParamSizes: []int{8, 8, 8, 8, 4, 4, 4, 4}, Run: matmul(dt)},
 			simgpu.KernelDef{Name: "wg_split_x_" + dt.suffix(), ParamSizes: []int{8, 8, 4, 4}, Run: wgSplitX},
+			simgpu.KernelDef{Name: "wg_silu_split_x_" + dt.suffix(), ParamSizes: []int{8, 8, 4, 4}, Run: wgSiluSplitX},
 			simgpu.KernelDef{Name: "matmul_wg_" + dt.suffix(), ParamSizes: []int{8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4}, Run: matmulWG(dt, 256)},
 			simgpu.KernelDef{Name: "matmul_wgs_" + dt.suffix(), ParamSizes: []int{8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4}, Run: matmulWG(dt, 384)})
 	}
@@ -403,6 +404,17 @@ func wgSplitX(d *simgpu.Device, g, b driver.Dim3, a []uint64, stop <-chan struct
 		return simgpu.CodeLaunchFailure
 	}
 	return tcSplitX(d, g, b, a, stop)
+}
+
+// wgSiluSplitX is wg_silu_split_x_W's twin: wgSplitX's launch rules for
+// in = inter, and the image holds silu_mul_f32's output rows.
+func wgSiluSplitX(d *simgpu.Device, g, b driver.Dim3, a []uint64, stop <-chan struct{}) error {
+	rows, I := int(a[2]), int(a[3])
+	R := (rows + 15) / 16 * 16
+	if rows > 64 || int(g.X)*int(g.Y)*int(g.Z) != ((I+63)/64*8*R+255)/256 || b.X*b.Y*b.Z != 256 {
+		return simgpu.CodeLaunchFailure
+	}
+	return siluMul(d, g, b, a, stop)
 }
 
 // matmulWG is matmul_wg_W's twin (and matmul_wgs_W's, with 384 threads):
