@@ -23,8 +23,9 @@ func ptxEntries(t *testing.T, module string) map[string]string {
 // (programmatic dependent launch), so on sm_90 each one must wait
 // (griddepcontrol.wait) before it touches what the kernel ahead writes, or
 // it reads unfinished data. Only tc_split_x_W, which the backend always
-// follows with matmul_tcx_W, triggers its dependents
-// (griddepcontrol.launch_dependents), and only after its own wait: the
+// follows with matmul_tcx_W, and rmsnorm_fused_W, which does when it
+// writes the same fragments, trigger their dependents
+// (griddepcontrol.launch_dependents), and only after their own wait: the
 // product then copies its first weights while the split runs. Triggering
 // everywhere left kernels resident and waiting, which was measured slower
 // on the H200 (kernels/src/forward.cu, fw_early_start). The quantized
@@ -37,14 +38,15 @@ func TestForwardKernelsWaitAndTriggerOnlyBeforeTheirProduct(t *testing.T) {
 		wait := strings.Index(body, "griddepcontrol.wait")
 		require.GreaterOrEqual(t, wait, 0, "%s never waits for the kernel ahead", name)
 		trigger := strings.Index(body, "griddepcontrol.launch_dependents")
-		if !strings.HasPrefix(name, "tc_split_x_") {
+		if !strings.HasPrefix(name, "tc_split_x_") && !strings.HasPrefix(name, "rmsnorm_fused_") {
 			require.Equal(t, -1, trigger, "%s triggers its dependents early", name)
 			continue
 		}
 		triggers++
 		require.Greater(t, trigger, wait, "%s triggers before its own wait", name)
+		require.Equal(t, wait, strings.LastIndex(body, "griddepcontrol.wait"), "%s waits twice", name)
 	}
-	require.Equal(t, 2, triggers, "tc_split_x_f16 and tc_split_x_bf16 trigger")
+	require.Equal(t, 5, triggers, "tc_split_x_f16, tc_split_x_bf16 and rmsnorm_fused_W (with a split for matmul_tcx_W) trigger")
 	quant := ptxEntries(t, "qforward")
 	require.NotEmpty(t, quant)
 	for name, body := range quant {

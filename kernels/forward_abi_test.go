@@ -39,7 +39,7 @@ var forwardABI = func() map[string]struct {
 	for _, w := range []string{"f32", "f16", "bf16"} {
 		m["embed_"+w] = k{[]int{8, 8, 8, 4, 4, 4}, 256}
 		m["rmsnorm_"+w] = k{[]int{8, 8, 8, 4, 4, 4}, 256}
-		m["rmsnorm_parts_"+w] = k{[]int{8, 8, 8, 8, 8, 4, 4, 4, 4}, 256}
+		m["rmsnorm_fused_"+w] = k{[]int{8, 8, 8, 8, 8, 4, 4, 4, 4, 8, 4}, 256}
 		m["matmul_"+w] = k{[]int{8, 8, 8, 8, 4, 4, 4, 4}, 256}
 	}
 	for _, w := range []string{"f16", "bf16"} { // the tensor-core matmul: 16-bit weights only

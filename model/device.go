@@ -178,7 +178,7 @@ const EnvGPUAttentionWarps = "HIPGO_GPU_ATTENTION_WARPS"
 // EnvGPUFoldAdds turns the folded adds off when "0": in batched decode on
 // a Hopper GPU the o and down products, split over in, then add their
 // partial sums in their own last block instead of leaving them to the
-// norm after them (rmsnorm_parts_W; the same bytes), to measure it; "1"
+// norm after them (rmsnorm_fused_W; the same bytes), to measure it; "1"
 // or unset: on.
 const EnvGPUFoldAdds = "HIPGO_GPU_FOLD_ADDS"
 

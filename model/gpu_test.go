@@ -314,9 +314,9 @@ func testGPUWarpgroupProducts(t *testing.T, dev *runtime.Device, fsys fstest.Map
 
 // TestGPUFoldedAddsMatchTheCPU: foldSpec's 32-row forward (every row's
 // logits) gives the CPU's logits within tolHalf with the folded adds (on
-// a compute capability 9.0 GPU: o and down in both layers leave their
-// partials to rmsnorm_parts_W, 4 launches of it) and without them
-// (HIPGO_GPU_FOLD_ADDS=0: none). That the fold writes the bytes of the
+// a compute capability 9.0 GPU: o and down in both layers run on
+// matmul_wgs_W and leave their partials to rmsnorm_fused_W) and without
+// them (HIPGO_GPU_FOLD_ADDS=0: o and down on the pair). That the fold writes the bytes of the
 // product's own adds is model/internal/hostkern's TestMatMulWGLeavesItsParts.
 func TestGPUFoldedAddsMatchTheCPU(t *testing.T) {
 	dev := openGPU(t)
@@ -338,14 +338,17 @@ func TestGPUFoldedAddsMatchTheCPU(t *testing.T) {
 		require.NoError(t, err)
 		s.Close()
 		d := relDiff32(want, got)
-		n := partsLaunches(gm.be.(*gpuBackend).b.Launched)
-		t.Logf("HIPGO_GPU_FOLD_ADDS=%s: %d rmsnorm_parts launches, max|d|/max|logit| = %.3g (tolerance %g)", fold, n, d, tolHalf)
+		n := gm.be.(*gpuBackend).b.Launched("matmul_wgs_bf16")
+		t.Logf("HIPGO_GPU_FOLD_ADDS=%s: %d matmul_wgs_bf16 launches, max|d|/max|logit| = %.3g (tolerance %g)", fold, n, d, tolHalf)
 		require.NoError(t, gm.Close())
 		require.LessOrEqual(t, d, tolHalf)
-		if fold == "1" && hopper {
-			require.Equal(t, int64(4), n)
-		} else {
+		switch {
+		case !hopper:
 			require.Zero(t, n)
+		case fold == "1":
+			require.Equal(t, int64(6), n, "gate|up, and o and down with their partials left, in both layers")
+		default:
+			require.Equal(t, int64(2), n, "gate|up in both layers; o and down on the pair")
 		}
 	}
 }

@@ -137,7 +137,12 @@ func TestSimGPUTensorCoreMatmulFromSixteenRows(t *testing.T) {
 			if spec.DType == safetensors.BF16 || spec.DType == safetensors.F16 {
 				perPass = 4 * spec.Layers
 			}
-			launched := func() [3]int64 { return [3]int64{faults.Launched(tc), faults.Launched(tcx), faults.Launched(split)} }
+			// The third: tc_split_x_W's launches and the norms that write the
+			// same fragments (rmsnorm_fused_W; here every launch of it).
+			launched := func() [3]int64 {
+				norms := faults.Launched("rmsnorm_fused_f32") + faults.Launched("rmsnorm_fused_f16") + faults.Launched("rmsnorm_fused_bf16")
+				return [3]int64{faults.Launched(tc), faults.Launched(tcx), faults.Launched(split) + norms}
+			}
 			s := m.NewSession()
 			defer s.Close()
 			_, err := s.Forward(ctx, testTokens(15, spec.Vocab), false)
@@ -219,8 +224,8 @@ func TestSimGPUWarpgroupProducts(t *testing.T) {
 		got, err := s.Forward(ctx, prompt, false)
 		require.NoError(t, err)
 		require.Less(t, relDiff32(want, got), 1e-5)
-		require.Equal(t, faults.Launched("matmul_wg_bf16")+faults.Launched("matmul_wgs_bf16"), faults.Launched("wg_split_x_bf16")+faults.Launched("wg_silu_split_x_bf16"))
-		require.Equal(t, faults.Launched("matmul_tcx_bf16"), faults.Launched("tc_split_x_bf16"))
+		images := faults.Launched("tc_split_x_bf16") + faults.Launched("wg_split_x_bf16") + faults.Launched("wg_silu_split_x_bf16")
+		require.Equal(t, productLaunches(faults.Launched, "bf16"), images+faults.Launched("rmsnorm_fused_bf16"), "one image of x for every product: the norms write q|k|v's and gate|up's")
 		return faults.Launched("matmul_wg_bf16"), faults.Launched("matmul_wgs_bf16"), faults.Launched("matmul_tcx_bf16")
 	}
 	wg, wgs, tcx := run(t)
@@ -232,14 +237,16 @@ func TestSimGPUWarpgroupProducts(t *testing.T) {
 
 // TestSimGPUFoldedAdds: at 17 to 64 rows on an sm_90a device the o and
 // down products, split over in, leave their partial sums to the norm after
-// them (rmsnorm_parts_W): o's to the MLP norm, down's to the next layer's
+// them (rmsnorm_fused_W): o's to the MLP norm, down's to the next layer's
 // attention norm or, when the final norm reads x itself (every row's
 // logits), to the final norm; with one row's logits copy_rows reads x
 // first, and the last down adds its own. The logits are the CPU forward's
 // either way, and HIPGO_GPU_FOLD_ADDS=0 launches none (o and down then
 // run on the pair: their parts of 256 and 512 are under wgSplitK's 1024).
 // A down on the warpgroup MMA splits its x from gate|up itself
-// (wg_silu_split_x_W: no silu_mul_f32 launch) unless HIPGO_GPU_FUSED=0.
+// (wg_silu_split_x_W: no silu_mul_f32 launch), and every norm writes the
+// split image of its output that the product after it reads (no split
+// launch), unless HIPGO_GPU_FUSED=0.
 // Counted on the
 // simulated device, whose twins check each launch's arguments (the
 // kernels' bytes are model/internal/hostkern's tests).
@@ -254,7 +261,7 @@ func TestSimGPUFoldedAdds(t *testing.T) {
 		parts       int64
 		siluSplits  int64 // of the 2 downs, those on the warpgroup MMA with the fused kernels on
 	}{
-		{"1", "1", true, 4, 2}, {"1", "1", false, 3, 1}, {"0", "1", true, 0, 0}, {"1", "0", true, 4, 0},
+		{"1", "1", true, 4, 2}, {"1", "1", false, 3, 1}, {"0", "1", true, 0, 0}, {"1", "0", true, 4, 0}, {"0", "0", true, 0, 0},
 	} {
 		t.Run(fmt.Sprintf("fold=%s/fused=%s/all=%v", c.fold, c.fused, c.all), func(t *testing.T) {
 			t.Setenv(EnvGPUFoldAdds, c.fold)
@@ -269,7 +276,20 @@ func TestSimGPUFoldedAdds(t *testing.T) {
 			got, err := s.Forward(ctx, prompt, c.all)
 			require.NoError(t, err)
 			require.Less(t, relDiff32(want, got), 1e-5)
-			require.Equal(t, c.parts, partsLaunches(faults.Launched))
+			fused := faults.Launched("rmsnorm_fused_bf16")
+			require.Zero(t, faults.Launched("rmsnorm_fused_f32")+faults.Launched("rmsnorm_fused_f16"), "the spec's norms are bf16")
+			images := faults.Launched("tc_split_x_bf16") + faults.Launched("wg_split_x_bf16") + faults.Launched("wg_silu_split_x_bf16")
+			if c.fused == "1" {
+				norms := int64(4) // 2 a layer, and the final one where it has 32 rows
+				if c.all {
+					norms++
+				}
+				require.Equal(t, norms, fused, "every norm of 16 rows or more writes its product's image")
+				images += fused
+			} else {
+				require.Equal(t, c.parts, fused, "only the folded products' norms")
+			}
+			require.Equal(t, productLaunches(faults.Launched, "bf16"), images, "one image of x for every product")
 			require.Equal(t, 2+c.parts, faults.Launched("matmul_wgs_bf16"), "gate|up (in 2 parts) and each folded product on the warpgroup MMA; the others on the pair")
 			require.Equal(t, c.siluSplits, faults.Launched("wg_silu_split_x_bf16"))
 			require.Equal(t, 2-c.siluSplits, faults.Launched("silu_mul_f32"), "silu_mul_f32 wherever down splits its x otherwise")
@@ -769,4 +789,10 @@ func TestDeviceModesWhenTheGPUCannotHoldTheModel(t *testing.T) {
 		_, err := d.Alloc(16)
 		require.ErrorIs(t, err, runtime.ErrClosed, "the model closed the device it opened")
 	}
+}
+
+// productLaunches counts the products that read an image of x (the
+// tc_split_x_W pair's and the warpgroup MMA's) of weight type sfx.
+func productLaunches(launched func(string) int64, sfx string) int64 {
+	return launched("matmul_tcx_"+sfx) + launched("matmul_wg_"+sfx) + launched("matmul_wgs_"+sfx)
 }

@@ -63,8 +63,3 @@ func foldSpec() modeltest.Spec {
 	spec.DType, spec.Std = safetensors.BF16, 0.02
 	return spec
 }
-
-// partsLaunches counts a model's rmsnorm_parts_W launches of every dtype.
-func partsLaunches(launched func(string) int64) int64 {
-	return launched("rmsnorm_parts_f32") + launched("rmsnorm_parts_bf16") + launched("rmsnorm_parts_f16")
-}

@@ -46,10 +46,10 @@ namespace fw_metal {
     static float part[FW_NORM_THREADS / 32];                                                                      \
     ::rmsnorm_##SUF(out, x, weight, rows, dim, eps, part, TG);                                                    \
   }                                                                                                               \
-  void rmsnorm_parts_##SUF(float* out, float* x, const float* ws, const float* bias, const W* weight,            \
-                           uint32_t parts, uint32_t rows, uint32_t dim, float eps) {                             \
+  void rmsnorm_fused_##SUF(float* out, float* x, const float* ws, const float* bias, const W* weight,            \
+                           uint32_t parts, uint32_t rows, uint32_t dim, float eps, fw_u32x4* xs, uint32_t split) { \
     static float part[FW_NORM_THREADS / 32];                                                                      \
-    ::rmsnorm_parts_##SUF(out, x, ws, bias, weight, parts, rows, dim, eps, part, TG);                             \
+    ::rmsnorm_fused_##SUF(out, x, ws, bias, weight, parts, rows, dim, eps, (uint32_t*)xs, split, part, TG);       \
   }                                                                                                               \
   void matmul_##SUF(float* y, const float* x, const W* w, const float* bias, uint32_t rows, uint32_t in,          \
                     uint32_t out, uint32_t accumulate) {                                                          \
@@ -197,11 +197,11 @@ using namespace hostemu_driver;
       {"rmsnorm_" #SUF,                                                                                     \
        {FW_NORM_THREADS,                                                                                    \
         [](std::vector<Arg>& a) { FWK(rmsnorm_##SUF)(P<float>(a, 0), P<float>(a, 1), P<W>(a, 2), U(a, 3), U(a, 4), F(a, 5)); }}}, \
-      {"rmsnorm_parts_" #SUF,                                                                               \
+      {"rmsnorm_fused_" #SUF,                                                                               \
        {FW_NORM_THREADS,                                                                                    \
         [](std::vector<Arg>& a) {                                                                           \
-          FWK(rmsnorm_parts_##SUF)(P<float>(a, 0), P<float>(a, 1), P<float>(a, 2), P<float>(a, 3), P<W>(a, 4), \
-                                   U(a, 5), U(a, 6), U(a, 7), F(a, 8));                                     \
+          FWK(rmsnorm_fused_##SUF)(P<float>(a, 0), P<float>(a, 1), P<float>(a, 2), P<float>(a, 3), P<W>(a, 4), \
+                                   U(a, 5), U(a, 6), U(a, 7), F(a, 8), P<fw_u32x4>(a, 9), U(a, 10));        \
         }}},                                                                                                \
       {"matmul_" #SUF, {FW_MM_THREADS, [](std::vector<Arg>& a) {                                            \
                           FWK(matmul_##SUF)(P<float>(a, 0), P<float>(a, 1), P<W>(a, 2), P<float>(a, 3), U(a, 4), U(a, 5), \

@@ -62,7 +62,7 @@ func TestForwardKernelsSignatures(t *testing.T) {
 		require.Equal(t, threads, k.MaxThreads, k.Name)
 	}
 	require.ElementsMatch(t, []string{"rope_f32", "kv_store_f32", "rope_kv_store_f32", "attention_f32", "attention_long_f32", "attention_gqa_f32", "attention_bykey_f32", "attention_bykey128_f32", "attention_warps_f32", "attention_prefill_f32", "silu_mul_f32", "add_f32", "copy_rows_f32",
-		"embed_f32", "embed_f16", "embed_bf16", "rmsnorm_f32", "rmsnorm_f16", "rmsnorm_bf16", "rmsnorm_parts_f32", "rmsnorm_parts_f16", "rmsnorm_parts_bf16", "matmul_f32", "matmul_f16", "matmul_bf16",
+		"embed_f32", "embed_f16", "embed_bf16", "rmsnorm_f32", "rmsnorm_f16", "rmsnorm_bf16", "rmsnorm_fused_f32", "rmsnorm_fused_f16", "rmsnorm_fused_bf16", "matmul_f32", "matmul_f16", "matmul_bf16",
 		"matmul_tc_f16", "matmul_tc_bf16", "tc_split_x_f16", "tc_split_x_bf16", "matmul_tcx_f16", "matmul_tcx_bf16",
 		"wg_split_x_f16", "wg_split_x_bf16", "wg_silu_split_x_f16", "wg_silu_split_x_bf16", "matmul_wg_f16", "matmul_wg_bf16", "matmul_wgs_f16", "matmul_wgs_bf16"}, names)
 
@@ -99,13 +99,13 @@ func TestForwardKernelsSignatures(t *testing.T) {
 	require.Equal(t, []Threadgroup{{0, "gm", 512}, {1, "gl", 512}, {2, "wt", 512}, {3, "part", 16384}}, aw.Threadgroup)
 	r, _ := m.Kernel("rmsnorm_f16")
 	require.Equal(t, []Threadgroup{{0, "part", 32}}, r.Threadgroup)
-	rp, _ := m.Kernel("rmsnorm_parts_bf16")
+	rp, _ := m.Kernel("rmsnorm_fused_bf16")
 	require.Equal(t, []Threadgroup{{0, "part", 32}}, rp.Threadgroup)
 	var rpSizes []int
 	for _, a := range rp.Args {
 		rpSizes = append(rpSizes, a.Size)
 	}
-	require.Equal(t, []int{8, 8, 8, 8, 8, 4, 4, 4, 4}, rpSizes, "rmsnorm_parts_W's arguments as forward.cu passes them")
+	require.Equal(t, []int{8, 8, 8, 8, 8, 4, 4, 4, 4, 8, 4}, rpSizes, "rmsnorm_fused_W's arguments as forward.cu passes them")
 	e, _ := m.Kernel("silu_mul_f32")
 	require.Len(t, e.Args, 4, "[[threads_per_grid]] is Metal's, not the host's")
 	require.Empty(t, e.Threadgroup)

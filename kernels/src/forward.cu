@@ -38,7 +38,7 @@
 // rmsnorm keeps rows of up to FW_NORM_THREADS * FW_NORM_CACHED values in
 // registers (4096: every hidden size of the Llama family up to 8B).
 #define FW_NORM_CACHED 16
-#define FW_NORM_PARTS_AHEAD 8  // rmsnorm_parts: the parts whose loads are in flight together
+#define FW_NORM_PARTS_AHEAD 8  // rmsnorm_fused: the parts whose loads are in flight together
 #define FW_MM_VEC_ROWS 8
 #define FW_MM_GEMM_ROWS 64
 #define FW_MM_TILE 64
@@ -228,22 +228,13 @@ DEVICE void fw_mm_store(float* y, const float* bias, uint64_t i, uint32_t o, flo
   y[i] = v;
 }
 
-// =====================================================================
-// rmsnorm_parts_W(out, x, ws, bias, weight, parts, rows, dim, eps): first
-// the residual add a split product left to it (matmul_wg_W with
-// FW_WG_LEAVE_PARTS): x[r, i] = ((ws[0, r, i] + ws[1, r, i] + ... in part
-// order) + bias[i]) + x[r, i], ws [parts, rows, dim], bias null for none:
-// the bytes the product's last block would have written into x with
-// accumulate. Then rmsnorm_W of the new x[r] into out (which must not
-// alias x or ws), the same bytes as rmsnorm_W's launch after it: each
-// thread normalizes the elements it wrote. parts >= 1. Block
-// FW_NORM_THREADS, grid rows.
-// =====================================================================
-template <typename W>
-DEVICE void rmsnorm_parts(float* out, float* x, const float* ws, const float* bias, const W* weight, uint32_t parts,
-                          uint32_t rows, uint32_t dim, float eps) {
-  const uint32_t r = block_idx_x();
-  if (r >= rows || parts == 0) return;
+// rmsnorm_add_parts: rmsnorm_fused_W's residual add into row r of x (see
+// there), by this block's threads, each writing the elements rmsnorm's
+// same thread reads (i = tid + k FW_NORM_THREADS on both of its paths), so
+// no barrier is needed before it. Nothing for parts = 0.
+DEVICE void rmsnorm_add_parts(float* x, const float* ws, const float* bias, uint32_t parts, uint32_t r, uint32_t rows,
+                              uint32_t dim) {
+  if (parts == 0) return;
   float* xr = x + (uint64_t)r * dim;
   const float* wr = ws + (uint64_t)r * dim;
   const uint64_t part = (uint64_t)rows * dim;
@@ -279,9 +270,6 @@ DEVICE void rmsnorm_parts(float* out, float* x, const float* ws, const float* bi
       fw_mm_store(xr, bias, i, i, v, 1u);
     }
   }
-  // rmsnorm's threads read the elements these wrote (i = tid + k
-  // FW_NORM_THREADS on both of its paths), so no barrier is needed.
-  rmsnorm(out, x, weight, rows, dim, eps);
 }
 
 // =====================================================================
@@ -1225,7 +1213,7 @@ DEVICE void matmul_tcx(float* y, const fw_u32x4* xs, const W* w, const float* bi
 // zero: the backend clears it once). ws and cnt are unused when S = 1.
 // With accumulate = FW_WG_LEAVE_PARTS (2) every block, S = 1 included,
 // only writes its partial sums to ws and leaves: no y, no count, and the
-// adds (the same, in split order) are rmsnorm_parts_W's. On the H200 the
+// adds (the same, in split order) are rmsnorm_fused_W's. On the H200 the
 // last block's adds cost a split product about 4 us at 32 rows
 // (docs/generate.md).
 //
@@ -1300,6 +1288,93 @@ DEVICE void wg_split_x(fw_u32x4* xs, const float* x, uint32_t rows, uint32_t in)
   fw_u32x4* stage = xs + (uint64_t)c * R * 16u;  // N * 128 bytes
   stage[wg_unit(r, q)] = hi;
   stage[wg_unit(R + r, q)] = lo;
+}
+
+// =====================================================================
+// rmsnorm_fused_W(out, x, ws, bias, weight, parts, rows, dim, eps, xs,
+// split): rmsnorm_W's norm with what comes before and after it fused in.
+// Before: with parts >= 1 the residual add a split product left to it
+// (matmul_wg_W with FW_WG_LEAVE_PARTS): x[r, i] = ((ws[0, r, i] + ws[1, r,
+// i] + ... in part order) + bias[i]) + x[r, i], ws [parts, rows, dim],
+// bias null for none: the bytes the product's last block would have
+// written into x. Then out[r] = rmsnorm_W of x[r], byte for byte (with
+// parts out must not alias x or ws; without, it may alias x). After: with split (FW_SPLIT_*) nonzero, the
+// image of out that the product after it reads, byte for byte what
+// tc_split_x_W (FW_SPLIT_TC_*) or wg_split_x_W (FW_SPLIT_WG_*) makes of out
+// for in = dim, in the given 16-bit type. Block FW_NORM_THREADS; grid
+// rows, or with a split rows rounded up to 16 (the blocks past rows write
+// the image's zero rows), at most 64 rows for FW_SPLIT_WG_*. With a
+// FW_SPLIT_TC_* split it triggers its dependents as tc_split_x_W does
+// (matmul_tcx_W follows it).
+// =====================================================================
+#define FW_SPLIT_TC_BF16 1u
+#define FW_SPLIT_TC_F16 2u
+#define FW_SPLIT_WG_BF16 3u
+#define FW_SPLIT_WG_F16 4u
+
+// fw_row_vals: out row r's values k .. k + n - 1 (zeros past dim and past rows).
+DEVICE void fw_row_vals(float* v, uint32_t n, const float* orow, bool live, uint32_t k, uint32_t dim) {
+  for (uint32_t e = 0; e < n; ++e) v[e] = live && k + e < dim ? orow[k + e] : 0.0f;
+}
+
+// rmsnorm_split_row: row r's part of the image (see rmsnorm_fused_W).
+template <typename W>
+DEVICE void rmsnorm_split_row(fw_u32x4* xs, const float* orow, bool live, uint32_t r, uint32_t rows, uint32_t dim,
+                              bool wg) {
+  const uint32_t tid = thread_idx_x();
+  if (wg) {
+    const uint32_t R = wg_rows(rows);
+    for (uint32_t u = tid; u < wg_stages(dim) * 8u; u += FW_NORM_THREADS) {
+      const uint32_t c = u / 8u, q = u % 8u;
+      float v[8];
+      fw_row_vals(v, 8, orow, live, 64u * c + 8u * q, dim);
+      fw_u32x4 hi, lo;
+#pragma unroll
+      for (uint32_t e = 0; e < 4; ++e) tc_split<W>(v[2 * e], v[2 * e + 1], &hi.v[e], &lo.v[e]);
+      fw_u32x4* stage = xs + (uint64_t)c * R * 16u;
+      stage[wg_unit(r, q)] = hi;
+      stage[wg_unit(R + r, q)] = lo;
+    }
+    return;
+  }
+  // tc_split_x_W's fragments: this row's words (0 and 2 for r % 16 < 8,
+  // else 1 and 3) of lane (r % 8, t)'s units, for every chunk c and half h.
+  const uint32_t chunks = (dim + 31u) / 32u, i = r / 16u, g = r % 8u, w0 = (r % 16u) / 8u;
+  for (uint32_t u = tid; u < chunks * 8u; u += FW_NORM_THREADS) {
+    const uint32_t t = u % 4u, h = (u / 4u) % 2u, c = u / 8u;
+    float v[4];
+    fw_row_vals(v, 4, orow, live, 32u * c + 8u * t + 4u * h, dim);
+    uint32_t hi0, lo0, hi1, lo1;
+    tc_split<W>(v[0], v[1], &hi0, &lo0);
+    tc_split<W>(v[2], v[3], &hi1, &lo1);
+    uint32_t* d = (uint32_t*)(xs + ((uint64_t)(i * chunks + c) * 2u + h) * 64u + 4u * g + t);
+    d[w0] = hi0;
+    d[2u + w0] = hi1;
+    d[128u + w0] = lo0;  // the lo unit, 32 units on
+    d[128u + 2u + w0] = lo1;
+  }
+}
+
+template <typename NW>
+DEVICE void rmsnorm_fused(float* out, float* x, const float* ws, const float* bias, const NW* weight, uint32_t parts,
+                          uint32_t rows, uint32_t dim, float eps, fw_u32x4* xs, uint32_t split) {
+  fw_early_start();
+  if (split >= FW_SPLIT_TC_BF16 && split <= FW_SPLIT_TC_F16) grid_launch_dependents();  // as tc_split_x_W
+  const uint32_t r = block_idx_x();
+  const bool wg = split >= FW_SPLIT_WG_BF16;
+  if (split > FW_SPLIT_WG_F16 || (wg && wg_rows(rows) > FW_WG_MAX_ROWS)) return;
+  if (r >= (split ? (rows + 15u) & ~15u : rows)) return;
+  if (r < rows) {
+    rmsnorm_add_parts(x, ws, bias, parts, r, rows, dim);
+    rmsnorm(out, x, weight, rows, dim, eps);
+  }
+  if (!split) return;
+  block_sync();  // the row of out, written by every thread of the block
+  const float* orow = out + (uint64_t)r * dim;
+  if (split == FW_SPLIT_TC_BF16 || split == FW_SPLIT_WG_BF16)
+    rmsnorm_split_row<fw_bf16>(xs, orow, r < rows, r, rows, dim, wg);
+  else
+    rmsnorm_split_row<fw_f16>(xs, orow, r < rows, r, rows, dim, wg);
 }
 
 // wg_fence, wg_commit, wg_wait<N>: wgmma's ordering of the accumulators
@@ -1493,7 +1568,7 @@ DEVICE void wg_finish(fw_u32x4* smem, float* y, const float* bias, float* ws, ui
       at[i] = wg < 2u && r < rows && o < out ? (uint64_t)r * out + o : ~0ull;
       oo[i] = o;
     }
-  if (LEAVE) {  // FW_WG_LEAVE_PARTS: rmsnorm_parts_W adds them
+  if (LEAVE) {  // FW_WG_LEAVE_PARTS: rmsnorm_fused_W adds them
     const uint64_t part = (uint64_t)rows * out;
 #pragma unroll
     for (uint32_t i = 0; i < NV; ++i)
@@ -2957,12 +3032,6 @@ KERNEL KBOUNDS(FW_COPY_THREADS) void copy_rows_f32(float* dst, const float* src,
     fw_early_start();                                                                                         \
     rmsnorm(out, x, weight, rows, dim, eps);                                                                  \
   }                                                                                                           \
-  KERNEL KBOUNDS(FW_NORM_THREADS) void rmsnorm_parts_##SUF(float* out, float* x, const float* ws,            \
-                                                           const float* bias, const W* weight, uint32_t parts, \
-                                                           uint32_t rows, uint32_t dim, float eps) {         \
-    fw_early_start();                                                                                         \
-    rmsnorm_parts(out, x, ws, bias, weight, parts, rows, dim, eps);                                           \
-  }                                                                                                           \
   KERNEL KBOUNDS(FW_MM_THREADS) void matmul_##SUF(float* y, const float* x, const W* w, const float* bias,    \
                                                   uint32_t rows, uint32_t in, uint32_t out,                   \
                                                   uint32_t accumulate) {                                      \
@@ -3021,6 +3090,18 @@ FW_TCX_KERNELS(bf16, fw_bf16)
 
 FW_WG_KERNELS(f16, fw_f16)
 FW_WG_KERNELS(bf16, fw_bf16)
+
+// rmsnorm_fused_W: W is the norm weight's type (see rmsnorm_fused).
+#define FW_NORM_FUSED_KERNEL(SUF, W)                                                                           \
+  KERNEL KBOUNDS(FW_NORM_THREADS) void rmsnorm_fused_##SUF(float* out, float* x, const float* ws,            \
+                                                           const float* bias, const W* weight, uint32_t parts, \
+                                                           uint32_t rows, uint32_t dim, float eps,           \
+                                                           fw_u32x4* xs, uint32_t split) {                   \
+    rmsnorm_fused(out, x, ws, bias, weight, parts, rows, dim, eps, xs, split);                                \
+  }
+FW_NORM_FUSED_KERNEL(f32, float)
+FW_NORM_FUSED_KERNEL(f16, fw_f16)
+FW_NORM_FUSED_KERNEL(bf16, fw_bf16)
 
 // matmul_wgs_W: matmul_wg_W's arguments, warp-specialized (see matmul_wgs).
 #define FW_WGS_KERNEL(SUF, W)                                                                                  \

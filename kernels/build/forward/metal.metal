@@ -212,15 +212,13 @@ static inline void fw_rmsnorm(device float* out, device const float* x, device c
   for (uint i = tid; i < dim; i += FW_NORM_THREADS) orow[i] = fw_to_f32(weight[i]) * (xr[i] * inv);
 }
 
-// rmsnorm_parts_W (see forward.cu): x[r] gets the parts' sum in part order,
-// bias and x[r], as fw_mm_store adds them; then fw_rmsnorm of it, whose
-// threads read the elements they wrote.
-template <typename W>
-static inline void fw_rmsnorm_parts(device float* out, device float* x, device const float* ws,
-                                    device const float* bias, device const W* weight, uint parts, uint rows,
-                                    uint dim, float eps, threadgroup float* part, uint tid, uint blk) {
-  const uint r = blk;
-  if (r >= rows || parts == 0u) return;
+// fw_rmsnorm_add_parts: rmsnorm_fused_W's residual add into row r of x
+// (see forward.cu): the parts' sum in part order, bias and x[r], as
+// fw_mm_store adds them; fw_rmsnorm's threads then read the elements they
+// wrote. Nothing for parts = 0.
+static inline void fw_rmsnorm_add_parts(device float* x, device const float* ws, device const float* bias, uint parts,
+                                        uint r, uint rows, uint dim, uint tid) {
+  if (parts == 0u) return;
   device float* xr = x + (ulong)r * dim;
   device const float* wr = ws + (ulong)r * dim;
   const ulong stride = (ulong)rows * dim;
@@ -230,7 +228,6 @@ static inline void fw_rmsnorm_parts(device float* out, device float* x, device c
     if (bias) v += bias[i];
     xr[i] = v + xr[i];
   }
-  fw_rmsnorm<W>(out, x, weight, rows, dim, eps, part, tid, blk);
 }
 
 // =====================================================================
@@ -1734,6 +1731,84 @@ FW_WG_KERNELS(wg_split_x_bf16, wg_silu_split_x_bf16, matmul_wg_bf16, fw_bf16)
 FW_WGS_KERNEL(matmul_wgs_f16, fw_f16)
 FW_WGS_KERNEL(matmul_wgs_bf16, fw_bf16)
 
+// ---- rmsnorm_fused_W (see forward.cu) ----
+#define FW_SPLIT_TC_BF16 1u
+#define FW_SPLIT_TC_F16 2u
+#define FW_SPLIT_WG_BF16 3u
+#define FW_SPLIT_WG_F16 4u
+
+// fw_split_pair: tc_split of (x0, x1): the hi pair and the pair of
+// remainders, each two 16-bit values in a u32 (x0 in the low half).
+template <typename W>
+static inline void fw_split_pair(float x0, float x1, thread uint& hi, thread uint& lo) {
+  const uint h0 = fw_tc_rne(W{}, x0), h1 = fw_tc_rne(W{}, x1);
+  const float w0 = fw_tc_widen(W{}, h0), w1 = fw_tc_widen(W{}, h1);
+  hi = h0 | (h1 << 16);
+  lo = fw_tc_rne(W{}, w0 == x0 ? 0.0f : x0 - w0) | (fw_tc_rne(W{}, w1 == x1 ? 0.0f : x1 - w1) << 16);
+}
+
+// fw_rmsnorm_split_row: row r's part of the split image of out (zeros for
+// a row past rows), as fw_tc_split_x or fw_wg_split_x lays it out.
+template <typename W>
+static inline void fw_rmsnorm_split_row(device uint* xs, device const float* orow, bool live, uint r, uint rows,
+                                        uint dim, bool wg, uint tid) {
+  if (wg) {
+    const uint R = fw_wg_rows(rows);
+    for (uint u = tid; u < fw_wg_stages(dim) * 8u; u += FW_NORM_THREADS) {
+      const uint c = u / 8u, q = u % 8u;
+      device uint* stage = xs + (ulong)c * R * 64u;
+      device uint* hi = stage + fw_wg_unit(r, q) * 4u;
+      device uint* lo = stage + fw_wg_unit(R + r, q) * 4u;
+      for (uint v = 0; v < 4; ++v) {
+        const uint k0 = 64u * c + 8u * q + 2u * v;
+        const float x0 = live && k0 < dim ? orow[k0] : 0.0f;
+        const float x1 = live && k0 + 1u < dim ? orow[k0 + 1u] : 0.0f;
+        uint h, l;
+        fw_split_pair<W>(x0, x1, h, l);
+        hi[v] = h;
+        lo[v] = l;
+      }
+    }
+    return;
+  }
+  const uint chunks = (dim + 31u) / 32u, i = r / 16u, g = r % 8u, w0 = (r % 16u) / 8u;
+  for (uint u = tid; u < chunks * 8u; u += FW_NORM_THREADS) {
+    const uint t = u % 4u, h = (u / 4u) % 2u, c = u / 8u;
+    device uint* d = xs + (((ulong)(i * chunks + c) * 2u + h) * 64u + 4u * g + t) * 4u;
+    for (uint p = 0; p < 2; ++p) {
+      const uint k0 = 32u * c + 8u * t + 4u * h + 2u * p;
+      const float x0 = live && k0 < dim ? orow[k0] : 0.0f;
+      const float x1 = live && k0 + 1u < dim ? orow[k0 + 1u] : 0.0f;
+      uint h, l;
+      fw_split_pair<W>(x0, x1, h, l);
+      d[2u * p + w0] = h;
+      d[128u + 2u * p + w0] = l;
+    }
+  }
+}
+
+template <typename NW>
+static inline void fw_rmsnorm_fused(device float* out, device float* x, device const float* ws,
+                                    device const float* bias, device const NW* weight, uint parts, uint rows,
+                                    uint dim, float eps, device uint* xs, uint split, threadgroup float* part,
+                                    uint tid, uint blk) {
+  const uint r = blk;
+  const bool wg = split >= FW_SPLIT_WG_BF16;
+  if (split > FW_SPLIT_WG_F16 || (wg && fw_wg_rows(rows) > FW_WG_MAX_ROWS)) return;
+  if (r >= (split != 0u ? (rows + 15u) & ~15u : rows)) return;
+  if (r < rows) {
+    fw_rmsnorm_add_parts(x, ws, bias, parts, r, rows, dim, tid);
+    fw_rmsnorm<NW>(out, x, weight, rows, dim, eps, part, tid, blk);
+  }
+  if (split == 0u) return;
+  threadgroup_barrier(mem_flags::mem_device);  // the row of out, written by every thread
+  device const float* orow = out + (ulong)r * dim;
+  if (split == FW_SPLIT_TC_BF16 || split == FW_SPLIT_WG_BF16)
+    fw_rmsnorm_split_row<fw_bf16>(xs, orow, r < rows, r, rows, dim, wg, tid);
+  else
+    fw_rmsnorm_split_row<fw_f16>(xs, orow, r < rows, r, rows, dim, wg, tid);
+}
+
 // ---- the per-dtype entry points ----
 // rmsnorm's part: FW_NORM_THREADS / 32 floats; matmul's xs and ws:
 // FW_MM_TK * FW_MM_PITCH floats each (the matvec path leaves them unused).
@@ -1754,16 +1829,17 @@ FW_WGS_KERNEL(matmul_wgs_bf16, fw_bf16)
                    uint tid [[thread_position_in_threadgroup]], uint blk [[threadgroup_position_in_grid]]) {  \
     fw_rmsnorm<W>(out, x, weight, rows, dim, eps, part, tid, blk);                                            \
   }
-#define FW_RMSNORM_PARTS_KERNEL(NAME, W)                                                                      \
+#define FW_RMSNORM_FUSED_KERNEL(NAME, W)                                                                      \
   [[max_total_threads_per_threadgroup(256)]]                                                                  \
   kernel void NAME(device float* out [[buffer(0)]], device float* x [[buffer(1)]],                            \
                    device const float* ws [[buffer(2)]], device const float* bias [[buffer(3)]],              \
                    device const W* weight [[buffer(4)]], constant uint& parts [[buffer(5)]],                  \
                    constant uint& rows [[buffer(6)]], constant uint& dim [[buffer(7)]],                       \
-                   constant float& eps [[buffer(8)]],                                                         \
+                   constant float& eps [[buffer(8)]], device uint* xs [[buffer(9)]],                          \
+                   constant uint& split [[buffer(10)]],                                                       \
                    threadgroup float* part [[threadgroup(0)]] /* hipgo: 32 bytes */,                          \
                    uint tid [[thread_position_in_threadgroup]], uint blk [[threadgroup_position_in_grid]]) {  \
-    fw_rmsnorm_parts<W>(out, x, ws, bias, weight, parts, rows, dim, eps, part, tid, blk);                     \
+    fw_rmsnorm_fused<W>(out, x, ws, bias, weight, parts, rows, dim, eps, xs, split, part, tid, blk);          \
   }
 #define FW_MATMUL_KERNEL(NAME, W)                                                                             \
   [[max_total_threads_per_threadgroup(256)]]                                                                  \
@@ -1779,13 +1855,13 @@ FW_WGS_KERNEL(matmul_wgs_bf16, fw_bf16)
 
 FW_EMBED_KERNEL(embed_f32, float)
 FW_RMSNORM_KERNEL(rmsnorm_f32, float)
-FW_RMSNORM_PARTS_KERNEL(rmsnorm_parts_f32, float)
+FW_RMSNORM_FUSED_KERNEL(rmsnorm_fused_f32, float)
 FW_MATMUL_KERNEL(matmul_f32, float)
 FW_EMBED_KERNEL(embed_f16, fw_f16)
 FW_RMSNORM_KERNEL(rmsnorm_f16, fw_f16)
-FW_RMSNORM_PARTS_KERNEL(rmsnorm_parts_f16, fw_f16)
+FW_RMSNORM_FUSED_KERNEL(rmsnorm_fused_f16, fw_f16)
 FW_MATMUL_KERNEL(matmul_f16, fw_f16)
 FW_EMBED_KERNEL(embed_bf16, fw_bf16)
 FW_RMSNORM_KERNEL(rmsnorm_bf16, fw_bf16)
-FW_RMSNORM_PARTS_KERNEL(rmsnorm_parts_bf16, fw_bf16)
+FW_RMSNORM_FUSED_KERNEL(rmsnorm_fused_bf16, fw_bf16)
 FW_MATMUL_KERNEL(matmul_bf16, fw_bf16)

@@ -54,7 +54,7 @@ type Options struct {
 	// sums differ in rounding only.
 	NoAttentionWarps bool
 	// NoFoldedAdds keeps a split warpgroup product's adds in its own last
-	// block where rmsnorm_parts_W would add its partials into the residual
+	// block where rmsnorm_fused_W would add its partials into the residual
 	// (see residualProduct); the same bytes.
 	NoFoldedAdds bool
 }
@@ -73,7 +73,7 @@ type Backend struct {
 	wg         bool // and the forward module is the sm_90a PTX: matmul_wg_W where wgSplitK says (launch.go)
 	longAtt    bool // CUDA: decode attention may take attention_long_f32, attention_gqa_f32 or attention_bykey(128)_f32 (launch.go; measured on the H200 only)
 	attWarps   bool // and attention_warps_f32 where attention_bykey128_f32 would run (Options.NoAttentionWarps)
-	foldAdds   bool // residual products leave their split partials to rmsnorm_parts_W (Options.NoFoldedAdds)
+	foldAdds   bool // residual products leave their split partials to rmsnorm_fused_W (Options.NoFoldedAdds)
 	sampler    *sampling.Sampler
 
 	mu       sync.Mutex       // one call at a time

@@ -40,7 +40,7 @@
 // Options.NoWarpgroupMMA, or HIPGO_GPU_WGMMA=0 through package model,
 // keeps the pair; the sums differ in rounding only). The o and down
 // products split over in there leave their partial sums to the norm after
-// them, rmsnorm_parts_W, which adds them into the residual as their last
+// them, rmsnorm_fused_W, which adds them into the residual as their last
 // block would have (launch.go's residualProduct; the same bytes;
 // Options.NoFoldedAdds, or HIPGO_GPU_FOLD_ADDS=0 through package model,
 // keeps the adds in the products).

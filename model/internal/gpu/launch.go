@@ -132,6 +132,10 @@ const (
 	// wgLeaveParts: matmul_wg_W's accumulate that leaves the split
 	// partials in ws (FW_WG_LEAVE_PARTS).
 	wgLeaveParts = 2
+	// rmsnorm_fused_W's split codes (FW_SPLIT_*): tc_split_x_W's fragments
+	// in bf16 or f16; +2, wg_split_x_W's image.
+	splitTCBF16 = 1
+	splitTCF16  = 2
 	// wgWideOut: from this many outputs, matmul_wg_W.
 	wgWideOut = 2 * wgBlocks * wgOutTile
 	// matmul_wgs_W (forward.cu: matmul_wg_W warp-specialized, the same
@@ -232,15 +236,48 @@ func (b *Backend) embed(out runtime.DevicePtr, tokens runtime.DevicePtr, n int) 
 }
 
 // rmsnorm normalizes x's rows into out. With parts from residualProduct
-// it first adds the product's partial sums into x (rmsnorm_parts_W), which
-// the product would otherwise have added in its last block.
-func (b *Backend) rmsnorm(out, x runtime.DevicePtr, w matrix, rows int, p parts) error {
+// it first adds the product's partial sums into x, and with split
+// (normSplit's) it also writes the image of out that the product after it
+// reads, in one launch (rmsnorm_fused_W): the bytes of the product's own
+// adds, rmsnorm_W and the split launch.
+func (b *Backend) rmsnorm(out, x runtime.DevicePtr, w matrix, rows int, p parts, split uint32) error {
 	c := b.cfg
-	if p.n > 0 {
-		return b.launch("rmsnorm_parts_"+w.dtype.Suffix(), g1(rows), out, x, b.sc.wgPart.Ptr(), p.bias, w.buf,
-			u32(p.n), u32(rows), u32(c.Hidden), c.Eps)
+	if p.n > 0 || split != 0 {
+		var ws, xs runtime.DevicePtr
+		if p.n > 0 {
+			ws = b.sc.wgPart.Ptr()
+		}
+		grid := rows
+		if split != 0 {
+			xs, grid = b.sc.xs.Ptr(), ceilDiv(rows, 16)*16
+		}
+		return b.launch("rmsnorm_fused_"+w.dtype.Suffix(), g1(grid), out, x, ws, p.bias, w.buf,
+			u32(p.n), u32(rows), u32(c.Hidden), c.Eps, xs, split)
 	}
 	return b.launch("rmsnorm_"+w.dtype.Suffix(), g1(rows), out, x, w.buf, u32(rows), u32(c.Hidden), c.Eps)
+}
+
+// normSplit is the split image (rmsnorm_fused_W's FW_SPLIT_* code) that
+// the product of rows x in by out over w reads, for the norm before it to
+// write, or 0 where it reads x itself or the fused kernels are off
+// (Options.NoFusedKernels). It follows matmulPtr's routes: the warpgroup
+// MMA's image where wgSplitK finds a split, the pair's fragments below
+// tcxMaxRows.
+func (b *Backend) normSplit(rows, in, out int, w matrix) uint32 {
+	if !b.fuse || rows < tcRows || !b.tcCapable(w.dtype) {
+		return 0
+	}
+	code := uint32(splitTCBF16)
+	if w.dtype == F16 {
+		code = splitTCF16
+	}
+	switch {
+	case b.wgSplitK(rows, in, out, w.buf.Ptr()) > 0:
+		return code + 2 // the FW_SPLIT_WG_* twin
+	case rows < tcxMaxRows:
+		return code
+	}
+	return 0
 }
 
 // parts is a residual product's partial sums left in b.sc.wgPart for the
@@ -269,9 +306,9 @@ func (b *Backend) residualProduct(y, x runtime.DevicePtr, w matrix, bias *runtim
 	}
 	switch ks, leave := b.residualRoute(rows, in, out, w, fold); {
 	case leave:
-		return parts{ceilDiv(in, ks), bp}, b.matmulWG(y, x, gu, w, 0, rows, in, out, ks, wgLeaveParts)
+		return parts{ceilDiv(in, ks), bp}, b.matmulWG(y, x, gu, w, 0, rows, in, out, ks, wgLeaveParts, false)
 	case ks > 0:
-		return parts{}, b.matmulWG(y, x, gu, w, bp, rows, in, out, ks, 1)
+		return parts{}, b.matmulWG(y, x, gu, w, bp, rows, in, out, ks, 1, false)
 	case gu != 0:
 		return parts{}, fmt.Errorf("gpu: silu split for a [%d, %d] product off the warpgroup MMA", rows, in)
 	}
@@ -423,7 +460,8 @@ func (b *Backend) ensureWG(rows int) error {
 // with ks from wgSplitK. run sized b.sc.xs, b.sc.wgPart and b.sc.wgCount.
 // With gu nonzero x is silu_mul_f32's output of gu, split from gu in the
 // same launch (wg_silu_split_x_W).
-func (b *Backend) matmulWG(y, x, gu runtime.DevicePtr, w matrix, bias runtime.DevicePtr, rows, in, out, ks int, acc uint32) error {
+// With presplit the norm before it wrote the image (normSplit).
+func (b *Backend) matmulWG(y, x, gu runtime.DevicePtr, w matrix, bias runtime.DevicePtr, rows, in, out, ks int, acc uint32, presplit bool) error {
 	sfx := w.dtype.Suffix()
 	if b.sc.xs == nil || b.sc.xs.Size() < wgImageBytes(rows, in) || b.sc.wgPart == nil ||
 		b.sc.wgPart.Size() < wgPartBytes(rows) || b.sc.wgCount == nil {
@@ -433,8 +471,10 @@ func (b *Backend) matmulWG(y, x, gu runtime.DevicePtr, w matrix, bias runtime.De
 	if gu != 0 {
 		x, split = gu, "wg_silu_split_x_"
 	}
-	if err := b.launch(split+sfx, g1(wgSplitGrid(rows, in)), xs, x, u32(rows), u32(in)); err != nil {
-		return err
+	if !presplit {
+		if err := b.launch(split+sfx, g1(wgSplitGrid(rows, in)), xs, x, u32(rows), u32(in)); err != nil {
+			return err
+		}
 	}
 	grid := ceilDiv(out, wgOutTile) * ceilDiv(in, ks)
 	name, shared := "matmul_wgs_"+sfx, wgsSharedBytes(rows)
@@ -448,17 +488,23 @@ func (b *Backend) matmulWG(y, x, gu runtime.DevicePtr, w matrix, bias runtime.De
 // tcCapable: weights of type t can go through matmul_tc_W on this backend.
 func (b *Backend) tcCapable(t DType) bool { return b.tc && (t == BF16 || t == F16) }
 
-func (b *Backend) matmul(y, x runtime.DevicePtr, w matrix, bias *runtime.Buffer, rows, in, out int, accumulate bool) error {
+// With presplit the norm before it wrote the image of x the product reads
+// (normSplit), and no split is launched.
+func (b *Backend) matmul(y, x runtime.DevicePtr, w matrix, bias *runtime.Buffer, rows, in, out int, accumulate, presplit bool) error {
 	var bp runtime.DevicePtr
 	if bias != nil {
 		bp = bias.Ptr()
 	}
-	return b.matmulPtr(y, x, w, bp, rows, in, out, accumulate)
+	return b.matmulPtrSplit(y, x, w, bp, rows, in, out, accumulate, presplit)
 }
 
 // matmulPtr is matmul with the bias as a device pointer (0: none). The
 // quantized kernels (matmul_q4_0, ...) share matmul_W's grid rule.
 func (b *Backend) matmulPtr(y, x runtime.DevicePtr, w matrix, bias runtime.DevicePtr, rows, in, out int, accumulate bool) error {
+	return b.matmulPtrSplit(y, x, w, bias, rows, in, out, accumulate, false)
+}
+
+func (b *Backend) matmulPtrSplit(y, x runtime.DevicePtr, w matrix, bias runtime.DevicePtr, rows, in, out int, accumulate, presplit bool) error {
 	acc := uint32(0)
 	if accumulate {
 		acc = 1
@@ -466,7 +512,7 @@ func (b *Backend) matmulPtr(y, x runtime.DevicePtr, w matrix, bias runtime.Devic
 	if rows >= tcRows && b.tcCapable(w.dtype) {
 		sfx := w.dtype.Suffix()
 		if ks := b.wgSplitK(rows, in, out, w.buf.Ptr()); ks > 0 {
-			return b.matmulWG(y, x, 0, w, bias, rows, in, out, ks, acc)
+			return b.matmulWG(y, x, 0, w, bias, rows, in, out, ks, acc, presplit)
 		}
 		if rows >= tcxMaxRows {
 			return b.launch("matmul_tc_"+sfx, g1(tcGrid(rows, out)), y, x, w.buf, bias, u32(rows), u32(in), u32(out), acc)
@@ -477,8 +523,10 @@ func (b *Backend) matmulPtr(y, x runtime.DevicePtr, w matrix, bias runtime.Devic
 			return fmt.Errorf("gpu: matmul_tcx_%s: no split buffer for [%d, %d]", sfx, rows, in)
 		}
 		xs := b.sc.xs.Ptr()
-		if err := b.launch("tc_split_x_"+sfx, g1(tcxSplitGrid(rows, in)), xs, x, u32(rows), u32(in)); err != nil {
-			return err
+		if !presplit {
+			if err := b.launch("tc_split_x_"+sfx, g1(tcxSplitGrid(rows, in)), xs, x, u32(rows), u32(in)); err != nil {
+				return err
+			}
 		}
 		return b.launch("matmul_tcx_"+sfx, g1(tcxGrid(rows, out)), y, xs, w.buf, bias, u32(rows), u32(in), u32(out), acc)
 	}
@@ -490,13 +538,18 @@ func (b *Backend) matmulPtr(y, x runtime.DevicePtr, w matrix, bias runtime.Devic
 // parts unfused (types that differ), one launch per part, each written
 // into its columns of y: directly for a single row (its columns are
 // contiguous), else through b.sc.part and scatter_cols_f32.
-func (b *Backend) projection(y, x runtime.DevicePtr, w matrix, parts []matrix, partRows []int, bias *runtime.Buffer, rows, in int) error {
+//
+// With presplit (a fused matrix only) the norm before it wrote x's image.
+func (b *Backend) projection(y, x runtime.DevicePtr, w matrix, parts []matrix, partRows []int, bias *runtime.Buffer, rows, in int, presplit bool) error {
 	total := 0
 	for _, r := range partRows {
 		total += r
 	}
 	if parts == nil {
-		return b.matmul(y, x, w, bias, rows, in, total, false)
+		return b.matmul(y, x, w, bias, rows, in, total, false, presplit)
+	}
+	if presplit {
+		return fmt.Errorf("gpu: a split image for a projection in %d parts", len(parts))
 	}
 	off := 0
 	for i, p := range parts {

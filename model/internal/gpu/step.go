@@ -353,20 +353,31 @@ func (b *Backend) forward(ctx context.Context, p *plan) error {
 			// The last layer's down folds only where the final norm reads
 			// x itself (copy_rows would read it first).
 			foldDown := l+1 < len(b.w.layers) || p.rowsInPlace()
+			var qkvSplit, guSplit uint32 // the images the norms write for the projections after them
+			if w.qkvParts == nil {
+				qkvSplit = b.normSplit(n, D, c.qkvDim(), w.qkv)
+			}
+			if w.gateUpParts == nil {
+				guSplit = b.normSplit(n, D, 2*I, w.gateUp)
+			}
 			var siluFrom runtime.DevicePtr // down splits silu(gate) * up from gu itself
 			if b.siluInSplit(n, w.down, foldDown) {
 				siluFrom = gu
 			}
 			steps := []func() error{
-				func() error { return b.rmsnorm(xb, x, w.attnNorm, n, left) },
-				func() error { return b.projection(qkv, xb, w.qkv, w.qkvParts, c.qkvRows(), w.qkvBias, n, D) },
+				func() error { return b.rmsnorm(xb, x, w.attnNorm, n, left, qkvSplit) },
+				func() error {
+					return b.projection(qkv, xb, w.qkv, w.qkvParts, c.qkvRows(), w.qkvBias, n, D, qkvSplit != 0)
+				},
 				func() error { return b.positions(l, qkv, pos, slot, n) },
 				func() error {
 					return b.attention(l, att, qkv, seq, pos, meta(p.tables), p.maxBlocks, n, ch.tiledAttention(), scale)
 				},
 				func() (err error) { left, err = b.residualProduct(x, att, w.o, w.oBias, n, qD, D, true, 0); return err },
-				func() error { return b.rmsnorm(xb, x, w.mlpNorm, n, left) },
-				func() error { return b.projection(gu, xb, w.gateUp, w.gateUpParts, c.gateUpRows(), w.gateUpBias, n, D) },
+				func() error { return b.rmsnorm(xb, x, w.mlpNorm, n, left, guSplit) },
+				func() error {
+					return b.projection(gu, xb, w.gateUp, w.gateUpParts, c.gateUpRows(), w.gateUpBias, n, D, guSplit != 0)
+				},
 				func() error {
 					if siluFrom != 0 {
 						return nil
@@ -401,10 +412,11 @@ func (b *Backend) forward(ctx context.Context, p *plan) error {
 	if p.rowsInPlace() {
 		normIn = x // the final norm reads x itself: what copy_rows would have copied
 	}
-	if err := b.rmsnorm(last, normIn, b.w.norm, p.rows, left); err != nil {
+	split := b.normSplit(p.rows, D, V, b.w.lmHead)
+	if err := b.rmsnorm(last, normIn, b.w.norm, p.rows, left, split); err != nil {
 		return err
 	}
-	return b.matmul(b.sc.logits.Ptr(), last, b.w.lmHead, nil, p.rows, D, V, false)
+	return b.matmul(b.sc.logits.Ptr(), last, b.w.lmHead, nil, p.rows, D, V, false, split != 0)
 }
 
 // unfused: some layer keeps q|k|v or gate|up as parts.

@@ -251,7 +251,7 @@ func TestRMSNorm(t *testing.T) {
 	}
 }
 
-// TestRMSNormParts: rmsnorm_parts_W leaves x as the parts added in part
+// TestRMSNormParts: rmsnorm_fused_W leaves x as the parts added in part
 // order, then the bias, then x (matmul_wg_W's last block's order), bit
 // for bit as Go adds them in float32, and writes out as rmsnorm_W writes
 // it from that x, byte for byte, in the same process; on both sources,
@@ -288,12 +288,55 @@ func TestRMSNormParts(t *testing.T) {
 				const eps = float32(1e-5)
 				x, out, outRef := F32s(x0), F32s(make([]float32, rows*dim)), F32s(make([]float32, rows*dim))
 				outs := runSeq(t, []Launch{
-					{"rmsnorm_parts_" + dtype, rows, []Arg{out, x, F32s(ws), biasArg, w.buf, U32(parts), U32(rows), U32(dim), F32(eps)}},
+					{"rmsnorm_fused_" + dtype, rows, []Arg{out, x, F32s(ws), biasArg, w.buf, U32(parts), U32(rows), U32(dim), F32(eps), Null{}, U32(0)}},
 					{"rmsnorm_" + dtype, rows, []Arg{outRef, F32s(want), w.buf, U32(rows), U32(dim), F32(eps)}},
 				}, true, x, out, outRef)
 				each(t, outs, func(t *testing.T, b []*Buf) {
 					require.Equal(t, F32s(want).Data, b[0].Data, "x: the parts, the bias, then x")
 					require.Equal(t, b[2].Data, b[1].Data, "out: rmsnorm_W's bytes from that x")
+				})
+			})
+		}
+	}
+}
+
+// TestRMSNormFusedSplits: rmsnorm_fused_W's image for each split code
+// (1, 2: tc_split_x_W's fragments in bf16, f16; 3, 4: wg_split_x_W's
+// swizzled image) is, byte for byte, the one the split kernel makes of
+// the out it writes, padding rows (up to a multiple of 16) and k past
+// dim included; out is the same as without a split; with and without
+// parts; on both sources.
+func TestRMSNormFusedSplits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	splits := []struct {
+		code   uint32
+		kernel string
+		bytes  func(rows, in int) int
+		grid   func(rows, in int) int
+	}{
+		{1, "tc_split_x_bf16", tcxSplitBytes, tcxSplitGrid},
+		{2, "tc_split_x_f16", tcxSplitBytes, tcxSplitGrid},
+		{3, "wg_split_x_bf16", wgImageBytes, wgSplitGrid},
+		{4, "wg_split_x_f16", wgImageBytes, wgSplitGrid},
+	}
+	for _, sp := range splits {
+		for i, dim := range []int{200, 2048, 72} {
+			rows, parts := []int{5, 32, 17}[i], []int{0, 8, 3}[i]
+			t.Run(fmt.Sprintf("%s/dim%d/rows%d/parts%d", sp.kernel, dim, rows, parts), func(t *testing.T) {
+				x0 := randF32(rng, rows*dim, 2)
+				ws := F32s(randF32(rng, max(parts, 1)*rows*dim, 1))
+				w := makeWeights(rng, "bf16", dim, 1)
+				const eps = float32(1e-5)
+				out, outRef := F32s(make([]float32, rows*dim)), F32s(make([]float32, rows*dim))
+				img, imgRef := filled(sp.bytes(rows, dim), 0xff), filled(sp.bytes(rows, dim), 0xff)
+				outs := runSeq(t, []Launch{
+					{"rmsnorm_fused_bf16", ceilDiv(rows, 16) * 16, []Arg{out, F32s(x0), ws, Null{}, w.buf, U32(parts), U32(rows), U32(dim), F32(eps), img, U32(sp.code)}},
+					{"rmsnorm_fused_bf16", rows, []Arg{outRef, F32s(x0), ws, Null{}, w.buf, U32(parts), U32(rows), U32(dim), F32(eps), Null{}, U32(0)}},
+					{sp.kernel, sp.grid(rows, dim), []Arg{imgRef, outRef, U32(rows), U32(dim)}},
+				}, true, out, outRef, img, imgRef)
+				each(t, outs, func(t *testing.T, b []*Buf) {
+					require.Equal(t, b[1].Data, b[0].Data, "out as without the split")
+					require.Equal(t, b[3].Data, b[2].Data, "the split kernel's image of out")
 				})
 			})
 		}

@@ -193,6 +193,9 @@ func tcxGrid(rows, out int) int {
 
 func tcxSplitGrid(rows, in int) int { return ceilDiv(ceilDiv(rows, 16)*ceilDiv(in, 32)*64, 256) }
 
+// tcxSplitBytes is the size of tc_split_x_W's fragments of x [rows, in].
+func tcxSplitBytes(rows, in int) int { return ceilDiv(rows, 16) * ceilDiv(in, 32) * 2048 }
+
 // TestMatMulTCXWritesMatMulTCsBytes: tc_split_x_W then matmul_tcx_W (the
 // backend's pair below 64 rows) write exactly the bytes matmul_tc_W writes
 // on the same inputs (their tiles take in in the same slices and chunks,

@@ -384,7 +384,7 @@ func TestMatMulWGRefusesWhatItCannotDo(t *testing.T) {
 
 // TestMatMulWGLeavesItsParts: with accumulate = 2 (FW_WG_LEAVE_PARTS)
 // matmul_wg_W and matmul_wgs_W write their split partials to ws and
-// nothing to y or cnt, and rmsnorm_parts_W's residual add of those
+// nothing to y or cnt, and rmsnorm_fused_W's residual add of those
 // partials gives the bytes of y the same product writes with accumulate
 // = 1 (its last block's adds). Both sources write the same partials. S =
 // 1 (ks past in), 3, and 8 over the 1B shape's hidden size (o at 32
@@ -422,8 +422,8 @@ func TestMatMulWGLeavesItsParts(t *testing.T) {
 						require.Equal(t, make([]uint32, ceilDiv(c.out, 128)), u32sOf(outs[src][3]), "%s: the counts stay zero", sources[src].name)
 					}
 					require.Equal(t, outs[0][2].Data, outs[1][2].Data, "the MSL port writes forward.cu's partials")
-					res := runSeq(t, []Launch{{"rmsnorm_parts_f32", c.rows, []Arg{out, outs[0][1], outs[0][2], mi.args[3], norm,
-						U32(S), U32(c.rows), U32(c.out), F32(1e-5)}}}, true, outs[0][1])
+					res := runSeq(t, []Launch{{"rmsnorm_fused_f32", c.rows, []Arg{out, outs[0][1], outs[0][2], mi.args[3], norm,
+						U32(S), U32(c.rows), U32(c.out), F32(1e-5), Null{}, U32(0)}}}, true, outs[0][1])
 					each(t, res, func(t *testing.T, b []*Buf) {
 						require.Equal(t, outs[0][0].Data, b[0].Data, "the residual add of the partials: the product's own bytes of y")
 					})

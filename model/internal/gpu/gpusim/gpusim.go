@@ -166,7 +166,7 @@ func forwardKernels() []simgpu.KernelDef {
 		ks = append(ks,
 			simgpu.KernelDef{Name: "embed_" + dt.suffix(), ParamSizes: []int{8, 8, 8, 4, 4, 4}, Run: embed(dt)},
 			simgpu.KernelDef{Name: "rmsnorm_" + dt.suffix(), ParamSizes: []int{8, 8, 8, 4, 4, 4}, Run: rmsnorm(dt)},
-			simgpu.KernelDef{Name: "rmsnorm_parts_" + dt.suffix(), ParamSizes: []int{8, 8, 8, 8, 8, 4, 4, 4, 4}, Run: rmsnormParts(dt)},
+			simgpu.KernelDef{Name: "rmsnorm_fused_" + dt.suffix(), ParamSizes: []int{8, 8, 8, 8, 8, 4, 4, 4, 4, 8, 4}, Run: rmsnormFused(dt)},
 			simgpu.KernelDef{Name: "matmul_" + dt.suffix(), ParamSizes: []int{8, 8, 8, 8, 4, 4, 4, 4}, Run: matmul(dt)})
 	}
 	// matmul_tc_W: matmul_W's semantics on the tensor cores (16-bit weights;
@@ -281,41 +281,56 @@ func embed(t wtype) simgpu.KernelFunc {
 	}
 }
 
-// rmsnorm_parts_W: out, x, ws, bias, weight, parts, rows, dim, eps: x[r]
-// += the parts' sum in part order (then the bias, as forward.cu's
-// fw_mm_store), then rmsnorm_W.
-func rmsnormParts(t wtype) simgpu.KernelFunc {
+// rmsnorm_fused_W: out, x, ws, bias, weight, parts, rows, dim, eps, xs,
+// split: with parts >= 1, x[r] += the parts' sum in part order (then the
+// bias, as forward.cu's fw_mm_store); rmsnorm_W; with split 1 to 4 the
+// image of out as tcSplitX or wgSplitX keeps it (out's f32 rows), after
+// forward.cu's grid rule (rows, or with a split rows rounded up to 16; the
+// wg splits up to 64 rows).
+func rmsnormFused(t wtype) simgpu.KernelFunc {
 	norm := rmsnorm(t)
 	return func(d *simgpu.Device, g, b driver.Dim3, a []uint64, stop <-chan struct{}) error {
-		parts, rows, D := int(a[5]), int(a[6]), int(a[7])
-		if parts < 1 {
+		parts, rows, D, split := int(a[5]), int(a[6]), int(a[7]), a[10]
+		grid := rows
+		if split != 0 {
+			grid = (rows + 15) / 16 * 16
+		}
+		if split > 4 || split >= 3 && rows > 64 || int(g.X)*int(g.Y)*int(g.Z) != grid || b.X*b.Y*b.Z != 256 {
 			return simgpu.CodeLaunchFailure
 		}
-		x, err := f32s(d, a[1], rows*D)
-		if err != nil {
-			return err
-		}
-		ws, err := f32s(d, a[2], parts*rows*D)
-		if err != nil {
-			return err
-		}
-		var bias []float32
-		if a[3] != 0 {
-			if bias, err = f32s(d, a[3], D); err != nil {
+		if parts > 0 {
+			x, err := f32s(d, a[1], rows*D)
+			if err != nil {
 				return err
 			}
-		}
-		for i := range x {
-			v := ws[i]
-			for s := 1; s < parts; s++ {
-				v += ws[s*rows*D+i]
+			ws, err := f32s(d, a[2], parts*rows*D)
+			if err != nil {
+				return err
 			}
-			if bias != nil {
-				v += bias[i%D]
+			var bias []float32
+			if a[3] != 0 {
+				if bias, err = f32s(d, a[3], D); err != nil {
+					return err
+				}
 			}
-			x[i] = v + x[i]
+			for i := range x {
+				v := ws[i]
+				for s := 1; s < parts; s++ {
+					v += ws[s*rows*D+i]
+				}
+				if bias != nil {
+					v += bias[i%D]
+				}
+				x[i] = v + x[i]
+			}
 		}
-		return norm(d, g, b, []uint64{a[0], a[1], a[4], a[6], a[7], a[8]}, stop)
+		if err := norm(d, g, b, []uint64{a[0], a[1], a[4], a[6], a[7], a[8]}, stop); err != nil {
+			return err
+		}
+		if split == 0 {
+			return nil
+		}
+		return tcSplitX(d, g, b, []uint64{a[9], a[0], a[6], a[7]}, stop)
 	}
 }
 
@@ -451,7 +466,7 @@ func matmulWG(t wtype, threads uint32) simgpu.KernelFunc {
 			}
 		}
 		if a[9]&2 != 0 {
-			// FW_WG_LEAVE_PARTS: the partials for rmsnorm_parts_W, no y. Here
+			// FW_WG_LEAVE_PARTS: the partials for rmsnorm_fused_W, no y. Here
 			// the whole sum is part 0 and the others are +0, which adds the
 			// same value.
 			ws, err := f32s(d, a[4], splits*rows*out)
