@@ -293,16 +293,10 @@ func testGPUWarpgroupProducts(t *testing.T, dev *runtime.Device, fsys fstest.Map
 	require.NoError(t, err)
 	for _, wg := range []string{"1", "0"} {
 		t.Setenv(EnvGPUWarpgroupMMA, wg)
-		gm, err := LoadFS(fsys, WithoutTokenizer(), WithDevice(dev))
-		require.NoError(t, err)
-		s := gm.NewSession()
-		got, err := s.Forward(ctx, prompt, true)
-		require.NoError(t, err)
-		s.Close()
+		got, launched := forwardOnGPU(t, fsys, dev, prompt)
 		d := relDiff32(want, got)
-		n := [2]int64{gm.be.(*gpuBackend).b.Launched("matmul_wg_bf16"), gm.be.(*gpuBackend).b.Launched("matmul_wgs_bf16")}
+		n := [2]int64{launched("matmul_wg_bf16"), launched("matmul_wgs_bf16")}
 		t.Logf("HIPGO_GPU_WGMMA=%s: %d matmul_wg_bf16 and %d matmul_wgs_bf16 launches, max|d|/max|logit| = %.3g (tolerance %g)", wg, n[0], n[1], d, tolHalf)
-		require.NoError(t, gm.Close())
 		require.LessOrEqual(t, d, tolHalf)
 		if wg == "1" && hopper {
 			require.Equal(t, [2]int64{1, 1}, n, "gate|up and down on the warpgroup MMA")
@@ -312,12 +306,28 @@ func testGPUWarpgroupProducts(t *testing.T, dev *runtime.Device, fsys fstest.Map
 	}
 }
 
+// forwardOnGPU loads fsys on dev, returns the logits of every row of
+// prompt and the backend's launch counts, and closes the model.
+func forwardOnGPU(t *testing.T, fsys fstest.MapFS, dev *runtime.Device, prompt []uint32) ([]float32, func(string) int64) {
+	t.Helper()
+	gm, err := LoadFS(fsys, WithoutTokenizer(), WithDevice(dev))
+	require.NoError(t, err)
+	s := gm.NewSession()
+	got, err := s.Forward(context.Background(), prompt, true)
+	require.NoError(t, err)
+	s.Close()
+	b := gm.be.(*gpuBackend).b
+	require.NoError(t, gm.Close())
+	return got, b.Launched
+}
+
 // TestGPUFoldedAddsMatchTheCPU: foldSpec's 32-row forward (every row's
 // logits) gives the CPU's logits within tolHalf with the folded adds (on
 // a compute capability 9.0 GPU: o and down in both layers run on
 // matmul_wgs_W and leave their partials to rmsnorm_fused_W) and without
-// them (HIPGO_GPU_FOLD_ADDS=0: o and down on the pair). That the fold writes the bytes of the
-// product's own adds is model/internal/hostkern's TestMatMulWGLeavesItsParts.
+// them (HIPGO_GPU_FOLD_ADDS=0: o and down on the pair). That the fold
+// writes the bytes of the product's own adds is model/internal/hostkern's
+// TestMatMulWGLeavesItsParts.
 func TestGPUFoldedAddsMatchTheCPU(t *testing.T) {
 	dev := openGPU(t)
 	ctx := context.Background()
@@ -331,16 +341,10 @@ func TestGPUFoldedAddsMatchTheCPU(t *testing.T) {
 	hopper := dev.Info().Arch == "sm_90"
 	for _, fold := range []string{"1", "0"} {
 		t.Setenv(EnvGPUFoldAdds, fold)
-		gm, err := LoadFS(fsys, WithoutTokenizer(), WithDevice(dev))
-		require.NoError(t, err)
-		s := gm.NewSession()
-		got, err := s.Forward(ctx, prompt, true)
-		require.NoError(t, err)
-		s.Close()
+		got, launched := forwardOnGPU(t, fsys, dev, prompt)
 		d := relDiff32(want, got)
-		n := gm.be.(*gpuBackend).b.Launched("matmul_wgs_bf16")
+		n := launched("matmul_wgs_bf16")
 		t.Logf("HIPGO_GPU_FOLD_ADDS=%s: %d matmul_wgs_bf16 launches, max|d|/max|logit| = %.3g (tolerance %g)", fold, n, d, tolHalf)
-		require.NoError(t, gm.Close())
 		require.LessOrEqual(t, d, tolHalf)
 		switch {
 		case !hopper:

@@ -413,20 +413,22 @@ func tcSplitX(d *simgpu.Device, _, _ driver.Dim3, a []uint64, _ <-chan struct{})
 // rule (a thread per 16 bytes of the hi part: ceil(in/64) * 8 * R threads,
 // R = rows rounded up to 16) and its 64-row limit.
 func wgSplitX(d *simgpu.Device, g, b driver.Dim3, a []uint64, stop <-chan struct{}) error {
-	rows, in := int(a[2]), int(a[3])
-	R := (rows + 15) / 16 * 16
-	if rows > 64 || int(g.X)*int(g.Y)*int(g.Z) != ((in+63)/64*8*R+255)/256 || b.X*b.Y*b.Z != 256 {
+	if !wgSplitLaunch(g, b, int(a[2]), int(a[3])) {
 		return simgpu.CodeLaunchFailure
 	}
 	return tcSplitX(d, g, b, a, stop)
 }
 
+// wgSplitLaunch: g and b are wg_split_x_W's grid and block for rows x in.
+func wgSplitLaunch(g, b driver.Dim3, rows, in int) bool {
+	R := (rows + 15) / 16 * 16
+	return rows <= 64 && int(g.X)*int(g.Y)*int(g.Z) == ((in+63)/64*8*R+255)/256 && b.X*b.Y*b.Z == 256
+}
+
 // wgSiluSplitX is wg_silu_split_x_W's twin: wgSplitX's launch rules for
 // in = inter, and the image holds silu_mul_f32's output rows.
 func wgSiluSplitX(d *simgpu.Device, g, b driver.Dim3, a []uint64, stop <-chan struct{}) error {
-	rows, I := int(a[2]), int(a[3])
-	R := (rows + 15) / 16 * 16
-	if rows > 64 || int(g.X)*int(g.Y)*int(g.Z) != ((I+63)/64*8*R+255)/256 || b.X*b.Y*b.Z != 256 {
+	if !wgSplitLaunch(g, b, int(a[2]), int(a[3])) {
 		return simgpu.CodeLaunchFailure
 	}
 	return siluMul(d, g, b, a, stop)
