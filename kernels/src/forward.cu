@@ -181,6 +181,34 @@ DEVICE void embed(float* out, const W* table, const uint32_t* tokens, uint32_t n
 // as transformers computes rsqrt; each output is weight * (x * scale) in
 // that order, as the CPU backend's. Block FW_NORM_THREADS, grid rows.
 // =====================================================================
+// rmsnorm_load: this thread's elements i = tid + k FW_NORM_THREADS of a
+// row of x and of the weight (zeros past dim), all loads issued together.
+template <typename W>
+DEVICE void rmsnorm_load(float* xv, float* wv, const float* xr, const W* weight, uint32_t dim) {
+  const uint32_t tid = thread_idx_x();
+#pragma unroll
+  for (uint32_t k = 0; k < FW_NORM_CACHED; ++k) {
+    const uint32_t i = tid + k * FW_NORM_THREADS;
+    xv[k] = i < dim ? xr[i] : 0.0f;
+    wv[k] = i < dim ? fw_to_f32(weight[i]) : 0.0f;
+  }
+}
+
+// rmsnorm_scale: the row held as rmsnorm_load holds it, normalized in
+// place: the sum of squares in the order of the loop path below, then
+// weight * (x * scale). Every thread of the block calls it.
+DEVICE void rmsnorm_scale(float* xv, const float* wv, uint32_t dim, float eps) {
+  const uint32_t tid = thread_idx_x();
+  float ss = 0.0f;
+#pragma unroll
+  for (uint32_t k = 0; k < FW_NORM_CACHED; ++k)
+    if (tid + k * FW_NORM_THREADS < dim) ss += xv[k] * xv[k];
+  ss = fw_block_sum<FW_NORM_THREADS>(ss);
+  const float inv = 1.0f / sqrt_f32(ss / (float)dim + eps);
+#pragma unroll
+  for (uint32_t k = 0; k < FW_NORM_CACHED; ++k) xv[k] = wv[k] * (xv[k] * inv);
+}
+
 template <typename W>
 DEVICE void rmsnorm(float* out, const float* x, const W* weight, uint32_t rows, uint32_t dim, float eps) {
   const uint32_t r = block_idx_x();
@@ -192,23 +220,14 @@ DEVICE void rmsnorm(float* out, const float* x, const W* weight, uint32_t rows, 
   if (dim <= FW_NORM_THREADS * FW_NORM_CACHED) {
     // One pass over memory: every load issued before any is used (a
     // one-block kernel waits out each round trip otherwise), the row kept
-    // in registers for the scaling. Same summation order as the loop below.
+    // in registers for the scaling.
     float xv[FW_NORM_CACHED], wv[FW_NORM_CACHED];
+    rmsnorm_load(xv, wv, xr, weight, dim);
+    rmsnorm_scale(xv, wv, dim, eps);
 #pragma unroll
     for (uint32_t k = 0; k < FW_NORM_CACHED; ++k) {
       const uint32_t i = tid + k * FW_NORM_THREADS;
-      xv[k] = i < dim ? xr[i] : 0.0f;
-      wv[k] = i < dim ? fw_to_f32(weight[i]) : 0.0f;
-    }
-#pragma unroll
-    for (uint32_t k = 0; k < FW_NORM_CACHED; ++k)
-      if (tid + k * FW_NORM_THREADS < dim) ss += xv[k] * xv[k];
-    ss = fw_block_sum<FW_NORM_THREADS>(ss);
-    const float inv = 1.0f / sqrt_f32(ss / (float)dim + eps);
-#pragma unroll
-    for (uint32_t k = 0; k < FW_NORM_CACHED; ++k) {
-      const uint32_t i = tid + k * FW_NORM_THREADS;
-      if (i < dim) orow[i] = wv[k] * (xv[k] * inv);
+      if (i < dim) orow[i] = xv[k];
     }
     return;
   }
@@ -228,47 +247,26 @@ DEVICE void fw_mm_store(float* y, const float* bias, uint64_t i, uint32_t o, flo
   y[i] = v;
 }
 
-// rmsnorm_add_parts: rmsnorm_fused_W's residual add into row r of x (see
-// there), by this block's threads, each writing the elements rmsnorm's
-// same thread reads (i = tid + k FW_NORM_THREADS on both of its paths), so
-// no barrier is needed before it. Nothing for parts = 0.
-DEVICE void rmsnorm_add_parts(float* x, const float* ws, const float* bias, uint32_t parts, uint32_t r, uint32_t rows,
-                              uint32_t dim) {
-  if (parts == 0) return;
-  float* xr = x + (uint64_t)r * dim;
-  const float* wr = ws + (uint64_t)r * dim;
-  const uint64_t part = (uint64_t)rows * dim;
+// rmsnorm_parts_sum: the parts' partial sums of this thread's elements of
+// row wr (i = tid + k FW_NORM_THREADS; ws [parts, rows, dim], part = rows
+// dim apart) added in part order, FW_NORM_PARTS_AHEAD parts' loads issued
+// together: one round trip for up to that many parts (the 1B shape's 8).
+DEVICE void rmsnorm_parts_sum(float* v, const float* wr, uint64_t part, uint32_t parts, uint32_t dim) {
   const uint32_t tid = thread_idx_x();
-  if (dim <= FW_NORM_THREADS * FW_NORM_CACHED) {
-    // FW_NORM_PARTS_AHEAD parts' loads for the whole row issued together:
-    // one round trip for up to that many parts (the 1B shape's 8).
-    float v[FW_NORM_CACHED];
-    for (uint32_t s0 = 0; s0 < parts; s0 += FW_NORM_PARTS_AHEAD) {
-      float p[FW_NORM_PARTS_AHEAD][FW_NORM_CACHED];
+  for (uint32_t s0 = 0; s0 < parts; s0 += FW_NORM_PARTS_AHEAD) {
+    float p[FW_NORM_PARTS_AHEAD][FW_NORM_CACHED];
 #pragma unroll
-      for (uint32_t j = 0; j < FW_NORM_PARTS_AHEAD; ++j)
+    for (uint32_t j = 0; j < FW_NORM_PARTS_AHEAD; ++j)
 #pragma unroll
-        for (uint32_t k = 0; k < FW_NORM_CACHED; ++k) {
-          const uint32_t i = tid + k * FW_NORM_THREADS;
-          p[j][k] = i < dim && s0 + j < parts ? wr[(s0 + j) * part + i] : 0.0f;
-        }
+      for (uint32_t k = 0; k < FW_NORM_CACHED; ++k) {
+        const uint32_t i = tid + k * FW_NORM_THREADS;
+        p[j][k] = i < dim && s0 + j < parts ? wr[(s0 + j) * part + i] : 0.0f;
+      }
 #pragma unroll
-      for (uint32_t j = 0; j < FW_NORM_PARTS_AHEAD; ++j)
+    for (uint32_t j = 0; j < FW_NORM_PARTS_AHEAD; ++j)
 #pragma unroll
-        for (uint32_t k = 0; k < FW_NORM_CACHED; ++k)
-          if (s0 + j < parts) v[k] = s0 + j == 0 ? p[j][k] : v[k] + p[j][k];
-    }
-#pragma unroll
-    for (uint32_t k = 0; k < FW_NORM_CACHED; ++k) {
-      const uint32_t i = tid + k * FW_NORM_THREADS;
-      if (i < dim) fw_mm_store(xr, bias, i, i, v[k], 1u);
-    }
-  } else {
-    for (uint32_t i = tid; i < dim; i += FW_NORM_THREADS) {
-      float v = wr[i];
-      for (uint32_t s = 1; s < parts; ++s) v += wr[s * part + i];
-      fw_mm_store(xr, bias, i, i, v, 1u);
-    }
+      for (uint32_t k = 0; k < FW_NORM_CACHED; ++k)
+        if (s0 + j < parts) v[k] = s0 + j == 0 ? p[j][k] : v[k] + p[j][k];
   }
 }
 
@@ -1360,21 +1358,57 @@ DEVICE void rmsnorm_fused(float* out, float* x, const float* ws, const float* bi
                           uint32_t rows, uint32_t dim, float eps, fw_u32x4* xs, uint32_t split) {
   fw_early_start();
   if (split >= FW_SPLIT_TC_BF16 && split <= FW_SPLIT_TC_F16) grid_launch_dependents();  // as tc_split_x_W
-  const uint32_t r = block_idx_x();
+  const uint32_t r = block_idx_x(), tid = thread_idx_x();
   const bool wg = split >= FW_SPLIT_WG_BF16;
   if (split > FW_SPLIT_WG_F16 || (wg && wg_rows(rows) > FW_WG_MAX_ROWS)) return;
   if (r >= (split ? (rows + 15u) & ~15u : rows)) return;
-  if (r < rows) {
-    rmsnorm_add_parts(x, ws, bias, parts, r, rows, dim);
+  // The row stays in registers from its loads to the image (rmsnorm_W's
+  // one pass over memory), and goes to the image through shared memory;
+  // rows past FW_NORM_CACHED a thread go through memory.
+  __shared__ float row[FW_NORM_THREADS * FW_NORM_CACHED];
+  const bool cached = dim <= FW_NORM_THREADS * FW_NORM_CACHED;
+  float* xr = x + (uint64_t)r * dim;
+  float* orow = out + (uint64_t)r * dim;
+  const float* wr = ws + (uint64_t)r * dim;
+  const uint64_t part = (uint64_t)rows * dim;
+  if (r < rows && cached) {
+    float xv[FW_NORM_CACHED], wv[FW_NORM_CACHED], v[FW_NORM_CACHED];
+    if (parts) rmsnorm_parts_sum(v, wr, part, parts, dim);
+    rmsnorm_load(xv, wv, xr, weight, dim);
+    if (parts) {
+#pragma unroll
+      for (uint32_t k = 0; k < FW_NORM_CACHED; ++k) {
+        const uint32_t i = tid + k * FW_NORM_THREADS;
+        if (i >= dim) continue;
+        float t = v[k];  // fw_mm_store's order: the sum, the bias, then x
+        if (bias) t += bias[i];
+        xv[k] = t + xv[k];
+        xr[i] = xv[k];
+      }
+    }
+    rmsnorm_scale(xv, wv, dim, eps);
+#pragma unroll
+    for (uint32_t k = 0; k < FW_NORM_CACHED; ++k) {
+      const uint32_t i = tid + k * FW_NORM_THREADS;
+      if (i < dim) orow[i] = xv[k], row[i] = xv[k];
+    }
+  } else if (r < rows) {
+    if (parts)
+      for (uint32_t i = tid; i < dim; i += FW_NORM_THREADS) {
+        float t = wr[i];
+        for (uint32_t s = 1; s < parts; ++s) t += wr[s * part + i];
+        fw_mm_store(xr, bias, i, i, t, 1u);
+      }
+    // rmsnorm's threads read the elements these wrote: no barrier needed.
     rmsnorm(out, x, weight, rows, dim, eps);
   }
   if (!split) return;
-  block_sync();  // the row of out, written by every thread of the block
-  const float* orow = out + (uint64_t)r * dim;
+  block_sync();  // the row, written by every thread of the block
+  const float* src = cached ? row : orow;
   if (split == FW_SPLIT_TC_BF16 || split == FW_SPLIT_WG_BF16)
-    rmsnorm_split_row<fw_bf16>(xs, orow, r < rows, r, rows, dim, wg);
+    rmsnorm_split_row<fw_bf16>(xs, src, r < rows, r, rows, dim, wg);
   else
-    rmsnorm_split_row<fw_f16>(xs, orow, r < rows, r, rows, dim, wg);
+    rmsnorm_split_row<fw_f16>(xs, src, r < rows, r, rows, dim, wg);
 }
 
 // wg_fence, wg_commit, wg_wait<N>: wgmma's ordering of the accumulators

@@ -305,7 +305,7 @@ func TestRMSNormParts(t *testing.T) {
 // swizzled image) is, byte for byte, the one the split kernel makes of
 // the out it writes, padding rows (up to a multiple of 16) and k past
 // dim included; out is the same as without a split; with and without
-// parts; on both sources.
+// parts, rows held in registers and (4099 > 4096) not; on both sources.
 func TestRMSNormFusedSplits(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	splits := []struct {
@@ -320,8 +320,8 @@ func TestRMSNormFusedSplits(t *testing.T) {
 		{4, "wg_split_x_f16", wgImageBytes, wgSplitGrid},
 	}
 	for _, sp := range splits {
-		for i, dim := range []int{200, 2048, 72} {
-			rows, parts := []int{5, 32, 17}[i], []int{0, 8, 3}[i]
+		for i, dim := range []int{200, 2048, 72, 4099} {
+			rows, parts := []int{5, 32, 17, 3}[i], []int{0, 8, 3, 2}[i]
 			t.Run(fmt.Sprintf("%s/dim%d/rows%d/parts%d", sp.kernel, dim, rows, parts), func(t *testing.T) {
 				x0 := randF32(rng, rows*dim, 2)
 				ws := F32s(randF32(rng, max(parts, 1)*rows*dim, 1))
