@@ -1270,6 +1270,18 @@ DEVICE void wg_load8(float* v, const float* x, uint32_t rows, uint32_t in, uint3
   }
 }
 
+// wg_store8: the hi and lo units of row r's 8 values v of stage c, chunk
+// q into the image xs of R rows.
+template <typename W>
+DEVICE void wg_store8(fw_u32x4* xs, const float* v, uint32_t R, uint32_t r, uint32_t q, uint32_t c) {
+  fw_u32x4 hi, lo;
+#pragma unroll
+  for (uint32_t e = 0; e < 4; ++e) tc_split<W>(v[2 * e], v[2 * e + 1], &hi.v[e], &lo.v[e]);
+  fw_u32x4* stage = xs + (uint64_t)c * R * 16u;  // N * 128 bytes
+  stage[wg_unit(r, q)] = hi;
+  stage[wg_unit(R + r, q)] = lo;
+}
+
 template <typename W, bool SILU = false>
 DEVICE void wg_split_x(fw_u32x4* xs, const float* x, uint32_t rows, uint32_t in) {
   fw_early_start();
@@ -1280,12 +1292,7 @@ DEVICE void wg_split_x(fw_u32x4* xs, const float* x, uint32_t rows, uint32_t in)
   const uint32_t k = 64u * c + 8u * q;
   float v[8];
   wg_load8<SILU>(v, x, rows, in, r, k);
-  fw_u32x4 hi, lo;
-#pragma unroll
-  for (uint32_t e = 0; e < 4; ++e) tc_split<W>(v[2 * e], v[2 * e + 1], &hi.v[e], &lo.v[e]);
-  fw_u32x4* stage = xs + (uint64_t)c * R * 16u;  // N * 128 bytes
-  stage[wg_unit(r, q)] = hi;
-  stage[wg_unit(R + r, q)] = lo;
+  wg_store8<W>(xs, v, R, r, q, c);
 }
 
 // =====================================================================
@@ -1296,8 +1303,9 @@ DEVICE void wg_split_x(fw_u32x4* xs, const float* x, uint32_t rows, uint32_t in)
 // i] + ... in part order) + bias[i]) + x[r, i], ws [parts, rows, dim],
 // bias null for none: the bytes the product's last block would have
 // written into x. Then out[r] = rmsnorm_W of x[r], byte for byte (with
-// parts out must not alias x or ws; without, it may alias x). After: with split (FW_SPLIT_*) nonzero, the
-// image of out that the product after it reads, byte for byte what
+// parts out must not alias x or ws; without, it may alias x). After: with
+// split (FW_SPLIT_*) nonzero, the image of out that the product after it
+// reads, byte for byte what
 // tc_split_x_W (FW_SPLIT_TC_*) or wg_split_x_W (FW_SPLIT_WG_*) makes of out
 // for in = dim, in the given 16-bit type. Block FW_NORM_THREADS; grid
 // rows, or with a split rows rounded up to 16 (the blocks past rows write
@@ -1326,12 +1334,7 @@ DEVICE void rmsnorm_split_row(fw_u32x4* xs, const float* orow, bool live, uint32
       const uint32_t c = u / 8u, q = u % 8u;
       float v[8];
       fw_row_vals(v, 8, orow, live, 64u * c + 8u * q, dim);
-      fw_u32x4 hi, lo;
-#pragma unroll
-      for (uint32_t e = 0; e < 4; ++e) tc_split<W>(v[2 * e], v[2 * e + 1], &hi.v[e], &lo.v[e]);
-      fw_u32x4* stage = xs + (uint64_t)c * R * 16u;
-      stage[wg_unit(r, q)] = hi;
-      stage[wg_unit(R + r, q)] = lo;
+      wg_store8<W>(xs, v, R, r, q, c);
     }
     return;
   }
@@ -1361,7 +1364,7 @@ DEVICE void rmsnorm_fused(float* out, float* x, const float* ws, const float* bi
   const uint32_t r = block_idx_x(), tid = thread_idx_x();
   const bool wg = split >= FW_SPLIT_WG_BF16;
   if (split > FW_SPLIT_WG_F16 || (wg && wg_rows(rows) > FW_WG_MAX_ROWS)) return;
-  if (r >= (split ? (rows + 15u) & ~15u : rows)) return;
+  if (r >= (split ? wg_rows(rows) : rows)) return;  // with a split, rows rounded up to 16
   // The row stays in registers from its loads to the image (rmsnorm_W's
   // one pass over memory), and goes to the image through shared memory;
   // rows past FW_NORM_CACHED a thread go through memory.

@@ -1457,6 +1457,16 @@ static inline float fw_tc_part(float x, bool lo) {
   return fw_tc_widen(W{}, fw_tc_rne(W{}, h == x ? 0.0f : x - h));
 }
 
+// fw_split_pair: tc_split of (x0, x1): the hi pair and the pair of
+// remainders, each two 16-bit values in a u32 (x0 in the low half).
+template <typename W>
+static inline void fw_split_pair(float x0, float x1, thread uint& hi, thread uint& lo) {
+  const uint h0 = fw_tc_rne(W{}, x0), h1 = fw_tc_rne(W{}, x1);
+  const float w0 = fw_tc_widen(W{}, h0), w1 = fw_tc_widen(W{}, h1);
+  hi = h0 | (h1 << 16);
+  lo = fw_tc_rne(W{}, w0 == x0 ? 0.0f : x0 - w0) | (fw_tc_rne(W{}, w1 == x1 ? 0.0f : x1 - w1) << 16);
+}
+
 template <typename W>
 static inline void fw_matmul_tc(device float* y, device const float* x, device const W* w, device const float* bias,
                                 uint rows, uint in, uint out, uint accumulate, uint tid, uint blk) {
@@ -1525,10 +1535,10 @@ static inline void fw_tc_split_x(device uint* xs, device const float* x, uint ro
     const uint r = 16u * i + g + 8u * (v % 2u), k0 = k + 2u * (v / 2u);
     const float x0 = (r < rows && k0 < in) ? x[(ulong)r * in + k0] : 0.0f;
     const float x1 = (r < rows && k0 + 1u < in) ? x[(ulong)r * in + k0 + 1u] : 0.0f;
-    const uint h0 = fw_tc_rne(W{}, x0), h1 = fw_tc_rne(W{}, x1);
-    const float w0 = fw_tc_widen(W{}, h0), w1 = fw_tc_widen(W{}, h1);
-    d[v] = h0 | (h1 << 16);
-    d[128u + v] = fw_tc_rne(W{}, w0 == x0 ? 0.0f : x0 - w0) | (fw_tc_rne(W{}, w1 == x1 ? 0.0f : x1 - w1) << 16);
+    uint h, l;
+    fw_split_pair<W>(x0, x1, h, l);
+    d[v] = h;
+    d[128u + v] = l;
   }
 }
 
@@ -1645,10 +1655,10 @@ static inline void fw_wg_split_x(device uint* xs, device const float* x, uint ro
       x0 = x0 / (1.0f + mf_expf(-x0)) * u0;
       x1 = x1 / (1.0f + mf_expf(-x1)) * u1;
     }
-    const uint h0 = fw_tc_rne(W{}, x0), h1 = fw_tc_rne(W{}, x1);
-    const float w0 = fw_tc_widen(W{}, h0), w1 = fw_tc_widen(W{}, h1);
-    hi[v] = h0 | (h1 << 16);
-    lo[v] = fw_tc_rne(W{}, w0 == x0 ? 0.0f : x0 - w0) | (fw_tc_rne(W{}, w1 == x1 ? 0.0f : x1 - w1) << 16);
+    uint h, l;
+    fw_split_pair<W>(x0, x1, h, l);
+    hi[v] = h;
+    lo[v] = l;
   }
 }
 
@@ -1687,7 +1697,7 @@ static inline void fw_matmul_wg(device float* y, device const uint* xs, device c
   }
 }
 
-#define FW_WG_KERNELS(SPLIT, SILU_SPLIT, MATMUL, W)                                                                       \
+#define FW_WG_KERNELS(SPLIT, SILU_SPLIT, MATMUL, W)                                                           \
   [[max_total_threads_per_threadgroup(256)]]                                                                  \
   kernel void SPLIT(device uint* xs [[buffer(0)]], device const float* x [[buffer(1)]],                       \
                     constant uint& rows [[buffer(2)]], constant uint& in [[buffer(3)]],                       \
@@ -1736,16 +1746,6 @@ FW_WGS_KERNEL(matmul_wgs_bf16, fw_bf16)
 #define FW_SPLIT_TC_F16 2u
 #define FW_SPLIT_WG_BF16 3u
 #define FW_SPLIT_WG_F16 4u
-
-// fw_split_pair: tc_split of (x0, x1): the hi pair and the pair of
-// remainders, each two 16-bit values in a u32 (x0 in the low half).
-template <typename W>
-static inline void fw_split_pair(float x0, float x1, thread uint& hi, thread uint& lo) {
-  const uint h0 = fw_tc_rne(W{}, x0), h1 = fw_tc_rne(W{}, x1);
-  const float w0 = fw_tc_widen(W{}, h0), w1 = fw_tc_widen(W{}, h1);
-  hi = h0 | (h1 << 16);
-  lo = fw_tc_rne(W{}, w0 == x0 ? 0.0f : x0 - w0) | (fw_tc_rne(W{}, w1 == x1 ? 0.0f : x1 - w1) << 16);
-}
 
 // fw_rmsnorm_split_row: row r's part of the split image of out (zeros for
 // a row past rows), as fw_tc_split_x or fw_wg_split_x lays it out.

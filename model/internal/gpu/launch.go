@@ -133,9 +133,11 @@ const (
 	// partials in ws (FW_WG_LEAVE_PARTS).
 	wgLeaveParts = 2
 	// rmsnorm_fused_W's split codes (FW_SPLIT_*): tc_split_x_W's fragments
-	// in bf16 or f16; +2, wg_split_x_W's image.
+	// or wg_split_x_W's image, in bf16 or (the code after it) f16.
 	splitTCBF16 = 1
 	splitTCF16  = 2
+	splitWGBF16 = 3
+	splitWGF16  = 4
 	// wgWideOut: from this many outputs, matmul_wg_W.
 	wgWideOut = 2 * wgBlocks * wgOutTile
 	// matmul_wgs_W (forward.cu: matmul_wg_W warp-specialized, the same
@@ -264,20 +266,53 @@ func (b *Backend) rmsnorm(out, x runtime.DevicePtr, w matrix, rows int, p parts,
 // MMA's image where wgSplitK finds a split, the pair's fragments below
 // tcxMaxRows.
 func (b *Backend) normSplit(rows, in, out int, w matrix) uint32 {
-	if !b.fuse || rows < tcRows || !b.tcCapable(w.dtype) {
+	if !b.fuse {
 		return 0
 	}
-	code := uint32(splitTCBF16)
+	var code uint32
+	switch b.productRoute(rows, in, out, w).kind {
+	case routeWG:
+		code = splitWGBF16
+	case routePair:
+		code = splitTCBF16
+	default:
+		return 0
+	}
 	if w.dtype == F16 {
-		code = splitTCF16
+		code++ // the f16 twin of each
 	}
-	switch {
-	case b.wgSplitK(rows, in, out, w.buf.Ptr()) > 0:
-		return code + 2 // the FW_SPLIT_WG_* twin
-	case rows < tcxMaxRows:
-		return code
+	return code
+}
+
+// route is how matmulPtr runs a product: its kind and, on the warpgroup
+// MMA, wgSplitK's part of in.
+type route struct {
+	kind routeKind
+	ks   int
+}
+
+type routeKind int
+
+const (
+	routeMatmul routeKind = iota // matmul_W (or a quantized kernel)
+	routeTC                      // matmul_tc_W, from tcxMaxRows rows
+	routePair                    // tc_split_x_W + matmul_tcx_W
+	routeWG                      // wg_split_x_W + matmul_wg_W or matmul_wgs_W
+)
+
+// productRoute is the one place that picks a product's kernels by its
+// shape (see the constants above); normSplit and residualRoute follow it.
+func (b *Backend) productRoute(rows, in, out int, w matrix) route {
+	if rows < tcRows || !b.tcCapable(w.dtype) {
+		return route{kind: routeMatmul}
 	}
-	return 0
+	if ks := b.wgSplitK(rows, in, out, w.buf.Ptr()); ks > 0 {
+		return route{routeWG, ks}
+	}
+	if rows >= tcxMaxRows {
+		return route{kind: routeTC}
+	}
+	return route{kind: routePair}
 }
 
 // parts is a residual product's partial sums left in b.sc.wgPart for the
@@ -318,7 +353,8 @@ func (b *Backend) residualProduct(y, x runtime.DevicePtr, w matrix, bias *runtim
 // residualRoute is residualProduct's route: the warpgroup MMA's split of
 // in (0: another product) and whether the product leaves its partials.
 func (b *Backend) residualRoute(rows, in, out int, w matrix, fold bool) (ks int, leave bool) {
-	if rows < tcRows || !b.tcCapable(w.dtype) {
+	r := b.productRoute(rows, in, out, w)
+	if r.kind == routeMatmul {
 		return 0, false
 	}
 	if fold && b.foldAdds {
@@ -326,7 +362,7 @@ func (b *Backend) residualRoute(rows, in, out int, w matrix, fold bool) (ks int,
 			return ks, true
 		}
 	}
-	return b.wgSplitK(rows, in, out, w.buf.Ptr()), false
+	return r.ks, false
 }
 
 // siluInSplit: the down product of rows rows splits its x from gate|up
@@ -509,14 +545,13 @@ func (b *Backend) matmulPtrSplit(y, x runtime.DevicePtr, w matrix, bias runtime.
 	if accumulate {
 		acc = 1
 	}
-	if rows >= tcRows && b.tcCapable(w.dtype) {
-		sfx := w.dtype.Suffix()
-		if ks := b.wgSplitK(rows, in, out, w.buf.Ptr()); ks > 0 {
-			return b.matmulWG(y, x, 0, w, bias, rows, in, out, ks, acc, presplit)
-		}
-		if rows >= tcxMaxRows {
-			return b.launch("matmul_tc_"+sfx, g1(tcGrid(rows, out)), y, x, w.buf, bias, u32(rows), u32(in), u32(out), acc)
-		}
+	sfx := w.dtype.Suffix()
+	switch r := b.productRoute(rows, in, out, w); r.kind {
+	case routeWG:
+		return b.matmulWG(y, x, 0, w, bias, rows, in, out, r.ks, acc, presplit)
+	case routeTC:
+		return b.launch("matmul_tc_"+sfx, g1(tcGrid(rows, out)), y, x, w.buf, bias, u32(rows), u32(in), u32(out), acc)
+	case routePair:
 		// Split x into the MMA's hi/lo fragments once, not in every warp
 		// that reads it (forward.cu, matmul_tcx_W). run sized b.sc.xs.
 		if b.sc.xs == nil || b.sc.xs.Size() < tcxSplitBytes(rows, in) {
