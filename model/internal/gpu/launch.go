@@ -242,7 +242,7 @@ func (b *Backend) embed(out runtime.DevicePtr, tokens runtime.DevicePtr, n int) 
 // (normSplit's) it also writes the image of out that the product after it
 // reads, in one launch (rmsnorm_fused_W): the bytes of the product's own
 // adds, rmsnorm_W and the split launch.
-func (b *Backend) rmsnorm(out, x runtime.DevicePtr, w matrix, rows int, p parts, split uint32) error {
+func (b *Backend) rmsnorm(out, x runtime.DevicePtr, w matrix, rows int, p partials, split uint32) error {
 	c := b.cfg
 	if p.n > 0 || split != 0 {
 		var ws, xs runtime.DevicePtr
@@ -315,9 +315,9 @@ func (b *Backend) productRoute(rows, in, out int, w matrix) route {
 	return route{kind: routePair}
 }
 
-// parts is a residual product's partial sums left in b.sc.wgPart for the
+// partials is a residual product's partial sums left in b.sc.wgPart for the
 // norm after it: n of them (0: none; the product wrote x), and its bias.
-type parts struct {
+type partials struct {
 	n    int
 	bias runtime.DevicePtr
 }
@@ -334,20 +334,20 @@ type parts struct {
 // With gu (down's gate|up; residualRoute must put the product on the
 // warpgroup MMA) it splits x from gu itself, as silu_mul_f32's output
 // (wg_silu_split_x_W), and x is not read.
-func (b *Backend) residualProduct(y, x runtime.DevicePtr, w matrix, bias *runtime.Buffer, rows, in, out int, fold bool, gu runtime.DevicePtr) (parts, error) {
+func (b *Backend) residualProduct(y, x runtime.DevicePtr, w matrix, bias *runtime.Buffer, rows, in, out int, fold bool, gu runtime.DevicePtr) (partials, error) {
 	var bp runtime.DevicePtr
 	if bias != nil {
 		bp = bias.Ptr()
 	}
 	switch ks, leave := b.residualRoute(rows, in, out, w, fold); {
 	case leave:
-		return parts{ceilDiv(in, ks), bp}, b.matmulWG(y, x, gu, w, 0, rows, in, out, ks, wgLeaveParts, false)
+		return partials{ceilDiv(in, ks), bp}, b.matmulWG(y, x, gu, w, 0, rows, in, out, ks, wgLeaveParts, false)
 	case ks > 0:
-		return parts{}, b.matmulWG(y, x, gu, w, bp, rows, in, out, ks, 1, false)
+		return partials{}, b.matmulWG(y, x, gu, w, bp, rows, in, out, ks, 1, false)
 	case gu != 0:
-		return parts{}, fmt.Errorf("gpu: silu split for a [%d, %d] product off the warpgroup MMA", rows, in)
+		return partials{}, fmt.Errorf("gpu: silu split for a [%d, %d] product off the warpgroup MMA", rows, in)
 	}
-	return parts{}, b.matmulPtr(y, x, w, bp, rows, in, out, true)
+	return partials{}, b.matmulPtr(y, x, w, bp, rows, in, out, true)
 }
 
 // residualRoute is residualProduct's route: the warpgroup MMA's split of

@@ -335,7 +335,7 @@ func (b *Backend) forward(ctx context.Context, p *plan) error {
 	meta := func(off int) runtime.DevicePtr { return b.sc.meta[p.metaBuf].At(4 * off) }
 	x, xb, qkv, att, gu, act := b.sc.x.Ptr(), b.sc.xb.Ptr(), b.sc.qkv.Ptr(), b.sc.att.Ptr(), b.sc.gu.Ptr(), b.sc.act.Ptr()
 	scale := float32(1 / math.Sqrt(float64(c.HeadDim)))
-	var left parts // a product's partials that the next norm adds into x (residualProduct)
+	var left partials // a product's partials that the next norm adds into x (residualProduct)
 	for _, ch := range p.chunks {
 		n := ch.t1 - ch.t0
 		tok, pos, seq, slot := meta(p.tok+ch.t0), meta(p.pos+ch.t0), meta(p.seq+ch.t0), meta(p.slot+ch.t0)
