@@ -55,6 +55,7 @@ func TestPlumbingOfTheGPUTestsOnASimulatedCUDADevice(t *testing.T) {
 	require.Contains(t, string(out), "--- PASS: TestGPUAttentionBykey128MatchesTheCPU")
 	require.Contains(t, string(out), "--- PASS: TestGPUWarpgroupProductsMatchTheCPU")
 	require.Contains(t, string(out), "--- PASS: TestGPUFoldedAddsMatchTheCPU")
+	require.Contains(t, string(out), "--- PASS: TestGPURoPEInAttentionMatchesTheCPU")
 }
 
 func openGPU(t testing.TB) *runtime.Device {
@@ -161,7 +162,7 @@ func TestGPUForwardMatchesTheCPU(t *testing.T) {
 func TestGPUDecodeAttentionKernelsMatchTheCPU(t *testing.T) {
 	dev := openGPU(t)
 	n := testGPUDecodeAttention(t, dev)
-	t.Logf("%d attention_warps_f32 launches", n)
+	t.Logf("%d attention_warps_f32 and rope_attention_warps_f32 launches", n)
 	if dev.Backend() == driver.CUDA {
 		require.Positive(t, n)
 	} else {
@@ -180,7 +181,9 @@ func TestGPUAttentionBykey128MatchesTheCPU(t *testing.T) {
 }
 
 // testGPUDecodeAttention runs TestGPUDecodeAttentionKernelsMatchTheCPU's
-// checks on dev and returns the models' attention_warps_f32 launches.
+// checks on dev and returns the models' attention_warps_f32 launches (and
+// rope_attention_warps_f32's, its body with rope_kv_store_f32's in front,
+// which a decode step launches instead).
 func testGPUDecodeAttention(t *testing.T, dev *runtime.Device) int64 {
 	ctx := context.Background()
 	load := func(s modeltest.Spec, opts ...Option) *Model {
@@ -244,7 +247,11 @@ func testGPUDecodeAttention(t *testing.T, dev *runtime.Device) int64 {
 		}
 		t.Logf("%d sequences in one batch: %d greedy tokens each, the CPU's", seqs, steps)
 	}
-	return gm.be.(*gpuBackend).b.Launched("attention_warps_f32") + gl.be.(*gpuBackend).b.Launched("attention_warps_f32")
+	warps := func(m *Model) int64 {
+		b := m.be.(*gpuBackend).b
+		return b.Launched("attention_warps_f32") + b.Launched("rope_attention_warps_f32")
+	}
+	return warps(gm) + warps(gl)
 }
 
 // forwardBoth feeds prompt (every position's logits) and then steps single
@@ -353,6 +360,94 @@ func TestGPUFoldedAddsMatchTheCPU(t *testing.T) {
 			require.Equal(t, int64(6), n, "gate|up, and o and down with their partials left, in both layers")
 		default:
 			require.Equal(t, int64(2), n, "gate|up in both layers; o and down on the pair")
+		}
+	}
+}
+
+// TestGPURoPEInAttentionMatchesTheCPU: 64 sequences of foldSpec (4 kv
+// heads: 256 blocks of attention_warps_f32) decoded greedily in one batch
+// each get the tokens the CPU gives them alone, with the fused kernels
+// (each decode step's rope and kv store run in rope_attention_warps_f32;
+// on a compute capability 9.0 GPU q|k|v also runs on matmul_wgs_W and
+// leaves its partials to it) and without them (HIPGO_GPU_FUSED=0:
+// rope_kv_store_f32 and attention_warps_f32, q|k|v on the pair). That
+// the fused kernel writes the unfused launches' bytes is
+// model/internal/hostkern's TestRoPEAttentionWarps. The fused kernels run
+// again with decode graphs and the lookahead (the tokens only).
+func TestGPURoPEInAttentionMatchesTheCPU(t *testing.T) {
+	dev := openGPU(t)
+	ctx := context.Background()
+	spec := foldSpec()
+	fsys := specFS(t, spec)
+	cm, err := LoadFS(fsys, WithoutTokenizer())
+	require.NoError(t, err)
+	const seqs, steps = 64, 4
+	prompt := make([][]uint32, seqs)
+	want := make([][]uint32, seqs)
+	for i := range prompt {
+		prompt[i] = testTokens(3+i%13, spec.Vocab)[i%3:]
+		res, err := cm.GenerateTokens(ctx, prompt[i], GenerateOptions{MaxTokens: steps}, nil)
+		require.NoError(t, err)
+		want[i] = res.Tokens
+	}
+	hopper := dev.Info().Arch == "sm_90"
+	// The launch counts are of plain launches, one step at a time; the
+	// last run replays decode graphs with the lookahead, tokens only.
+	for _, c := range []struct{ fused, graphs string }{{"1", "0"}, {"0", "0"}, {"1", "1"}} {
+		fused := c.fused
+		t.Setenv(EnvGPUFused, fused)
+		t.Setenv(EnvGPUGraphs, c.graphs)
+		t.Setenv(EnvGPULookahead, c.graphs)
+		gm, err := LoadFS(fsys, WithoutTokenizer(), WithDevice(dev), WithKVCacheTokens(4096))
+		require.NoError(t, err)
+		b := gm.NewBatch()
+		index := map[SeqID]int{}
+		for i := range seqs {
+			id, err := b.Add(prompt[i], GenerateOptions{})
+			require.NoError(t, err)
+			index[id] = i
+		}
+		got := make([][]uint32, seqs)
+		launched := gm.be.(*gpuBackend).b.Launched
+		var ropeIn, wgs int64
+		for step := range steps {
+			r0, w0 := launched("rope_attention_warps_f32"), launched("matmul_wgs_bf16")
+			toks, err := b.Step(ctx)
+			require.NoError(t, err)
+			for _, tok := range toks {
+				got[index[tok.Seq]] = append(got[index[tok.Seq]], tok.ID)
+			}
+			if step > 0 { // the decode steps (the first feeds the prompts)
+				ropeIn, wgs = ropeIn+launched("rope_attention_warps_f32")-r0, wgs+launched("matmul_wgs_bf16")-w0
+			}
+		}
+		b.Close()
+		require.NoError(t, gm.Close())
+		for i := range seqs {
+			require.Equal(t, want[i], got[i], "HIPGO_GPU_FUSED=%s, graphs %s: sequence %d", fused, c.graphs, i)
+		}
+		if c.graphs == "1" {
+			t.Logf("HIPGO_GPU_FUSED=1 with decode graphs and the lookahead: %d sequences, %d greedy tokens each, the CPU's", seqs, steps)
+			continue
+		}
+		decodeLayers := int64((steps - 1) * spec.Layers)
+		t.Logf("HIPGO_GPU_FUSED=%s: %d sequences, %d greedy tokens each, the CPU's; in %d decode layers %d rope_attention_warps_f32 and %d matmul_wgs_bf16 launches",
+			fused, seqs, steps, decodeLayers, ropeIn, wgs)
+		switch {
+		case fused == "0":
+			require.Zero(t, ropeIn)
+		case dev.Backend() == driver.CUDA:
+			require.Equal(t, decodeLayers, ropeIn, "one a decode layer")
+		default:
+			require.Zero(t, ropeIn, "attention_warps_f32 is CUDA's")
+		}
+		switch {
+		case !hopper:
+			require.Zero(t, wgs)
+		case fused == "1":
+			require.Equal(t, 4*decodeLayers, wgs, "q|k|v, o, gate|up and down")
+		default:
+			require.Equal(t, 3*decodeLayers, wgs, "o, gate|up and down; q|k|v on the pair")
 		}
 	}
 }

@@ -313,7 +313,9 @@ func TestSimGPUFoldedAdds(t *testing.T) {
 //     kv_heads) or more, or over tables of 256 keys or more;
 //   - attention_f32 otherwise, and on ROCm always;
 //   - attention_warps_f32 in attention_bykey128_f32's place, unless
-//     HIPGO_GPU_ATTENTION_WARPS=0.
+//     HIPGO_GPU_ATTENTION_WARPS=0; in these decode steps as
+//     rope_attention_warps_f32 (rope_kv_store_f32 not launched), unless
+//     HIPGO_GPU_FUSED=0.
 //
 // Counted on the simulated device, whose twin of each is the CPU attention
 // after checking the launch against the kernel's grid rule and shapes (the
@@ -321,7 +323,7 @@ func TestSimGPUFoldedAdds(t *testing.T) {
 // hold the logits to the CPU forward's.
 func TestSimGPUDecodeAttentionRouting(t *testing.T) {
 	ctx := context.Background()
-	kernels := []string{"attention_f32", "attention_long_f32", "attention_gqa_f32", "attention_bykey_f32", "attention_bykey128_f32", "attention_warps_f32"}
+	kernels := []string{"attention_f32", "attention_long_f32", "attention_gqa_f32", "attention_bykey_f32", "attention_bykey128_f32", "attention_warps_f32", "rope_attention_warps_f32"}
 	// decodeKernel: the one decode attention kernel of the second step of a
 	// batch of seqs sequences, the first with a prompt of first tokens, the
 	// others of one.
@@ -390,9 +392,25 @@ func TestSimGPUDecodeAttentionRouting(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			require.Equal(t, c.want, decodeKernel(t, dev, faults, c.spec, c.seqs, c.first))
+			want := c.want
+			if want == "attention_warps_f32" {
+				want = "rope_attention_warps_f32"
+			}
+			stores := faults.Launched("rope_kv_store_f32")
+			require.Equal(t, want, decodeKernel(t, dev, faults, c.spec, c.seqs, c.first))
+			if want == "rope_attention_warps_f32" {
+				require.Equal(t, int64(c.spec.Layers), faults.Launched("rope_kv_store_f32")-stores, "only the first step's layers store k and v themselves")
+			}
 		})
 	}
+	t.Run("HIPGO_GPU_FUSED=0", func(t *testing.T) {
+		t.Setenv(EnvGPUFused, "0")
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				require.Equal(t, c.want, decodeKernel(t, dev, faults, c.spec, c.seqs, c.first))
+			})
+		}
+	})
 	// The switch is read at load: every case again with it off.
 	t.Run("HIPGO_GPU_ATTENTION_WARPS=0", func(t *testing.T) {
 		t.Setenv(EnvGPUAttentionWarps, "0")

@@ -54,14 +54,14 @@ func TestForwardKernelsSignatures(t *testing.T) {
 		switch k.Name {
 		case "attention_long_f32", "attention_gqa_f32":
 			threads = 1024
-		case "attention_bykey128_f32", "attention_warps_f32":
+		case "attention_bykey128_f32", "attention_warps_f32", "rope_attention_warps_f32":
 			threads = 128
 		case "matmul_wgs_f16", "matmul_wgs_bf16":
 			threads = 384
 		}
 		require.Equal(t, threads, k.MaxThreads, k.Name)
 	}
-	require.ElementsMatch(t, []string{"rope_f32", "kv_store_f32", "rope_kv_store_f32", "attention_f32", "attention_long_f32", "attention_gqa_f32", "attention_bykey_f32", "attention_bykey128_f32", "attention_warps_f32", "attention_prefill_f32", "silu_mul_f32", "add_f32", "copy_rows_f32",
+	require.ElementsMatch(t, []string{"rope_f32", "kv_store_f32", "rope_kv_store_f32", "attention_f32", "attention_long_f32", "attention_gqa_f32", "attention_bykey_f32", "attention_bykey128_f32", "attention_warps_f32", "rope_attention_warps_f32", "attention_prefill_f32", "silu_mul_f32", "add_f32", "copy_rows_f32",
 		"embed_f32", "embed_f16", "embed_bf16", "rmsnorm_f32", "rmsnorm_f16", "rmsnorm_bf16", "rmsnorm_fused_f32", "rmsnorm_fused_f16", "rmsnorm_fused_bf16", "matmul_f32", "matmul_f16", "matmul_bf16",
 		"matmul_tc_f16", "matmul_tc_bf16", "tc_split_x_f16", "tc_split_x_bf16", "matmul_tcx_f16", "matmul_tcx_bf16",
 		"wg_split_x_f16", "wg_split_x_bf16", "wg_silu_split_x_f16", "wg_silu_split_x_bf16", "matmul_wg_f16", "matmul_wg_bf16", "matmul_wgs_f16", "matmul_wgs_bf16"}, names)
@@ -97,6 +97,13 @@ func TestForwardKernelsSignatures(t *testing.T) {
 	aw, _ := m.Kernel("attention_warps_f32")
 	require.Equal(t, a.Args, aw.Args, "attention_warps_f32 takes attention_f32's arguments")
 	require.Equal(t, []Threadgroup{{0, "gm", 512}, {1, "gl", 512}, {2, "wt", 512}, {3, "part", 16384}}, aw.Threadgroup)
+	ra, _ := m.Kernel("rope_attention_warps_f32")
+	require.Len(t, ra.Args, 21)
+	for i := range aw.Args {
+		require.Equal(t, aw.Args[i].Size, ra.Args[i].Size, "rope_attention_warps_f32 starts with attention_warps_f32's arguments (%d)", i)
+	}
+	require.Equal(t, Arg{Index: 20, Name: "parts", Type: "uint", AddressSpace: "constant", Size: 4}, ra.Args[20])
+	require.Equal(t, aw.Threadgroup, ra.Threadgroup)
 	r, _ := m.Kernel("rmsnorm_f16")
 	require.Equal(t, []Threadgroup{{0, "part", 32}}, r.Threadgroup)
 	rp, _ := m.Kernel("rmsnorm_fused_bf16")

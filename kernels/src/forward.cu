@@ -2823,16 +2823,87 @@ DEVICE void fw_atw_gather(float x, float* y) {
   }
 }
 
+// fw_qkv_value: column c of q|k|v row t (see rope_attention_warps_f32).
+DEVICE float fw_qkv_value(const float* xt, const float* wt, uint64_t part, uint32_t parts, const float* bias,
+                          uint32_t c) {
+  if (!parts) return xt[c];
+  float v = wt[c];
+  for (uint32_t s = 1; s < parts; ++s) v += wt[s * part + c];
+  if (bias) v += bias[c];
+  return v;
+}
+
+// fw_rope_args: rope_attention_warps_f32's arguments past
+// attention_warps_f32's, and its writable qkv and caches.
+struct fw_rope_args {
+  float *qkv, *k_cache, *v_cache;
+  const float* inv_freq;
+  const uint32_t* slots;
+  uint32_t num_slots;
+  const float *ws, *bias;
+  uint32_t parts;
+};
+
+// fw_rope_kv_head: block (t, kvh)'s share of rope_kv_store_f32, from qkv
+// or the partials (see rope_attention_warps_f32).
+DEVICE void fw_rope_kv_head(const fw_rope_args& ra, const uint32_t* pos, uint32_t t, uint32_t kvh, uint32_t tokens,
+                            uint32_t heads, uint32_t kv_heads, uint32_t headdim, uint32_t stride) {
+  const uint32_t tid = thread_idx_x(), group = heads / kv_heads, half = headdim / 2, kv_dim = kv_heads * headdim;
+  const float* inv_freq = ra.inv_freq;
+  const float* bias = ra.bias;
+  const uint32_t parts = ra.parts;
+  const float p = (float)pos[t];
+  const uint32_t slot = ra.slots[t];
+  const bool store = slot < ra.num_slots;
+  float* xt = ra.qkv + (uint64_t)t * stride;
+  const float* wt = parts ? ra.ws + (uint64_t)t * stride : nullptr;
+  const uint64_t part = (uint64_t)tokens * stride;
+  float* kc = ra.k_cache + (uint64_t)(store ? slot : 0u) * kv_dim + (uint64_t)kvh * headdim;
+  float* vc = ra.v_cache + (uint64_t)(store ? slot : 0u) * kv_dim + (uint64_t)kvh * headdim;
+  // Head hh < group is q's head kvh * group + hh; hh = group is k's head kvh.
+#define FW_RAW_HEAD(hh) ((hh) < group ? (kvh * group + (hh)) * headdim : (heads + kvh) * headdim)
+  for (uint32_t j = tid; j < (group + 1u) * half; j += FW_ATW_THREADS) {
+    const uint32_t hh = j / half, i = j % half, c = FW_RAW_HEAD(hh);
+    float sn, cs;
+    mf_sincosf(inv_freq[i] * p, &sn, &cs);
+    const float a = fw_qkv_value(xt, wt, part, parts, bias, c + i);
+    const float b = fw_qkv_value(xt, wt, part, parts, bias, c + i + half);
+    const float lo = a * cs - b * sn, hi = b * cs + a * sn;  // rope_f32's expressions
+    xt[c + i] = lo;
+    xt[c + i + half] = hi;
+    if (store && hh == group) {
+      kc[i] = lo;
+      kc[i + half] = hi;
+    }
+  }
+  // v's head, and an odd head_dim's last element of each head (which rope
+  // leaves).
+  const uint32_t vcol = (heads + kv_heads + kvh) * headdim;
+  for (uint32_t j = tid; j < headdim; j += FW_ATW_THREADS) {
+    const float v = fw_qkv_value(xt, wt, part, parts, bias, vcol + j);
+    if (parts) xt[vcol + j] = v;
+    if (store) vc[j] = v;
+    if (j < 2u * half) continue;
+    for (uint32_t hh = 0; hh <= group; ++hh) {
+      const uint32_t c = FW_RAW_HEAD(hh) + j;
+      const float x = fw_qkv_value(xt, wt, part, parts, bias, c);
+      if (parts) xt[c] = x;
+      if (store && hh == group) kc[j] = x;
+    }
+  }
+#undef FW_RAW_HEAD
+}
+
 // attention_warps: the kernel's body for at most G query heads a kv head
 // (a power of two up to LK), key groups of LK lanes, C columns a lane, a
 // ring of R keys.
-template <uint32_t G, uint32_t LK, uint32_t C, uint32_t R>
+template <uint32_t G, uint32_t LK, uint32_t C, uint32_t R, bool ROPE>
 DEVICE void attention_warps(float* out, const float* qkv, const float* k_cache, const float* v_cache,
                             const uint32_t* q_seq, const uint32_t* q_pos, const uint32_t* block_tables,
                             uint32_t max_blocks, uint32_t block_size, uint32_t tokens, uint32_t heads,
                             uint32_t kv_heads, uint32_t headdim, uint32_t stride, float scale,
                             float (*gm)[FW_ATW_MAX_UNITS], float (*gl)[FW_ATW_MAX_UNITS],
-                            float (*wt)[FW_ATW_MAX_UNITS], float* part) {
+                            float (*wt)[FW_ATW_MAX_UNITS], float* part, const fw_rope_args& ra) {
   constexpr uint32_t T = FW_ATW_THREADS, U = T / LK, HL = LK / G, CW = 4 * LK * C, HR = FW_ATW_PART / (U * CW);
   static_assert(G >= 1 && G <= LK && U <= FW_ATW_MAX_UNITS && HR >= 1 && G * U <= T,
                 "heads over a group's lanes, key groups, merge rounds, weights");
@@ -2854,16 +2925,30 @@ DEVICE void attention_warps(float* out, const float* qkv, const float* k_cache, 
   (((uint64_t)(blk) * block_size + (pow2 ? (j) & (block_size - 1u) : (j) % block_size)) * kv_dim + head_off)
 #define FW_ATW_TABLE(j) table[pow2 ? (j) >> bshift : (j) / block_size]
   // The ring, before anything waits: keys u + U r (r < R) in flight, and
-  // the table entries of the R keys after them.
+  // the table entries of the R keys after them. With ROPE the new key
+  // (fresh: the query's position) is not in the cache yet: its slot loads
+  // after the prologue, which runs while the others are in flight.
+  const uint32_t fresh = ROPE ? q_pos[t] : 0xffffffffu;
   fw_f32x4 kv[R][C], vv[R][C];
   uint32_t tb[R];
 #pragma unroll
   for (uint32_t r = 0; r < R; ++r) {
     const uint32_t j = u + U * r, j1 = j + U * R;
-    const bool has = j < n;
+    const bool has = j < n && (!ROPE || j != fresh);
     fw_atw_load<LK, C>(kv[r], vv[r], k_cache, v_cache, has ? FW_ATW_ROW(FW_ATW_TABLE(j), j) : 0u, has, headdim, sl,
                        cols, vec);
     tb[r] = j1 < n ? FW_ATW_TABLE(j1) : 0u;
+  }
+  if (ROPE) {
+    fw_rope_kv_head(ra, q_pos, t, kvh, tokens, heads, kv_heads, headdim, stride);
+    block_sync();  // the block's q heads in qkv and its new key and value in the caches
+#pragma unroll
+    for (uint32_t r = 0; r < R; ++r) {
+      const uint32_t j = u + U * r;
+      if (j == fresh && j < n)
+        fw_atw_load<LK, C>(kv[r], vv[r], k_cache, v_cache, FW_ATW_ROW(FW_ATW_TABLE(j), j), true, headdim, sl, cols,
+                           vec);
+    }
   }
   const float* q = qkv + (uint64_t)t * stride + (uint64_t)kvh * group * headdim;
   const bool qvec = headdim % 4u == 0 && stride % 4u == 0 && fw_aligned16(qkv);
@@ -2985,6 +3070,34 @@ DEVICE void attention_warps(float* out, const float* qkv, const float* k_cache, 
   }
 }
 
+// attention_warps_for: attention_warps with the body for the model's
+// group and head_dim (the caller checked them).
+template <bool ROPE>
+DEVICE void attention_warps_for(float* out, const float* qkv, const float* k_cache, const float* v_cache,
+                                const uint32_t* q_seq, const uint32_t* q_pos, const uint32_t* block_tables,
+                                uint32_t max_blocks, uint32_t block_size, uint32_t tokens, uint32_t heads,
+                                uint32_t kv_heads, uint32_t headdim, uint32_t stride, float scale,
+                                float (*gm)[FW_ATW_MAX_UNITS], float (*gl)[FW_ATW_MAX_UNITS],
+                                float (*wt)[FW_ATW_MAX_UNITS], float* part, const fw_rope_args& ra) {
+  const uint32_t group = heads / kv_heads;
+#define FW_ATW_BODY(G, LK, C, R)                                                                                    \
+  attention_warps<G, LK, C, R, ROPE>(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks,         \
+                                     block_size, tokens, heads, kv_heads, headdim, stride, scale, gm, gl, wt, part, \
+                                     ra)
+  // Bodies for up to 4 heads (the usual groups; MHA runs it with 1) or 8,
+  // with key groups as wide as head_dim needs at 2 columns a lane.
+  if (group <= 4) {
+    if (headdim <= 64) FW_ATW_BODY(4, 8, 2, FW_ATW_RING);
+    else if (headdim <= 128) FW_ATW_BODY(4, 16, 2, FW_ATW_RING);
+    else FW_ATW_BODY(4, 32, 2, FW_ATW_RING);
+  } else {
+    if (headdim <= 64) FW_ATW_BODY(FW_ABK_MAX_GROUP, 8, 2, FW_ATW_RING / 2);
+    else if (headdim <= 128) FW_ATW_BODY(FW_ABK_MAX_GROUP, 16, 2, FW_ATW_RING / 2);
+    else FW_ATW_BODY(FW_ABK_MAX_GROUP, 32, 2, FW_ATW_RING / 2);
+  }
+#undef FW_ATW_BODY
+}
+
 KERNEL KBOUNDS(FW_ATW_THREADS) void attention_warps_f32(float* out, const float* qkv, const float* k_cache,
                                                         const float* v_cache, const uint32_t* q_seq,
                                                         const uint32_t* q_pos, const uint32_t* block_tables,
@@ -2998,21 +3111,43 @@ KERNEL KBOUNDS(FW_ATW_THREADS) void attention_warps_f32(float* out, const float*
   if (kv_heads == 0 || heads % kv_heads != 0 || block_size == 0) return;
   const uint32_t group = heads / kv_heads;
   if (group > FW_ABK_MAX_GROUP || headdim == 0 || headdim > FW_ATT_MAX_HEADDIM) return;
-#define FW_ATW_BODY(G, LK, C, R)                                                                                  \
-  attention_warps<G, LK, C, R>(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, \
-                               tokens, heads, kv_heads, headdim, stride, scale, gm, gl, wt, part)
-  // Bodies for up to 4 heads (the usual groups; MHA runs it with 1) or 8,
-  // with key groups as wide as head_dim needs at 2 columns a lane.
-  if (group <= 4) {
-    if (headdim <= 64) FW_ATW_BODY(4, 8, 2, FW_ATW_RING);
-    else if (headdim <= 128) FW_ATW_BODY(4, 16, 2, FW_ATW_RING);
-    else FW_ATW_BODY(4, 32, 2, FW_ATW_RING);
-  } else {
-    if (headdim <= 64) FW_ATW_BODY(FW_ABK_MAX_GROUP, 8, 2, FW_ATW_RING / 2);
-    else if (headdim <= 128) FW_ATW_BODY(FW_ABK_MAX_GROUP, 16, 2, FW_ATW_RING / 2);
-    else FW_ATW_BODY(FW_ABK_MAX_GROUP, 32, 2, FW_ATW_RING / 2);
-  }
-#undef FW_ATW_BODY
+  attention_warps_for<false>(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens,
+                             heads, kv_heads, headdim, stride, scale, gm, gl, wt, part, fw_rope_args{});
+}
+
+// =====================================================================
+// rope_attention_warps_f32: rope_kv_store_f32 and attention_warps_f32 in
+// one launch, for a decode step: tokens of distinct sequences (block (t,
+// kvh) writes the only new key its attention reads). attention_warps_f32's
+// arguments, then inv_freq, slots and num_slots (rope_kv_store_f32's), and
+// ws, bias, parts: with parts >= 1 the q|k|v product left its partial
+// sums (matmul_wg_W with FW_WG_LEAVE_PARTS; ws [parts, tokens, stride]),
+// and each value of the row is ((ws[0, t, c] + ws[1, t, c] + ... in part
+// order) + bias[c]), the bytes the product's last block would have
+// written (bias null for none); with parts 0 qkv holds the row. Block (t,
+// kvh) first makes its share of row t: q's heads kvh * group .., k's head
+// kvh and v's head kvh; rotates q's and k's (rope_f32's expressions at
+// q_pos[t]); writes the share back to qkv and stores k and v in slot
+// slots[t] (skipped when >= num_slots): rope_kv_store_f32's bytes; then
+// attention_warps_f32's body. The body's first loads of cached keys go out
+// before that share is made, and the new key's after a barrier. Block
+// FW_ATW_THREADS, grid tokens * kv_heads.
+// =====================================================================
+KERNEL KBOUNDS(FW_ATW_THREADS) void rope_attention_warps_f32(
+    float* out, float* qkv, float* k_cache, float* v_cache, const uint32_t* q_seq, const uint32_t* q_pos,
+    const uint32_t* block_tables, uint32_t max_blocks, uint32_t block_size, uint32_t tokens, uint32_t heads,
+    uint32_t kv_heads, uint32_t headdim, uint32_t stride, float scale, const float* inv_freq, const uint32_t* slots,
+    uint32_t num_slots, const float* ws, const float* bias, uint32_t parts) {
+  fw_early_start();
+  __shared__ float gm[FW_ABK_MAX_GROUP][FW_ATW_MAX_UNITS], gl[FW_ABK_MAX_GROUP][FW_ATW_MAX_UNITS];
+  __shared__ float wt[FW_ABK_MAX_GROUP][FW_ATW_MAX_UNITS];
+  __shared__ float part[FW_ATW_PART];
+  if (kv_heads == 0 || heads % kv_heads != 0 || block_size == 0) return;
+  const uint32_t group = heads / kv_heads;
+  if (group > FW_ABK_MAX_GROUP || headdim == 0 || headdim > FW_ATT_MAX_HEADDIM) return;
+  const fw_rope_args ra{qkv, k_cache, v_cache, inv_freq, slots, num_slots, ws, bias, parts};
+  attention_warps_for<true>(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens,
+                            heads, kv_heads, headdim, stride, scale, gm, gl, wt, part, ra);
 }
 
 // =====================================================================

@@ -1196,13 +1196,81 @@ static inline void fw_atw_gather(float x, thread float* y, uint tid) {
   }
 }
 
-template <uint G, uint LK, uint C, uint R>
+static inline float fw_qkv_value(device const float* xt, device const float* wt, ulong part, uint parts,
+                                 device const float* bias, uint c) {
+  if (parts == 0u) return xt[c];
+  float v = wt[c];
+  for (uint s = 1; s < parts; ++s) v += wt[s * part + c];
+  if (bias) v += bias[c];
+  return v;
+}
+
+// fw_rope_args: rope_attention_warps_f32's arguments past
+// attention_warps_f32's, and its writable qkv and caches.
+struct fw_rope_args {
+  device float* qkv;
+  device float* k_cache;
+  device float* v_cache;
+  device const float* inv_freq;
+  device const uint* slots;
+  uint num_slots;
+  device const float* ws;
+  device const float* bias;
+  uint parts;
+};
+
+static inline void fw_rope_kv_head(thread const fw_rope_args& ra, device const uint* pos, uint t, uint kvh,
+                                   uint tokens, uint heads, uint kv_heads, uint headdim, uint stride, uint tid) {
+  const uint group = heads / kv_heads, half_dim = headdim / 2, kv_dim = kv_heads * headdim;
+  device const float* inv_freq = ra.inv_freq;
+  device const float* bias = ra.bias;
+  const uint parts = ra.parts;
+  const float p = (float)pos[t];
+  const uint slot = ra.slots[t];
+  const bool store = slot < ra.num_slots;
+  device float* xt = ra.qkv + (ulong)t * stride;
+  device const float* wt = parts ? ra.ws + (ulong)t * stride : ra.ws;
+  const ulong part = (ulong)tokens * stride;
+  device float* kc = ra.k_cache + (ulong)(store ? slot : 0u) * kv_dim + (ulong)kvh * headdim;
+  device float* vc = ra.v_cache + (ulong)(store ? slot : 0u) * kv_dim + (ulong)kvh * headdim;
+#define FW_RAW_HEAD(hh) ((hh) < group ? (kvh * group + (hh)) * headdim : (heads + kvh) * headdim)
+  for (uint j = tid; j < (group + 1u) * half_dim; j += FW_ATW_THREADS) {
+    const uint hh = j / half_dim, i = j % half_dim, c = FW_RAW_HEAD(hh);
+    float sn, cs;
+    mf_sincosf(inv_freq[i] * p, &sn, &cs);
+    const float a = fw_qkv_value(xt, wt, part, parts, bias, c + i);
+    const float b = fw_qkv_value(xt, wt, part, parts, bias, c + i + half_dim);
+    const float lo = a * cs - b * sn, hi = b * cs + a * sn;
+    xt[c + i] = lo;
+    xt[c + i + half_dim] = hi;
+    if (store && hh == group) {
+      kc[i] = lo;
+      kc[i + half_dim] = hi;
+    }
+  }
+  const uint vcol = (heads + kv_heads + kvh) * headdim;
+  for (uint j = tid; j < headdim; j += FW_ATW_THREADS) {
+    const float v = fw_qkv_value(xt, wt, part, parts, bias, vcol + j);
+    if (parts) xt[vcol + j] = v;
+    if (store) vc[j] = v;
+    if (j < 2u * half_dim) continue;
+    for (uint hh = 0; hh <= group; ++hh) {
+      const uint c = FW_RAW_HEAD(hh) + j;
+      const float x = fw_qkv_value(xt, wt, part, parts, bias, c);
+      if (parts) xt[c] = x;
+      if (store && hh == group) kc[j] = x;
+    }
+  }
+#undef FW_RAW_HEAD
+}
+
+template <uint G, uint LK, uint C, uint R, bool ROPE>
 static inline void fw_attention_warps(device float* out, device const float* qkv, device const float* k_cache,
                                       device const float* v_cache, device const uint* q_seq, device const uint* q_pos,
                                       device const uint* block_tables, uint max_blocks, uint block_size, uint tokens,
                                       uint heads, uint kv_heads, uint headdim, uint stride, float scale,
                                       threadgroup float* gm, threadgroup float* gl, threadgroup float* wt,
-                                      threadgroup float* part, uint tid, uint blk) {
+                                      threadgroup float* part, uint tid, uint blk, thread const fw_rope_args& ra) {
   constexpr uint T = FW_ATW_THREADS, U = T / LK, HL = LK / G, CW = 4 * LK * C, HR = FW_ATW_PART / (U * CW);
   constexpr uint MU = FW_ATW_MAX_UNITS;
   const uint group = heads / kv_heads;
@@ -1222,15 +1290,27 @@ static inline void fw_attention_warps(device float* out, device const float* qkv
 #define FW_ATW_ROW(blk, j) \
   (((ulong)(blk) * block_size + (pow2 ? (j) & (block_size - 1u) : (j) % block_size)) * kv_dim + head_off)
 #define FW_ATW_TABLE(j) table[pow2 ? (j) >> bshift : (j) / block_size]
+  // With ROPE the new key (fresh) loads after the prologue (see forward.cu).
+  const uint fresh = ROPE ? q_pos[t] : 0xffffffffu;
   float kv[R][C][4], vv[R][C][4];
   uint tb[R];
 #pragma unroll
   for (uint r = 0; r < R; ++r) {
     const uint j = u + U * r, j1 = j + U * R;
-    const bool has = j < n;
+    const bool has = j < n && (!ROPE || j != fresh);
     fw_atw_load<LK, C>(kv[r], vv[r], k_cache, v_cache, has ? FW_ATW_ROW(FW_ATW_TABLE(j), j) : 0u, has, headdim, sl,
                        cols);
     tb[r] = j1 < n ? FW_ATW_TABLE(j1) : 0u;
+  }
+  if (ROPE) {
+    fw_rope_kv_head(ra, q_pos, t, kvh, tokens, heads, kv_heads, headdim, stride, tid);
+    threadgroup_barrier(mem_flags::mem_device);  // the block's q heads in qkv and its new key and value in the caches
+#pragma unroll
+    for (uint r = 0; r < R; ++r) {
+      const uint j = u + U * r;
+      if (j == fresh && j < n)
+        fw_atw_load<LK, C>(kv[r], vv[r], k_cache, v_cache, FW_ATW_ROW(FW_ATW_TABLE(j), j), true, headdim, sl, cols);
+    }
   }
   device const float* q = qkv + (ulong)t * stride + (ulong)kvh * group * headdim;
   float qv[G][C][4], acc[G][C][4];
@@ -1342,6 +1422,33 @@ static inline void fw_attention_warps(device float* out, device const float* qkv
   }
 }
 
+// fw_attention_warps_for: fw_attention_warps with the body for the
+// model's group and head_dim (the caller checked them).
+template <bool ROPE>
+static inline void fw_attention_warps_for(device float* out, device const float* qkv, device const float* k_cache,
+                                          device const float* v_cache, device const uint* q_seq,
+                                          device const uint* q_pos, device const uint* block_tables, uint max_blocks,
+                                          uint block_size, uint tokens, uint heads, uint kv_heads, uint headdim,
+                                          uint stride, float scale, threadgroup float* gm, threadgroup float* gl,
+                                          threadgroup float* wt, threadgroup float* part, uint tid, uint blk,
+                                          thread const fw_rope_args& ra) {
+  const uint group = heads / kv_heads;
+#define FW_ATW_BODY(G, LK, C, R)                                                                                    \
+  fw_attention_warps<G, LK, C, R, ROPE>(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks,      \
+                                        block_size, tokens, heads, kv_heads, headdim, stride, scale, gm, gl, wt, \
+                                        part, tid, blk, ra)
+  if (group <= 4) {
+    if (headdim <= 64) FW_ATW_BODY(4, 8, 2, FW_ATW_RING);
+    else if (headdim <= 128) FW_ATW_BODY(4, 16, 2, FW_ATW_RING);
+    else FW_ATW_BODY(4, 32, 2, FW_ATW_RING);
+  } else {
+    if (headdim <= 64) FW_ATW_BODY(FW_ABK_MAX_GROUP, 8, 2, FW_ATW_RING / 2);
+    else if (headdim <= 128) FW_ATW_BODY(FW_ABK_MAX_GROUP, 16, 2, FW_ATW_RING / 2);
+    else FW_ATW_BODY(FW_ABK_MAX_GROUP, 32, 2, FW_ATW_RING / 2);
+  }
+#undef FW_ATW_BODY
+}
+
 [[max_total_threads_per_threadgroup(128)]]
 kernel void attention_warps_f32(device float* out [[buffer(0)]], device const float* qkv [[buffer(1)]],
                                 device const float* k_cache [[buffer(2)]], device const float* v_cache [[buffer(3)]],
@@ -1359,19 +1466,41 @@ kernel void attention_warps_f32(device float* out [[buffer(0)]], device const fl
   if (kv_heads == 0 || heads % kv_heads != 0 || block_size == 0) return;
   const uint group = heads / kv_heads;
   if (group > FW_ABK_MAX_GROUP || headdim == 0 || headdim > FW_ATT_MAX_HEADDIM) return;
-#define FW_ATW_BODY(G, LK, C, R)                                                                                     \
-  fw_attention_warps<G, LK, C, R>(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, \
-                                  tokens, heads, kv_heads, headdim, stride, scale, gm, gl, wt, part, tid, blk)
-  if (group <= 4) {
-    if (headdim <= 64) FW_ATW_BODY(4, 8, 2, FW_ATW_RING);
-    else if (headdim <= 128) FW_ATW_BODY(4, 16, 2, FW_ATW_RING);
-    else FW_ATW_BODY(4, 32, 2, FW_ATW_RING);
-  } else {
-    if (headdim <= 64) FW_ATW_BODY(FW_ABK_MAX_GROUP, 8, 2, FW_ATW_RING / 2);
-    else if (headdim <= 128) FW_ATW_BODY(FW_ABK_MAX_GROUP, 16, 2, FW_ATW_RING / 2);
-    else FW_ATW_BODY(FW_ABK_MAX_GROUP, 32, 2, FW_ATW_RING / 2);
-  }
-#undef FW_ATW_BODY
+  const fw_rope_args none{};
+  fw_attention_warps_for<false>(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens,
+                                heads, kv_heads, headdim, stride, scale, gm, gl, wt, part, tid, blk, none);
+}
+
+// =====================================================================
+// rope_attention_warps_f32 (see forward.cu): rope_kv_store_f32's share of
+// block (t, kvh), from qkv or the q|k|v product's partials, then
+// attention_warps_f32. Block FW_ATW_THREADS, grid tokens * kv_heads; the
+// tokens of distinct sequences.
+// =====================================================================
+[[max_total_threads_per_threadgroup(128)]]
+kernel void rope_attention_warps_f32(device float* out [[buffer(0)]], device float* qkv [[buffer(1)]],
+                                     device float* k_cache [[buffer(2)]], device float* v_cache [[buffer(3)]],
+                                     device const uint* q_seq [[buffer(4)]], device const uint* q_pos [[buffer(5)]],
+                                     device const uint* block_tables [[buffer(6)]],
+                                     constant uint& max_blocks [[buffer(7)]], constant uint& block_size [[buffer(8)]],
+                                     constant uint& tokens [[buffer(9)]], constant uint& heads [[buffer(10)]],
+                                     constant uint& kv_heads [[buffer(11)]], constant uint& headdim [[buffer(12)]],
+                                     constant uint& stride [[buffer(13)]], constant float& scale [[buffer(14)]],
+                                     device const float* inv_freq [[buffer(15)]], device const uint* slots [[buffer(16)]],
+                                     constant uint& num_slots [[buffer(17)]], device const float* ws [[buffer(18)]],
+                                     device const float* bias [[buffer(19)]], constant uint& parts [[buffer(20)]],
+                                     threadgroup float* gm [[threadgroup(0)]] /* hipgo: 512 bytes */,
+                                     threadgroup float* gl [[threadgroup(1)]] /* hipgo: 512 bytes */,
+                                     threadgroup float* wt [[threadgroup(2)]] /* hipgo: 512 bytes */,
+                                     threadgroup float* part [[threadgroup(3)]] /* hipgo: 16384 bytes */,
+                                     uint tid [[thread_position_in_threadgroup]],
+                                     uint blk [[threadgroup_position_in_grid]]) {
+  if (kv_heads == 0 || heads % kv_heads != 0 || block_size == 0) return;
+  const uint group = heads / kv_heads;
+  if (group > FW_ABK_MAX_GROUP || headdim == 0 || headdim > FW_ATT_MAX_HEADDIM) return;
+  const fw_rope_args ra{qkv, k_cache, v_cache, inv_freq, slots, num_slots, ws, bias, parts};
+  fw_attention_warps_for<true>(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens,
+                               heads, kv_heads, headdim, stride, scale, gm, gl, wt, part, tid, blk, ra);
 }
 
 // =====================================================================

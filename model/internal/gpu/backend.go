@@ -39,9 +39,11 @@ type Options struct {
 	// before it to finish before it is scheduled (see launch).
 	NoEarlyStart bool
 	// NoFusedKernels launches rope_f32 and kv_store_f32 where
-	// rope_kv_store_f32 would do both (see positions), and silu_mul_f32 and
-	// wg_split_x_W where wg_silu_split_x_W would (see siluInSplit); the
-	// results are the same bytes.
+	// rope_kv_store_f32 would do both (see positions), rope_kv_store_f32
+	// and attention_warps_f32 where rope_attention_warps_f32 would (see
+	// ropeInAttention), and silu_mul_f32 and wg_split_x_W where
+	// wg_silu_split_x_W would (see siluInSplit); the results are the same
+	// bytes.
 	NoFusedKernels bool
 	// NoWarpgroupMMA keeps the tc_split_x_W + matmul_tcx_W pair where
 	// matmul_wg_W would run (see wgSplitK).
@@ -224,6 +226,9 @@ func (b *Backend) kernelNames() []string {
 			names["attention_bykey_f32"] = true
 			if b.attWarps {
 				names["attention_warps_f32"] = true
+				if b.fuse {
+					names["rope_attention_warps_f32"] = true
+				}
 			} else {
 				names["attention_bykey128_f32"] = true
 			}

@@ -266,11 +266,17 @@ func (b *Backend) rmsnorm(out, x runtime.DevicePtr, w matrix, rows int, p partia
 // MMA's image where wgSplitK finds a split, the pair's fragments below
 // tcxMaxRows.
 func (b *Backend) normSplit(rows, in, out int, w matrix) uint32 {
+	return b.splitCode(b.productRoute(rows, in, out, w).kind, w.dtype)
+}
+
+// splitCode is the split image for a product on route kind over weights of
+// type t (normSplit's).
+func (b *Backend) splitCode(kind routeKind, t DType) uint32 {
 	if !b.fuse {
 		return 0
 	}
 	var code uint32
-	switch b.productRoute(rows, in, out, w).kind {
+	switch kind {
 	case routeWG:
 		code = splitWGBF16
 	case routePair:
@@ -278,7 +284,7 @@ func (b *Backend) normSplit(rows, in, out int, w matrix) uint32 {
 	default:
 		return 0
 	}
-	if w.dtype == F16 {
+	if t == F16 {
 		code++ // the f16 twin of each
 	}
 	return code
@@ -363,6 +369,19 @@ func (b *Backend) residualRoute(rows, in, out int, w matrix, fold bool) (ks int,
 		}
 	}
 	return r.ks, false
+}
+
+// leaveParts runs x . w^T as a warpgroup product split over in (ks) that
+// leaves its partial sums in b.sc.wgPart (FW_WG_LEAVE_PARTS), and returns
+// them with the bias for the kernel that adds them (see residualProduct;
+// here q|k|v's, for rope_attention_warps_f32). With presplit the norm
+// before it wrote x's image.
+func (b *Backend) leaveParts(x runtime.DevicePtr, w matrix, bias *runtime.Buffer, rows, in, out, ks int, presplit bool) (partials, error) {
+	var bp runtime.DevicePtr
+	if bias != nil {
+		bp = bias.Ptr()
+	}
+	return partials{ceilDiv(in, ks), bp}, b.matmulWG(0, x, 0, w, 0, rows, in, out, ks, wgLeaveParts, presplit)
 }
 
 // siluInSplit: the down product of rows rows splits its x from gate|up
@@ -652,6 +671,14 @@ func (b *Backend) positions(layer int, qkv, pos, slots runtime.DevicePtr, tokens
 // unless Options.NoAttentionWarps (see the comment after bykey128MinBlocks).
 func (b *Backend) attention(layer int, out, qkv, qSeq, qPos, tables runtime.DevicePtr, maxBlocks, tokens int, tiled bool, scale float32) error {
 	c := b.cfg
+	name, grid := b.attentionKernel(maxBlocks, tokens, tiled)
+	return b.launch(name, g1(grid), out, qkv, b.kc[layer], b.vc[layer], qSeq, qPos, tables,
+		u32(maxBlocks), u32(BlockSize), u32(tokens), u32(c.Heads), u32(c.KVHeads), u32(c.HeadDim), u32(c.qkvDim()), scale)
+}
+
+// attentionKernel is attention's kernel and grid (see attention).
+func (b *Backend) attentionKernel(maxBlocks, tokens int, tiled bool) (string, int) {
+	c := b.cfg
 	name, grid := "attention_f32", tokens*c.Heads
 	keys := maxBlocks * BlockSize // what the block tables can hold
 	switch {
@@ -668,8 +695,51 @@ func (b *Backend) attention(layer int, out, qkv, qSeq, qPos, tables runtime.Devi
 	case b.longAtt && keys >= bykeyMinKeys && (tokens*c.KVHeads >= bykeyManyBlocks || keys >= bykeyFewBlocksKeys) && b.bykeyShape():
 		name, grid = "attention_bykey_f32", tokens*c.KVHeads // a thread per key, one block per kv head
 	}
-	return b.launch(name, g1(grid), out, qkv, b.kc[layer], b.vc[layer], qSeq, qPos, tables,
-		u32(maxBlocks), u32(BlockSize), u32(tokens), u32(c.Heads), u32(c.KVHeads), u32(c.HeadDim), u32(c.qkvDim()), scale)
+	return name, grid
+}
+
+// ropeInAttention: chunk ch of p rotates q and k and stores k and v in
+// its attention kernel (rope_attention_warps_f32, see ropeAttention)
+// instead of launching positions' kernel before it: in a decode step (one
+// token a sequence, so each block writes the only new key it reads) that
+// attention runs attention_warps_f32 for, unless Options.NoFusedKernels.
+// On the H200 rope_kv_store_f32 took 5.2 us of a 1B layer's 89 at batch 32
+// (docs/generate.md).
+func (b *Backend) ropeInAttention(p *plan, ch chunk) bool {
+	if !b.fuse || !p.decode {
+		return false
+	}
+	name, _ := b.attentionKernel(p.maxBlocks, ch.t1-ch.t0, ch.tiledAttention())
+	return name == "attention_warps_f32"
+}
+
+// qkvLeaves is the split of in (ks) with which layer l's q|k|v product
+// leaves its partials for rope_attention_warps_f32 to add (ropeIn), as a
+// residual product leaves them to the norm after it (residualRoute's
+// rule), or 0 where q|k|v writes its rows.
+func (b *Backend) qkvLeaves(rows int, l *deviceLayer, ropeIn bool) int {
+	if !ropeIn || l.qkvParts != nil {
+		return 0
+	}
+	c := b.cfg
+	if ks, leave := b.residualRoute(rows, c.Hidden, c.qkvDim(), l.qkv, true); leave {
+		return ks
+	}
+	return 0
+}
+
+// ropeAttention is positions then attention in one launch for a decode
+// step (ropeInAttention): rope_attention_warps_f32, which with q|k|v's
+// partials (qkvLeaves) first adds them into qkv's rows.
+func (b *Backend) ropeAttention(layer int, out, qkv, qSeq, qPos, slots, tables runtime.DevicePtr, maxBlocks, tokens int, scale float32, p partials) error {
+	c := b.cfg
+	var ws runtime.DevicePtr
+	if p.n > 0 {
+		ws = b.sc.wgPart.Ptr()
+	}
+	return b.launch("rope_attention_warps_f32", g1(tokens*c.KVHeads), out, qkv, b.kc[layer], b.vc[layer], qSeq, qPos, tables,
+		u32(maxBlocks), u32(BlockSize), u32(tokens), u32(c.Heads), u32(c.KVHeads), u32(c.HeadDim), u32(c.qkvDim()), scale,
+		b.invFreq, slots, u32(b.numBlocks*BlockSize), ws, p.bias, u32(p.n))
 }
 
 // gqaShape: attention_gqa_f32 takes this model's heads (FW_GQA_MAX_GROUP,

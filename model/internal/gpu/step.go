@@ -353,10 +353,18 @@ func (b *Backend) forward(ctx context.Context, p *plan) error {
 			// The last layer's down folds only where the final norm reads
 			// x itself (copy_rows would read it first).
 			foldDown := l+1 < len(b.w.layers) || p.rowsInPlace()
+			// A decode step's rope and kv store run in its attention, which
+			// may also add q|k|v's partials (qkvLeaves).
+			ropeIn := b.ropeInAttention(p, ch)
+			qkvKS := b.qkvLeaves(n, w, ropeIn)
 			var qkvSplit, guSplit uint32 // the images the norms write for the projections after them
-			if w.qkvParts == nil {
+			switch {
+			case qkvKS > 0:
+				qkvSplit = b.splitCode(routeWG, w.qkv.dtype)
+			case w.qkvParts == nil:
 				qkvSplit = b.normSplit(n, D, c.qkvDim(), w.qkv)
 			}
+			var qkvLeft partials // q|k|v's partials, for rope_attention_warps_f32
 			if w.gateUpParts == nil {
 				guSplit = b.normSplit(n, D, 2*I, w.gateUp)
 			}
@@ -366,11 +374,23 @@ func (b *Backend) forward(ctx context.Context, p *plan) error {
 			}
 			steps := []func() error{
 				func() error { return b.rmsnorm(xb, x, w.attnNorm, n, left, qkvSplit) },
-				func() error {
+				func() (err error) {
+					if qkvKS > 0 {
+						qkvLeft, err = b.leaveParts(xb, w.qkv, w.qkvBias, n, D, c.qkvDim(), qkvKS, qkvSplit != 0)
+						return err
+					}
 					return b.projection(qkv, xb, w.qkv, w.qkvParts, c.qkvRows(), w.qkvBias, n, D, qkvSplit != 0)
 				},
-				func() error { return b.positions(l, qkv, pos, slot, n) },
 				func() error {
+					if ropeIn {
+						return nil
+					}
+					return b.positions(l, qkv, pos, slot, n)
+				},
+				func() error {
+					if ropeIn {
+						return b.ropeAttention(l, att, qkv, seq, pos, slot, meta(p.tables), p.maxBlocks, n, scale, qkvLeft)
+					}
 					return b.attention(l, att, qkv, seq, pos, meta(p.tables), p.maxBlocks, n, ch.tiledAttention(), scale)
 				},
 				func() (err error) { left, err = b.residualProduct(x, att, w.o, w.oBias, n, qD, D, true, 0); return err },

@@ -96,3 +96,100 @@ func TestRoPEKVStore(t *testing.T) {
 		})
 	}
 }
+
+// TestRoPEAttentionWarps: rope_attention_warps_f32 equals
+// rope_kv_store_f32 then attention_warps_f32 bit for bit (the output, the
+// qkv rows and both caches), from qkv itself and from a q|k|v product's
+// partials (parts 1 and 3, with a bias and without), whose reference sum
+// is copy_rows_f32 of part 0 and add_f32 of each later part and of the
+// bias, in that order: the Llama-3.2-1B heads, GQA 3 with an odd head_dim,
+// MHA, groups of 8 at head_dim 256, and a token whose slot is out of range
+// (rotated, not stored: its attention reads what the cache held).
+func TestRoPEAttentionWarps(t *testing.T) {
+	const bs = 16
+	rng := rand.New(rand.NewPCG(61, 62))
+	shapes := []struct{ heads, kvHeads, headdim int }{{32, 8, 64}, {6, 2, 7}, {4, 4, 128}, {16, 2, 256}}
+	for _, c := range shapes {
+		for _, parts := range []int{0, 1, 3} {
+			for _, withBias := range []bool{false, true} {
+				if parts == 0 && withBias {
+					continue // the bias is the product's, with its partials
+				}
+				t.Run(fmt.Sprintf("h%d/kv%d/d%d/parts%d/bias%v", c.heads, c.kvHeads, c.headdim, parts, withBias), func(t *testing.T) {
+					H, KV, hd := c.heads, c.kvHeads, c.headdim
+					half, kvD := hd/2, KV*hd
+					stride := (H + 2*KV) * hd
+					inv := make([]float32, max(half, 1))
+					for i := range half {
+						inv[i] = float32(1 / math.Pow(500000, float64(2*i)/float64(hd)))
+					}
+					ctx := []int{1, 17, 80, 33, 16}
+					nseq, maxBlocks := len(ctx), 6
+					perm := rng.Perm(nseq * maxBlocks)
+					tables := make([]uint32, nseq*maxBlocks)
+					for i := range tables {
+						tables[i] = uint32(perm[i])
+					}
+					numSlots := nseq * maxBlocks * bs
+					// One query token a sequence, at its last position; the
+					// fourth sequence's slot is out of range.
+					var qSeq, qPos, slots []uint32
+					for s, n := range ctx {
+						p := n - 1
+						qSeq, qPos = append(qSeq, uint32(s)), append(qPos, uint32(p))
+						slot := tables[s*maxBlocks+p/bs]*bs + uint32(p%bs)
+						if s == 3 {
+							slot = uint32(numSlots)
+						}
+						slots = append(slots, slot)
+					}
+					T := len(qSeq)
+					scale := float32(1 / math.Sqrt(float64(hd)))
+					qkv := F32s(randF32(rng, T*stride, 1))
+					kc, vc := F32s(randF32(rng, numSlots*kvD, 1)), F32s(randF32(rng, numSlots*kvD, 1))
+					out := F32s(make([]float32, T*H*hd))
+					ps, ss, qs, tb, fi := U32s(qPos), U32s(slots), U32s(qSeq), U32s(tables), F32s(inv)
+					var ws, bias Arg = Null{}, Null{}
+					var sum []Launch // the partials' sum into qkv, as the product's last block adds them
+					if parts > 0 {
+						wsb := F32s(randF32(rng, parts*T*stride, 1))
+						ws = wsb
+						ident := make([]uint32, T)
+						for i := range ident {
+							ident[i] = uint32(i)
+						}
+						sum = append(sum, Launch{"copy_rows_f32", T, []Arg{qkv, wsb, U32s(ident), U32(T), U32(stride)}})
+						for s := 1; s < parts; s++ {
+							sum = append(sum, Launch{"add_f32", ceilDiv(T*stride, 256), []Arg{qkv, View{wsb, 4 * s * T * stride}, U32(T * stride)}})
+						}
+						if withBias {
+							b := randF32(rng, stride, 1)
+							bias = F32s(b)
+							rowsOf := make([]float32, 0, T*stride)
+							for range T {
+								rowsOf = append(rowsOf, b...)
+							}
+							sum = append(sum, Launch{"add_f32", ceilDiv(T*stride, 256), []Arg{qkv, F32s(rowsOf), U32(T * stride)}})
+						}
+					}
+					attArgs := []Arg{out, qkv, kc, vc, qs, ps, tb, U32(maxBlocks), U32(bs), U32(T), U32(H), U32(KV), U32(hd), U32(stride), F32(scale)}
+					fused := Launch{"rope_attention_warps_f32", T * KV, append(append([]Arg(nil), attArgs...), fi, ss, U32(numSlots), ws, bias, U32(parts))}
+					unfused := append(sum,
+						Launch{"rope_kv_store_f32", T, []Arg{qkv, kc, vc, ps, fi, ss, U32(T), U32(H), U32(KV), U32(hd), U32(stride), U32(numSlots)}},
+						Launch{"attention_warps_f32", T * KV, attArgs})
+					outs := runSeqs(t, [][]Launch{{fused}, unfused}, out, qkv, kc, vc)
+					requireSameBytes(t, outs, true, "rope_attention_warps_f32")
+					// It did something: every token's output is written, and
+					// sequence 1's new key is its rotated k.
+					o := outs[0][0][0].Floats()
+					for tk := range T {
+						require.NotZero(t, o[tk*H*hd], "token %d's output", tk)
+					}
+					q := outs[0][0][1].Floats()
+					k := outs[0][0][2].Floats()
+					require.Equal(t, q[stride+H*hd:stride+H*hd+kvD], k[int(slots[1])*kvD:int(slots[1]+1)*kvD])
+				})
+			}
+		}
+	}
+}

@@ -157,6 +157,7 @@ func forwardKernels() []simgpu.KernelDef {
 		{Name: "attention_bykey_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, Run: perKVHeadAttention(8, 256, 256)},
 		{Name: "attention_bykey128_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, Run: perKVHeadAttention(8, 256, 128)},
 		{Name: "attention_warps_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, Run: perKVHeadAttention(8, 256, 128)},
+		{Name: "rope_attention_warps_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4, 8, 8, 4, 8, 8, 4}, Run: ropeAttentionWarps},
 		{Name: "attention_prefill_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, Run: attentionPrefill},
 		{Name: "silu_mul_f32", ParamSizes: []int{8, 8, 4, 4}, Run: siluMul},
 		{Name: "add_f32", ParamSizes: []int{8, 8, 4}, Run: add},
@@ -679,6 +680,61 @@ func perKVHeadAttention(maxGroup, maxHeadDim int, threads uint32) simgpu.KernelF
 		}
 		return attention(d, g, b, a, stop)
 	}
+}
+
+// rope_attention_warps_f32: attention_warps_f32's arguments, then
+// inv_freq, slots, num_slots, ws, bias, parts: with parts >= 1 each qkv row
+// is first the sum of the q|k|v product's partials (in part order, then
+// the bias), then rope_kv_store_f32 and attention_warps_f32, one after the
+// other. The launch is checked as attention_warps_f32's, and its tokens
+// must be of distinct sequences (a decode step: forward.cu's block writes
+// the only new key its attention reads); another is a launch failure.
+func ropeAttentionWarps(d *simgpu.Device, g, b driver.Dim3, a []uint64, stop <-chan struct{}) error {
+	T, H, KV, hd, stride, parts := int(a[9]), int(a[10]), int(a[11]), int(a[12]), int(a[13]), int(a[20])
+	seqs, err := u32s(d, a[4], T)
+	if err != nil {
+		return err
+	}
+	seen := map[uint32]bool{}
+	for _, s := range seqs {
+		if seen[s] {
+			return simgpu.CodeLaunchFailure
+		}
+		seen[s] = true
+	}
+	if KV <= 0 || H%KV != 0 || H/KV > 8 || hd <= 0 || hd > 256 || int(g.X)*int(g.Y)*int(g.Z) != T*KV || b.X*b.Y*b.Z != 128 {
+		return simgpu.CodeLaunchFailure
+	}
+	if parts > 0 {
+		qkv, err := f32s(d, a[1], T*stride)
+		if err != nil {
+			return err
+		}
+		ws, err := f32s(d, a[18], parts*T*stride)
+		if err != nil {
+			return err
+		}
+		var bias []float32
+		if a[19] != 0 {
+			if bias, err = f32s(d, a[19], stride); err != nil {
+				return err
+			}
+		}
+		for i := range qkv {
+			v := ws[i]
+			for s := 1; s < parts; s++ {
+				v += ws[s*T*stride+i]
+			}
+			if bias != nil {
+				v += bias[i%stride]
+			}
+			qkv[i] = v
+		}
+	}
+	if err := ropeKVStore(d, g, b, []uint64{a[1], a[2], a[3], a[5], a[15], a[16], a[9], a[10], a[11], a[12], a[13], a[17]}, stop); err != nil {
+		return err
+	}
+	return attention(d, g, b, a[:15], stop)
 }
 
 // silu_mul_f32: out, gu, rows, inter.
