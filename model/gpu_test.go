@@ -368,8 +368,8 @@ func TestGPUFoldedAddsMatchTheCPU(t *testing.T) {
 // heads: 256 blocks of attention_warps_f32) decoded greedily in one batch
 // each get the tokens the CPU gives them alone, with the fused kernels
 // (each decode step's rope and kv store run in rope_attention_warps_f32;
-// on a compute capability 9.0 GPU q|k|v also runs on matmul_wgs_W and
-// leaves its partials to it) and without them (HIPGO_GPU_FUSED=0:
+// on a compute capability 9.0 GPU q|k|v, of 64 rows, also runs on
+// matmul_wgs_W and leaves its partials to it) and without them (HIPGO_GPU_FUSED=0:
 // rope_kv_store_f32 and attention_warps_f32, q|k|v on the pair). That
 // the fused kernel writes the unfused launches' bytes is
 // model/internal/hostkern's TestRoPEAttentionWarps. The fused kernels run

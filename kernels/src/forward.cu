@@ -2897,13 +2897,13 @@ DEVICE void fw_rope_kv_head(const fw_rope_args& ra, const uint32_t* pos, uint32_
 // attention_warps: the kernel's body for at most G query heads a kv head
 // (a power of two up to LK), key groups of LK lanes, C columns a lane, a
 // ring of R keys.
-template <uint32_t G, uint32_t LK, uint32_t C, uint32_t R, bool ROPE>
+template <uint32_t G, uint32_t LK, uint32_t C, uint32_t R>
 DEVICE void attention_warps(float* out, const float* qkv, const float* k_cache, const float* v_cache,
                             const uint32_t* q_seq, const uint32_t* q_pos, const uint32_t* block_tables,
                             uint32_t max_blocks, uint32_t block_size, uint32_t tokens, uint32_t heads,
                             uint32_t kv_heads, uint32_t headdim, uint32_t stride, float scale,
                             float (*gm)[FW_ATW_MAX_UNITS], float (*gl)[FW_ATW_MAX_UNITS],
-                            float (*wt)[FW_ATW_MAX_UNITS], float* part, const fw_rope_args& ra) {
+                            float (*wt)[FW_ATW_MAX_UNITS], float* part) {
   constexpr uint32_t T = FW_ATW_THREADS, U = T / LK, HL = LK / G, CW = 4 * LK * C, HR = FW_ATW_PART / (U * CW);
   static_assert(G >= 1 && G <= LK && U <= FW_ATW_MAX_UNITS && HR >= 1 && G * U <= T,
                 "heads over a group's lanes, key groups, merge rounds, weights");
@@ -2925,30 +2925,16 @@ DEVICE void attention_warps(float* out, const float* qkv, const float* k_cache, 
   (((uint64_t)(blk) * block_size + (pow2 ? (j) & (block_size - 1u) : (j) % block_size)) * kv_dim + head_off)
 #define FW_ATW_TABLE(j) table[pow2 ? (j) >> bshift : (j) / block_size]
   // The ring, before anything waits: keys u + U r (r < R) in flight, and
-  // the table entries of the R keys after them. With ROPE the new key
-  // (fresh: the query's position) is not in the cache yet: its slot loads
-  // after the prologue, which runs while the others are in flight.
-  const uint32_t fresh = ROPE ? q_pos[t] : 0xffffffffu;
+  // the table entries of the R keys after them.
   fw_f32x4 kv[R][C], vv[R][C];
   uint32_t tb[R];
 #pragma unroll
   for (uint32_t r = 0; r < R; ++r) {
     const uint32_t j = u + U * r, j1 = j + U * R;
-    const bool has = j < n && (!ROPE || j != fresh);
+    const bool has = j < n;
     fw_atw_load<LK, C>(kv[r], vv[r], k_cache, v_cache, has ? FW_ATW_ROW(FW_ATW_TABLE(j), j) : 0u, has, headdim, sl,
                        cols, vec);
     tb[r] = j1 < n ? FW_ATW_TABLE(j1) : 0u;
-  }
-  if (ROPE) {
-    fw_rope_kv_head(ra, q_pos, t, kvh, tokens, heads, kv_heads, headdim, stride);
-    block_sync();  // the block's q heads in qkv and its new key and value in the caches
-#pragma unroll
-    for (uint32_t r = 0; r < R; ++r) {
-      const uint32_t j = u + U * r;
-      if (j == fresh && j < n)
-        fw_atw_load<LK, C>(kv[r], vv[r], k_cache, v_cache, FW_ATW_ROW(FW_ATW_TABLE(j), j), true, headdim, sl, cols,
-                           vec);
-    }
   }
   const float* q = qkv + (uint64_t)t * stride + (uint64_t)kvh * group * headdim;
   const bool qvec = headdim % 4u == 0 && stride % 4u == 0 && fw_aligned16(qkv);
@@ -3072,18 +3058,16 @@ DEVICE void attention_warps(float* out, const float* qkv, const float* k_cache, 
 
 // attention_warps_for: attention_warps with the body for the model's
 // group and head_dim (the caller checked them).
-template <bool ROPE>
 DEVICE void attention_warps_for(float* out, const float* qkv, const float* k_cache, const float* v_cache,
                                 const uint32_t* q_seq, const uint32_t* q_pos, const uint32_t* block_tables,
                                 uint32_t max_blocks, uint32_t block_size, uint32_t tokens, uint32_t heads,
                                 uint32_t kv_heads, uint32_t headdim, uint32_t stride, float scale,
                                 float (*gm)[FW_ATW_MAX_UNITS], float (*gl)[FW_ATW_MAX_UNITS],
-                                float (*wt)[FW_ATW_MAX_UNITS], float* part, const fw_rope_args& ra) {
+                                float (*wt)[FW_ATW_MAX_UNITS], float* part) {
   const uint32_t group = heads / kv_heads;
-#define FW_ATW_BODY(G, LK, C, R)                                                                                    \
-  attention_warps<G, LK, C, R, ROPE>(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks,         \
-                                     block_size, tokens, heads, kv_heads, headdim, stride, scale, gm, gl, wt, part, \
-                                     ra)
+#define FW_ATW_BODY(G, LK, C, R)                                                                                  \
+  attention_warps<G, LK, C, R>(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, \
+                               tokens, heads, kv_heads, headdim, stride, scale, gm, gl, wt, part)
   // Bodies for up to 4 heads (the usual groups; MHA runs it with 1) or 8,
   // with key groups as wide as head_dim needs at 2 columns a lane.
   if (group <= 4) {
@@ -3111,8 +3095,8 @@ KERNEL KBOUNDS(FW_ATW_THREADS) void attention_warps_f32(float* out, const float*
   if (kv_heads == 0 || heads % kv_heads != 0 || block_size == 0) return;
   const uint32_t group = heads / kv_heads;
   if (group > FW_ABK_MAX_GROUP || headdim == 0 || headdim > FW_ATT_MAX_HEADDIM) return;
-  attention_warps_for<false>(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens,
-                             heads, kv_heads, headdim, stride, scale, gm, gl, wt, part, fw_rope_args{});
+  attention_warps_for(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens, heads,
+                      kv_heads, headdim, stride, scale, gm, gl, wt, part);
 }
 
 // =====================================================================
@@ -3128,10 +3112,11 @@ KERNEL KBOUNDS(FW_ATW_THREADS) void attention_warps_f32(float* out, const float*
 // kvh) first makes its share of row t: q's heads kvh * group .., k's head
 // kvh and v's head kvh; rotates q's and k's (rope_f32's expressions at
 // q_pos[t]); writes the share back to qkv and stores k and v in slot
-// slots[t] (skipped when >= num_slots): rope_kv_store_f32's bytes; then
-// attention_warps_f32's body. The body's first loads of cached keys go out
-// before that share is made, and the new key's after a barrier. Block
-// FW_ATW_THREADS, grid tokens * kv_heads.
+// slots[t] (skipped when >= num_slots): rope_kv_store_f32's bytes. Then,
+// after a barrier, attention_warps_f32's body. (Issuing the body's loads
+// of the cached keys before the rotation instead was 8% slower end to end
+// on the H200: docs/generate.md.) Block FW_ATW_THREADS, grid tokens *
+// kv_heads.
 // =====================================================================
 KERNEL KBOUNDS(FW_ATW_THREADS) void rope_attention_warps_f32(
     float* out, float* qkv, float* k_cache, float* v_cache, const uint32_t* q_seq, const uint32_t* q_pos,
@@ -3145,9 +3130,13 @@ KERNEL KBOUNDS(FW_ATW_THREADS) void rope_attention_warps_f32(
   if (kv_heads == 0 || heads % kv_heads != 0 || block_size == 0) return;
   const uint32_t group = heads / kv_heads;
   if (group > FW_ABK_MAX_GROUP || headdim == 0 || headdim > FW_ATT_MAX_HEADDIM) return;
+  const uint32_t b = block_idx_x(), t = b / kv_heads, kvh = b % kv_heads;
+  if (t >= tokens) return;
   const fw_rope_args ra{qkv, k_cache, v_cache, inv_freq, slots, num_slots, ws, bias, parts};
-  attention_warps_for<true>(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens,
-                            heads, kv_heads, headdim, stride, scale, gm, gl, wt, part, ra);
+  fw_rope_kv_head(ra, q_pos, t, kvh, tokens, heads, kv_heads, headdim, stride);
+  block_sync();  // the block's q heads in qkv and its new key and value in the caches
+  attention_warps_for(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens, heads,
+                      kv_heads, headdim, stride, scale, gm, gl, wt, part);
 }
 
 // =====================================================================

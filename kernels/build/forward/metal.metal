@@ -1264,13 +1264,13 @@ static inline void fw_rope_kv_head(thread const fw_rope_args& ra, device const u
 #undef FW_RAW_HEAD
 }
 
-template <uint G, uint LK, uint C, uint R, bool ROPE>
+template <uint G, uint LK, uint C, uint R>
 static inline void fw_attention_warps(device float* out, device const float* qkv, device const float* k_cache,
                                       device const float* v_cache, device const uint* q_seq, device const uint* q_pos,
                                       device const uint* block_tables, uint max_blocks, uint block_size, uint tokens,
                                       uint heads, uint kv_heads, uint headdim, uint stride, float scale,
                                       threadgroup float* gm, threadgroup float* gl, threadgroup float* wt,
-                                      threadgroup float* part, uint tid, uint blk, thread const fw_rope_args& ra) {
+                                      threadgroup float* part, uint tid, uint blk) {
   constexpr uint T = FW_ATW_THREADS, U = T / LK, HL = LK / G, CW = 4 * LK * C, HR = FW_ATW_PART / (U * CW);
   constexpr uint MU = FW_ATW_MAX_UNITS;
   const uint group = heads / kv_heads;
@@ -1290,27 +1290,15 @@ static inline void fw_attention_warps(device float* out, device const float* qkv
 #define FW_ATW_ROW(blk, j) \
   (((ulong)(blk) * block_size + (pow2 ? (j) & (block_size - 1u) : (j) % block_size)) * kv_dim + head_off)
 #define FW_ATW_TABLE(j) table[pow2 ? (j) >> bshift : (j) / block_size]
-  // With ROPE the new key (fresh) loads after the prologue (see forward.cu).
-  const uint fresh = ROPE ? q_pos[t] : 0xffffffffu;
   float kv[R][C][4], vv[R][C][4];
   uint tb[R];
 #pragma unroll
   for (uint r = 0; r < R; ++r) {
     const uint j = u + U * r, j1 = j + U * R;
-    const bool has = j < n && (!ROPE || j != fresh);
+    const bool has = j < n;
     fw_atw_load<LK, C>(kv[r], vv[r], k_cache, v_cache, has ? FW_ATW_ROW(FW_ATW_TABLE(j), j) : 0u, has, headdim, sl,
                        cols);
     tb[r] = j1 < n ? FW_ATW_TABLE(j1) : 0u;
-  }
-  if (ROPE) {
-    fw_rope_kv_head(ra, q_pos, t, kvh, tokens, heads, kv_heads, headdim, stride, tid);
-    threadgroup_barrier(mem_flags::mem_device);  // the block's q heads in qkv and its new key and value in the caches
-#pragma unroll
-    for (uint r = 0; r < R; ++r) {
-      const uint j = u + U * r;
-      if (j == fresh && j < n)
-        fw_atw_load<LK, C>(kv[r], vv[r], k_cache, v_cache, FW_ATW_ROW(FW_ATW_TABLE(j), j), true, headdim, sl, cols);
-    }
   }
   device const float* q = qkv + (ulong)t * stride + (ulong)kvh * group * headdim;
   float qv[G][C][4], acc[G][C][4];
@@ -1424,19 +1412,16 @@ static inline void fw_attention_warps(device float* out, device const float* qkv
 
 // fw_attention_warps_for: fw_attention_warps with the body for the
 // model's group and head_dim (the caller checked them).
-template <bool ROPE>
 static inline void fw_attention_warps_for(device float* out, device const float* qkv, device const float* k_cache,
                                           device const float* v_cache, device const uint* q_seq,
                                           device const uint* q_pos, device const uint* block_tables, uint max_blocks,
                                           uint block_size, uint tokens, uint heads, uint kv_heads, uint headdim,
                                           uint stride, float scale, threadgroup float* gm, threadgroup float* gl,
-                                          threadgroup float* wt, threadgroup float* part, uint tid, uint blk,
-                                          thread const fw_rope_args& ra) {
+                                          threadgroup float* wt, threadgroup float* part, uint tid, uint blk) {
   const uint group = heads / kv_heads;
-#define FW_ATW_BODY(G, LK, C, R)                                                                                    \
-  fw_attention_warps<G, LK, C, R, ROPE>(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks,      \
-                                        block_size, tokens, heads, kv_heads, headdim, stride, scale, gm, gl, wt, \
-                                        part, tid, blk, ra)
+#define FW_ATW_BODY(G, LK, C, R)                                                                                     \
+  fw_attention_warps<G, LK, C, R>(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, \
+                                  tokens, heads, kv_heads, headdim, stride, scale, gm, gl, wt, part, tid, blk)
   if (group <= 4) {
     if (headdim <= 64) FW_ATW_BODY(4, 8, 2, FW_ATW_RING);
     else if (headdim <= 128) FW_ATW_BODY(4, 16, 2, FW_ATW_RING);
@@ -1466,9 +1451,8 @@ kernel void attention_warps_f32(device float* out [[buffer(0)]], device const fl
   if (kv_heads == 0 || heads % kv_heads != 0 || block_size == 0) return;
   const uint group = heads / kv_heads;
   if (group > FW_ABK_MAX_GROUP || headdim == 0 || headdim > FW_ATT_MAX_HEADDIM) return;
-  const fw_rope_args none{};
-  fw_attention_warps_for<false>(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens,
-                                heads, kv_heads, headdim, stride, scale, gm, gl, wt, part, tid, blk, none);
+  fw_attention_warps_for(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens, heads,
+                         kv_heads, headdim, stride, scale, gm, gl, wt, part, tid, blk);
 }
 
 // =====================================================================
@@ -1498,9 +1482,13 @@ kernel void rope_attention_warps_f32(device float* out [[buffer(0)]], device flo
   if (kv_heads == 0 || heads % kv_heads != 0 || block_size == 0) return;
   const uint group = heads / kv_heads;
   if (group > FW_ABK_MAX_GROUP || headdim == 0 || headdim > FW_ATT_MAX_HEADDIM) return;
+  const uint t = blk / kv_heads, kvh = blk % kv_heads;
+  if (t >= tokens) return;
   const fw_rope_args ra{qkv, k_cache, v_cache, inv_freq, slots, num_slots, ws, bias, parts};
-  fw_attention_warps_for<true>(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens,
-                               heads, kv_heads, headdim, stride, scale, gm, gl, wt, part, tid, blk, ra);
+  fw_rope_kv_head(ra, q_pos, t, kvh, tokens, heads, kv_heads, headdim, stride, tid);
+  threadgroup_barrier(mem_flags::mem_device);  // the block's q heads in qkv and its new key and value in the caches
+  fw_attention_warps_for(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens, heads,
+                         kv_heads, headdim, stride, scale, gm, gl, wt, part, tid, blk);
 }
 
 // =====================================================================

@@ -703,8 +703,9 @@ func (b *Backend) attentionKernel(maxBlocks, tokens int, tiled bool) (string, in
 // instead of launching positions' kernel before it: in a decode step (one
 // token a sequence, so each block writes the only new key it reads) that
 // attention runs attention_warps_f32 for, unless Options.NoFusedKernels.
-// On the H200 rope_kv_store_f32 took 5.2 us of a 1B layer's 89 at batch 32
-// (docs/generate.md).
+// On the H200 (1B shape, one call, docs/generate.md) it took batch 32
+// from 22,250-22,322 tokens/s to 22,394-22,457: rope_kv_store_f32's 5.2
+// us under ncu mostly overlapped the kernels around it already.
 func (b *Backend) ropeInAttention(p *plan, ch chunk) bool {
 	if !b.fuse || !p.decode {
 		return false
@@ -716,9 +717,13 @@ func (b *Backend) ropeInAttention(p *plan, ch chunk) bool {
 // qkvLeaves is the split of in (ks) with which layer l's q|k|v product
 // leaves its partials for rope_attention_warps_f32 to add (ropeIn), as a
 // residual product leaves them to the norm after it (residualRoute's
-// rule), or 0 where q|k|v writes its rows.
+// rule), or 0 where q|k|v writes its rows: from 33 rows, where the pair's
+// 32-row tiles read every weight twice. On the H200 (1B shape, one call,
+// docs/generate.md) the partials took batch 64 from 32,228-32,443 tokens/s
+// (rope in attention, q|k|v on the pair) to 33,108-33,163, and batch 32
+// from 22,394-22,457 to 22,116-22,173.
 func (b *Backend) qkvLeaves(rows int, l *deviceLayer, ropeIn bool) int {
-	if !ropeIn || l.qkvParts != nil {
+	if !ropeIn || l.qkvParts != nil || rows <= tcTileRows {
 		return 0
 	}
 	c := b.cfg
