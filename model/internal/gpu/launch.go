@@ -703,9 +703,11 @@ func (b *Backend) attentionKernel(maxBlocks, tokens int, tiled bool) (string, in
 // instead of launching positions' kernel before it: in a decode step (one
 // token a sequence, so each block writes the only new key it reads) that
 // attention runs attention_warps_f32 for, unless Options.NoFusedKernels.
-// On the H200 (1B shape, one call, docs/generate.md) it took batch 32
-// from 22,250-22,322 tokens/s to 22,394-22,457: rope_kv_store_f32's 5.2
-// us under ncu mostly overlapped the kernels around it already.
+// On the H200 (1B shape, docs/generate.md) it took batch 32 from
+// 22,250-22,322 tokens/s to 22,394-22,457 in one call and was level in
+// another: rope_kv_store_f32's 5.2 us under ncu mostly overlapped the
+// kernels around it already. With q|k|v's partials (qkvLeaves) batch 64
+// went from 32,543-32,625 to 33,036-33,100.
 func (b *Backend) ropeInAttention(p *plan, ch chunk) bool {
 	if !b.fuse || !p.decode {
 		return false
