@@ -300,29 +300,8 @@ func rmsnormFused(t wtype) simgpu.KernelFunc {
 			return simgpu.CodeLaunchFailure
 		}
 		if parts > 0 {
-			x, err := f32s(d, a[1], rows*D)
-			if err != nil {
+			if err := sumPartials(d, a[1], a[2], a[3], parts, rows, D, true); err != nil {
 				return err
-			}
-			ws, err := f32s(d, a[2], parts*rows*D)
-			if err != nil {
-				return err
-			}
-			var bias []float32
-			if a[3] != 0 {
-				if bias, err = f32s(d, a[3], D); err != nil {
-					return err
-				}
-			}
-			for i := range x {
-				v := ws[i]
-				for s := 1; s < parts; s++ {
-					v += ws[s*rows*D+i]
-				}
-				if bias != nil {
-					v += bias[i%D]
-				}
-				x[i] = v + x[i]
 			}
 		}
 		if err := norm(d, g, b, []uint64{a[0], a[1], a[4], a[6], a[7], a[8]}, stop); err != nil {
@@ -682,6 +661,41 @@ func perKVHeadAttention(maxGroup, maxHeadDim int, threads uint32) simgpu.KernelF
 	}
 }
 
+// sumPartials writes into y [rows, width] a split product's partial sums
+// ws [parts, rows, width] in part order, then the bias (0: none), then,
+// with add, y itself: what matmul_wg_W's last block writes (accumulate
+// with add).
+func sumPartials(d *simgpu.Device, yAddr, wsAddr, biasAddr uint64, parts, rows, width int, add bool) error {
+	y, err := f32s(d, yAddr, rows*width)
+	if err != nil {
+		return err
+	}
+	ws, err := f32s(d, wsAddr, parts*rows*width)
+	if err != nil {
+		return err
+	}
+	var bias []float32
+	if biasAddr != 0 {
+		if bias, err = f32s(d, biasAddr, width); err != nil {
+			return err
+		}
+	}
+	for i := range y {
+		v := ws[i]
+		for s := 1; s < parts; s++ {
+			v += ws[s*rows*width+i]
+		}
+		if bias != nil {
+			v += bias[i%width]
+		}
+		if add {
+			v += y[i]
+		}
+		y[i] = v
+	}
+	return nil
+}
+
 // rope_attention_warps_f32: attention_warps_f32's arguments, then
 // inv_freq, slots, num_slots, ws, bias, parts: with parts >= 1 each qkv row
 // is first the sum of the q|k|v product's partials (in part order, then
@@ -706,29 +720,8 @@ func ropeAttentionWarps(d *simgpu.Device, g, b driver.Dim3, a []uint64, stop <-c
 		return simgpu.CodeLaunchFailure
 	}
 	if parts > 0 {
-		qkv, err := f32s(d, a[1], T*stride)
-		if err != nil {
+		if err := sumPartials(d, a[1], a[18], a[19], parts, T, stride, false); err != nil {
 			return err
-		}
-		ws, err := f32s(d, a[18], parts*T*stride)
-		if err != nil {
-			return err
-		}
-		var bias []float32
-		if a[19] != 0 {
-			if bias, err = f32s(d, a[19], stride); err != nil {
-				return err
-			}
-		}
-		for i := range qkv {
-			v := ws[i]
-			for s := 1; s < parts; s++ {
-				v += ws[s*T*stride+i]
-			}
-			if bias != nil {
-				v += bias[i%stride]
-			}
-			qkv[i] = v
 		}
 	}
 	if err := ropeKVStore(d, g, b, []uint64{a[1], a[2], a[3], a[5], a[15], a[16], a[9], a[10], a[11], a[12], a[13], a[17]}, stop); err != nil {
