@@ -2833,33 +2833,21 @@ DEVICE float fw_qkv_value(const float* xt, const float* wt, uint64_t part, uint3
   return v;
 }
 
-// fw_rope_args: rope_attention_warps_f32's arguments past
-// attention_warps_f32's, and its writable qkv and caches.
-struct fw_rope_args {
-  float *qkv, *k_cache, *v_cache;
-  const float* inv_freq;
-  const uint32_t* slots;
-  uint32_t num_slots;
-  const float *ws, *bias;
-  uint32_t parts;
-};
-
 // fw_rope_kv_head: block (t, kvh)'s share of rope_kv_store_f32, from qkv
 // or the partials (see rope_attention_warps_f32).
-DEVICE void fw_rope_kv_head(const fw_rope_args& ra, const uint32_t* pos, uint32_t t, uint32_t kvh, uint32_t tokens,
-                            uint32_t heads, uint32_t kv_heads, uint32_t headdim, uint32_t stride) {
+DEVICE void fw_rope_kv_head(float* qkv, float* k_cache, float* v_cache, const uint32_t* pos, const float* inv_freq,
+                            const uint32_t* slots, uint32_t num_slots, const float* ws, const float* bias,
+                            uint32_t parts, uint32_t t, uint32_t kvh, uint32_t tokens, uint32_t heads,
+                            uint32_t kv_heads, uint32_t headdim, uint32_t stride) {
   const uint32_t tid = thread_idx_x(), group = heads / kv_heads, half = headdim / 2, kv_dim = kv_heads * headdim;
-  const float* inv_freq = ra.inv_freq;
-  const float* bias = ra.bias;
-  const uint32_t parts = ra.parts;
   const float p = (float)pos[t];
-  const uint32_t slot = ra.slots[t];
-  const bool store = slot < ra.num_slots;
-  float* xt = ra.qkv + (uint64_t)t * stride;
-  const float* wt = parts ? ra.ws + (uint64_t)t * stride : nullptr;
+  const uint32_t slot = slots[t];
+  const bool store = slot < num_slots;
+  float* xt = qkv + (uint64_t)t * stride;
+  const float* wt = parts ? ws + (uint64_t)t * stride : nullptr;
   const uint64_t part = (uint64_t)tokens * stride;
-  float* kc = ra.k_cache + (uint64_t)(store ? slot : 0u) * kv_dim + (uint64_t)kvh * headdim;
-  float* vc = ra.v_cache + (uint64_t)(store ? slot : 0u) * kv_dim + (uint64_t)kvh * headdim;
+  float* kc = k_cache + (uint64_t)(store ? slot : 0u) * kv_dim + (uint64_t)kvh * headdim;
+  float* vc = v_cache + (uint64_t)(store ? slot : 0u) * kv_dim + (uint64_t)kvh * headdim;
   // Head hh < group is q's head kvh * group + hh; hh = group is k's head kvh.
 #define FW_RAW_HEAD(hh) ((hh) < group ? (kvh * group + (hh)) * headdim : (heads + kvh) * headdim)
   for (uint32_t j = tid; j < (group + 1u) * half; j += FW_ATW_THREADS) {
@@ -3132,8 +3120,8 @@ KERNEL KBOUNDS(FW_ATW_THREADS) void rope_attention_warps_f32(
   if (group > FW_ABK_MAX_GROUP || headdim == 0 || headdim > FW_ATT_MAX_HEADDIM) return;
   const uint32_t b = block_idx_x(), t = b / kv_heads, kvh = b % kv_heads;
   if (t >= tokens) return;
-  const fw_rope_args ra{qkv, k_cache, v_cache, inv_freq, slots, num_slots, ws, bias, parts};
-  fw_rope_kv_head(ra, q_pos, t, kvh, tokens, heads, kv_heads, headdim, stride);
+  fw_rope_kv_head(qkv, k_cache, v_cache, q_pos, inv_freq, slots, num_slots, ws, bias, parts, t, kvh, tokens, heads,
+                  kv_heads, headdim, stride);
   block_sync();  // the block's q heads in qkv and its new key and value in the caches
   attention_warps_for(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens, heads,
                       kv_heads, headdim, stride, scale, gm, gl, wt, part);

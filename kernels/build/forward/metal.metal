@@ -1205,34 +1205,20 @@ static inline float fw_qkv_value(device const float* xt, device const float* wt,
   return v;
 }
 
-// fw_rope_args: rope_attention_warps_f32's arguments past
-// attention_warps_f32's, and its writable qkv and caches.
-struct fw_rope_args {
-  device float* qkv;
-  device float* k_cache;
-  device float* v_cache;
-  device const float* inv_freq;
-  device const uint* slots;
-  uint num_slots;
-  device const float* ws;
-  device const float* bias;
-  uint parts;
-};
-
-static inline void fw_rope_kv_head(thread const fw_rope_args& ra, device const uint* pos, uint t, uint kvh,
-                                   uint tokens, uint heads, uint kv_heads, uint headdim, uint stride, uint tid) {
+static inline void fw_rope_kv_head(device float* qkv, device float* k_cache, device float* v_cache,
+                                   device const uint* pos, device const float* inv_freq, device const uint* slots,
+                                   uint num_slots, device const float* ws, device const float* bias, uint parts,
+                                   uint t, uint kvh, uint tokens, uint heads, uint kv_heads, uint headdim,
+                                   uint stride, uint tid) {
   const uint group = heads / kv_heads, half_dim = headdim / 2, kv_dim = kv_heads * headdim;
-  device const float* inv_freq = ra.inv_freq;
-  device const float* bias = ra.bias;
-  const uint parts = ra.parts;
   const float p = (float)pos[t];
-  const uint slot = ra.slots[t];
-  const bool store = slot < ra.num_slots;
-  device float* xt = ra.qkv + (ulong)t * stride;
-  device const float* wt = parts ? ra.ws + (ulong)t * stride : ra.ws;
+  const uint slot = slots[t];
+  const bool store = slot < num_slots;
+  device float* xt = qkv + (ulong)t * stride;
+  device const float* wt = parts ? ws + (ulong)t * stride : ws;
   const ulong part = (ulong)tokens * stride;
-  device float* kc = ra.k_cache + (ulong)(store ? slot : 0u) * kv_dim + (ulong)kvh * headdim;
-  device float* vc = ra.v_cache + (ulong)(store ? slot : 0u) * kv_dim + (ulong)kvh * headdim;
+  device float* kc = k_cache + (ulong)(store ? slot : 0u) * kv_dim + (ulong)kvh * headdim;
+  device float* vc = v_cache + (ulong)(store ? slot : 0u) * kv_dim + (ulong)kvh * headdim;
 #define FW_RAW_HEAD(hh) ((hh) < group ? (kvh * group + (hh)) * headdim : (heads + kvh) * headdim)
   for (uint j = tid; j < (group + 1u) * half_dim; j += FW_ATW_THREADS) {
     const uint hh = j / half_dim, i = j % half_dim, c = FW_RAW_HEAD(hh);
@@ -1484,8 +1470,8 @@ kernel void rope_attention_warps_f32(device float* out [[buffer(0)]], device flo
   if (group > FW_ABK_MAX_GROUP || headdim == 0 || headdim > FW_ATT_MAX_HEADDIM) return;
   const uint t = blk / kv_heads, kvh = blk % kv_heads;
   if (t >= tokens) return;
-  const fw_rope_args ra{qkv, k_cache, v_cache, inv_freq, slots, num_slots, ws, bias, parts};
-  fw_rope_kv_head(ra, q_pos, t, kvh, tokens, heads, kv_heads, headdim, stride, tid);
+  fw_rope_kv_head(qkv, k_cache, v_cache, q_pos, inv_freq, slots, num_slots, ws, bias, parts, t, kvh, tokens, heads,
+                  kv_heads, headdim, stride, tid);
   threadgroup_barrier(mem_flags::mem_device);  // the block's q heads in qkv and its new key and value in the caches
   fw_attention_warps_for(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens, heads,
                          kv_heads, headdim, stride, scale, gm, gl, wt, part, tid, blk);

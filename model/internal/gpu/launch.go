@@ -341,13 +341,10 @@ type partials struct {
 // warpgroup MMA) it splits x from gu itself, as silu_mul_f32's output
 // (wg_silu_split_x_W), and x is not read.
 func (b *Backend) residualProduct(y, x runtime.DevicePtr, w matrix, bias *runtime.Buffer, rows, in, out int, fold bool, gu runtime.DevicePtr) (partials, error) {
-	var bp runtime.DevicePtr
-	if bias != nil {
-		bp = bias.Ptr()
-	}
+	bp := ptrOf(bias)
 	switch ks, leave := b.residualRoute(rows, in, out, w, fold); {
 	case leave:
-		return partials{ceilDiv(in, ks), bp}, b.matmulWG(y, x, gu, w, 0, rows, in, out, ks, wgLeaveParts, false)
+		return b.leaveParts(x, gu, w, bp, rows, in, out, ks, false)
 	case ks > 0:
 		return partials{}, b.matmulWG(y, x, gu, w, bp, rows, in, out, ks, 1, false)
 	case gu != 0:
@@ -373,15 +370,11 @@ func (b *Backend) residualRoute(rows, in, out int, w matrix, fold bool) (ks int,
 
 // leaveParts runs x . w^T as a warpgroup product split over in (ks) that
 // leaves its partial sums in b.sc.wgPart (FW_WG_LEAVE_PARTS), and returns
-// them with the bias for the kernel that adds them (see residualProduct;
-// here q|k|v's, for rope_attention_warps_f32). With presplit the norm
-// before it wrote x's image.
-func (b *Backend) leaveParts(x runtime.DevicePtr, w matrix, bias *runtime.Buffer, rows, in, out, ks int, presplit bool) (partials, error) {
-	var bp runtime.DevicePtr
-	if bias != nil {
-		bp = bias.Ptr()
-	}
-	return partials{ceilDiv(in, ks), bp}, b.matmulWG(0, x, 0, w, 0, rows, in, out, ks, wgLeaveParts, presplit)
+// them with the bias (0: none) for the kernel that adds them: the norm
+// after a residual product (residualProduct), rope_attention_warps_f32
+// after q|k|v. gu and presplit are matmulWG's.
+func (b *Backend) leaveParts(x, gu runtime.DevicePtr, w matrix, bias runtime.DevicePtr, rows, in, out, ks int, presplit bool) (partials, error) {
+	return partials{ceilDiv(in, ks), bias}, b.matmulWG(0, x, gu, w, 0, rows, in, out, ks, wgLeaveParts, presplit)
 }
 
 // siluInSplit: the down product of rows rows splits its x from gate|up
@@ -546,11 +539,15 @@ func (b *Backend) tcCapable(t DType) bool { return b.tc && (t == BF16 || t == F1
 // With presplit the norm before it wrote the image of x the product reads
 // (normSplit), and no split is launched.
 func (b *Backend) matmul(y, x runtime.DevicePtr, w matrix, bias *runtime.Buffer, rows, in, out int, accumulate, presplit bool) error {
-	var bp runtime.DevicePtr
-	if bias != nil {
-		bp = bias.Ptr()
+	return b.matmulPtrSplit(y, x, w, ptrOf(bias), rows, in, out, accumulate, presplit)
+}
+
+// ptrOf is buf's device pointer, 0 for none (an optional bias).
+func ptrOf(buf *runtime.Buffer) runtime.DevicePtr {
+	if buf == nil {
+		return 0
 	}
-	return b.matmulPtrSplit(y, x, w, bp, rows, in, out, accumulate, presplit)
+	return buf.Ptr()
 }
 
 // matmulPtr is matmul with the bias as a device pointer (0: none). The

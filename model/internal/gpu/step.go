@@ -345,6 +345,9 @@ func (b *Backend) forward(ctx context.Context, p *plan) error {
 		if err := b.embed(x, tok, n); err != nil {
 			return err
 		}
+		// A decode step's rope and kv store run in its attention, which
+		// may also add q|k|v's partials (qkvLeaves).
+		ropeIn := b.ropeInAttention(p, ch)
 		for l := range b.w.layers {
 			if err := ctx.Err(); err != nil {
 				return err
@@ -353,9 +356,6 @@ func (b *Backend) forward(ctx context.Context, p *plan) error {
 			// The last layer's down folds only where the final norm reads
 			// x itself (copy_rows would read it first).
 			foldDown := l+1 < len(b.w.layers) || p.rowsInPlace()
-			// A decode step's rope and kv store run in its attention, which
-			// may also add q|k|v's partials (qkvLeaves).
-			ropeIn := b.ropeInAttention(p, ch)
 			qkvKS := b.qkvLeaves(n, w, ropeIn)
 			var qkvSplit, guSplit uint32 // the images the norms write for the projections after them
 			switch {
@@ -376,7 +376,7 @@ func (b *Backend) forward(ctx context.Context, p *plan) error {
 				func() error { return b.rmsnorm(xb, x, w.attnNorm, n, left, qkvSplit) },
 				func() (err error) {
 					if qkvKS > 0 {
-						qkvLeft, err = b.leaveParts(xb, w.qkv, w.qkvBias, n, D, c.qkvDim(), qkvKS, qkvSplit != 0)
+						qkvLeft, err = b.leaveParts(xb, 0, w.qkv, ptrOf(w.qkvBias), n, D, c.qkvDim(), qkvKS, qkvSplit != 0)
 						return err
 					}
 					return b.projection(qkv, xb, w.qkv, w.qkvParts, c.qkvRows(), w.qkvBias, n, D, qkvSplit != 0)
