@@ -1137,7 +1137,7 @@ kernel void attention_bykey128_f32(device float* out [[buffer(0)]], device const
 // loop (no clz needed).
 // =====================================================================
 #define FW_ATW_THREADS 128
-#define FW_ATW_RING 8
+#define FW_ATW_RING 4
 #define FW_ATW_MAX_UNITS (FW_ATW_THREADS / 8)
 #define FW_ATW_PART (FW_ATW_THREADS * 32)
 

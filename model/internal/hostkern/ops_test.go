@@ -731,11 +731,11 @@ func TestAttentionByKey(t *testing.T) {
 
 // TestAttentionWarps: attention_warps_f32 (key groups of 8, 16 or 32
 // lanes by head_dim, 2 columns of 4 dims a lane, each group with its own
-// online softmax over every 16th, 8th or 4th key and a ring of 8 keys in
-// flight (4 for 8 heads), merged at the end) against the CPU attention at
+// online softmax over every 16th, 8th or 4th key and a ring of 4 keys in
+// flight (2 for 8 heads), merged at the end) against the CPU attention at
 // attention_f32's tolerance: the Llama-3.2-1B decode shape over 16, 80,
 // 144, 150 and 1 keys in one launch (the groups of one warp with
-// different counts of keys; 150 is past the first ring's 128); MHA (the
+// different counts of keys; 80 and more are past the first ring's 64); MHA (the
 // body for 4 heads running 1) at head_dim 64 and 100; GQA 7 and 8 (the
 // body for 8, one lane a head at head_dim 64, merged in two rounds of 4
 // heads); head_dim 16 and 48 (lanes without a second column, or any),
