@@ -2738,8 +2738,9 @@ KERNEL KBOUNDS(FW_ABK128_THREADS) void attention_bykey128_f32(float* out, const 
 // through shared memory, group by group in order, so the same inputs give
 // the same bytes; its sums are grouped its own way, held to the CPU's
 // attention. 128 threads: two blocks an SM at up to 255 registers a
-// thread (ptxas: 254, none spilled; 32 sequences x 8 kv heads on the
-// H200's 132 SMs: one wave). On the H200 at the 1B shape it took about
+// thread (ptxas 12.9, sm_90a: 224, 228 with rope_attention_warps_f32's
+// prologue, none spilled; 32 sequences x 8 kv heads on the H200's 132
+// SMs: one wave). On the H200 at the 1B shape it took about
 // half attention_bykey128_f32's time from 144 keys (docs/generate.md).
 // =====================================================================
 #define FW_ATW_THREADS 128
