@@ -2714,14 +2714,14 @@ KERNEL KBOUNDS(FW_ABK128_THREADS) void attention_bykey128_f32(float* out, const 
 // takes keys u, u + U, u + 2U, ... and runs its own online softmax. A
 // group keeps its next R keys' k and v in registers, in flight (a ring;
 // R = FW_ATW_RING, 4, for up to 4 heads, 2 for 8, whose q and outputs
-// take twice the registers): key i's rows are loaded when key i - R is done and
-// their block-table entry when key i - 2R is, so no load waits on the
-// softmax and v is loaded with k. Each slot of the ring is its own copy of
-// the step's code (registers are named statically), so R sets the code a
-// block runs through: on the H200 a ring of 8 (128 keys in flight) made
-// batch-32 decode 8% slower end to end than 4, and 2 was no faster than 4
-// (docs/generate.md). A context of up to U R keys (64 at head_dim <= 64)
-// so costs about two memory round trips
+// take twice the registers): key i's rows are loaded when key i - R is
+// done and their block-table entry when key i - 2R is, so no load waits
+// on the softmax and v is loaded with k. Each slot of the ring is its own
+// copy of the step's code (registers are named statically), so R sets
+// the code a block runs through: on the H200 a ring of 8 made batch-32
+// decode 8% slower end to end than 4, and 2 was no faster than 4
+// (docs/generate.md). A context of up to U R keys (64 at head_dim <= 64
+// and 4 heads) so costs about two memory round trips
 // (the table, then k and v together), where attention_bykey waits for k,
 // three barriers, then v in dependent rounds of 4 keys. Per key, the heads'
 // partial dots are reduced and scattered over the group's lanes

@@ -735,8 +735,8 @@ func TestAttentionByKey(t *testing.T) {
 // flight (2 for 8 heads), merged at the end) against the CPU attention at
 // attention_f32's tolerance: the Llama-3.2-1B decode shape over 16, 80,
 // 144, 150 and 1 keys in one launch (the groups of one warp with
-// different counts of keys; 80 and more are past the first ring's 64); MHA (the
-// body for 4 heads running 1) at head_dim 64 and 100; GQA 7 and 8 (the
+// different counts of keys; 80 and more are past the first ring's 64);
+// MHA (the body for 4 heads running 1) at head_dim 64 and 100; GQA 7 and 8 (the
 // body for 8, one lane a head at head_dim 64, merged in two rounds of 4
 // heads); head_dim 16 and 48 (lanes without a second column, or any),
 // 80, 100 and 128 (16-lane groups), 130 and 50 (not multiples of 4: the
