@@ -370,9 +370,11 @@ func TestGPUFoldedAddsMatchTheCPU(t *testing.T) {
 // (each decode step's rope and kv store run in rope_attention_warps_f32;
 // on a compute capability 9.0 GPU q|k|v, of 64 rows, also runs on
 // matmul_wgs_W and leaves its partials to it) and without them (HIPGO_GPU_FUSED=0:
-// rope_kv_store_f32 and attention_warps_f32, q|k|v on the pair). That
-// the fused kernel writes the unfused launches' bytes is
-// model/internal/hostkern's TestRoPEAttentionWarps. The fused kernels run
+// rope_kv_store_f32 and attention_warps_f32, q|k|v on the pair). With
+// them on such a GPU the attention also writes o's image (no
+// wg_split_x_W in a decode layer; three without them). That the fused
+// kernel writes the unfused launches' bytes is model/internal/hostkern's
+// TestRoPEAttentionWarps and TestRoPEAttentionWarpsImage. The fused kernels run
 // again with decode graphs and the lookahead (the tokens only).
 func TestGPURoPEInAttentionMatchesTheCPU(t *testing.T) {
 	dev := openGPU(t)
@@ -410,9 +412,9 @@ func TestGPURoPEInAttentionMatchesTheCPU(t *testing.T) {
 		}
 		got := make([][]uint32, seqs)
 		launched := gm.be.(*gpuBackend).b.Launched
-		var ropeIn, wgs int64
+		var ropeIn, wgs, splits int64
 		for step := range steps {
-			r0, w0 := launched("rope_attention_warps_f32"), launched("matmul_wgs_bf16")
+			r0, w0, s0 := launched("rope_attention_warps_f32"), launched("matmul_wgs_bf16"), launched("wg_split_x_bf16")
 			toks, err := b.Step(ctx)
 			require.NoError(t, err)
 			for _, tok := range toks {
@@ -420,6 +422,7 @@ func TestGPURoPEInAttentionMatchesTheCPU(t *testing.T) {
 			}
 			if step > 0 { // the decode steps (the first feeds the prompts)
 				ropeIn, wgs = ropeIn+launched("rope_attention_warps_f32")-r0, wgs+launched("matmul_wgs_bf16")-w0
+				splits += launched("wg_split_x_bf16") - s0
 			}
 		}
 		b.Close()
@@ -447,8 +450,10 @@ func TestGPURoPEInAttentionMatchesTheCPU(t *testing.T) {
 			require.Zero(t, wgs)
 		case fused == "1":
 			require.Equal(t, 4*decodeLayers, wgs, "q|k|v, o, gate|up and down")
+			require.Zero(t, splits, "the norms write q|k|v's and gate|up's images, the attention o's, down splits its own")
 		default:
 			require.Equal(t, 3*decodeLayers, wgs, "o, gate|up and down; q|k|v on the pair")
+			require.Equal(t, 3*decodeLayers, splits, "o's, gate|up's and down's images")
 		}
 	}
 }

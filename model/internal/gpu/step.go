@@ -368,7 +368,8 @@ func (b *Backend) forward(ctx context.Context, p *plan) error {
 			if w.gateUpParts == nil {
 				guSplit = b.normSplit(n, D, 2*I, w.gateUp)
 			}
-			var siluFrom runtime.DevicePtr // down splits silu(gate) * up from gu itself
+			oSplit := b.oImage(n, w, ropeIn) // the attention writes o's image
+			var siluFrom runtime.DevicePtr   // down splits silu(gate) * up from gu itself
 			if b.siluInSplit(n, w.down, foldDown) {
 				siluFrom = gu
 			}
@@ -389,11 +390,14 @@ func (b *Backend) forward(ctx context.Context, p *plan) error {
 				},
 				func() error {
 					if ropeIn {
-						return b.ropeAttention(l, att, qkv, seq, pos, slot, meta(p.tables), p.maxBlocks, n, scale, qkvLeft)
+						return b.ropeAttention(l, att, qkv, seq, pos, slot, meta(p.tables), p.maxBlocks, n, scale, qkvLeft, oSplit)
 					}
 					return b.attention(l, att, qkv, seq, pos, meta(p.tables), p.maxBlocks, n, ch.tiledAttention(), scale)
 				},
-				func() (err error) { left, err = b.residualProduct(x, att, w.o, w.oBias, n, qD, D, true, 0); return err },
+				func() (err error) {
+					left, err = b.residualProduct(x, att, w.o, w.oBias, n, qD, D, true, 0, oSplit != 0)
+					return err
+				},
 				func() error { return b.rmsnorm(xb, x, w.mlpNorm, n, left, guSplit) },
 				func() error {
 					return b.projection(gu, xb, w.gateUp, w.gateUpParts, c.gateUpRows(), w.gateUpBias, n, D, guSplit != 0)
@@ -405,7 +409,7 @@ func (b *Backend) forward(ctx context.Context, p *plan) error {
 					return b.siluMul(act, gu, n)
 				},
 				func() (err error) {
-					left, err = b.residualProduct(x, act, w.down, w.downBias, n, I, D, foldDown, siluFrom)
+					left, err = b.residualProduct(x, act, w.down, w.downBias, n, I, D, foldDown, siluFrom, false)
 					return err
 				},
 			}
