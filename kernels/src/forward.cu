@@ -1667,8 +1667,9 @@ DEVICE void wg_finish_silu(fw_u32x4* smem, fw_u32x4* img, const float* bias, con
   const uint32_t tid = thread_idx_x(), lane = tid & 31u, g = lane >> 2, t = lane & 3u;
   const uint32_t wg = tid / 128u, warp = (tid / 32u) % 4u, half = out / 2u;
   constexpr uint32_t R = N / 2u, HJ = N / 16u;
-  float* s = (float*)smem;  // [2][R][64]: gate's, then up's, values of the block's 64 columns
-  block_sync();             // every warpgroup is done with the ring
+  constexpr uint32_t P = 65;  // floats a row: consecutive rows on other banks
+  float* s = (float*)smem;     // [2][R][P]: gate's, then up's, values of the block's 64 columns
+  block_sync();                // every warpgroup is done with the ring
   if (wg < 2u) {
 #pragma unroll
     for (uint32_t j = 0; j < HJ; ++j)
@@ -1677,7 +1678,7 @@ DEVICE void wg_finish_silu(fw_u32x4* smem, fw_u32x4* img, const float* bias, con
         const uint32_t r = 8u * j + 2u * t + (e & 1u), c = 16u * warp + g + 8u * (e >> 1);
         float v = acc[4u * j + e] + acc[4u * (j + HJ) + e];
         if (bias) v += bias[wg * half + 64u * grp + c];
-        s[(wg * R + r) * 64u + c] = v;
+        s[(wg * R + r) * P + c] = v;
       }
   }
   block_sync();
@@ -1686,7 +1687,7 @@ DEVICE void wg_finish_silu(fw_u32x4* smem, fw_u32x4* img, const float* bias, con
     float v[8];
 #pragma unroll
     for (uint32_t e = 0; e < 8; ++e) {
-      const float gv = s[r * 64u + 8u * q + e], uv = s[(R + r) * 64u + 8u * q + e];
+      const float gv = s[r * P + 8u * q + e], uv = s[(R + r) * P + 8u * q + e];
       v[e] = r < rows ? gv / (1.0f + mf_expf(-gv)) * uv : 0.0f;
     }
     wg_store8<W>(img, v, R, r, q, grp);
@@ -2946,45 +2947,6 @@ DEVICE void fw_rope_kv_head(float* qkv, float* k_cache, float* v_cache, const ui
 #undef FW_RAW_HEAD
 }
 
-// fw_atw_merged: value d of head h's output, merge slot hh of part: its
-// groups' outputs weighted by wt, added in group order, over the same
-// weighted sum of their sums.
-template <uint32_t U, uint32_t CW>
-DEVICE float fw_atw_merged(const float* part, const float (*gl)[FW_ATW_MAX_UNITS],
-                           const float (*wt)[FW_ATW_MAX_UNITS], uint32_t h, uint32_t hh, uint32_t d) {
-  float a = 0.0f, l = 0.0f;
-  for (uint32_t k = 0; k < U; ++k) {
-    const float w = wt[h][k];
-    l = mf_fma(gl[h][k], w, l);
-    a = mf_fma(part[(hh * U + k) * CW + d], w, a);
-  }
-  return a / l;
-}
-
-// fw_wg_store_col: wg_store8 of row r's 8 values v from column col (a
-// multiple of 8) into an image of R rows in split's type (FW_SPLIT_WG_*).
-DEVICE void fw_wg_store_col(fw_u32x4* xs, uint32_t split, const float* v, uint32_t R, uint32_t r, uint32_t col) {
-  if (split == FW_SPLIT_WG_BF16)
-    wg_store8<fw_bf16>(xs, v, R, r, (col % 64u) / 8u, col / 64u);
-  else
-    wg_store8<fw_f16>(xs, v, R, r, (col % 64u) / 8u, col / 64u);
-}
-
-// fw_atw_image_zeros: the zeros of o's image that block (t, kvh) of
-// rope_attention_warps_f32 writes: its heads' columns of the rows past
-// tokens that it owns (t + tokens, t + 2 tokens, ... below R), and for the
-// last kv head the columns from heads * headdim to the end of the image's
-// last stage, in those rows and in row t.
-DEVICE void fw_atw_image_zeros(fw_u32x4* xs, uint32_t split, uint32_t t, uint32_t kvh, uint32_t tokens,
-                               uint32_t heads, uint32_t kv_heads, uint32_t headdim) {
-  const uint32_t R = wg_rows(tokens), in = heads * headdim, width = heads / kv_heads * headdim / 8u;
-  const uint32_t c0 = kvh * width, c1 = kvh + 1u == kv_heads ? wg_stages(in) * 8u : c0 + width;
-  const float zero[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
-  for (uint32_t r = t; r < R; r += tokens)
-    for (uint32_t c = c0 + thread_idx_x(); c < c1; c += FW_ATW_THREADS)
-      if (r >= tokens || 8u * c >= in) fw_wg_store_col(xs, split, zero, R, r, 8u * c);
-}
-
 // attention_warps: the kernel's body for at most G query heads a kv head
 // (a power of two up to LK), key groups of LK lanes, C columns a lane, a
 // ring of R keys.
@@ -2994,7 +2956,7 @@ DEVICE void attention_warps(float* out, const float* qkv, const float* k_cache, 
                             uint32_t max_blocks, uint32_t block_size, uint32_t tokens, uint32_t heads,
                             uint32_t kv_heads, uint32_t headdim, uint32_t stride, float scale,
                             float (*gm)[FW_ATW_MAX_UNITS], float (*gl)[FW_ATW_MAX_UNITS],
-                            float (*wt)[FW_ATW_MAX_UNITS], float* part, fw_u32x4* xs, uint32_t split) {
+                            float (*wt)[FW_ATW_MAX_UNITS], float* part) {
   constexpr uint32_t T = FW_ATW_THREADS, U = T / LK, HL = LK / G, CW = 4 * LK * C, HR = FW_ATW_PART / (U * CW);
   static_assert(G >= 1 && G <= LK && U <= FW_ATW_MAX_UNITS && HR >= 1 && G * U <= T,
                 "heads over a group's lanes, key groups, merge rounds, weights");
@@ -3134,21 +3096,15 @@ DEVICE void attention_warps(float* out, const float* qkv, const float* k_cache, 
       block_sync();
     }
     const uint32_t nh = group - h0 < HR ? group - h0 : HR;
-    if (split) {  // o's image: a thread per 8 values of a head (headdim % 8 == 0)
-      const uint32_t chunks = headdim / 8u, rows = wg_rows(tokens);
-      for (uint32_t i = tid; i < nh * chunks; i += T) {
-        const uint32_t hh = i / chunks, d0 = 8u * (i % chunks), h = h0 + hh;
-        float v[8];
-#pragma unroll
-        for (uint32_t e = 0; e < 8; ++e) v[e] = fw_atw_merged<U, CW>(part, gl, wt, h, hh, d0 + e);
-        fw_wg_store_col(xs, split, v, rows, t, (kvh * group + h) * headdim + d0);
-      }
-      continue;
-    }
     for (uint32_t i = tid; i < nh * headdim; i += T) {
       const uint32_t hh = i / headdim, d = i % headdim, h = h0 + hh;
-      out[(uint64_t)t * heads * headdim + (uint64_t)(kvh * group + h) * headdim + d] =
-          fw_atw_merged<U, CW>(part, gl, wt, h, hh, d);
+      float a = 0.0f, l = 0.0f;
+      for (uint32_t k = 0; k < U; ++k) {
+        const float w = wt[h][k];
+        l = mf_fma(gl[h][k], w, l);
+        a = mf_fma(part[(hh * U + k) * CW + d], w, a);
+      }
+      out[(uint64_t)t * heads * headdim + (uint64_t)(kvh * group + h) * headdim + d] = a / l;
     }
   }
 }
@@ -3160,11 +3116,11 @@ DEVICE void attention_warps_for(float* out, const float* qkv, const float* k_cac
                                 uint32_t max_blocks, uint32_t block_size, uint32_t tokens, uint32_t heads,
                                 uint32_t kv_heads, uint32_t headdim, uint32_t stride, float scale,
                                 float (*gm)[FW_ATW_MAX_UNITS], float (*gl)[FW_ATW_MAX_UNITS],
-                                float (*wt)[FW_ATW_MAX_UNITS], float* part, fw_u32x4* xs, uint32_t split) {
+                                float (*wt)[FW_ATW_MAX_UNITS], float* part) {
   const uint32_t group = heads / kv_heads;
 #define FW_ATW_BODY(G, LK, C, R)                                                                                  \
   attention_warps<G, LK, C, R>(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, \
-                               tokens, heads, kv_heads, headdim, stride, scale, gm, gl, wt, part, xs, split)
+                               tokens, heads, kv_heads, headdim, stride, scale, gm, gl, wt, part)
   // Bodies for up to 4 heads (the usual groups; MHA runs it with 1) or 8,
   // with key groups as wide as head_dim needs at 2 columns a lane.
   if (group <= 4) {
@@ -3193,7 +3149,7 @@ KERNEL KBOUNDS(FW_ATW_THREADS) void attention_warps_f32(float* out, const float*
   const uint32_t group = heads / kv_heads;
   if (group > FW_ABK_MAX_GROUP || headdim == 0 || headdim > FW_ATT_MAX_HEADDIM) return;
   attention_warps_for(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens, heads,
-                      kv_heads, headdim, stride, scale, gm, gl, wt, part, nullptr, 0u);
+                      kv_heads, headdim, stride, scale, gm, gl, wt, part);
 }
 
 // =====================================================================
@@ -3212,19 +3168,14 @@ KERNEL KBOUNDS(FW_ATW_THREADS) void attention_warps_f32(float* out, const float*
 // slots[t] (skipped when >= num_slots): rope_kv_store_f32's bytes. Then,
 // after a barrier, attention_warps_f32's body. (Issuing the body's loads
 // of the cached keys before the rotation instead was 8% slower end to end
-// on the H200: docs/generate.md.) Then xs, split: with split 0 the output
-// goes to out; with FW_SPLIT_WG_BF16 or FW_SPLIT_WG_F16 (head_dim a
-// multiple of 8, tokens at most FW_WG_MAX_ROWS; otherwise the kernel
-// writes nothing) it goes, instead, to the image wg_split_x_W would make
-// of out for the product after it (o, in = heads * head_dim), byte for
-// byte, zero rows and columns included, and out is not written: one launch
-// fewer a layer. Block FW_ATW_THREADS, grid tokens * kv_heads.
+// on the H200: docs/generate.md.) Block FW_ATW_THREADS, grid tokens *
+// kv_heads.
 // =====================================================================
 KERNEL KBOUNDS(FW_ATW_THREADS) void rope_attention_warps_f32(
     float* out, float* qkv, float* k_cache, float* v_cache, const uint32_t* q_seq, const uint32_t* q_pos,
     const uint32_t* block_tables, uint32_t max_blocks, uint32_t block_size, uint32_t tokens, uint32_t heads,
     uint32_t kv_heads, uint32_t headdim, uint32_t stride, float scale, const float* inv_freq, const uint32_t* slots,
-    uint32_t num_slots, const float* ws, const float* bias, uint32_t parts, fw_u32x4* xs, uint32_t split) {
+    uint32_t num_slots, const float* ws, const float* bias, uint32_t parts) {
   fw_early_start();
   __shared__ float gm[FW_ABK_MAX_GROUP][FW_ATW_MAX_UNITS], gl[FW_ABK_MAX_GROUP][FW_ATW_MAX_UNITS];
   __shared__ float wt[FW_ABK_MAX_GROUP][FW_ATW_MAX_UNITS];
@@ -3232,17 +3183,13 @@ KERNEL KBOUNDS(FW_ATW_THREADS) void rope_attention_warps_f32(
   if (kv_heads == 0 || heads % kv_heads != 0 || block_size == 0) return;
   const uint32_t group = heads / kv_heads;
   if (group > FW_ABK_MAX_GROUP || headdim == 0 || headdim > FW_ATT_MAX_HEADDIM) return;
-  if (split && (split < FW_SPLIT_WG_BF16 || split > FW_SPLIT_WG_F16 || headdim % 8u != 0 ||
-                wg_rows(tokens) > FW_WG_MAX_ROWS))
-    return;
   const uint32_t b = block_idx_x(), t = b / kv_heads, kvh = b % kv_heads;
   if (t >= tokens) return;
   fw_rope_kv_head(qkv, k_cache, v_cache, q_pos, inv_freq, slots, num_slots, ws, bias, parts, t, kvh, tokens, heads,
                   kv_heads, headdim, stride);
   block_sync();  // the block's q heads in qkv and its new key and value in the caches
   attention_warps_for(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens, heads,
-                      kv_heads, headdim, stride, scale, gm, gl, wt, part, xs, split);
-  if (split) fw_atw_image_zeros(xs, split, t, kvh, tokens, heads, kv_heads, headdim);
+                      kv_heads, headdim, stride, scale, gm, gl, wt, part);
 }
 
 // =====================================================================

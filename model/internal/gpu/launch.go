@@ -344,9 +344,9 @@ type partials struct {
 // warpgroup MMA) it splits x from gu itself, as silu_mul_f32's output
 // (wg_silu_split_x_W), and x is not read.
 //
-// With img nonzero a kernel before it wrote x's image there (oImage's
-// attention into b.sc.xs, or gate|up into b.sc.silu: siluImage), and x is
-// not read; residualRoute must put the product on the warpgroup MMA.
+// With img nonzero a kernel before it wrote x's image there (gate|up into
+// b.sc.silu: siluImage), and x is not read; residualRoute must put the
+// product on the warpgroup MMA.
 func (b *Backend) residualProduct(y, x runtime.DevicePtr, w matrix, bias *runtime.Buffer, rows, in, out int, fold bool, gu, img runtime.DevicePtr) (partials, error) {
 	bp := ptrOf(bias)
 	switch ks, leave := b.residualRoute(rows, in, out, w, fold); {
@@ -784,38 +784,15 @@ func (b *Backend) qkvLeaves(rows int, l *deviceLayer, ropeIn bool) int {
 // ropeAttention is positions then attention in one launch for a decode
 // step (ropeInAttention): rope_attention_warps_f32, which with q|k|v's
 // partials (qkvLeaves) first adds them into qkv's rows.
-//
-// With oSplit (oImage's) it writes o's image into b.sc.xs instead of out.
-func (b *Backend) ropeAttention(layer int, out, qkv, qSeq, qPos, slots, tables runtime.DevicePtr, maxBlocks, tokens int, scale float32, p partials, oSplit uint32) error {
+func (b *Backend) ropeAttention(layer int, out, qkv, qSeq, qPos, slots, tables runtime.DevicePtr, maxBlocks, tokens int, scale float32, p partials) error {
 	c := b.cfg
-	var ws, xs runtime.DevicePtr
+	var ws runtime.DevicePtr
 	if p.n > 0 {
 		ws = b.sc.wgPart.Ptr()
 	}
-	if oSplit != 0 {
-		if b.sc.xs == nil || b.sc.xs.Size() < wgImageBytes(tokens, c.qDim()) {
-			return fmt.Errorf("gpu: rope_attention_warps_f32: no image buffer for [%d, %d]", tokens, c.qDim())
-		}
-		xs = b.sc.xs.Ptr()
-	}
 	return b.launch("rope_attention_warps_f32", g1(tokens*c.KVHeads), out, qkv, b.kc[layer], b.vc[layer], qSeq, qPos, tables,
 		u32(maxBlocks), u32(BlockSize), u32(tokens), u32(c.Heads), u32(c.KVHeads), u32(c.HeadDim), u32(c.qkvDim()), scale,
-		b.invFreq, slots, u32(b.numBlocks*BlockSize), ws, p.bias, u32(p.n), xs, oSplit)
-}
-
-// oImage is the split code (0: none) with which layer l's
-// rope_attention_warps_f32 (ropeIn) writes the image of its output that o
-// reads, where o runs on the warpgroup MMA (wg_split_x_W is then not
-// launched): head_dim a multiple of 8, unless Options.NoFusedKernels.
-func (b *Backend) oImage(rows int, l *deviceLayer, ropeIn bool) uint32 {
-	c := b.cfg
-	if !ropeIn || c.HeadDim%8 != 0 {
-		return 0
-	}
-	if ks, _ := b.residualRoute(rows, c.qDim(), c.Hidden, l.o, true); ks == 0 {
-		return 0
-	}
-	return b.splitCode(routeWG, l.o.dtype)
+		b.invFreq, slots, u32(b.numBlocks*BlockSize), ws, p.bias, u32(p.n))
 }
 
 // gqaShape: attention_gqa_f32 takes this model's heads (FW_GQA_MAX_GROUP,

@@ -372,11 +372,6 @@ func (b *Backend) forward(ctx context.Context, p *plan) error {
 			if w.gateUpParts == nil {
 				guSplit = b.normSplit(n, D, 2*I, w.gateUp)
 			}
-			var oImg runtime.DevicePtr // o's image, which the attention writes
-			oSplit := b.oImage(n, w, ropeIn)
-			if oSplit != 0 {
-				oImg = b.sc.xs.Ptr()
-			}
 			var siluImg, siluFrom runtime.DevicePtr // down's image from gate|up, or down splits silu(gate) * up from gu
 			switch {
 			case b.siluImage(n, w, foldDown):
@@ -401,12 +396,12 @@ func (b *Backend) forward(ctx context.Context, p *plan) error {
 				},
 				func() error {
 					if ropeIn {
-						return b.ropeAttention(l, att, qkv, seq, pos, slot, meta(p.tables), p.maxBlocks, n, scale, qkvLeft, oSplit)
+						return b.ropeAttention(l, att, qkv, seq, pos, slot, meta(p.tables), p.maxBlocks, n, scale, qkvLeft)
 					}
 					return b.attention(l, att, qkv, seq, pos, meta(p.tables), p.maxBlocks, n, ch.tiledAttention(), scale)
 				},
 				func() (err error) {
-					left, err = b.residualProduct(x, att, w.o, w.oBias, n, qD, D, true, 0, oImg)
+					left, err = b.residualProduct(x, att, w.o, w.oBias, n, qD, D, true, 0, 0)
 					return err
 				},
 				func() error { return b.rmsnorm(xb, x, w.mlpNorm, n, left, guSplit) },

@@ -15,7 +15,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -158,7 +157,7 @@ func forwardKernels() []simgpu.KernelDef {
 		{Name: "attention_bykey_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, Run: perKVHeadAttention(8, 256, 256)},
 		{Name: "attention_bykey128_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, Run: perKVHeadAttention(8, 256, 128)},
 		{Name: "attention_warps_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, Run: perKVHeadAttention(8, 256, 128)},
-		{Name: "rope_attention_warps_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4, 8, 8, 4, 8, 8, 4, 8, 4}, Run: ropeAttentionWarps},
+		{Name: "rope_attention_warps_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4, 8, 8, 4, 8, 8, 4}, Run: ropeAttentionWarps},
 		{Name: "attention_prefill_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, Run: attentionPrefill},
 		{Name: "silu_mul_f32", ParamSizes: []int{8, 8, 4, 4}, Run: siluMul},
 		{Name: "add_f32", ParamSizes: []int{8, 8, 4}, Run: add},
@@ -739,21 +738,14 @@ func sumPartials(d *simgpu.Device, yAddr, wsAddr, biasAddr uint64, parts, rows, 
 }
 
 // rope_attention_warps_f32: attention_warps_f32's arguments, then
-// inv_freq, slots, num_slots, ws, bias, parts, xs, split: with parts >= 1
-// each qkv row is first the sum of the q|k|v product's partials (in part
-// order, then the bias), then rope_kv_store_f32 and attention_warps_f32,
-// one after the other; with split 3 or 4 the output goes to o's image xs
-// (here, as wgSplitX's, its f32 rows) and out is not written. The launch
-// is checked as attention_warps_f32's (with a split, also head_dim a
-// multiple of 8 and at most 64 tokens), and its tokens must be of distinct
-// sequences (a decode step: forward.cu's block writes the only new key its
-// attention reads); another is a launch failure.
+// inv_freq, slots, num_slots, ws, bias, parts: with parts >= 1 each qkv row
+// is first the sum of the q|k|v product's partials (in part order, then
+// the bias), then rope_kv_store_f32 and attention_warps_f32, one after the
+// other. The launch is checked as attention_warps_f32's, and its tokens
+// must be of distinct sequences (a decode step: forward.cu's block writes
+// the only new key its attention reads); another is a launch failure.
 func ropeAttentionWarps(d *simgpu.Device, g, b driver.Dim3, a []uint64, stop <-chan struct{}) error {
 	T, H, KV, hd, stride, parts := int(a[9]), int(a[10]), int(a[11]), int(a[12]), int(a[13]), int(a[20])
-	split := a[22]
-	if split != 0 && (split < 3 || split > 4 || hd%8 != 0 || T > 64) {
-		return simgpu.CodeLaunchFailure
-	}
 	seqs, err := u32s(d, a[4], T)
 	if err != nil {
 		return err
@@ -776,11 +768,7 @@ func ropeAttentionWarps(d *simgpu.Device, g, b driver.Dim3, a []uint64, stop <-c
 	if err := ropeKVStore(d, g, b, []uint64{a[1], a[2], a[3], a[5], a[15], a[16], a[9], a[10], a[11], a[12], a[13], a[17]}, stop); err != nil {
 		return err
 	}
-	att := slices.Clone(a[:15])
-	if split != 0 {
-		att[0] = a[21] // the image holds the output's rows as they are
-	}
-	return attention(d, g, b, att, stop)
+	return attention(d, g, b, a[:15], stop)
 }
 
 // silu_mul_f32: out, gu, rows, inter.
