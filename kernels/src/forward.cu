@@ -1213,14 +1213,7 @@ DEVICE void matmul_tcx(float* y, const fw_u32x4* xs, const W* w, const float* bi
 // only writes its partial sums to ws and leaves: no y, no count, and the
 // adds (the same, in split order) are rmsnorm_fused_W's. On the H200 the
 // last block's adds cost a split product about 4 us at 32 rows
-// (docs/generate.md). With accumulate = FW_WG_SILU (4; in whole, ks >= in,
-// and out a multiple of 128, else it writes nothing) the product is
-// gate|up, out = 2 inter: block b's two warpgroups take gate's outputs 64
-// b .. 64 b + 63 and up's inter + 64 b .., and instead of y the block
-// writes stage b of the image wg_silu_split_x_W would make (for the down
-// product after it) of that y, into y taken as the image (fw_u32x4*):
-// the same bytes as the product with accumulate 0 (bias included) and that
-// kernel, without y's round trip or the launch.
+// (docs/generate.md).
 //
 // One source for every port: on sm_90a (the sm_90a PTX) the MMA is the
 // wgmma instruction; elsewhere wg_mma computes the same tile from shared
@@ -1234,7 +1227,6 @@ DEVICE void matmul_tcx(float* y, const fw_u32x4* xs, const W* w, const float* bi
 #define FW_WG_TN 128     // outputs per block
 #define FW_WG_SBO 1024u  // bytes between 8-row atoms
 #define FW_WG_LEAVE_PARTS 2u  // accumulate: write the split partials, not y
-#define FW_WG_SILU 4u         // accumulate: gate|up, writing down's image of silu(gate) * up, not y
 
 #if defined(__NVPTX__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define FW_WG_NATIVE 1
@@ -1246,13 +1238,6 @@ DEVICE void matmul_tcx(float* y, const fw_u32x4* xs, const W* w, const float* bi
 DEVICE uint32_t wg_rows(uint32_t rows) { return (rows + 15u) & ~15u; }
 DEVICE uint32_t wg_stages(uint32_t in) { return (in + 63u) / 64u; }
 DEVICE uint32_t wg_unit(uint32_t i, uint32_t q) { return (i / 8u) * 64u + (i % 8u) * 8u + (q ^ (i % 8u)); }
-// wg_out_row: the output (row of w) of row i < 128 of the block whose
-// tile starts at o0: o0 + i, or with half = out / 2 (FW_WG_SILU) gate's
-// o0 / 2 + i for i < 64 and up's half + o0 / 2 + i - 64.
-DEVICE uint32_t wg_out_row(uint32_t i, uint32_t o0, uint32_t half) {
-  if (!half) return o0 + i;
-  return i < 64u ? o0 / 2u + i : half + o0 / 2u + (i - 64u);
-}
 
 // wg_load8: the 8 values of row r from k (zeros past rows and in) of x
 // [rows, in], or with SILU of silu_mul_f32's output computed from gu
@@ -1563,14 +1548,14 @@ DEVICE void wg_copy16(void* dst, const void* src, bool valid) { async_copy16(dst
 // then x's stage of the image (contiguous).
 template <typename W, uint32_t XU, uint32_t THREADS = FW_WG_THREADS>
 DEVICE void wg_load_stage(fw_u32x4* smem, const W* w, const fw_u32x4* xsrc, uint32_t in, uint32_t out,
-                          uint32_t o0, uint32_t half, uint32_t k0, uint32_t c, uint32_t nck) {
+                          uint32_t o0, uint32_t k0, uint32_t c, uint32_t nck) {
   constexpr uint32_t WU = FW_WG_TN * FW_WG_KC * 2u / 16u;
   if (c < nck) {
     fw_u32x4* dst = smem + (c % FW_WG_STAGES) * (WU + XU);
     const uint32_t kc = k0 + FW_WG_KC * c;
     for (uint32_t u = thread_idx_x(); u < WU; u += THREADS) {
       const uint32_t row = u / 8u, q = u % 8u;
-      const uint32_t o = wg_out_row(row, o0, half), k = kc + 8u * q;
+      const uint32_t o = o0 + row, k = kc + 8u * q;
       const bool valid = o < out && k < in;
       wg_copy16(dst + wg_unit(row, q), valid ? (const void*)(w + (uint64_t)o * in + k) : (const void*)w, valid);
     }
@@ -1655,45 +1640,6 @@ DEVICE void wg_finish(fw_u32x4* smem, float* y, const float* bias, float* ws, ui
   if (splits > 1 && tid == 0) cnt[grp] = 0u;
 }
 
-// wg_finish_silu: the epilogue with FW_WG_SILU (see matmul_wg_W): block
-// grp's gate and up values (warpgroups 0 and 1), each as fw_mm_store would
-// write it with accumulate 0, through shared memory, then stage grp of
-// the image of silu_mul_f32's output (wg_load8's expression), written as
-// wg_silu_split_x_W writes it; rows past rows zero. Every thread of the
-// block (THREADS) calls it.
-template <typename W, uint32_t N, uint32_t THREADS>
-DEVICE void wg_finish_silu(fw_u32x4* smem, fw_u32x4* img, const float* bias, const float* acc, uint32_t rows,
-                           uint32_t out, uint32_t grp) {
-  const uint32_t tid = thread_idx_x(), lane = tid & 31u, g = lane >> 2, t = lane & 3u;
-  const uint32_t wg = tid / 128u, warp = (tid / 32u) % 4u, half = out / 2u;
-  constexpr uint32_t R = N / 2u, HJ = N / 16u;
-  constexpr uint32_t P = 65;  // floats a row: consecutive rows on other banks
-  float* s = (float*)smem;     // [2][R][P]: gate's, then up's, values of the block's 64 columns
-  block_sync();                // every warpgroup is done with the ring
-  if (wg < 2u) {
-#pragma unroll
-    for (uint32_t j = 0; j < HJ; ++j)
-#pragma unroll
-      for (uint32_t e = 0; e < 4; ++e) {
-        const uint32_t r = 8u * j + 2u * t + (e & 1u), c = 16u * warp + g + 8u * (e >> 1);
-        float v = acc[4u * j + e] + acc[4u * (j + HJ) + e];
-        if (bias) v += bias[wg * half + 64u * grp + c];
-        s[(wg * R + r) * P + c] = v;
-      }
-  }
-  block_sync();
-  for (uint32_t u = tid; u < R * 8u; u += THREADS) {
-    const uint32_t r = u % R, q = u / R;
-    float v[8];
-#pragma unroll
-    for (uint32_t e = 0; e < 8; ++e) {
-      const float gv = s[r * P + 8u * q + e], uv = s[(R + r) * P + 8u * q + e];
-      v[e] = r < rows ? gv / (1.0f + mf_expf(-gv)) * uv : 0.0f;
-    }
-    wg_store8<W>(img, v, R, r, q, grp);
-  }
-}
-
 // matmul_wg_n: the product for N = 2R columns, by THREADS threads (256, or
 // matmul_wgs_W's 384 where it is not native: the third warpgroup only
 // copies).
@@ -1711,9 +1657,8 @@ DEVICE void matmul_wg_n(fw_u32x4* smem, float* y, const fw_u32x4* xs, const W* w
   // A launch with less shared memory than the ring (and its alignment
   // slack) writes nothing.
   if (wg_dynamic_smem() < 1024u + STAGES * (WU + XU) * 16u) return;
-  if (accumulate == FW_WG_SILU && (splits != 1u || out % 128u != 0u)) return;
   const uint32_t wg = thread_idx_x() / 128u;
-  const uint32_t o0 = grp * FW_WG_TN, half = accumulate == FW_WG_SILU ? out / 2u : 0u;
+  const uint32_t o0 = grp * FW_WG_TN;
   const uint32_t k0 = split * ks, kn = in - k0 < ks ? in - k0 : ks;
   const uint32_t nck = (kn + FW_WG_KC - 1u) / FW_WG_KC;
   const fw_u32x4* xsrc = xs + (uint64_t)(k0 / FW_WG_KC) * XU;
@@ -1722,14 +1667,14 @@ DEVICE void matmul_wg_n(fw_u32x4* smem, float* y, const fw_u32x4* xs, const W* w
 #pragma unroll
   for (uint32_t i = 0; i < N / 2; ++i) acc[i] = 0.0f;
 #pragma unroll
-  for (uint32_t s = 0; s + 1 < STAGES; ++s) wg_load_stage<W, XU, THREADS>(smem, w, xsrc, in, out, o0, half, k0, s, nck);
+  for (uint32_t s = 0; s + 1 < STAGES; ++s) wg_load_stage<W, XU, THREADS>(smem, w, xsrc, in, out, o0, k0, s, nck);
   for (uint32_t c = 0; c < nck; ++c) {
     // Stage c has landed for every thread, and every warpgroup is done
     // with stage c - 1, whose slot the next copies take.
     async_wait<STAGES - 2>();
     wg_proxy_fence();
     block_sync();
-    wg_load_stage<W, XU, THREADS>(smem, w, xsrc, in, out, o0, half, k0, c + STAGES - 1u, nck);
+    wg_load_stage<W, XU, THREADS>(smem, w, xsrc, in, out, o0, k0, c + STAGES - 1u, nck);
     const uint32_t slot = (c % STAGES) * (WU + XU) * 16u;  // bytes
     if (THREADS == FW_WG_THREADS || wg < 2u) {  // warpgroup-uniform; matmul_wg_W's own block: always
       wg_fence();
@@ -1742,9 +1687,7 @@ DEVICE void matmul_wg_n(fw_u32x4* smem, float* y, const fw_u32x4* xs, const W* w
   }
   async_wait<0>();
 
-  if (half)
-    wg_finish_silu<W, N, THREADS>(smem, (fw_u32x4*)y, bias, acc, rows, out, grp);
-  else if (accumulate & FW_WG_LEAVE_PARTS)  // its own copy of the epilogue: the adds' registers stay as they were
+  if (accumulate & FW_WG_LEAVE_PARTS)  // its own copy of the epilogue: the adds' registers stay as they were
     wg_finish<N, true>(smem, y, bias, ws, cnt, acc, rows, out, accumulate, o0, split, splits, grp);
   else
     wg_finish<N>(smem, y, bias, ws, cnt, acc, rows, out, accumulate, o0, split, splits, grp);
@@ -1863,9 +1806,8 @@ DEVICE void matmul_wgs_n(fw_u32x4* smem, uint64_t* bars, float* y, const fw_u32x
   uint32_t stages = (wg_dynamic_smem() - 1024u) / ((WU + XU) * 16u);
   if (wg_dynamic_smem() < 1024u || stages < 2u) return;
   if (stages > FW_WGS_MAX_STAGES) stages = FW_WGS_MAX_STAGES;
-  if (accumulate == FW_WG_SILU && (splits != 1u || out % 128u != 0u)) return;
   const uint32_t tid = thread_idx_x(), wg = tid / 128u;
-  const uint32_t o0 = grp * FW_WG_TN, half = accumulate == FW_WG_SILU ? out / 2u : 0u;
+  const uint32_t o0 = grp * FW_WG_TN;
   const uint32_t k0 = split * ks, kn = in - k0 < ks ? in - k0 : ks;
   const uint32_t nck = (kn + FW_WG_KC - 1u) / FW_WG_KC;
   const fw_u32x4* xsrc = xs + (uint64_t)(k0 / FW_WG_KC) * XU;
@@ -1890,7 +1832,7 @@ DEVICE void matmul_wgs_n(fw_u32x4* smem, uint64_t* bars, float* y, const fw_u32x
 #pragma unroll
       for (uint32_t u = p; u < WU; u += 128u) {
         const uint32_t row = u / 8u, q = u % 8u;
-        const uint32_t o = wg_out_row(row, o0, half), k = kc + 8u * q;
+        const uint32_t o = o0 + row, k = kc + 8u * q;
         const bool valid = o < out && k < in;
         wg_copy16(dst + wg_unit(row, q), valid ? (const void*)(w + (uint64_t)o * in + k) : (const void*)w, valid);
       }
@@ -1919,9 +1861,7 @@ DEVICE void matmul_wgs_n(fw_u32x4* smem, uint64_t* bars, float* y, const fw_u32x
     }
     wg_wait<0>();
   }
-  if (half)
-    wg_finish_silu<W, N, FW_WGS_THREADS>(smem, (fw_u32x4*)y, bias, acc, rows, out, grp);
-  else if (accumulate & FW_WG_LEAVE_PARTS)  // its own copy of the epilogue: the adds' registers stay as they were
+  if (accumulate & FW_WG_LEAVE_PARTS)  // its own copy of the epilogue: the adds' registers stay as they were
     wg_finish<N, true>(smem, y, bias, ws, cnt, acc, rows, out, accumulate, o0, split, splits, grp);
   else
     wg_finish<N>(smem, y, bias, ws, cnt, acc, rows, out, accumulate, o0, split, splits, grp);

@@ -1729,7 +1729,6 @@ FW_TCX_KERNELS(tc_split_x_bf16, matmul_tcx_bf16, fw_bf16)
 #define FW_WG_KC 64
 #define FW_WG_TN 128
 #define FW_WG_LEAVE_PARTS 2u
-#define FW_WG_SILU 4u
 
 static inline uint fw_wg_rows(uint rows) { return (rows + 15u) & ~15u; }
 static inline uint fw_wg_stages(uint in) { return (in + 63u) / 64u; }
@@ -1766,50 +1765,6 @@ static inline void fw_wg_split_x(device uint* xs, device const float* x, uint ro
   }
 }
 
-// fw_wg_part: one split's value of row r against weight row wr over k0 ..
-// k1 - 1: the hi and lo sums, each from +0 in k order, then hi + lo.
-template <typename W>
-static inline float fw_wg_part(device const uint* xs, device const W* wr, uint R, uint r, uint k0, uint k1) {
-  float hs = 0.0f, ls = 0.0f;
-  for (uint k = k0; k < k1; ++k) {
-    const uint c = k / 64u, q = (k % 64u) / 8u, h = k % 8u;
-    device const uint* stage = xs + (ulong)c * R * 64u;
-    const uint shift = 16u * (h % 2u);
-    const float wv = fw_to_f32(wr[k]);
-    hs += wv * fw_tc_widen(W{}, stage[fw_wg_unit(r, q) * 4u + h / 2u] >> shift);
-    ls += wv * fw_tc_widen(W{}, stage[fw_wg_unit(R + r, q) * 4u + h / 2u] >> shift);
-  }
-  return hs + ls;
-}
-
-// fw_matmul_wg_silu: FW_WG_SILU (see forward.cu's matmul_wg_W): block blk's
-// 64 columns c of gate (c) and up (out / 2 + c), each as fw_mm_store
-// writes it, into stage blk of the image of silu_mul_f32's output (img),
-// as fw_wg_split_x writes it (rows past rows zero); in whole only.
-template <typename W>
-static inline void fw_matmul_wg_silu(device uint* img, device const uint* xs, device const W* w,
-                                     device const float* bias, uint rows, uint R, uint in, uint out, uint tid,
-                                     uint blk, uint threads) {
-  const uint half = out / 2u;
-  device uint* stage = img + (ulong)blk * R * 64u;
-  for (uint e = tid; e < R * 32u; e += threads) {
-    const uint r = e / 32u, p = e % 32u;  // columns 2p and 2p + 1 of the block's 64
-    float x[2];
-    for (uint i = 0; i < 2; ++i) {
-      const uint c = 64u * blk + 2u * p + i;
-      float gv = r < rows ? fw_wg_part<W>(xs, w + (ulong)c * in, R, r, 0, in) : 0.0f;
-      float uv = r < rows ? fw_wg_part<W>(xs, w + (ulong)(half + c) * in, R, r, 0, in) : 0.0f;
-      if (bias) gv += bias[c], uv += bias[half + c];
-      x[i] = r < rows ? gv / (1.0f + mf_expf(-gv)) * uv : 0.0f;
-    }
-    uint h, l;
-    fw_split_pair<W>(x[0], x[1], h, l);
-    const uint q = p / 4u, word = p % 4u;
-    stage[fw_wg_unit(r, q) * 4u + word] = h;
-    stage[fw_wg_unit(R + r, q) * 4u + word] = l;
-  }
-}
-
 template <typename W>
 static inline void fw_matmul_wg(device float* y, device const uint* xs, device const W* w, device const float* bias,
                                 device float* ws, uint rows, uint in, uint out, uint accumulate, uint ks, uint tid, uint blk,
@@ -1821,10 +1776,6 @@ static inline void fw_matmul_wg(device float* y, device const uint* xs, device c
   if (splits == 0 || blk % splits != 0) return;  // in = 0: nothing, as forward.cu
   const uint o0 = (blk / splits) * FW_WG_TN;
   if (o0 >= out) return;
-  if (accumulate == FW_WG_SILU) {
-    if (splits == 1u && out % 128u == 0u) fw_matmul_wg_silu<W>((device uint*)y, xs, w, bias, rows, R, in, out, tid, blk, threads);
-    return;
-  }
   for (uint e = tid; e < FW_WG_TN * rows; e += threads) {
     const uint r = e / FW_WG_TN, o = o0 + e % FW_WG_TN;
     if (o >= out) continue;
@@ -1832,7 +1783,16 @@ static inline void fw_matmul_wg(device float* y, device const uint* xs, device c
     float total = 0.0f;
     for (uint s = 0; s < splits; ++s) {
       const uint k0 = s * ks, k1 = in - k0 < ks ? in : k0 + ks;
-      const float v = fw_wg_part<W>(xs, wr, R, r, k0, k1);
+      float hs = 0.0f, ls = 0.0f;
+      for (uint k = k0; k < k1; ++k) {
+        const uint c = k / 64u, q = (k % 64u) / 8u, h = k % 8u;
+        device const uint* stage = xs + (ulong)c * R * 64u;
+        const uint shift = 16u * (h % 2u);
+        const float wv = fw_to_f32(wr[k]);
+        hs += wv * fw_tc_widen(W{}, stage[fw_wg_unit(r, q) * 4u + h / 2u] >> shift);
+        ls += wv * fw_tc_widen(W{}, stage[fw_wg_unit(R + r, q) * 4u + h / 2u] >> shift);
+      }
+      const float v = hs + ls;
       if (accumulate & FW_WG_LEAVE_PARTS) ws[((ulong)s * rows + r) * out + o] = v;
       total = s == 0 ? v : total + v;
     }
