@@ -36,8 +36,8 @@ var forwardABI = func() map[string]struct {
 		// The fused rope + kv store.
 		"rope_kv_store_f32": {[]int{8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4}, 256},
 		// It and attention_warps_f32 in one launch: attention's arguments,
-		// then inv_freq, slots, num_slots, and the q|k|v partials ws, bias, parts.
-		"rope_attention_warps_f32": {[]int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4, 8, 8, 4, 8, 8, 4}, 128},
+		// then inv_freq, slots, num_slots, the q|k|v partials ws, bias, parts, and o's image xs, split.
+		"rope_attention_warps_f32": {[]int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4, 8, 8, 4, 8, 8, 4, 8, 4}, 128},
 	}
 	for _, w := range []string{"f32", "f16", "bf16"} {
 		m["embed_"+w] = k{[]int{8, 8, 8, 4, 4, 4}, 256}

@@ -152,8 +152,10 @@ const EnvGPUEarlyStart = "HIPGO_GPU_EARLY_START"
 
 // EnvGPUFused turns the fused kernels off when "0": the GPU backend then
 // launches rope_f32 and kv_store_f32 where rope_kv_store_f32 does both,
-// and silu_mul_f32 and wg_split_x_W where wg_silu_split_x_W does (the same
-// bytes, so it exists to measure them); "1" or unset: on.
+// silu_mul_f32 and wg_split_x_W where wg_silu_split_x_W or the gate|up
+// product makes down's image, and wg_split_x_W where the decode attention
+// makes o's (the same bytes, so it exists to measure them); "1" or unset:
+// on.
 const EnvGPUFused = "HIPGO_GPU_FUSED"
 
 // EnvGPUWarpgroupMMA turns the warpgroup-MMA products off when "0": on a

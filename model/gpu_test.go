@@ -364,27 +364,37 @@ func TestGPUFoldedAddsMatchTheCPU(t *testing.T) {
 	}
 }
 
-// TestGPURoPEInAttentionMatchesTheCPU: 64 sequences of foldSpec (4 kv
-// heads: 256 blocks of attention_warps_f32) decoded greedily in one batch
-// each get the tokens the CPU gives them alone, with the fused kernels
-// (each decode step's rope and kv store run in rope_attention_warps_f32;
-// on a compute capability 9.0 GPU q|k|v, of 64 rows, also runs on
-// matmul_wgs_W and leaves its partials to it) and without them (HIPGO_GPU_FUSED=0:
-// rope_kv_store_f32 and attention_warps_f32, q|k|v on the pair). That
-// the fused kernel writes the unfused launches' bytes is
-// model/internal/hostkern's TestRoPEAttentionWarps. The fused kernels run
-// again with decode graphs and the lookahead (the tokens only).
+// TestGPURoPEInAttentionMatchesTheCPU: 64 and 32 sequences of foldSpec
+// with the Llama-3.2-1B heads (32 of 64 dims, 8 kv heads: 512 and 256
+// blocks of attention_warps_f32) decoded greedily in one batch each get
+// the tokens the CPU gives them alone, with the fused kernels (each decode
+// step's rope and kv store run in rope_attention_warps_f32) and without
+// them (HIPGO_GPU_FUSED=0: rope_kv_store_f32 and attention_warps_f32). On
+// a compute capability 9.0 GPU, with them, at 64 rows q|k|v also runs on
+// matmul_wgs_W and leaves its partials to that kernel; at 32 the attention
+// writes o's image and gate|up (intermediate 4224: in whole) down's, so a
+// decode layer launches no wg_split_x_W, silu_mul_f32 or
+// wg_silu_split_x_W (three splits and silu_mul_f32 without them). That
+// the fused kernels write the unfused launches' bytes is
+// model/internal/hostkern's TestRoPEAttentionWarps,
+// TestRoPEAttentionWarpsImage and TestMatMulWGSilu. The fused kernels run
+// again with decode graphs and the lookahead (64 sequences, the tokens
+// only).
 func TestGPURoPEInAttentionMatchesTheCPU(t *testing.T) {
 	dev := openGPU(t)
 	ctx := context.Background()
 	spec := foldSpec()
 	spec.Layers = 1 // cheaper on the sim (and under -race)
+	spec.Heads, spec.KVHeads = 32, 8
+	// 66 tiles of gate|up's 128 outputs: in whole, so that it can write
+	// down's image itself.
+	spec.Intermediate = 4224
 	fsys := specFS(t, spec)
 	cm, err := LoadFS(fsys, WithoutTokenizer())
 	require.NoError(t, err)
-	const seqs, steps = 64, 3
-	prompt := make([][]uint32, seqs)
-	want := make([][]uint32, seqs)
+	const steps = 3
+	prompt := make([][]uint32, 64)
+	want := make([][]uint32, len(prompt))
 	for i := range prompt {
 		prompt[i] = testTokens(3+i%13, spec.Vocab)[i%3:]
 		res, err := cm.GenerateTokens(ctx, prompt[i], GenerateOptions{MaxTokens: steps}, nil)
@@ -394,8 +404,11 @@ func TestGPURoPEInAttentionMatchesTheCPU(t *testing.T) {
 	hopper := dev.Info().Arch == "sm_90"
 	// The launch counts are of plain launches, one step at a time; the
 	// last run replays decode graphs with the lookahead, tokens only.
-	for _, c := range []struct{ fused, graphs string }{{"1", "0"}, {"0", "0"}, {"1", "1"}} {
-		fused := c.fused
+	for _, c := range []struct {
+		seqs          int
+		fused, graphs string
+	}{{64, "1", "0"}, {64, "0", "0"}, {32, "1", "0"}, {32, "0", "0"}, {64, "1", "1"}} {
+		fused, seqs := c.fused, c.seqs
 		t.Setenv(EnvGPUFused, fused)
 		t.Setenv(EnvGPUGraphs, c.graphs)
 		t.Setenv(EnvGPULookahead, c.graphs)
@@ -410,9 +423,10 @@ func TestGPURoPEInAttentionMatchesTheCPU(t *testing.T) {
 		}
 		got := make([][]uint32, seqs)
 		launched := gm.be.(*gpuBackend).b.Launched
-		var ropeIn, wgs int64
+		var ropeIn, wgs, splits, silus int64
+		silu := func() int64 { return launched("silu_mul_f32") + launched("wg_silu_split_x_bf16") }
 		for step := range steps {
-			r0, w0 := launched("rope_attention_warps_f32"), launched("matmul_wgs_bf16")
+			r0, w0, s0, u0 := launched("rope_attention_warps_f32"), launched("matmul_wgs_bf16"), launched("wg_split_x_bf16"), silu()
 			toks, err := b.Step(ctx)
 			require.NoError(t, err)
 			for _, tok := range toks {
@@ -420,20 +434,22 @@ func TestGPURoPEInAttentionMatchesTheCPU(t *testing.T) {
 			}
 			if step > 0 { // the decode steps (the first feeds the prompts)
 				ropeIn, wgs = ropeIn+launched("rope_attention_warps_f32")-r0, wgs+launched("matmul_wgs_bf16")-w0
+				splits += launched("wg_split_x_bf16") - s0
+				silus += silu() - u0
 			}
 		}
 		b.Close()
 		require.NoError(t, gm.Close())
 		for i := range seqs {
-			require.Equal(t, want[i], got[i], "HIPGO_GPU_FUSED=%s, graphs %s: sequence %d", fused, c.graphs, i)
+			require.Equal(t, want[i], got[i], "%d sequences, HIPGO_GPU_FUSED=%s, graphs %s: sequence %d", seqs, fused, c.graphs, i)
 		}
 		if c.graphs == "1" {
 			t.Logf("HIPGO_GPU_FUSED=1 with decode graphs and the lookahead: %d sequences, %d greedy tokens each, the CPU's", seqs, steps)
 			continue
 		}
 		decodeLayers := int64((steps - 1) * spec.Layers)
-		t.Logf("HIPGO_GPU_FUSED=%s: %d sequences, %d greedy tokens each, the CPU's; in %d decode layers %d rope_attention_warps_f32 and %d matmul_wgs_bf16 launches",
-			fused, seqs, steps, decodeLayers, ropeIn, wgs)
+		t.Logf("HIPGO_GPU_FUSED=%s: %d sequences, %d greedy tokens each, the CPU's; in %d decode layers %d rope_attention_warps_f32, %d matmul_wgs_bf16, %d wg_split_x_bf16 and %d silu launches",
+			fused, seqs, steps, decodeLayers, ropeIn, wgs, splits, silus)
 		switch {
 		case fused == "0":
 			require.Zero(t, ropeIn)
@@ -445,10 +461,18 @@ func TestGPURoPEInAttentionMatchesTheCPU(t *testing.T) {
 		switch {
 		case !hopper:
 			require.Zero(t, wgs)
-		case fused == "1":
+		case fused == "0":
+			require.Equal(t, 3*decodeLayers, wgs, "o, gate|up and down; q|k|v on the pair")
+			require.Equal(t, 3*decodeLayers, splits, "o's, gate|up's and down's images")
+			require.Equal(t, decodeLayers, silus, "silu_mul_f32")
+		case seqs == 64:
 			require.Equal(t, 4*decodeLayers, wgs, "q|k|v, o, gate|up and down")
+			require.Equal(t, decodeLayers, splits, "o's: the norms write q|k|v's and gate|up's images")
+			require.Equal(t, decodeLayers, silus, "wg_silu_split_x_bf16")
 		default:
 			require.Equal(t, 3*decodeLayers, wgs, "o, gate|up and down; q|k|v on the pair")
+			require.Zero(t, splits, "the norms write q|k|v's and gate|up's images, the attention o's, gate|up down's")
+			require.Zero(t, silus, "gate|up writes down's image: no silu_mul_f32 or wg_silu_split_x_bf16")
 		}
 	}
 }

@@ -209,14 +209,18 @@ func TestSimGPUTensorCoreMatmulFromSixteenRows(t *testing.T) {
 // in 16 parts: the partial sums and the zeroed group counts, which the
 // simulated twin checks, with its grid rule), the
 // others through the tc_split_x_W + matmul_tcx_W pair, and the logits are
-// the CPU forward's; HIPGO_GPU_WGMMA=0 keeps the pair everywhere.
+// the CPU forward's; HIPGO_GPU_WGMMA=0 keeps the pair everywhere. At 64
+// rows gate|up writes its output and down splits silu(gate) * up from it
+// (wg_silu_split_x_W); with 32 or fewer it writes down's image itself
+// (FW_WG_SILU: neither silu_mul_f32 nor wg_silu_split_x_W).
 func TestSimGPUWarpgroupProducts(t *testing.T) {
 	ctx := context.Background()
 	spec := warpgroupSpec()
-	prompt := testTokens(64, spec.Vocab)
-	want, err := loadSpec(t, spec).NewSession().Forward(ctx, prompt, false)
-	require.NoError(t, err)
-	run := func(t *testing.T) (wg, wgs, tcx int64) {
+	cm := loadSpec(t, spec)
+	run := func(t *testing.T, n int) (wg, wgs, tcx int64) {
+		prompt := testTokens(n, spec.Vocab)
+		want, err := cm.NewSession().Forward(ctx, prompt, false)
+		require.NoError(t, err)
 		faults := &gpusim.Faults{}
 		m := loadSpec(t, spec, WithDevice(simDevice(t, faults)))
 		s := m.NewSession()
@@ -225,13 +229,19 @@ func TestSimGPUWarpgroupProducts(t *testing.T) {
 		require.NoError(t, err)
 		require.Less(t, relDiff32(want, got), 1e-5)
 		images := faults.Launched("tc_split_x_bf16") + faults.Launched("wg_split_x_bf16") + faults.Launched("wg_silu_split_x_bf16")
+		if n <= 32 && faults.Launched("matmul_wg_bf16") > 0 {
+			require.Zero(t, faults.Launched("silu_mul_f32")+faults.Launched("wg_silu_split_x_bf16"), "gate|up writes down's image")
+			images++
+		}
 		require.Equal(t, productLaunches(faults.Launched, "bf16"), images+faults.Launched("rmsnorm_fused_bf16"), "one image of x for every product: the norms write q|k|v's and gate|up's")
 		return faults.Launched("matmul_wg_bf16"), faults.Launched("matmul_wgs_bf16"), faults.Launched("matmul_tcx_bf16")
 	}
-	wg, wgs, tcx := run(t)
-	require.Equal(t, [3]int64{1, 1, 2}, [3]int64{wg, wgs, tcx}, "gate|up on matmul_wg_bf16, down on matmul_wgs_bf16, q|k|v and o on the pair")
+	for _, n := range []int{64, 32} {
+		wg, wgs, tcx := run(t, n)
+		require.Equal(t, [3]int64{1, 1, 2}, [3]int64{wg, wgs, tcx}, "%d rows: gate|up on matmul_wg_bf16, down on matmul_wgs_bf16, q|k|v and o on the pair", n)
+	}
 	t.Setenv(EnvGPUWarpgroupMMA, "0")
-	wg, wgs, tcx = run(t)
+	wg, wgs, tcx := run(t, 64)
 	require.Equal(t, [3]int64{0, 0, 4}, [3]int64{wg, wgs, tcx}, "HIPGO_GPU_WGMMA=0: every product on the pair")
 }
 

@@ -165,12 +165,12 @@ void rope_attention_warps_f32(float* out, float* qkv, float* k_cache, float* v_c
                               uint32_t block_size, uint32_t tokens, uint32_t heads, uint32_t kv_heads,
                               uint32_t headdim, uint32_t stride, float scale, const float* inv_freq,
                               const uint32_t* slots, uint32_t num_slots, const float* ws, const float* bias,
-                              uint32_t parts) {
+                              uint32_t parts, fw_u32x4* xs, uint32_t split) {
   static float gm[FW_ABK_MAX_GROUP * FW_ATW_MAX_UNITS], gl[FW_ABK_MAX_GROUP * FW_ATW_MAX_UNITS],
       wt[FW_ABK_MAX_GROUP * FW_ATW_MAX_UNITS], part[FW_ATW_PART];
   ::rope_attention_warps_f32(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens,
-                             heads, kv_heads, headdim, stride, scale, inv_freq, slots, num_slots, ws, bias, parts, gm,
-                             gl, wt, part, TG);
+                             heads, kv_heads, headdim, stride, scale, inv_freq, slots, num_slots, ws, bias, parts,
+                             (uint32_t*)xs, split, gm, gl, wt, part, TG);
 }
 void attention_prefill_f32(float* out, const float* qkv, const float* k_cache, const float* v_cache,
                            const uint32_t* q_seq, const uint32_t* q_pos, const uint32_t* block_tables,
@@ -328,7 +328,8 @@ const std::map<std::string, Kernel> kernels = {
         FWK(rope_attention_warps_f32)(P<float>(a, 0), P<float>(a, 1), P<float>(a, 2), P<float>(a, 3),
                                       P<uint32_t>(a, 4), P<uint32_t>(a, 5), P<uint32_t>(a, 6), U(a, 7), U(a, 8),
                                       U(a, 9), U(a, 10), U(a, 11), U(a, 12), U(a, 13), F(a, 14), P<float>(a, 15),
-                                      P<uint32_t>(a, 16), U(a, 17), P<float>(a, 18), P<float>(a, 19), U(a, 20));
+                                      P<uint32_t>(a, 16), U(a, 17), P<float>(a, 18), P<float>(a, 19), U(a, 20),
+                                      P<fw_u32x4>(a, 21), U(a, 22));
       }}},
     {"attention_prefill_f32",
      {FW_ATTP_THREADS,

@@ -98,11 +98,12 @@ func TestForwardKernelsSignatures(t *testing.T) {
 	require.Equal(t, a.Args, aw.Args, "attention_warps_f32 takes attention_f32's arguments")
 	require.Equal(t, []Threadgroup{{0, "gm", 512}, {1, "gl", 512}, {2, "wt", 512}, {3, "part", 16384}}, aw.Threadgroup)
 	ra, _ := m.Kernel("rope_attention_warps_f32")
-	require.Len(t, ra.Args, 21)
+	require.Len(t, ra.Args, 23)
 	for i := range aw.Args {
 		require.Equal(t, aw.Args[i].Size, ra.Args[i].Size, "rope_attention_warps_f32 starts with attention_warps_f32's arguments (%d)", i)
 	}
 	require.Equal(t, Arg{Index: 20, Name: "parts", Type: "uint", AddressSpace: "constant", Size: 4}, ra.Args[20])
+	require.Equal(t, Arg{Index: 22, Name: "split", Type: "uint", AddressSpace: "constant", Size: 4}, ra.Args[22])
 	require.Equal(t, aw.Threadgroup, ra.Threadgroup)
 	r, _ := m.Kernel("rmsnorm_f16")
 	require.Equal(t, []Threadgroup{{0, "part", 32}}, r.Threadgroup)

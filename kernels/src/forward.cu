@@ -1213,7 +1213,14 @@ DEVICE void matmul_tcx(float* y, const fw_u32x4* xs, const W* w, const float* bi
 // only writes its partial sums to ws and leaves: no y, no count, and the
 // adds (the same, in split order) are rmsnorm_fused_W's. On the H200 the
 // last block's adds cost a split product about 4 us at 32 rows
-// (docs/generate.md).
+// (docs/generate.md). With accumulate = FW_WG_SILU (4; in whole, ks >= in,
+// and out a multiple of 128, else it writes nothing) the product is
+// gate|up, out = 2 inter: block b's two warpgroups take gate's outputs 64
+// b .. 64 b + 63 and up's inter + 64 b .., and instead of y the block
+// writes stage b of the image wg_silu_split_x_W would make (for the down
+// product after it) of that y, into y taken as the image (fw_u32x4*):
+// the same bytes as the product with accumulate 0 (bias included) and that
+// kernel, without y's round trip or the launch.
 //
 // One source for every port: on sm_90a (the sm_90a PTX) the MMA is the
 // wgmma instruction; elsewhere wg_mma computes the same tile from shared
@@ -1227,6 +1234,7 @@ DEVICE void matmul_tcx(float* y, const fw_u32x4* xs, const W* w, const float* bi
 #define FW_WG_TN 128     // outputs per block
 #define FW_WG_SBO 1024u  // bytes between 8-row atoms
 #define FW_WG_LEAVE_PARTS 2u  // accumulate: write the split partials, not y
+#define FW_WG_SILU 4u         // accumulate: gate|up, writing down's image of silu(gate) * up, not y
 
 #if defined(__NVPTX__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define FW_WG_NATIVE 1
@@ -1238,6 +1246,13 @@ DEVICE void matmul_tcx(float* y, const fw_u32x4* xs, const W* w, const float* bi
 DEVICE uint32_t wg_rows(uint32_t rows) { return (rows + 15u) & ~15u; }
 DEVICE uint32_t wg_stages(uint32_t in) { return (in + 63u) / 64u; }
 DEVICE uint32_t wg_unit(uint32_t i, uint32_t q) { return (i / 8u) * 64u + (i % 8u) * 8u + (q ^ (i % 8u)); }
+// wg_out_row: the output (row of w) of row i < 128 of the block whose
+// tile starts at o0: o0 + i, or with half = out / 2 (FW_WG_SILU) gate's
+// o0 / 2 + i for i < 64 and up's half + o0 / 2 + i - 64.
+DEVICE uint32_t wg_out_row(uint32_t i, uint32_t o0, uint32_t half) {
+  if (!half) return o0 + i;
+  return i < 64u ? o0 / 2u + i : half + o0 / 2u + (i - 64u);
+}
 
 // wg_load8: the 8 values of row r from k (zeros past rows and in) of x
 // [rows, in], or with SILU of silu_mul_f32's output computed from gu
@@ -1548,14 +1563,14 @@ DEVICE void wg_copy16(void* dst, const void* src, bool valid) { async_copy16(dst
 // then x's stage of the image (contiguous).
 template <typename W, uint32_t XU, uint32_t THREADS = FW_WG_THREADS>
 DEVICE void wg_load_stage(fw_u32x4* smem, const W* w, const fw_u32x4* xsrc, uint32_t in, uint32_t out,
-                          uint32_t o0, uint32_t k0, uint32_t c, uint32_t nck) {
+                          uint32_t o0, uint32_t half, uint32_t k0, uint32_t c, uint32_t nck) {
   constexpr uint32_t WU = FW_WG_TN * FW_WG_KC * 2u / 16u;
   if (c < nck) {
     fw_u32x4* dst = smem + (c % FW_WG_STAGES) * (WU + XU);
     const uint32_t kc = k0 + FW_WG_KC * c;
     for (uint32_t u = thread_idx_x(); u < WU; u += THREADS) {
       const uint32_t row = u / 8u, q = u % 8u;
-      const uint32_t o = o0 + row, k = kc + 8u * q;
+      const uint32_t o = wg_out_row(row, o0, half), k = kc + 8u * q;
       const bool valid = o < out && k < in;
       wg_copy16(dst + wg_unit(row, q), valid ? (const void*)(w + (uint64_t)o * in + k) : (const void*)w, valid);
     }
@@ -1640,6 +1655,45 @@ DEVICE void wg_finish(fw_u32x4* smem, float* y, const float* bias, float* ws, ui
   if (splits > 1 && tid == 0) cnt[grp] = 0u;
 }
 
+// wg_finish_silu: the epilogue with FW_WG_SILU (see matmul_wg_W): block
+// grp's gate and up values (warpgroups 0 and 1), each as fw_mm_store would
+// write it with accumulate 0, through shared memory, then stage grp of
+// the image of silu_mul_f32's output (wg_load8's expression), written as
+// wg_silu_split_x_W writes it; rows past rows zero. Every thread of the
+// block (THREADS) calls it.
+template <typename W, uint32_t N, uint32_t THREADS>
+DEVICE void wg_finish_silu(fw_u32x4* smem, fw_u32x4* img, const float* bias, const float* acc, uint32_t rows,
+                           uint32_t out, uint32_t grp) {
+  const uint32_t tid = thread_idx_x(), lane = tid & 31u, g = lane >> 2, t = lane & 3u;
+  const uint32_t wg = tid / 128u, warp = (tid / 32u) % 4u, half = out / 2u;
+  constexpr uint32_t R = N / 2u, HJ = N / 16u;
+  constexpr uint32_t P = 65;  // floats a row: consecutive rows on other banks
+  float* s = (float*)smem;     // [2][R][P]: gate's, then up's, values of the block's 64 columns
+  block_sync();             // every warpgroup is done with the ring
+  if (wg < 2u) {
+#pragma unroll
+    for (uint32_t j = 0; j < HJ; ++j)
+#pragma unroll
+      for (uint32_t e = 0; e < 4; ++e) {
+        const uint32_t r = 8u * j + 2u * t + (e & 1u), c = 16u * warp + g + 8u * (e >> 1);
+        float v = acc[4u * j + e] + acc[4u * (j + HJ) + e];
+        if (bias) v += bias[wg * half + 64u * grp + c];
+        s[(wg * R + r) * P + c] = v;
+      }
+  }
+  block_sync();
+  for (uint32_t u = tid; u < R * 8u; u += THREADS) {
+    const uint32_t r = u % R, q = u / R;
+    float v[8];
+#pragma unroll
+    for (uint32_t e = 0; e < 8; ++e) {
+      const float gv = s[r * P + 8u * q + e], uv = s[(R + r) * P + 8u * q + e];
+      v[e] = r < rows ? gv / (1.0f + mf_expf(-gv)) * uv : 0.0f;
+    }
+    wg_store8<W>(img, v, R, r, q, grp);
+  }
+}
+
 // matmul_wg_n: the product for N = 2R columns, by THREADS threads (256, or
 // matmul_wgs_W's 384 where it is not native: the third warpgroup only
 // copies).
@@ -1657,8 +1711,9 @@ DEVICE void matmul_wg_n(fw_u32x4* smem, float* y, const fw_u32x4* xs, const W* w
   // A launch with less shared memory than the ring (and its alignment
   // slack) writes nothing.
   if (wg_dynamic_smem() < 1024u + STAGES * (WU + XU) * 16u) return;
+  if (accumulate == FW_WG_SILU && (splits != 1u || out % 128u != 0u)) return;
   const uint32_t wg = thread_idx_x() / 128u;
-  const uint32_t o0 = grp * FW_WG_TN;
+  const uint32_t o0 = grp * FW_WG_TN, half = accumulate == FW_WG_SILU ? out / 2u : 0u;
   const uint32_t k0 = split * ks, kn = in - k0 < ks ? in - k0 : ks;
   const uint32_t nck = (kn + FW_WG_KC - 1u) / FW_WG_KC;
   const fw_u32x4* xsrc = xs + (uint64_t)(k0 / FW_WG_KC) * XU;
@@ -1667,14 +1722,14 @@ DEVICE void matmul_wg_n(fw_u32x4* smem, float* y, const fw_u32x4* xs, const W* w
 #pragma unroll
   for (uint32_t i = 0; i < N / 2; ++i) acc[i] = 0.0f;
 #pragma unroll
-  for (uint32_t s = 0; s + 1 < STAGES; ++s) wg_load_stage<W, XU, THREADS>(smem, w, xsrc, in, out, o0, k0, s, nck);
+  for (uint32_t s = 0; s + 1 < STAGES; ++s) wg_load_stage<W, XU, THREADS>(smem, w, xsrc, in, out, o0, half, k0, s, nck);
   for (uint32_t c = 0; c < nck; ++c) {
     // Stage c has landed for every thread, and every warpgroup is done
     // with stage c - 1, whose slot the next copies take.
     async_wait<STAGES - 2>();
     wg_proxy_fence();
     block_sync();
-    wg_load_stage<W, XU, THREADS>(smem, w, xsrc, in, out, o0, k0, c + STAGES - 1u, nck);
+    wg_load_stage<W, XU, THREADS>(smem, w, xsrc, in, out, o0, half, k0, c + STAGES - 1u, nck);
     const uint32_t slot = (c % STAGES) * (WU + XU) * 16u;  // bytes
     if (THREADS == FW_WG_THREADS || wg < 2u) {  // warpgroup-uniform; matmul_wg_W's own block: always
       wg_fence();
@@ -1687,7 +1742,9 @@ DEVICE void matmul_wg_n(fw_u32x4* smem, float* y, const fw_u32x4* xs, const W* w
   }
   async_wait<0>();
 
-  if (accumulate & FW_WG_LEAVE_PARTS)  // its own copy of the epilogue: the adds' registers stay as they were
+  if (half)
+    wg_finish_silu<W, N, THREADS>(smem, (fw_u32x4*)y, bias, acc, rows, out, grp);
+  else if (accumulate & FW_WG_LEAVE_PARTS)  // its own copy of the epilogue: the adds' registers stay as they were
     wg_finish<N, true>(smem, y, bias, ws, cnt, acc, rows, out, accumulate, o0, split, splits, grp);
   else
     wg_finish<N>(smem, y, bias, ws, cnt, acc, rows, out, accumulate, o0, split, splits, grp);
@@ -1806,8 +1863,9 @@ DEVICE void matmul_wgs_n(fw_u32x4* smem, uint64_t* bars, float* y, const fw_u32x
   uint32_t stages = (wg_dynamic_smem() - 1024u) / ((WU + XU) * 16u);
   if (wg_dynamic_smem() < 1024u || stages < 2u) return;
   if (stages > FW_WGS_MAX_STAGES) stages = FW_WGS_MAX_STAGES;
+  if (accumulate == FW_WG_SILU && (splits != 1u || out % 128u != 0u)) return;
   const uint32_t tid = thread_idx_x(), wg = tid / 128u;
-  const uint32_t o0 = grp * FW_WG_TN;
+  const uint32_t o0 = grp * FW_WG_TN, half = accumulate == FW_WG_SILU ? out / 2u : 0u;
   const uint32_t k0 = split * ks, kn = in - k0 < ks ? in - k0 : ks;
   const uint32_t nck = (kn + FW_WG_KC - 1u) / FW_WG_KC;
   const fw_u32x4* xsrc = xs + (uint64_t)(k0 / FW_WG_KC) * XU;
@@ -1832,7 +1890,7 @@ DEVICE void matmul_wgs_n(fw_u32x4* smem, uint64_t* bars, float* y, const fw_u32x
 #pragma unroll
       for (uint32_t u = p; u < WU; u += 128u) {
         const uint32_t row = u / 8u, q = u % 8u;
-        const uint32_t o = o0 + row, k = kc + 8u * q;
+        const uint32_t o = wg_out_row(row, o0, half), k = kc + 8u * q;
         const bool valid = o < out && k < in;
         wg_copy16(dst + wg_unit(row, q), valid ? (const void*)(w + (uint64_t)o * in + k) : (const void*)w, valid);
       }
@@ -1861,7 +1919,9 @@ DEVICE void matmul_wgs_n(fw_u32x4* smem, uint64_t* bars, float* y, const fw_u32x
     }
     wg_wait<0>();
   }
-  if (accumulate & FW_WG_LEAVE_PARTS)  // its own copy of the epilogue: the adds' registers stay as they were
+  if (half)
+    wg_finish_silu<W, N, FW_WGS_THREADS>(smem, (fw_u32x4*)y, bias, acc, rows, out, grp);
+  else if (accumulate & FW_WG_LEAVE_PARTS)  // its own copy of the epilogue: the adds' registers stay as they were
     wg_finish<N, true>(smem, y, bias, ws, cnt, acc, rows, out, accumulate, o0, split, splits, grp);
   else
     wg_finish<N>(smem, y, bias, ws, cnt, acc, rows, out, accumulate, o0, split, splits, grp);
@@ -2887,6 +2947,60 @@ DEVICE void fw_rope_kv_head(float* qkv, float* k_cache, float* v_cache, const ui
 #undef FW_RAW_HEAD
 }
 
+// fw_atw_merged: value d of head h's output, merge slot hh of part: its
+// groups' outputs weighted by wt, added in group order, over the same
+// weighted sum of their sums.
+template <uint32_t U, uint32_t CW>
+DEVICE float fw_atw_merged(const float* part, const float (*gl)[FW_ATW_MAX_UNITS],
+                           const float (*wt)[FW_ATW_MAX_UNITS], uint32_t h, uint32_t hh, uint32_t d) {
+  float a = 0.0f, l = 0.0f;
+  for (uint32_t k = 0; k < U; ++k) {
+    const float w = wt[h][k];
+    l = mf_fma(gl[h][k], w, l);
+    a = mf_fma(part[(hh * U + k) * CW + d], w, a);
+  }
+  return a / l;
+}
+
+// fw_wg_store_col: wg_store8 of row r's 8 values v from column col (a
+// multiple of 8) into an image of R rows in split's type (FW_SPLIT_WG_*).
+DEVICE void fw_wg_store_col(fw_u32x4* xs, uint32_t split, const float* v, uint32_t R, uint32_t r, uint32_t col) {
+  if (split == FW_SPLIT_WG_BF16)
+    wg_store8<fw_bf16>(xs, v, R, r, (col % 64u) / 8u, col / 64u);
+  else
+    wg_store8<fw_f16>(xs, v, R, r, (col % 64u) / 8u, col / 64u);
+}
+
+// fw_wg_store_one: value v of row r, column col into an image of R rows in
+// split's type (FW_SPLIT_WG_*): its hi and lo halves, wg_store8's bytes for
+// it, so that the threads of a row's 8 values write it together.
+DEVICE void fw_wg_store_one(fw_u32x4* xs, uint32_t split, float v, uint32_t R, uint32_t r, uint32_t col) {
+  uint32_t hi, lo;
+  if (split == FW_SPLIT_WG_BF16)
+    tc_split<fw_bf16>(v, 0.0f, &hi, &lo);
+  else
+    tc_split<fw_f16>(v, 0.0f, &hi, &lo);
+  fw_u32x4* stage = xs + (uint64_t)(col / 64u) * R * 16u;
+  const uint32_t q = (col % 64u) / 8u, e = col % 8u;
+  ((uint16_t*)(stage + wg_unit(r, q)))[e] = (uint16_t)hi;
+  ((uint16_t*)(stage + wg_unit(R + r, q)))[e] = (uint16_t)lo;
+}
+
+// fw_atw_image_zeros: the zeros of o's image that block (t, kvh) of
+// rope_attention_warps_f32 writes: its heads' columns of the rows past
+// tokens that it owns (t + tokens, t + 2 tokens, ... below R), and for the
+// last kv head the columns from heads * headdim to the end of the image's
+// last stage, in those rows and in row t.
+DEVICE void fw_atw_image_zeros(fw_u32x4* xs, uint32_t split, uint32_t t, uint32_t kvh, uint32_t tokens,
+                               uint32_t heads, uint32_t kv_heads, uint32_t headdim) {
+  const uint32_t R = wg_rows(tokens), in = heads * headdim, width = heads / kv_heads * headdim / 8u;
+  const uint32_t c0 = kvh * width, c1 = kvh + 1u == kv_heads ? wg_stages(in) * 8u : c0 + width;
+  const float zero[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+  for (uint32_t r = t; r < R; r += tokens)
+    for (uint32_t c = c0 + thread_idx_x(); c < c1; c += FW_ATW_THREADS)
+      if (r >= tokens || 8u * c >= in) fw_wg_store_col(xs, split, zero, R, r, 8u * c);
+}
+
 // attention_warps: the kernel's body for at most G query heads a kv head
 // (a power of two up to LK), key groups of LK lanes, C columns a lane, a
 // ring of R keys.
@@ -2896,7 +3010,7 @@ DEVICE void attention_warps(float* out, const float* qkv, const float* k_cache, 
                             uint32_t max_blocks, uint32_t block_size, uint32_t tokens, uint32_t heads,
                             uint32_t kv_heads, uint32_t headdim, uint32_t stride, float scale,
                             float (*gm)[FW_ATW_MAX_UNITS], float (*gl)[FW_ATW_MAX_UNITS],
-                            float (*wt)[FW_ATW_MAX_UNITS], float* part) {
+                            float (*wt)[FW_ATW_MAX_UNITS], float* part, fw_u32x4* xs, uint32_t split) {
   constexpr uint32_t T = FW_ATW_THREADS, U = T / LK, HL = LK / G, CW = 4 * LK * C, HR = FW_ATW_PART / (U * CW);
   static_assert(G >= 1 && G <= LK && U <= FW_ATW_MAX_UNITS && HR >= 1 && G * U <= T,
                 "heads over a group's lanes, key groups, merge rounds, weights");
@@ -3037,14 +3151,12 @@ DEVICE void attention_warps(float* out, const float* qkv, const float* k_cache, 
     }
     const uint32_t nh = group - h0 < HR ? group - h0 : HR;
     for (uint32_t i = tid; i < nh * headdim; i += T) {
-      const uint32_t hh = i / headdim, d = i % headdim, h = h0 + hh;
-      float a = 0.0f, l = 0.0f;
-      for (uint32_t k = 0; k < U; ++k) {
-        const float w = wt[h][k];
-        l = mf_fma(gl[h][k], w, l);
-        a = mf_fma(part[(hh * U + k) * CW + d], w, a);
-      }
-      out[(uint64_t)t * heads * headdim + (uint64_t)(kvh * group + h) * headdim + d] = a / l;
+      const uint32_t hh = i / headdim, d = i % headdim, h = h0 + hh, col = (kvh * group + h) * headdim + d;
+      const float v = fw_atw_merged<U, CW>(part, gl, wt, h, hh, d);
+      if (split)  // o's image (headdim % 8 == 0)
+        fw_wg_store_one(xs, split, v, wg_rows(tokens), t, col);
+      else
+        out[(uint64_t)t * heads * headdim + col] = v;
     }
   }
 }
@@ -3056,11 +3168,11 @@ DEVICE void attention_warps_for(float* out, const float* qkv, const float* k_cac
                                 uint32_t max_blocks, uint32_t block_size, uint32_t tokens, uint32_t heads,
                                 uint32_t kv_heads, uint32_t headdim, uint32_t stride, float scale,
                                 float (*gm)[FW_ATW_MAX_UNITS], float (*gl)[FW_ATW_MAX_UNITS],
-                                float (*wt)[FW_ATW_MAX_UNITS], float* part) {
+                                float (*wt)[FW_ATW_MAX_UNITS], float* part, fw_u32x4* xs, uint32_t split) {
   const uint32_t group = heads / kv_heads;
 #define FW_ATW_BODY(G, LK, C, R)                                                                                  \
   attention_warps<G, LK, C, R>(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, \
-                               tokens, heads, kv_heads, headdim, stride, scale, gm, gl, wt, part)
+                               tokens, heads, kv_heads, headdim, stride, scale, gm, gl, wt, part, xs, split)
   // Bodies for up to 4 heads (the usual groups; MHA runs it with 1) or 8,
   // with key groups as wide as head_dim needs at 2 columns a lane.
   if (group <= 4) {
@@ -3089,7 +3201,7 @@ KERNEL KBOUNDS(FW_ATW_THREADS) void attention_warps_f32(float* out, const float*
   const uint32_t group = heads / kv_heads;
   if (group > FW_ABK_MAX_GROUP || headdim == 0 || headdim > FW_ATT_MAX_HEADDIM) return;
   attention_warps_for(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens, heads,
-                      kv_heads, headdim, stride, scale, gm, gl, wt, part);
+                      kv_heads, headdim, stride, scale, gm, gl, wt, part, nullptr, 0u);
 }
 
 // =====================================================================
@@ -3108,14 +3220,19 @@ KERNEL KBOUNDS(FW_ATW_THREADS) void attention_warps_f32(float* out, const float*
 // slots[t] (skipped when >= num_slots): rope_kv_store_f32's bytes. Then,
 // after a barrier, attention_warps_f32's body. (Issuing the body's loads
 // of the cached keys before the rotation instead was 8% slower end to end
-// on the H200: docs/generate.md.) Block FW_ATW_THREADS, grid tokens *
-// kv_heads.
+// on the H200: docs/generate.md.) Then xs, split: with split 0 the output
+// goes to out; with FW_SPLIT_WG_BF16 or FW_SPLIT_WG_F16 (head_dim a
+// multiple of 8, tokens at most FW_WG_MAX_ROWS; otherwise the kernel
+// writes nothing) it goes, instead, to the image wg_split_x_W would make
+// of out for the product after it (o, in = heads * head_dim), byte for
+// byte, zero rows and columns included, and out is not written: one launch
+// fewer a layer. Block FW_ATW_THREADS, grid tokens * kv_heads.
 // =====================================================================
 KERNEL KBOUNDS(FW_ATW_THREADS) void rope_attention_warps_f32(
     float* out, float* qkv, float* k_cache, float* v_cache, const uint32_t* q_seq, const uint32_t* q_pos,
     const uint32_t* block_tables, uint32_t max_blocks, uint32_t block_size, uint32_t tokens, uint32_t heads,
     uint32_t kv_heads, uint32_t headdim, uint32_t stride, float scale, const float* inv_freq, const uint32_t* slots,
-    uint32_t num_slots, const float* ws, const float* bias, uint32_t parts) {
+    uint32_t num_slots, const float* ws, const float* bias, uint32_t parts, fw_u32x4* xs, uint32_t split) {
   fw_early_start();
   __shared__ float gm[FW_ABK_MAX_GROUP][FW_ATW_MAX_UNITS], gl[FW_ABK_MAX_GROUP][FW_ATW_MAX_UNITS];
   __shared__ float wt[FW_ABK_MAX_GROUP][FW_ATW_MAX_UNITS];
@@ -3123,13 +3240,17 @@ KERNEL KBOUNDS(FW_ATW_THREADS) void rope_attention_warps_f32(
   if (kv_heads == 0 || heads % kv_heads != 0 || block_size == 0) return;
   const uint32_t group = heads / kv_heads;
   if (group > FW_ABK_MAX_GROUP || headdim == 0 || headdim > FW_ATT_MAX_HEADDIM) return;
+  if (split && (split < FW_SPLIT_WG_BF16 || split > FW_SPLIT_WG_F16 || headdim % 8u != 0 ||
+                wg_rows(tokens) > FW_WG_MAX_ROWS))
+    return;
   const uint32_t b = block_idx_x(), t = b / kv_heads, kvh = b % kv_heads;
   if (t >= tokens) return;
   fw_rope_kv_head(qkv, k_cache, v_cache, q_pos, inv_freq, slots, num_slots, ws, bias, parts, t, kvh, tokens, heads,
                   kv_heads, headdim, stride);
   block_sync();  // the block's q heads in qkv and its new key and value in the caches
   attention_warps_for(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens, heads,
-                      kv_heads, headdim, stride, scale, gm, gl, wt, part);
+                      kv_heads, headdim, stride, scale, gm, gl, wt, part, xs, split);
+  if (split) fw_atw_image_zeros(xs, split, t, kvh, tokens, heads, kv_heads, headdim);
 }
 
 // =====================================================================

@@ -1250,13 +1250,35 @@ static inline void fw_rope_kv_head(device float* qkv, device float* k_cache, dev
 #undef FW_RAW_HEAD
 }
 
+// o's image for rope_attention_warps_f32 (see forward.cu); defined with
+// the warpgroup pair's image below.
+static inline uint fw_wg_rows(uint rows);
+static inline void fw_wg_store_one(device uint* xs, uint split, float v, uint R, uint r, uint col);
+static inline void fw_atw_image_zeros(device uint* xs, uint split, uint t, uint kvh, uint tokens, uint heads,
+                                      uint kv_heads, uint headdim, uint tid);
+static inline bool fw_atw_image_ok(uint split, uint tokens, uint headdim);
+
+// fw_atw_merged: value d of head h's output, merge slot hh of part (see
+// forward.cu).
+template <uint U, uint CW>
+static inline float fw_atw_merged(threadgroup const float* part, threadgroup const float* gl,
+                                  threadgroup const float* wt, uint h, uint hh, uint d) {
+  float a = 0.0f, l = 0.0f;
+  for (uint k = 0; k < U; ++k) {
+    const float w = wt[h * FW_ATW_MAX_UNITS + k];
+    l = fma(gl[h * FW_ATW_MAX_UNITS + k], w, l);
+    a = fma(part[(hh * U + k) * CW + d], w, a);
+  }
+  return a / l;
+}
+
 template <uint G, uint LK, uint C, uint R>
 static inline void fw_attention_warps(device float* out, device const float* qkv, device const float* k_cache,
                                       device const float* v_cache, device const uint* q_seq, device const uint* q_pos,
                                       device const uint* block_tables, uint max_blocks, uint block_size, uint tokens,
                                       uint heads, uint kv_heads, uint headdim, uint stride, float scale,
                                       threadgroup float* gm, threadgroup float* gl, threadgroup float* wt,
-                                      threadgroup float* part, uint tid, uint blk) {
+                                      threadgroup float* part, device uint* xs, uint split, uint tid, uint blk) {
   constexpr uint T = FW_ATW_THREADS, U = T / LK, HL = LK / G, CW = 4 * LK * C, HR = FW_ATW_PART / (U * CW);
   constexpr uint MU = FW_ATW_MAX_UNITS;
   const uint group = heads / kv_heads;
@@ -1384,14 +1406,12 @@ static inline void fw_attention_warps(device float* out, device const float* qkv
     }
     const uint nh = group - h0 < HR ? group - h0 : HR;
     for (uint i = tid; i < nh * headdim; i += T) {
-      const uint hh = i / headdim, d = i % headdim, h = h0 + hh;
-      float a = 0.0f, l = 0.0f;
-      for (uint k = 0; k < U; ++k) {
-        const float w = wt[h * MU + k];
-        l = fma(gl[h * MU + k], w, l);
-        a = fma(part[(hh * U + k) * CW + d], w, a);
-      }
-      out[(ulong)t * heads * headdim + (ulong)(kvh * group + h) * headdim + d] = a / l;
+      const uint hh = i / headdim, d = i % headdim, h = h0 + hh, col = (kvh * group + h) * headdim + d;
+      const float v = fw_atw_merged<U, CW>(part, gl, wt, h, hh, d);
+      if (split)  // o's image (headdim % 8 == 0)
+        fw_wg_store_one(xs, split, v, fw_wg_rows(tokens), t, col);
+      else
+        out[(ulong)t * heads * headdim + col] = v;
     }
   }
 }
@@ -1403,11 +1423,12 @@ static inline void fw_attention_warps_for(device float* out, device const float*
                                           device const uint* q_pos, device const uint* block_tables, uint max_blocks,
                                           uint block_size, uint tokens, uint heads, uint kv_heads, uint headdim,
                                           uint stride, float scale, threadgroup float* gm, threadgroup float* gl,
-                                          threadgroup float* wt, threadgroup float* part, uint tid, uint blk) {
+                                          threadgroup float* wt, threadgroup float* part, device uint* xs,
+                                          uint split, uint tid, uint blk) {
   const uint group = heads / kv_heads;
 #define FW_ATW_BODY(G, LK, C, R)                                                                                     \
   fw_attention_warps<G, LK, C, R>(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, \
-                                  tokens, heads, kv_heads, headdim, stride, scale, gm, gl, wt, part, tid, blk)
+                                  tokens, heads, kv_heads, headdim, stride, scale, gm, gl, wt, part, xs, split, tid, blk)
   if (group <= 4) {
     if (headdim <= 64) FW_ATW_BODY(4, 8, 2, FW_ATW_RING);
     else if (headdim <= 128) FW_ATW_BODY(4, 16, 2, FW_ATW_RING);
@@ -1438,7 +1459,7 @@ kernel void attention_warps_f32(device float* out [[buffer(0)]], device const fl
   const uint group = heads / kv_heads;
   if (group > FW_ABK_MAX_GROUP || headdim == 0 || headdim > FW_ATT_MAX_HEADDIM) return;
   fw_attention_warps_for(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens, heads,
-                         kv_heads, headdim, stride, scale, gm, gl, wt, part, tid, blk);
+                         kv_heads, headdim, stride, scale, gm, gl, wt, part, nullptr, 0u, tid, blk);
 }
 
 // =====================================================================
@@ -1459,6 +1480,7 @@ kernel void rope_attention_warps_f32(device float* out [[buffer(0)]], device flo
                                      device const float* inv_freq [[buffer(15)]], device const uint* slots [[buffer(16)]],
                                      constant uint& num_slots [[buffer(17)]], device const float* ws [[buffer(18)]],
                                      device const float* bias [[buffer(19)]], constant uint& parts [[buffer(20)]],
+                                     device uint* xs [[buffer(21)]], constant uint& split [[buffer(22)]],
                                      threadgroup float* gm [[threadgroup(0)]] /* hipgo: 512 bytes */,
                                      threadgroup float* gl [[threadgroup(1)]] /* hipgo: 512 bytes */,
                                      threadgroup float* wt [[threadgroup(2)]] /* hipgo: 512 bytes */,
@@ -1468,13 +1490,15 @@ kernel void rope_attention_warps_f32(device float* out [[buffer(0)]], device flo
   if (kv_heads == 0 || heads % kv_heads != 0 || block_size == 0) return;
   const uint group = heads / kv_heads;
   if (group > FW_ABK_MAX_GROUP || headdim == 0 || headdim > FW_ATT_MAX_HEADDIM) return;
+  if (split && !fw_atw_image_ok(split, tokens, headdim)) return;
   const uint t = blk / kv_heads, kvh = blk % kv_heads;
   if (t >= tokens) return;
   fw_rope_kv_head(qkv, k_cache, v_cache, q_pos, inv_freq, slots, num_slots, ws, bias, parts, t, kvh, tokens, heads,
                   kv_heads, headdim, stride, tid);
   threadgroup_barrier(mem_flags::mem_device);  // the block's q heads in qkv and its new key and value in the caches
   fw_attention_warps_for(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens, heads,
-                         kv_heads, headdim, stride, scale, gm, gl, wt, part, tid, blk);
+                         kv_heads, headdim, stride, scale, gm, gl, wt, part, xs, split, tid, blk);
+  if (split) fw_atw_image_zeros(xs, split, t, kvh, tokens, heads, kv_heads, headdim, tid);
 }
 
 // =====================================================================
@@ -1729,6 +1753,7 @@ FW_TCX_KERNELS(tc_split_x_bf16, matmul_tcx_bf16, fw_bf16)
 #define FW_WG_KC 64
 #define FW_WG_TN 128
 #define FW_WG_LEAVE_PARTS 2u
+#define FW_WG_SILU 4u
 
 static inline uint fw_wg_rows(uint rows) { return (rows + 15u) & ~15u; }
 static inline uint fw_wg_stages(uint in) { return (in + 63u) / 64u; }
@@ -1765,6 +1790,50 @@ static inline void fw_wg_split_x(device uint* xs, device const float* x, uint ro
   }
 }
 
+// fw_wg_part: one split's value of row r against weight row wr over k0 ..
+// k1 - 1: the hi and lo sums, each from +0 in k order, then hi + lo.
+template <typename W>
+static inline float fw_wg_part(device const uint* xs, device const W* wr, uint R, uint r, uint k0, uint k1) {
+  float hs = 0.0f, ls = 0.0f;
+  for (uint k = k0; k < k1; ++k) {
+    const uint c = k / 64u, q = (k % 64u) / 8u, h = k % 8u;
+    device const uint* stage = xs + (ulong)c * R * 64u;
+    const uint shift = 16u * (h % 2u);
+    const float wv = fw_to_f32(wr[k]);
+    hs += wv * fw_tc_widen(W{}, stage[fw_wg_unit(r, q) * 4u + h / 2u] >> shift);
+    ls += wv * fw_tc_widen(W{}, stage[fw_wg_unit(R + r, q) * 4u + h / 2u] >> shift);
+  }
+  return hs + ls;
+}
+
+// fw_matmul_wg_silu: FW_WG_SILU (see forward.cu's matmul_wg_W): block blk's
+// 64 columns c of gate (c) and up (out / 2 + c), each as fw_mm_store
+// writes it, into stage blk of the image of silu_mul_f32's output (img),
+// as fw_wg_split_x writes it (rows past rows zero); in whole only.
+template <typename W>
+static inline void fw_matmul_wg_silu(device uint* img, device const uint* xs, device const W* w,
+                                     device const float* bias, uint rows, uint R, uint in, uint out, uint tid,
+                                     uint blk, uint threads) {
+  const uint half = out / 2u;
+  device uint* stage = img + (ulong)blk * R * 64u;
+  for (uint e = tid; e < R * 32u; e += threads) {
+    const uint r = e / 32u, p = e % 32u;  // columns 2p and 2p + 1 of the block's 64
+    float x[2];
+    for (uint i = 0; i < 2; ++i) {
+      const uint c = 64u * blk + 2u * p + i;
+      float gv = r < rows ? fw_wg_part<W>(xs, w + (ulong)c * in, R, r, 0, in) : 0.0f;
+      float uv = r < rows ? fw_wg_part<W>(xs, w + (ulong)(half + c) * in, R, r, 0, in) : 0.0f;
+      if (bias) gv += bias[c], uv += bias[half + c];
+      x[i] = r < rows ? gv / (1.0f + mf_expf(-gv)) * uv : 0.0f;
+    }
+    uint h, l;
+    fw_split_pair<W>(x[0], x[1], h, l);
+    const uint q = p / 4u, word = p % 4u;
+    stage[fw_wg_unit(r, q) * 4u + word] = h;
+    stage[fw_wg_unit(R + r, q) * 4u + word] = l;
+  }
+}
+
 template <typename W>
 static inline void fw_matmul_wg(device float* y, device const uint* xs, device const W* w, device const float* bias,
                                 device float* ws, uint rows, uint in, uint out, uint accumulate, uint ks, uint tid, uint blk,
@@ -1776,6 +1845,10 @@ static inline void fw_matmul_wg(device float* y, device const uint* xs, device c
   if (splits == 0 || blk % splits != 0) return;  // in = 0: nothing, as forward.cu
   const uint o0 = (blk / splits) * FW_WG_TN;
   if (o0 >= out) return;
+  if (accumulate == FW_WG_SILU) {
+    if (splits == 1u && out % 128u == 0u) fw_matmul_wg_silu<W>((device uint*)y, xs, w, bias, rows, R, in, out, tid, blk, threads);
+    return;
+  }
   for (uint e = tid; e < FW_WG_TN * rows; e += threads) {
     const uint r = e / FW_WG_TN, o = o0 + e % FW_WG_TN;
     if (o >= out) continue;
@@ -1783,16 +1856,7 @@ static inline void fw_matmul_wg(device float* y, device const uint* xs, device c
     float total = 0.0f;
     for (uint s = 0; s < splits; ++s) {
       const uint k0 = s * ks, k1 = in - k0 < ks ? in : k0 + ks;
-      float hs = 0.0f, ls = 0.0f;
-      for (uint k = k0; k < k1; ++k) {
-        const uint c = k / 64u, q = (k % 64u) / 8u, h = k % 8u;
-        device const uint* stage = xs + (ulong)c * R * 64u;
-        const uint shift = 16u * (h % 2u);
-        const float wv = fw_to_f32(wr[k]);
-        hs += wv * fw_tc_widen(W{}, stage[fw_wg_unit(r, q) * 4u + h / 2u] >> shift);
-        ls += wv * fw_tc_widen(W{}, stage[fw_wg_unit(R + r, q) * 4u + h / 2u] >> shift);
-      }
-      const float v = hs + ls;
+      const float v = fw_wg_part<W>(xs, wr, R, r, k0, k1);
       if (accumulate & FW_WG_LEAVE_PARTS) ws[((ulong)s * rows + r) * out + o] = v;
       total = s == 0 ? v : total + v;
     }
@@ -1849,6 +1913,58 @@ FW_WGS_KERNEL(matmul_wgs_bf16, fw_bf16)
 #define FW_SPLIT_TC_F16 2u
 #define FW_SPLIT_WG_BF16 3u
 #define FW_SPLIT_WG_F16 4u
+
+// fw_wg_store_col: row r's 8 values v from column col (a multiple of 8)
+// into an image of R rows in split's type (FW_SPLIT_WG_*), as
+// fw_wg_split_x writes them.
+static inline void fw_wg_store_col(device uint* xs, uint split, thread const float* v, uint R, uint r, uint col) {
+  const uint c = col / 64u, q = (col % 64u) / 8u;
+  device uint* stage = xs + (ulong)c * R * 64u;
+  device uint* hi = stage + fw_wg_unit(r, q) * 4u;
+  device uint* lo = stage + fw_wg_unit(R + r, q) * 4u;
+  for (uint e = 0; e < 4; ++e) {
+    uint h, l;
+    if (split == FW_SPLIT_WG_BF16)
+      fw_split_pair<fw_bf16>(v[2u * e], v[2u * e + 1u], h, l);
+    else
+      fw_split_pair<fw_f16>(v[2u * e], v[2u * e + 1u], h, l);
+    hi[e] = h;
+    lo[e] = l;
+  }
+}
+
+// fw_wg_store_one: value v of row r, column col into an image of R rows in
+// split's type: its hi and lo halves (fw_wg_store_col's bytes for it).
+static inline void fw_wg_store_one(device uint* xs, uint split, float v, uint R, uint r, uint col) {
+  uint h, l;
+  if (split == FW_SPLIT_WG_BF16)
+    fw_split_pair<fw_bf16>(v, 0.0f, h, l);
+  else
+    fw_split_pair<fw_f16>(v, 0.0f, h, l);
+  device ushort* stage = (device ushort*)(xs + (ulong)(col / 64u) * R * 64u);
+  const uint q = (col % 64u) / 8u, e = col % 8u;
+  stage[fw_wg_unit(r, q) * 8u + e] = (ushort)h;
+  stage[fw_wg_unit(R + r, q) * 8u + e] = (ushort)l;
+}
+
+// fw_atw_image_ok: rope_attention_warps_f32 can write o's image of this
+// type for these shapes.
+static inline bool fw_atw_image_ok(uint split, uint tokens, uint headdim) {
+  return split >= FW_SPLIT_WG_BF16 && split <= FW_SPLIT_WG_F16 && headdim % 8u == 0 &&
+         fw_wg_rows(tokens) <= FW_WG_MAX_ROWS;
+}
+
+// fw_atw_image_zeros: the zeros of o's image block (t, kvh) of
+// rope_attention_warps_f32 writes (see forward.cu).
+static inline void fw_atw_image_zeros(device uint* xs, uint split, uint t, uint kvh, uint tokens, uint heads,
+                                      uint kv_heads, uint headdim, uint tid) {
+  const uint R = fw_wg_rows(tokens), in = heads * headdim, width = heads / kv_heads * headdim / 8u;
+  const uint c0 = kvh * width, c1 = kvh + 1u == kv_heads ? fw_wg_stages(in) * 8u : c0 + width;
+  const float zero[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+  for (uint r = t; r < R; r += tokens)
+    for (uint c = c0 + tid; c < c1; c += FW_ATW_THREADS)
+      if (r >= tokens || 8u * c >= in) fw_wg_store_col(xs, split, zero, R, r, 8u * c);
+}
 
 // fw_rmsnorm_split_row: row r's part of the split image of out (zeros for
 // a row past rows), as fw_tc_split_x or fw_wg_split_x lays it out.

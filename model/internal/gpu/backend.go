@@ -41,9 +41,10 @@ type Options struct {
 	// NoFusedKernels launches rope_f32 and kv_store_f32 where
 	// rope_kv_store_f32 would do both (see positions), rope_kv_store_f32
 	// and attention_warps_f32 where rope_attention_warps_f32 would (see
-	// ropeInAttention), and silu_mul_f32 and wg_split_x_W where
-	// wg_silu_split_x_W would (see siluInSplit); the results are the same
-	// bytes.
+	// ropeInAttention), silu_mul_f32 and wg_split_x_W where
+	// wg_silu_split_x_W (see siluInSplit) or gate|up would make down's
+	// image (see siluImage), and wg_split_x_W where the attention would
+	// make o's (see oImage); the results are the same bytes.
 	NoFusedKernels bool
 	// NoWarpgroupMMA keeps the tc_split_x_W + matmul_tcx_W pair where
 	// matmul_wg_W would run (see wgSplitK).

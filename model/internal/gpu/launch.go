@@ -132,6 +132,21 @@ const (
 	// wgLeaveParts: matmul_wg_W's accumulate that leaves the split
 	// partials in ws (FW_WG_LEAVE_PARTS).
 	wgLeaveParts = 2
+	// wgSilu: the accumulate with which gate|up writes down's image of
+	// silu(gate) * up instead of its output (FW_WG_SILU; siluImage).
+	wgSilu = 4
+	// fusedImageRows: up to this many rows the decode attention writes
+	// o's image (oImage) and gate|up down's (siluImage), so that neither
+	// wg_split_x_W before o nor wg_silu_split_x_W before down is launched.
+	// On the H200 (1B shape, decodebench, builds alternating in one call,
+	// three rounds, two calls; docs/generate.md) the two together took
+	// batch 32 from 23,634-23,770 tokens/s to 24,489-24,527 and from
+	// 23,418-23,954 to 24,445-24,541, but batch 64 from 35,309-35,361 to
+	// 34,569-34,840 and from 35,367-35,496 to 34,560-34,786; either alone
+	// was level or slower at both (o's image: 23,313-23,552 and
+	// 33,193-33,442; gate|up's: 23,942-23,986 and 34,173-34,371). 17 to
+	// 31 rows were not measured.
+	fusedImageRows = tcTileRows
 	// rmsnorm_fused_W's split codes (FW_SPLIT_*): tc_split_x_W's fragments
 	// or wg_split_x_W's image, in bf16 or (the code after it) f16.
 	splitTCBF16 = 1
@@ -340,15 +355,21 @@ type partials struct {
 // With gu (down's gate|up; residualRoute must put the product on the
 // warpgroup MMA) it splits x from gu itself, as silu_mul_f32's output
 // (wg_silu_split_x_W), and x is not read.
-func (b *Backend) residualProduct(y, x runtime.DevicePtr, w matrix, bias *runtime.Buffer, rows, in, out int, fold bool, gu runtime.DevicePtr) (partials, error) {
+//
+// With img nonzero a kernel before it wrote x's image there (oImage's
+// attention into b.sc.xs, or gate|up into b.sc.silu: siluImage), and x is
+// not read; residualRoute must put the product on the warpgroup MMA.
+func (b *Backend) residualProduct(y, x runtime.DevicePtr, w matrix, bias *runtime.Buffer, rows, in, out int, fold bool, gu, img runtime.DevicePtr) (partials, error) {
 	bp := ptrOf(bias)
 	switch ks, leave := b.residualRoute(rows, in, out, w, fold); {
 	case leave:
-		return b.leaveParts(x, gu, w, bp, rows, in, out, ks, false)
+		return b.leaveParts(x, gu, w, bp, rows, in, out, ks, img)
 	case ks > 0:
-		return partials{}, b.matmulWG(y, x, gu, w, bp, rows, in, out, ks, 1, false)
+		return partials{}, b.matmulWG(y, x, gu, w, bp, rows, in, out, ks, 1, img)
 	case gu != 0:
 		return partials{}, fmt.Errorf("gpu: silu split for a [%d, %d] product off the warpgroup MMA", rows, in)
+	case img != 0:
+		return partials{}, fmt.Errorf("gpu: an image for a [%d, %d] product off the warpgroup MMA", rows, in)
 	}
 	return partials{}, b.matmulPtr(y, x, w, bp, rows, in, out, true)
 }
@@ -372,9 +393,39 @@ func (b *Backend) residualRoute(rows, in, out int, w matrix, fold bool) (ks int,
 // leaves its partial sums in b.sc.wgPart (FW_WG_LEAVE_PARTS), and returns
 // them with the bias (0: none) for the kernel that adds them: the norm
 // after a residual product (residualProduct), rope_attention_warps_f32
-// after q|k|v. gu and presplit are matmulWG's.
-func (b *Backend) leaveParts(x, gu runtime.DevicePtr, w matrix, bias runtime.DevicePtr, rows, in, out, ks int, presplit bool) (partials, error) {
-	return partials{ceilDiv(in, ks), bias}, b.matmulWG(0, x, gu, w, 0, rows, in, out, ks, wgLeaveParts, presplit)
+// after q|k|v. gu and img are matmulWG's.
+func (b *Backend) leaveParts(x, gu runtime.DevicePtr, w matrix, bias runtime.DevicePtr, rows, in, out, ks int, img runtime.DevicePtr) (partials, error) {
+	return partials{ceilDiv(in, ks), bias}, b.matmulWG(0, x, gu, w, 0, rows, in, out, ks, wgLeaveParts, img)
+}
+
+// siluImage: layer l's gate|up product of rows rows writes down's image of
+// silu(gate) * up into b.sc.silu itself (gateUpSilu), so that neither gu
+// nor wg_silu_split_x_W is written or launched: where gate|up, fused, runs
+// on the warpgroup MMA with in whole, down runs on it too, intermediate is
+// a multiple of 64 and both are of one type, up to fusedImageRows rows,
+// unless Options.NoFusedKernels.
+func (b *Backend) siluImage(rows int, l *deviceLayer, foldDown bool) bool {
+	c := b.cfg
+	if !b.fuse || rows > fusedImageRows || l.gateUpParts != nil || c.Intermediate%64 != 0 || l.gateUp.dtype != l.down.dtype {
+		return false
+	}
+	if r := b.productRoute(rows, c.Hidden, 2*c.Intermediate, l.gateUp); r.kind != routeWG || r.ks < c.Hidden {
+		return false
+	}
+	ks, _ := b.residualRoute(rows, c.Intermediate, c.Hidden, l.down, foldDown)
+	return ks > 0
+}
+
+// gateUpSilu runs layer l's gate|up product of x (with presplit, the
+// norm's image of it in b.sc.xs) with FW_WG_SILU: down's image into img
+// (siluImage).
+func (b *Backend) gateUpSilu(img, x runtime.DevicePtr, l *deviceLayer, rows int, presplit bool) error {
+	c := b.cfg
+	if b.sc.silu == nil || b.sc.silu.Size() < wgImageBytes(rows, c.Intermediate) {
+		return fmt.Errorf("gpu: gate|up: no image buffer for [%d, %d]", rows, c.Intermediate)
+	}
+	ks := b.productRoute(rows, c.Hidden, 2*c.Intermediate, l.gateUp).ks
+	return b.matmulWG(img, x, 0, l.gateUp, ptrOf(l.gateUpBias), rows, c.Hidden, 2*c.Intermediate, ks, wgSilu, b.normImage(presplit))
 }
 
 // siluInSplit: the down product of rows rows splits its x from gate|up
@@ -508,18 +559,20 @@ func (b *Backend) ensureWG(rows int) error {
 // with ks from wgSplitK. run sized b.sc.xs, b.sc.wgPart and b.sc.wgCount.
 // With gu nonzero x is silu_mul_f32's output of gu, split from gu in the
 // same launch (wg_silu_split_x_W).
-// With presplit the norm before it wrote the image (normSplit).
-func (b *Backend) matmulWG(y, x, gu runtime.DevicePtr, w matrix, bias runtime.DevicePtr, rows, in, out, ks int, acc uint32, presplit bool) error {
+// With img nonzero the kernel before it wrote the image there (the norm
+// into b.sc.xs: normSplit; see residualProduct), and x is not read.
+func (b *Backend) matmulWG(y, x, gu runtime.DevicePtr, w matrix, bias runtime.DevicePtr, rows, in, out, ks int, acc uint32, img runtime.DevicePtr) error {
 	sfx := w.dtype.Suffix()
 	if b.sc.xs == nil || b.sc.xs.Size() < wgImageBytes(rows, in) || b.sc.wgPart == nil ||
 		b.sc.wgPart.Size() < wgPartBytes(rows) || b.sc.wgCount == nil {
 		return fmt.Errorf("gpu: matmul_wg_%s: no scratch for [%d, %d]", sfx, rows, in)
 	}
-	xs, split := b.sc.xs.Ptr(), "wg_split_x_"
+	xs, split := img, "wg_split_x_"
 	if gu != 0 {
 		x, split = gu, "wg_silu_split_x_"
 	}
-	if !presplit {
+	if xs == 0 {
+		xs = b.sc.xs.Ptr()
 		if err := b.launch(split+sfx, g1(wgSplitGrid(rows, in)), xs, x, u32(rows), u32(in)); err != nil {
 			return err
 		}
@@ -540,6 +593,15 @@ func (b *Backend) tcCapable(t DType) bool { return b.tc && (t == BF16 || t == F1
 // (normSplit), and no split is launched.
 func (b *Backend) matmul(y, x runtime.DevicePtr, w matrix, bias *runtime.Buffer, rows, in, out int, accumulate, presplit bool) error {
 	return b.matmulPtrSplit(y, x, w, ptrOf(bias), rows, in, out, accumulate, presplit)
+}
+
+// normImage is the image the norm before a product wrote (presplit:
+// b.sc.xs), or 0 for none.
+func (b *Backend) normImage(presplit bool) runtime.DevicePtr {
+	if !presplit {
+		return 0
+	}
+	return ptrOf(b.sc.xs)
 }
 
 // ptrOf is buf's device pointer, 0 for none (an optional bias).
@@ -564,7 +626,7 @@ func (b *Backend) matmulPtrSplit(y, x runtime.DevicePtr, w matrix, bias runtime.
 	sfx := w.dtype.Suffix()
 	switch r := b.productRoute(rows, in, out, w); r.kind {
 	case routeWG:
-		return b.matmulWG(y, x, 0, w, bias, rows, in, out, r.ks, acc, presplit)
+		return b.matmulWG(y, x, 0, w, bias, rows, in, out, r.ks, acc, b.normImage(presplit))
 	case routeTC:
 		return b.launch("matmul_tc_"+sfx, g1(tcGrid(rows, out)), y, x, w.buf, bias, u32(rows), u32(in), u32(out), acc)
 	case routePair:
@@ -735,15 +797,39 @@ func (b *Backend) qkvLeaves(rows int, l *deviceLayer, ropeIn bool) int {
 // ropeAttention is positions then attention in one launch for a decode
 // step (ropeInAttention): rope_attention_warps_f32, which with q|k|v's
 // partials (qkvLeaves) first adds them into qkv's rows.
-func (b *Backend) ropeAttention(layer int, out, qkv, qSeq, qPos, slots, tables runtime.DevicePtr, maxBlocks, tokens int, scale float32, p partials) error {
+//
+// With oSplit (oImage's) it writes o's image into b.sc.xs instead of out.
+func (b *Backend) ropeAttention(layer int, out, qkv, qSeq, qPos, slots, tables runtime.DevicePtr, maxBlocks, tokens int, scale float32, p partials, oSplit uint32) error {
 	c := b.cfg
-	var ws runtime.DevicePtr
+	var ws, xs runtime.DevicePtr
 	if p.n > 0 {
 		ws = b.sc.wgPart.Ptr()
 	}
+	if oSplit != 0 {
+		if b.sc.xs == nil || b.sc.xs.Size() < wgImageBytes(tokens, c.qDim()) {
+			return fmt.Errorf("gpu: rope_attention_warps_f32: no image buffer for [%d, %d]", tokens, c.qDim())
+		}
+		xs = b.sc.xs.Ptr()
+	}
 	return b.launch("rope_attention_warps_f32", g1(tokens*c.KVHeads), out, qkv, b.kc[layer], b.vc[layer], qSeq, qPos, tables,
 		u32(maxBlocks), u32(BlockSize), u32(tokens), u32(c.Heads), u32(c.KVHeads), u32(c.HeadDim), u32(c.qkvDim()), scale,
-		b.invFreq, slots, u32(b.numBlocks*BlockSize), ws, p.bias, u32(p.n))
+		b.invFreq, slots, u32(b.numBlocks*BlockSize), ws, p.bias, u32(p.n), xs, oSplit)
+}
+
+// oImage is the split code (0: none) with which layer l's
+// rope_attention_warps_f32 (ropeIn) writes the image of its output that o
+// reads, where o runs on the warpgroup MMA (wg_split_x_W is then not
+// launched): head_dim a multiple of 8, up to fusedImageRows rows, unless
+// Options.NoFusedKernels.
+func (b *Backend) oImage(rows int, l *deviceLayer, ropeIn bool) uint32 {
+	c := b.cfg
+	if !ropeIn || c.HeadDim%8 != 0 || rows > fusedImageRows {
+		return 0
+	}
+	if ks, _ := b.residualRoute(rows, c.qDim(), c.Hidden, l.o, true); ks == 0 {
+		return 0
+	}
+	return b.splitCode(routeWG, l.o.dtype)
 }
 
 // gqaShape: attention_gqa_f32 takes this model's heads (FW_GQA_MAX_GROUP,

@@ -40,6 +40,7 @@ type scratch struct {
 	x, xb, qkv, att, gu, act *runtime.Buffer    // one chunk's activations
 	part                     *runtime.Buffer    // one unfused projection part's output (Layer.QKVParts)
 	xs                       *runtime.Buffer    // x split for matmul_tcx_W, or its image for matmul_wg_W (launch.go)
+	silu                     *runtime.Buffer    // down's image, which gate|up writes itself (siluImage)
 	wgPart, wgCount          *runtime.Buffer    // matmul_wg_W's partial sums and its zeroed group counts
 	last, logits             *runtime.Buffer    // the rows that reach the LM head
 	meta                     [2]*runtime.Buffer // the call's u32 metadata (plan.metaBuf picks one; lookahead.go)
@@ -308,6 +309,9 @@ func (b *Backend) run(ctx context.Context, p *plan) error {
 			if err := b.ensureWG(min(R, wgMaxRows)); err != nil {
 				return err
 			}
+			if err := b.ensure(&b.sc.silu, wgImageBytes(min(R, wgMaxRows), I)); err != nil {
+				return err
+			}
 		}
 	}
 	return b.enqueue(ctx, p)
@@ -368,15 +372,23 @@ func (b *Backend) forward(ctx context.Context, p *plan) error {
 			if w.gateUpParts == nil {
 				guSplit = b.normSplit(n, D, 2*I, w.gateUp)
 			}
-			var siluFrom runtime.DevicePtr // down splits silu(gate) * up from gu itself
-			if b.siluInSplit(n, w.down, foldDown) {
+			var oImg runtime.DevicePtr // o's image, which the attention writes
+			oSplit := b.oImage(n, w, ropeIn)
+			if oSplit != 0 {
+				oImg = b.sc.xs.Ptr()
+			}
+			var siluImg, siluFrom runtime.DevicePtr // down's image from gate|up, or down splits silu(gate) * up from gu
+			switch {
+			case b.siluImage(n, w, foldDown):
+				siluImg = b.sc.silu.Ptr()
+			case b.siluInSplit(n, w.down, foldDown):
 				siluFrom = gu
 			}
 			steps := []func() error{
 				func() error { return b.rmsnorm(xb, x, w.attnNorm, n, left, qkvSplit) },
 				func() (err error) {
 					if qkvKS > 0 {
-						qkvLeft, err = b.leaveParts(xb, 0, w.qkv, ptrOf(w.qkvBias), n, D, c.qkvDim(), qkvKS, qkvSplit != 0)
+						qkvLeft, err = b.leaveParts(xb, 0, w.qkv, ptrOf(w.qkvBias), n, D, c.qkvDim(), qkvKS, b.normImage(qkvSplit != 0))
 						return err
 					}
 					return b.projection(qkv, xb, w.qkv, w.qkvParts, c.qkvRows(), w.qkvBias, n, D, qkvSplit != 0)
@@ -389,23 +401,29 @@ func (b *Backend) forward(ctx context.Context, p *plan) error {
 				},
 				func() error {
 					if ropeIn {
-						return b.ropeAttention(l, att, qkv, seq, pos, slot, meta(p.tables), p.maxBlocks, n, scale, qkvLeft)
+						return b.ropeAttention(l, att, qkv, seq, pos, slot, meta(p.tables), p.maxBlocks, n, scale, qkvLeft, oSplit)
 					}
 					return b.attention(l, att, qkv, seq, pos, meta(p.tables), p.maxBlocks, n, ch.tiledAttention(), scale)
 				},
-				func() (err error) { left, err = b.residualProduct(x, att, w.o, w.oBias, n, qD, D, true, 0); return err },
+				func() (err error) {
+					left, err = b.residualProduct(x, att, w.o, w.oBias, n, qD, D, true, 0, oImg)
+					return err
+				},
 				func() error { return b.rmsnorm(xb, x, w.mlpNorm, n, left, guSplit) },
 				func() error {
+					if siluImg != 0 {
+						return b.gateUpSilu(siluImg, xb, w, n, guSplit != 0)
+					}
 					return b.projection(gu, xb, w.gateUp, w.gateUpParts, c.gateUpRows(), w.gateUpBias, n, D, guSplit != 0)
 				},
 				func() error {
-					if siluFrom != 0 {
+					if siluFrom != 0 || siluImg != 0 {
 						return nil
 					}
 					return b.siluMul(act, gu, n)
 				},
 				func() (err error) {
-					left, err = b.residualProduct(x, act, w.down, w.downBias, n, I, D, foldDown, siluFrom)
+					left, err = b.residualProduct(x, act, w.down, w.downBias, n, I, D, foldDown, siluFrom, siluImg)
 					return err
 				},
 			}

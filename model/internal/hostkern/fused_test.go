@@ -97,6 +97,71 @@ func TestRoPEKVStore(t *testing.T) {
 	}
 }
 
+// ropeAttentionStep is a decode step's inputs for rope_attention_warps_f32
+// (one query token a sequence, at its last position, over block tables of
+// 16-key blocks in shuffled order; the fourth sequence's slot is out of
+// range): attention_warps_f32's arguments (att), then inv_freq, slots and
+// num_slots (tail).
+type ropeAttentionStep struct {
+	T, H, KV, hd, stride, numSlots int
+	out, qkv, kc, vc               *Buf
+	slots                          []uint32
+	att, tail                      []Arg
+	pos, inv                       *Buf
+}
+
+func newRopeAttentionStep(rng *rand.Rand, H, KV, hd int) *ropeAttentionStep {
+	const bs = 16
+	half, kvD := hd/2, KV*hd
+	stride := (H + 2*KV) * hd
+	inv := make([]float32, max(half, 1))
+	for i := range half {
+		inv[i] = float32(1 / math.Pow(500000, float64(2*i)/float64(hd)))
+	}
+	ctx := []int{1, 17, 80, 33, 16}
+	nseq, maxBlocks := len(ctx), 6
+	perm := rng.Perm(nseq * maxBlocks)
+	tables := make([]uint32, nseq*maxBlocks)
+	for i := range tables {
+		tables[i] = uint32(perm[i])
+	}
+	numSlots := nseq * maxBlocks * bs
+	var qSeq, qPos, slots []uint32
+	for s, n := range ctx {
+		p := n - 1
+		qSeq, qPos = append(qSeq, uint32(s)), append(qPos, uint32(p))
+		slot := tables[s*maxBlocks+p/bs]*bs + uint32(p%bs)
+		if s == 3 {
+			slot = uint32(numSlots)
+		}
+		slots = append(slots, slot)
+	}
+	T := len(qSeq)
+	st := &ropeAttentionStep{T: T, H: H, KV: KV, hd: hd, stride: stride, numSlots: numSlots, slots: slots,
+		qkv: F32s(randF32(rng, T*stride, 1)), out: F32s(make([]float32, T*H*hd)),
+		kc: F32s(randF32(rng, numSlots*kvD, 1)), vc: F32s(randF32(rng, numSlots*kvD, 1)),
+		pos: U32s(qPos), inv: F32s(inv)}
+	scale := float32(1 / math.Sqrt(float64(hd)))
+	st.att = []Arg{st.out, st.qkv, st.kc, st.vc, U32s(qSeq), st.pos, U32s(tables), U32(maxBlocks), U32(bs), U32(T), U32(H), U32(KV), U32(hd), U32(stride), F32(scale)}
+	st.tail = []Arg{st.inv, U32s(slots), U32(numSlots)}
+	return st
+}
+
+// fused is the rope_attention_warps_f32 launch with the partials ws, bias
+// and parts, and o's image xs in split's type (Null{} and 0: out).
+func (st *ropeAttentionStep) fused(ws, bias Arg, parts int, xs Arg, split uint32) Launch {
+	args := append(append(append([]Arg(nil), st.att...), st.tail...), ws, bias, U32(parts), xs, U32(split))
+	return Launch{"rope_attention_warps_f32", st.T * st.KV, args}
+}
+
+// unfused is rope_kv_store_f32 then attention_warps_f32.
+func (st *ropeAttentionStep) unfused() []Launch {
+	return []Launch{
+		{"rope_kv_store_f32", st.T, []Arg{st.qkv, st.kc, st.vc, st.pos, st.inv, U32s(st.slots), U32(st.T), U32(st.H), U32(st.KV), U32(st.hd), U32(st.stride), U32(st.numSlots)}},
+		{"attention_warps_f32", st.T * st.KV, st.att},
+	}
+}
+
 // TestRoPEAttentionWarps: rope_attention_warps_f32 equals
 // rope_kv_store_f32 then attention_warps_f32 bit for bit (the output, the
 // qkv rows and both caches), from qkv itself and from a q|k|v product's
@@ -106,7 +171,6 @@ func TestRoPEKVStore(t *testing.T) {
 // MHA, groups of 8 at head_dim 256, and a token whose slot is out of range
 // (rotated, not stored: its attention reads what the cache held).
 func TestRoPEAttentionWarps(t *testing.T) {
-	const bs = 16
 	rng := rand.New(rand.NewPCG(61, 62))
 	shapes := []struct{ heads, kvHeads, headdim int }{{32, 8, 64}, {6, 2, 7}, {4, 4, 128}, {16, 2, 256}}
 	for _, c := range shapes {
@@ -116,39 +180,8 @@ func TestRoPEAttentionWarps(t *testing.T) {
 					continue // the bias is the product's, with its partials
 				}
 				t.Run(fmt.Sprintf("h%d/kv%d/d%d/parts%d/bias%v", c.heads, c.kvHeads, c.headdim, parts, withBias), func(t *testing.T) {
-					H, KV, hd := c.heads, c.kvHeads, c.headdim
-					half, kvD := hd/2, KV*hd
-					stride := (H + 2*KV) * hd
-					inv := make([]float32, max(half, 1))
-					for i := range half {
-						inv[i] = float32(1 / math.Pow(500000, float64(2*i)/float64(hd)))
-					}
-					ctx := []int{1, 17, 80, 33, 16}
-					nseq, maxBlocks := len(ctx), 6
-					perm := rng.Perm(nseq * maxBlocks)
-					tables := make([]uint32, nseq*maxBlocks)
-					for i := range tables {
-						tables[i] = uint32(perm[i])
-					}
-					numSlots := nseq * maxBlocks * bs
-					// One query token a sequence, at its last position; the
-					// fourth sequence's slot is out of range.
-					var qSeq, qPos, slots []uint32
-					for s, n := range ctx {
-						p := n - 1
-						qSeq, qPos = append(qSeq, uint32(s)), append(qPos, uint32(p))
-						slot := tables[s*maxBlocks+p/bs]*bs + uint32(p%bs)
-						if s == 3 {
-							slot = uint32(numSlots)
-						}
-						slots = append(slots, slot)
-					}
-					T := len(qSeq)
-					scale := float32(1 / math.Sqrt(float64(hd)))
-					qkv := F32s(randF32(rng, T*stride, 1))
-					kc, vc := F32s(randF32(rng, numSlots*kvD, 1)), F32s(randF32(rng, numSlots*kvD, 1))
-					out := F32s(make([]float32, T*H*hd))
-					ps, ss, qs, tb, fi := U32s(qPos), U32s(slots), U32s(qSeq), U32s(tables), F32s(inv)
+					st := newRopeAttentionStep(rng, c.heads, c.kvHeads, c.headdim)
+					T, stride := st.T, st.stride
 					var ws, bias Arg = Null{}, Null{}
 					var sum []Launch // the partials' sum into qkv, as the product's last block adds them
 					if parts > 0 {
@@ -158,9 +191,9 @@ func TestRoPEAttentionWarps(t *testing.T) {
 						for i := range ident {
 							ident[i] = uint32(i)
 						}
-						sum = append(sum, Launch{"copy_rows_f32", T, []Arg{qkv, wsb, U32s(ident), U32(T), U32(stride)}})
+						sum = append(sum, Launch{"copy_rows_f32", T, []Arg{st.qkv, wsb, U32s(ident), U32(T), U32(stride)}})
 						for s := 1; s < parts; s++ {
-							sum = append(sum, Launch{"add_f32", ceilDiv(T*stride, 256), []Arg{qkv, View{wsb, 4 * s * T * stride}, U32(T * stride)}})
+							sum = append(sum, Launch{"add_f32", ceilDiv(T*stride, 256), []Arg{st.qkv, View{wsb, 4 * s * T * stride}, U32(T * stride)}})
 						}
 						if withBias {
 							b := randF32(rng, stride, 1)
@@ -169,27 +202,69 @@ func TestRoPEAttentionWarps(t *testing.T) {
 							for range T {
 								rowsOf = append(rowsOf, b...)
 							}
-							sum = append(sum, Launch{"add_f32", ceilDiv(T*stride, 256), []Arg{qkv, F32s(rowsOf), U32(T * stride)}})
+							sum = append(sum, Launch{"add_f32", ceilDiv(T*stride, 256), []Arg{st.qkv, F32s(rowsOf), U32(T * stride)}})
 						}
 					}
-					attArgs := []Arg{out, qkv, kc, vc, qs, ps, tb, U32(maxBlocks), U32(bs), U32(T), U32(H), U32(KV), U32(hd), U32(stride), F32(scale)}
-					fused := Launch{"rope_attention_warps_f32", T * KV, append(append([]Arg(nil), attArgs...), fi, ss, U32(numSlots), ws, bias, U32(parts))}
-					unfused := append(sum,
-						Launch{"rope_kv_store_f32", T, []Arg{qkv, kc, vc, ps, fi, ss, U32(T), U32(H), U32(KV), U32(hd), U32(stride), U32(numSlots)}},
-						Launch{"attention_warps_f32", T * KV, attArgs})
-					outs := runSeqs(t, [][]Launch{{fused}, unfused}, out, qkv, kc, vc)
+					outs := runSeqs(t, [][]Launch{{st.fused(ws, bias, parts, Null{}, 0)}, append(sum, st.unfused()...)}, st.out, st.qkv, st.kc, st.vc)
 					requireSameBytes(t, outs, true, "rope_attention_warps_f32")
 					// It did something: every token's output is written, and
 					// sequence 1's new key is its rotated k.
+					H, hd, kvD := st.H, st.hd, st.KV*st.hd
 					o := outs[0][0][0].Floats()
 					for tk := range T {
 						require.NotZero(t, o[tk*H*hd], "token %d's output", tk)
 					}
 					q := outs[0][0][1].Floats()
 					k := outs[0][0][2].Floats()
-					require.Equal(t, q[stride+H*hd:stride+H*hd+kvD], k[int(slots[1])*kvD:int(slots[1]+1)*kvD])
+					require.Equal(t, q[stride+H*hd:stride+H*hd+kvD], k[int(st.slots[1])*kvD:int(st.slots[1]+1)*kvD])
 				})
 			}
 		}
 	}
+}
+
+// TestRoPEAttentionWarpsImage: with a split code rope_attention_warps_f32
+// writes, instead of its output, o's image: byte for byte the one
+// wg_split_x_W makes of the output written without it (rows 5 to 15 and
+// the columns past heads * head_dim to the stage's end zero, over an image
+// that held 0xff bytes), and the same qkv rows and caches; out is left as
+// it was. Shapes: the Llama-3.2-1B heads in bf16 and f16, MHA at 128, 8
+// heads a kv head at 256, and 3 heads of 8 (24 of a 64-wide stage). With a
+// head_dim not a multiple of 8 it writes nothing.
+func TestRoPEAttentionWarpsImage(t *testing.T) {
+	rng := rand.New(rand.NewPCG(63, 64))
+	for _, c := range []struct {
+		heads, kvHeads, headdim int
+		split                   uint32
+		kernel                  string
+	}{{32, 8, 64, 3, "wg_split_x_bf16"}, {32, 8, 64, 4, "wg_split_x_f16"}, {4, 4, 128, 3, "wg_split_x_bf16"}, {16, 2, 256, 4, "wg_split_x_f16"}, {3, 1, 8, 3, "wg_split_x_bf16"}} {
+		t.Run(fmt.Sprintf("h%d/kv%d/d%d/%s", c.heads, c.kvHeads, c.headdim, c.kernel), func(t *testing.T) {
+			st := newRopeAttentionStep(rng, c.heads, c.kvHeads, c.headdim)
+			in := st.H * st.hd
+			img, imgRef := filled(wgImageBytes(st.T, in), 0xff), filled(wgImageBytes(st.T, in), 0xff)
+			fused := st.fused(Null{}, Null{}, 0, img, c.split)
+			ref := append(st.unfused(), Launch{c.kernel, wgSplitGrid(st.T, in), []Arg{imgRef, st.out, U32(st.T), U32(in)}})
+			got := runSeqs(t, [][]Launch{{fused}}, img, st.qkv, st.kc, st.vc, st.out)
+			want := runSeqs(t, [][]Launch{ref}, imgRef, st.qkv, st.kc, st.vc)
+			for i, s := range sources {
+				g, w := got[i][0], want[i][0]
+				require.Equal(t, w[0].Data, g[0].Data, "%s: o's image", s.name)
+				for j := 1; j < 4; j++ {
+					require.Equal(t, w[j].Data, g[j].Data, "%s: buffer %d as unfused", s.name, j)
+				}
+				require.Equal(t, st.out.Data, g[4].Data, "%s: out is not written", s.name)
+				require.NotEqual(t, imgRef.Data, g[0].Data, "%s: the image is written", s.name)
+			}
+			require.Equal(t, want[0][0][0].Data, want[1][0][0].Data, "both sources' images")
+		})
+	}
+	t.Run("headdim 7", func(t *testing.T) {
+		st := newRopeAttentionStep(rng, 6, 2, 7)
+		img := filled(wgImageBytes(st.T, 42), 0xff)
+		outs := runSeqs(t, [][]Launch{{st.fused(Null{}, Null{}, 0, img, 3)}}, img, st.qkv)
+		for i := range outs {
+			require.Equal(t, filled(wgImageBytes(st.T, 42), 0xff).Data, outs[i][0][0].Data, "%s: the image", sources[i].name)
+			require.Equal(t, st.qkv.Data, outs[i][0][1].Data, "%s: qkv", sources[i].name)
+		}
+	})
 }

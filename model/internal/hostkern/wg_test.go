@@ -458,3 +458,61 @@ func TestWGSiluSplitX(t *testing.T) {
 		}
 	}
 }
+
+// TestMatMulWGSilu: with accumulate = 4 (FW_WG_SILU) matmul_wg_W and
+// matmul_wgs_W over gate|up (out = 2 inter) write, instead of y, byte for
+// byte the image wg_silu_split_x_W makes of the y they write with
+// accumulate 0 (bias included), over a buffer of 0xff bytes: rows past
+// rows zero, a partial 16-row tile, in not a multiple of 64; on both
+// sources. A split of in, or inter not a multiple of 64, writes nothing.
+func TestMatMulWGSilu(t *testing.T) {
+	rng := rand.New(rand.NewPCG(51, 52))
+	for _, kernel := range []string{"matmul_wg_", "matmul_wgs_"} {
+		for _, dtype := range []string{"bf16", "f16"} {
+			for _, c := range []struct {
+				rows, in, inter int
+				bias            bool
+			}{{5, 200, 64, true}, {32, 2048, 256, false}, {17, 136, 128, true}, {64, 64, 192, false}} {
+				t.Run(fmt.Sprintf("%s%s/%dx%dx%d/bias=%v", kernel, dtype, c.rows, c.in, 2*c.inter, c.bias), func(t *testing.T) {
+					out, ks := 2*c.inter, ceilDiv(c.in, 64)*64
+					mi := newMatMulInputs(rng, dtype, c.rows, c.in, out, c.bias, false, 0)
+					xs := filled(wgImageBytes(c.rows, c.in), 0xff)
+					cnt := U32s(make([]uint32, ceilDiv(out, 128)))
+					ws := F32s(make([]float32, c.rows*out))
+					gu := F32s(make([]float32, c.rows*out))
+					want, got := filled(wgImageBytes(c.rows, c.inter), 0xff), filled(wgImageBytes(c.rows, c.inter), 0xff)
+					product := func(y *Buf, acc uint32) Launch {
+						return Launch{kernel + dtype, wgGrid(c.in, out, ks), []Arg{y, xs, mi.args[2], mi.args[3], ws, cnt,
+							U32(c.rows), U32(c.in), U32(out), U32(acc), U32(ks)}}
+					}
+					outs := runSeq(t, []Launch{
+						{"wg_split_x_" + dtype, wgSplitGrid(c.rows, c.in), []Arg{xs, mi.args[1], U32(c.rows), U32(c.in)}},
+						product(gu, 0),
+						{"wg_silu_split_x_" + dtype, wgSplitGrid(c.rows, c.inter), []Arg{want, gu, U32(c.rows), U32(c.inter)}},
+						product(got, 4),
+					}, true, want, got)
+					each(t, outs, func(t *testing.T, b []*Buf) {
+						require.Equal(t, b[0].Data, b[1].Data, "the image of silu_mul_f32's output of the product")
+					})
+				})
+			}
+			t.Run(kernel+dtype+"/refused", func(t *testing.T) {
+				rows, in := 16, 256
+				for _, c := range []struct {
+					name    string
+					out, ks int
+				}{{"in split", 256, 128}, {"inter 96", 192, 256}} {
+					mi := newMatMulInputs(rng, dtype, rows, in, c.out, false, false, 0)
+					xs := filled(wgImageBytes(rows, in), 0)
+					img := filled(wgImageBytes(rows, c.out/2), 0xff)
+					ws, cnt := F32s(make([]float32, 2*rows*c.out)), U32s(make([]uint32, ceilDiv(c.out, 128)))
+					outs := runSeq(t, []Launch{{kernel + dtype, wgGrid(in, c.out, c.ks), []Arg{img, xs, mi.args[2], mi.args[3], ws, cnt,
+						U32(rows), U32(in), U32(c.out), U32(4), U32(c.ks)}}}, true, img)
+					for src := range sources {
+						require.Equal(t, filled(wgImageBytes(rows, c.out/2), 0xff).Data, outs[src][0].Data, "%s: %s: nothing written", sources[src].name, c.name)
+					}
+				}
+			})
+		}
+	}
+}

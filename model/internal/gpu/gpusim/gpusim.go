@@ -15,6 +15,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -157,7 +158,7 @@ func forwardKernels() []simgpu.KernelDef {
 		{Name: "attention_bykey_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, Run: perKVHeadAttention(8, 256, 256)},
 		{Name: "attention_bykey128_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, Run: perKVHeadAttention(8, 256, 128)},
 		{Name: "attention_warps_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, Run: perKVHeadAttention(8, 256, 128)},
-		{Name: "rope_attention_warps_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4, 8, 8, 4, 8, 8, 4}, Run: ropeAttentionWarps},
+		{Name: "rope_attention_warps_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4, 8, 8, 4, 8, 8, 4, 8, 4}, Run: ropeAttentionWarps},
 		{Name: "attention_prefill_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, Run: attentionPrefill},
 		{Name: "silu_mul_f32", ParamSizes: []int{8, 8, 4, 4}, Run: siluMul},
 		{Name: "add_f32", ParamSizes: []int{8, 8, 4}, Run: add},
@@ -352,25 +353,30 @@ func matmul(t wtype) simgpu.KernelFunc {
 		if err != nil {
 			return err
 		}
-		m := cpu.Matrix{Rows: N, Cols: K}
-		switch t {
-		case wF32:
-			if m.F32, err = f32s(d, a[2], N*K); err != nil {
-				return err
-			}
-		case wBF16:
-			b, err := mem(d, a[2], 2*N*K)
-			if err != nil {
-				return err
-			}
-			m.BF16 = unsafe.Slice((*uint16)(unsafe.Pointer(&b[0])), N*K)
-		case wF16:
-			if m.F32, err = widen(d, t, a[2], N*K); err != nil {
-				return err
-			}
+		m, err := weights(d, t, a[2], N, K)
+		if err != nil {
+			return err
 		}
-		return matmulRows(d, a, &m, x, y)
+		return matmulRows(d, a, m, x, y)
 	}
+}
+
+// weights is the [n, k] weight matrix of type t at addr.
+func weights(d *simgpu.Device, t wtype, addr uint64, n, k int) (*cpu.Matrix, error) {
+	m := &cpu.Matrix{Rows: n, Cols: k}
+	var err error
+	switch t {
+	case wF32:
+		m.F32, err = f32s(d, addr, n*k)
+	case wBF16:
+		var b []byte
+		if b, err = mem(d, addr, 2*n*k); err == nil {
+			m.BF16 = unsafe.Slice((*uint16)(unsafe.Pointer(&b[0])), n*k)
+		}
+	case wF16:
+		m.F32, err = widen(d, t, addr, n*k)
+	}
+	return m, err
 }
 
 // tcSplitX is tc_split_x_W's twin: xs (a[0]) gets x (a[1], [a[2], a[3]]
@@ -419,7 +425,8 @@ func wgSiluSplitX(d *simgpu.Device, g, b driver.Dim3, a []uint64, stop <-chan st
 // the image (tcSplitX's copy of x), with forward.cu's launch rules: 1 to 64
 // rows, ks a nonzero multiple of 64, the grid ceil(out/128) *
 // ceil(in/ks), the kernel's threads; with accumulate 2, partials in ws
-// only (see below); and where in is split, the group
+// only (see below); with 4, down's image of silu(gate) * up in y
+// (wgSiluProduct); and where in is split, the group
 // counts it works through must start at zero (the backend zeroes them
 // once, every launch leaves them so).
 func matmulWG(t wtype, threads uint32) simgpu.KernelFunc {
@@ -447,6 +454,14 @@ func matmulWG(t wtype, threads uint32) simgpu.KernelFunc {
 				return err
 			}
 		}
+		if a[9] == 4 {
+			// FW_WG_SILU: gate|up (in whole, out a multiple of 128) writes
+			// down's image of silu(gate) * up into y: here its f32 rows.
+			if splits != 1 || out%128 != 0 {
+				return simgpu.CodeLaunchFailure
+			}
+			return wgSiluProduct(d, t, a, rows, in, out)
+		}
 		if a[9]&2 != 0 {
 			// FW_WG_LEAVE_PARTS: the partials for rmsnorm_fused_W, no y. Here
 			// the whole sum is part 0 and the others are +0, which adds the
@@ -460,6 +475,33 @@ func matmulWG(t wtype, threads uint32) simgpu.KernelFunc {
 		}
 		return mm(d, g, b, []uint64{a[0], a[1], a[2], a[3], a[6], a[7], a[8], a[9]}, stop)
 	}
+}
+
+// wgSiluProduct is matmulWG's FW_WG_SILU: y = x . w^T + bias [rows, out]
+// over the image (a[1], x's f32 rows), then silu_mul_f32's rows of it into
+// the image a[0] [rows, out/2].
+func wgSiluProduct(d *simgpu.Device, t wtype, a []uint64, rows, in, out int) error {
+	x, err := f32s(d, a[1], rows*in)
+	if err != nil {
+		return err
+	}
+	img, err := f32s(d, a[0], rows*out/2)
+	if err != nil {
+		return err
+	}
+	m, err := weights(d, t, a[2], out, in)
+	if err != nil {
+		return err
+	}
+	gu := make([]float32, rows*out)
+	if err := matmulRows(d, []uint64{0, 0, 0, a[3], uint64(rows), uint64(in), uint64(out), 0}, m, x, gu); err != nil {
+		return err
+	}
+	I := out / 2
+	for r := range rows {
+		cpu.SwiGLU(img[r*I:(r+1)*I], gu[r*out:r*out+I], gu[r*out+I:(r+1)*out])
+	}
+	return nil
 }
 
 // matmulRows finishes a matmul_W/matmul_Q twin once its weights are in m:
@@ -697,14 +739,21 @@ func sumPartials(d *simgpu.Device, yAddr, wsAddr, biasAddr uint64, parts, rows, 
 }
 
 // rope_attention_warps_f32: attention_warps_f32's arguments, then
-// inv_freq, slots, num_slots, ws, bias, parts: with parts >= 1 each qkv row
-// is first the sum of the q|k|v product's partials (in part order, then
-// the bias), then rope_kv_store_f32 and attention_warps_f32, one after the
-// other. The launch is checked as attention_warps_f32's, and its tokens
-// must be of distinct sequences (a decode step: forward.cu's block writes
-// the only new key its attention reads); another is a launch failure.
+// inv_freq, slots, num_slots, ws, bias, parts, xs, split: with parts >= 1
+// each qkv row is first the sum of the q|k|v product's partials (in part
+// order, then the bias), then rope_kv_store_f32 and attention_warps_f32,
+// one after the other; with split 3 or 4 the output goes to o's image xs
+// (here, as wgSplitX's, its f32 rows) and out is not written. The launch
+// is checked as attention_warps_f32's (with a split, also head_dim a
+// multiple of 8 and at most 64 tokens), and its tokens must be of distinct
+// sequences (a decode step: forward.cu's block writes the only new key its
+// attention reads); another is a launch failure.
 func ropeAttentionWarps(d *simgpu.Device, g, b driver.Dim3, a []uint64, stop <-chan struct{}) error {
 	T, H, KV, hd, stride, parts := int(a[9]), int(a[10]), int(a[11]), int(a[12]), int(a[13]), int(a[20])
+	split := a[22]
+	if split != 0 && (split < 3 || split > 4 || hd%8 != 0 || T > 64) {
+		return simgpu.CodeLaunchFailure
+	}
 	seqs, err := u32s(d, a[4], T)
 	if err != nil {
 		return err
@@ -727,7 +776,11 @@ func ropeAttentionWarps(d *simgpu.Device, g, b driver.Dim3, a []uint64, stop <-c
 	if err := ropeKVStore(d, g, b, []uint64{a[1], a[2], a[3], a[5], a[15], a[16], a[9], a[10], a[11], a[12], a[13], a[17]}, stop); err != nil {
 		return err
 	}
-	return attention(d, g, b, a[:15], stop)
+	att := slices.Clone(a[:15])
+	if split != 0 {
+		att[0] = a[21] // the image holds the output's rows as they are
+	}
+	return attention(d, g, b, att, stop)
 }
 
 // silu_mul_f32: out, gu, rows, inter.
