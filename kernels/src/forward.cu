@@ -1669,7 +1669,7 @@ DEVICE void wg_finish_silu(fw_u32x4* smem, fw_u32x4* img, const float* bias, con
   constexpr uint32_t R = N / 2u, HJ = N / 16u;
   constexpr uint32_t P = 65;  // floats a row: consecutive rows on other banks
   float* s = (float*)smem;     // [2][R][P]: gate's, then up's, values of the block's 64 columns
-  block_sync();             // every warpgroup is done with the ring
+  block_sync();                // every warpgroup is done with the ring
   if (wg < 2u) {
 #pragma unroll
     for (uint32_t j = 0; j < HJ; ++j)
@@ -2962,15 +2962,6 @@ DEVICE float fw_atw_merged(const float* part, const float (*gl)[FW_ATW_MAX_UNITS
   return a / l;
 }
 
-// fw_wg_store_col: wg_store8 of row r's 8 values v from column col (a
-// multiple of 8) into an image of R rows in split's type (FW_SPLIT_WG_*).
-DEVICE void fw_wg_store_col(fw_u32x4* xs, uint32_t split, const float* v, uint32_t R, uint32_t r, uint32_t col) {
-  if (split == FW_SPLIT_WG_BF16)
-    wg_store8<fw_bf16>(xs, v, R, r, (col % 64u) / 8u, col / 64u);
-  else
-    wg_store8<fw_f16>(xs, v, R, r, (col % 64u) / 8u, col / 64u);
-}
-
 // fw_wg_store_one: value v of row r, column col into an image of R rows in
 // split's type (FW_SPLIT_WG_*): its hi and lo halves, wg_store8's bytes for
 // it, so that the threads of a row's 8 values write it together.
@@ -2990,15 +2981,20 @@ DEVICE void fw_wg_store_one(fw_u32x4* xs, uint32_t split, float v, uint32_t R, u
 // rope_attention_warps_f32 writes: its heads' columns of the rows past
 // tokens that it owns (t + tokens, t + 2 tokens, ... below R), and for the
 // last kv head the columns from heads * headdim to the end of the image's
-// last stage, in those rows and in row t.
-DEVICE void fw_atw_image_zeros(fw_u32x4* xs, uint32_t split, uint32_t t, uint32_t kvh, uint32_t tokens,
-                               uint32_t heads, uint32_t kv_heads, uint32_t headdim) {
+// last stage, in those rows and in row t. A zero's hi and lo halves are
+// zero bits in either type, so each 8-column unit is written as such.
+DEVICE void fw_atw_image_zeros(fw_u32x4* xs, uint32_t t, uint32_t kvh, uint32_t tokens, uint32_t heads,
+                               uint32_t kv_heads, uint32_t headdim) {
   const uint32_t R = wg_rows(tokens), in = heads * headdim, width = heads / kv_heads * headdim / 8u;
   const uint32_t c0 = kvh * width, c1 = kvh + 1u == kv_heads ? wg_stages(in) * 8u : c0 + width;
-  const float zero[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+  const fw_u32x4 zero = {{0u, 0u, 0u, 0u}};
   for (uint32_t r = t; r < R; r += tokens)
     for (uint32_t c = c0 + thread_idx_x(); c < c1; c += FW_ATW_THREADS)
-      if (r >= tokens || 8u * c >= in) fw_wg_store_col(xs, split, zero, R, r, 8u * c);
+      if (r >= tokens || 8u * c >= in) {
+        fw_u32x4* stage = xs + (uint64_t)(c / 8u) * R * 16u;
+        stage[wg_unit(r, c % 8u)] = zero;
+        stage[wg_unit(R + r, c % 8u)] = zero;
+      }
 }
 
 // attention_warps: the kernel's body for at most G query heads a kv head
@@ -3250,7 +3246,7 @@ KERNEL KBOUNDS(FW_ATW_THREADS) void rope_attention_warps_f32(
   block_sync();  // the block's q heads in qkv and its new key and value in the caches
   attention_warps_for(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens, heads,
                       kv_heads, headdim, stride, scale, gm, gl, wt, part, xs, split);
-  if (split) fw_atw_image_zeros(xs, split, t, kvh, tokens, heads, kv_heads, headdim);
+  if (split) fw_atw_image_zeros(xs, t, kvh, tokens, heads, kv_heads, headdim);
 }
 
 // =====================================================================

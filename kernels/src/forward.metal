@@ -1254,8 +1254,8 @@ static inline void fw_rope_kv_head(device float* qkv, device float* k_cache, dev
 // the warpgroup pair's image below.
 static inline uint fw_wg_rows(uint rows);
 static inline void fw_wg_store_one(device uint* xs, uint split, float v, uint R, uint r, uint col);
-static inline void fw_atw_image_zeros(device uint* xs, uint split, uint t, uint kvh, uint tokens, uint heads,
-                                      uint kv_heads, uint headdim, uint tid);
+static inline void fw_atw_image_zeros(device uint* xs, uint t, uint kvh, uint tokens, uint heads, uint kv_heads,
+                                      uint headdim, uint tid);
 static inline bool fw_atw_image_ok(uint split, uint tokens, uint headdim);
 
 // fw_atw_merged: value d of head h's output, merge slot hh of part (see
@@ -1498,7 +1498,7 @@ kernel void rope_attention_warps_f32(device float* out [[buffer(0)]], device flo
   threadgroup_barrier(mem_flags::mem_device);  // the block's q heads in qkv and its new key and value in the caches
   fw_attention_warps_for(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens, heads,
                          kv_heads, headdim, stride, scale, gm, gl, wt, part, xs, split, tid, blk);
-  if (split) fw_atw_image_zeros(xs, split, t, kvh, tokens, heads, kv_heads, headdim, tid);
+  if (split) fw_atw_image_zeros(xs, t, kvh, tokens, heads, kv_heads, headdim, tid);
 }
 
 // =====================================================================
@@ -1914,27 +1914,8 @@ FW_WGS_KERNEL(matmul_wgs_bf16, fw_bf16)
 #define FW_SPLIT_WG_BF16 3u
 #define FW_SPLIT_WG_F16 4u
 
-// fw_wg_store_col: row r's 8 values v from column col (a multiple of 8)
-// into an image of R rows in split's type (FW_SPLIT_WG_*), as
-// fw_wg_split_x writes them.
-static inline void fw_wg_store_col(device uint* xs, uint split, thread const float* v, uint R, uint r, uint col) {
-  const uint c = col / 64u, q = (col % 64u) / 8u;
-  device uint* stage = xs + (ulong)c * R * 64u;
-  device uint* hi = stage + fw_wg_unit(r, q) * 4u;
-  device uint* lo = stage + fw_wg_unit(R + r, q) * 4u;
-  for (uint e = 0; e < 4; ++e) {
-    uint h, l;
-    if (split == FW_SPLIT_WG_BF16)
-      fw_split_pair<fw_bf16>(v[2u * e], v[2u * e + 1u], h, l);
-    else
-      fw_split_pair<fw_f16>(v[2u * e], v[2u * e + 1u], h, l);
-    hi[e] = h;
-    lo[e] = l;
-  }
-}
-
 // fw_wg_store_one: value v of row r, column col into an image of R rows in
-// split's type: its hi and lo halves (fw_wg_store_col's bytes for it).
+// split's type: its hi and lo halves (fw_wg_split_x's bytes for it).
 static inline void fw_wg_store_one(device uint* xs, uint split, float v, uint R, uint r, uint col) {
   uint h, l;
   if (split == FW_SPLIT_WG_BF16)
@@ -1955,15 +1936,21 @@ static inline bool fw_atw_image_ok(uint split, uint tokens, uint headdim) {
 }
 
 // fw_atw_image_zeros: the zeros of o's image block (t, kvh) of
-// rope_attention_warps_f32 writes (see forward.cu).
-static inline void fw_atw_image_zeros(device uint* xs, uint split, uint t, uint kvh, uint tokens, uint heads,
-                                      uint kv_heads, uint headdim, uint tid) {
+// rope_attention_warps_f32 writes (see forward.cu): whole 16-byte units of
+// zero bits.
+static inline void fw_atw_image_zeros(device uint* xs, uint t, uint kvh, uint tokens, uint heads, uint kv_heads,
+                                      uint headdim, uint tid) {
   const uint R = fw_wg_rows(tokens), in = heads * headdim, width = heads / kv_heads * headdim / 8u;
   const uint c0 = kvh * width, c1 = kvh + 1u == kv_heads ? fw_wg_stages(in) * 8u : c0 + width;
-  const float zero[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
   for (uint r = t; r < R; r += tokens)
     for (uint c = c0 + tid; c < c1; c += FW_ATW_THREADS)
-      if (r >= tokens || 8u * c >= in) fw_wg_store_col(xs, split, zero, R, r, 8u * c);
+      if (r >= tokens || 8u * c >= in) {
+        device uint* stage = xs + (ulong)(c / 8u) * R * 64u;
+        for (uint e = 0; e < 4; ++e) {
+          stage[fw_wg_unit(r, c % 8u) * 4u + e] = 0u;
+          stage[fw_wg_unit(R + r, c % 8u) * 4u + e] = 0u;
+        }
+      }
 }
 
 // fw_rmsnorm_split_row: row r's part of the split image of out (zeros for
