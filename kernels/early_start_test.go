@@ -7,9 +7,14 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// ptxEntries splits a PTX module into its kernels' texts by name.
+// ptxEntries splits a PTX module's sm_90 text into its kernels' texts by
+// name; ptxEntriesFor, that of arch.
 func ptxEntries(t *testing.T, module string) map[string]string {
-	ptx, _, err := Load(module, FormatPTX, "sm_90")
+	return ptxEntriesFor(t, module, "sm_90")
+}
+
+func ptxEntriesFor(t *testing.T, module, arch string) map[string]string {
+	ptx, _, err := Load(module, FormatPTX, arch)
 	require.NoError(t, err)
 	out := map[string]string{}
 	for _, body := range strings.Split(string(ptx), ".entry ")[1:] {

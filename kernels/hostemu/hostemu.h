@@ -64,6 +64,7 @@ struct alignas(16) async_u32x4 {
 DEVICE void async_copy16(void* dst, const void* src, bool valid) {
   *(async_u32x4*)dst = valid ? *(const async_u32x4*)src : async_u32x4{{0u, 0u, 0u, 0u}};
 }
+DEVICE void stream_copy16(void* dst, const void* src, bool valid) { async_copy16(dst, src, valid); }
 DEVICE void async_commit() {}
 template <int N>
 DEVICE void async_wait() {}

@@ -118,18 +118,31 @@ struct __attribute__((aligned(16))) fw_u32x4 {
   uint32_t v[4];
 };
 
-// fw_load8: eight consecutive weights starting at p (16-byte aligned for the
-// 16-bit types: one 16-byte load; f32: two).
-DEVICE void fw_load8(const float* p, float* o) {
-  const fw_f32x4 a = ((const fw_f32x4*)p)[0], b = ((const fw_f32x4*)p)[1];
-  for (int i = 0; i < 4; ++i) o[i] = a.v[i], o[4 + i] = b.v[i];
+// fw_stream8: eight consecutive weights starting at p (16-byte aligned for
+// the 16-bit types: one 16-byte load; f32: two). A decode step reads its
+// weights once, so on NVPTX the loads carry stream_copy16's L2 evict-first
+// policy (portable.h).
+#if defined(__NVPTX__)
+DEVICE fw_u32x4 fw_stream16(const void* p) {
+  fw_u32x4 r;
+  asm("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+      : "=r"(r.v[0]), "=r"(r.v[1]), "=r"(r.v[2]), "=r"(r.v[3])
+      : "l"(p), "l"(stream_policy()));
+  return r;
 }
-DEVICE void fw_load8(const fw_bf16* p, float* o) {
-  const fw_u32x4 a = *(const fw_u32x4*)p;
+#else
+DEVICE fw_u32x4 fw_stream16(const void* p) { return *(const fw_u32x4*)p; }
+#endif
+DEVICE void fw_stream8(const float* p, float* o) {
+  const fw_u32x4 a = fw_stream16(p), b = fw_stream16(p + 4);
+  for (int i = 0; i < 4; ++i) o[i] = fw_u2f(a.v[i]), o[4 + i] = fw_u2f(b.v[i]);
+}
+DEVICE void fw_stream8(const fw_bf16* p, float* o) {
+  const fw_u32x4 a = fw_stream16(p);
   for (int i = 0; i < 4; ++i) o[2 * i] = fw_u2f(a.v[i] << 16), o[2 * i + 1] = fw_u2f(a.v[i] & 0xffff0000u);
 }
-DEVICE void fw_load8(const fw_f16* p, float* o) {
-  const fw_u32x4 a = *(const fw_u32x4*)p;
+DEVICE void fw_stream8(const fw_f16* p, float* o) {
+  const fw_u32x4 a = fw_stream16(p);
   for (int i = 0; i < 4; ++i) o[2 * i] = fw_f16_f32(a.v[i] & 0xffffu), o[2 * i + 1] = fw_f16_f32(a.v[i] >> 16);
 }
 
@@ -326,20 +339,20 @@ DEVICE void matvec_tile(float* y, const float* xr, const W* wr, const float* bia
     for (; k + 224u < chunks; k += 256u) {
       float wv[8][8];
 #pragma unroll
-      for (uint32_t j = 0; j < 8; ++j) fw_load8(wr + (uint64_t)(k + 32u * j) * 8u, wv[j]);
+      for (uint32_t j = 0; j < 8; ++j) fw_stream8(wr + (uint64_t)(k + 32u * j) * 8u, wv[j]);
 #pragma unroll
       for (uint32_t j = 0; j < 8; ++j) matvec_fma<NR>(acc, wv[j], xr, in, k + 32u * j, nr);
     }
     for (; k + 96u < chunks; k += 128u) {
       float wv[4][8];
 #pragma unroll
-      for (uint32_t j = 0; j < 4; ++j) fw_load8(wr + (uint64_t)(k + 32u * j) * 8u, wv[j]);
+      for (uint32_t j = 0; j < 4; ++j) fw_stream8(wr + (uint64_t)(k + 32u * j) * 8u, wv[j]);
 #pragma unroll
       for (uint32_t j = 0; j < 4; ++j) matvec_fma<NR>(acc, wv[j], xr, in, k + 32u * j, nr);
     }
     for (; k < chunks; k += 32u) {
       float wv[8];
-      fw_load8(wr + (uint64_t)k * 8u, wv);
+      fw_stream8(wr + (uint64_t)k * 8u, wv);
       matvec_fma<NR>(acc, wv, xr, in, k, nr);
     }
   } else {
@@ -634,7 +647,7 @@ TC_AMD_CALL void tc_load_w(fw_u32x4* dst, const W* w, uint32_t in, uint32_t out,
     const W* p = w + (uint64_t)o * in + k;
     if (vec) {
       const bool valid = o < out && k < in;
-      async_copy16(&dst[j * 32u + lane], valid ? (const void*)p : (const void*)w, valid);
+      stream_copy16(&dst[j * 32u + lane], valid ? (const void*)p : (const void*)w, valid);
     } else {
       fw_u32x4 v;
 #pragma unroll
@@ -1572,7 +1585,7 @@ DEVICE void wg_load_stage(fw_u32x4* smem, const W* w, const fw_u32x4* xsrc, uint
       const uint32_t row = u / 8u, q = u % 8u;
       const uint32_t o = wg_out_row(row, o0, half), k = kc + 8u * q;
       const bool valid = o < out && k < in;
-      wg_copy16(dst + wg_unit(row, q), valid ? (const void*)(w + (uint64_t)o * in + k) : (const void*)w, valid);
+      stream_copy16(dst + wg_unit(row, q), valid ? (const void*)(w + (uint64_t)o * in + k) : (const void*)w, valid);
     }
     const fw_u32x4* from = xsrc + (uint64_t)c * XU;
     for (uint32_t u = thread_idx_x(); u < XU; u += THREADS) wg_copy16(dst + WU + u, from + u, true);
@@ -1892,7 +1905,7 @@ DEVICE void matmul_wgs_n(fw_u32x4* smem, uint64_t* bars, float* y, const fw_u32x
         const uint32_t row = u / 8u, q = u % 8u;
         const uint32_t o = wg_out_row(row, o0, half), k = kc + 8u * q;
         const bool valid = o < out && k < in;
-        wg_copy16(dst + wg_unit(row, q), valid ? (const void*)(w + (uint64_t)o * in + k) : (const void*)w, valid);
+        stream_copy16(dst + wg_unit(row, q), valid ? (const void*)(w + (uint64_t)o * in + k) : (const void*)w, valid);
       }
       const fw_u32x4* from = xsrc + (uint64_t)c * XU;
 #pragma unroll

@@ -153,6 +153,23 @@ DEVICE void async_copy16(void* dst, const void* src, bool valid) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;" ::"l"(d), "l"(src), "r"(valid ? 16u : 0u)
                : "memory");
 }
+// stream_copy16: async_copy16 for data read once (a model's weights in a
+// decode step), with cp.async.cg and an L2 evict-first policy: each step
+// reads more weights than the L2 holds, and with the default policy they
+// sweep out what the step reads again soon (activations, the KV cache, the
+// kernels' code).
+DEVICE uint64_t stream_policy() {
+  uint64_t p;
+  asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
+  return p;
+}
+DEVICE void stream_copy16(void* dst, const void* src, bool valid) {
+  uint64_t d;
+  asm("cvta.to.shared.u64 %0, %1;" : "=l"(d) : "l"(dst));
+  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;" ::"l"(d), "l"(src),
+               "r"(valid ? 16u : 0u), "l"(stream_policy())
+               : "memory");
+}
 DEVICE void async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N>
 DEVICE void async_wait() {
@@ -165,6 +182,7 @@ struct __attribute__((aligned(16))) async_u32x4 {
 DEVICE void async_copy16(void* dst, const void* src, bool valid) {
   *(async_u32x4*)dst = valid ? *(const async_u32x4*)src : async_u32x4{{0u, 0u, 0u, 0u}};
 }
+DEVICE void stream_copy16(void* dst, const void* src, bool valid) { async_copy16(dst, src, valid); }
 DEVICE void async_commit() {}
 template <int N>
 DEVICE void async_wait() {}
