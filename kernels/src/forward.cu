@@ -1388,7 +1388,7 @@ template <typename NW>
 DEVICE void rmsnorm_fused(float* out, float* x, const float* ws, const float* bias, const NW* weight, uint32_t parts,
                           uint32_t rows, uint32_t dim, float eps, fw_u32x4* xs, uint32_t split) {
   fw_early_start();
-  if (split >= FW_SPLIT_TC_BF16 && split <= FW_SPLIT_TC_F16) grid_launch_dependents();  // as tc_split_x_W
+  if (split >= FW_SPLIT_TC_BF16 && split <= FW_SPLIT_WG_F16) grid_launch_dependents();  // as tc_split_x_W
   const uint32_t r = block_idx_x(), tid = thread_idx_x();
   const bool wg = split >= FW_SPLIT_WG_BF16;
   if (split > FW_SPLIT_WG_F16 || (wg && wg_rows(rows) > FW_WG_MAX_ROWS)) return;
@@ -1852,6 +1852,19 @@ DEVICE void wgs_bar_arrive(uint32_t a) { asm volatile("mbarrier.arrive.shared::c
 DEVICE void wgs_bar_arrive_copies(uint32_t a) {
   asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(a) : "memory");
 }
+// wgs_bar_expect_bytes: arrives on a, which then also waits for n more
+// bytes of bulk copies (mbarrier::complete_tx). wgs_bulk_copy: n bytes
+// (16-byte aligned, a multiple of 16) from global src to shared dst,
+// counted on a when they land; it reads src through the async proxy.
+DEVICE void wgs_bar_expect_bytes(uint32_t a, uint32_t n) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(a), "r"(n) : "memory");
+}
+DEVICE void wgs_bulk_copy(void* dst, const void* src, uint32_t n, uint32_t a) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+                   wgs_saddr(dst)),
+               "l"(src), "r"(n), "r"(a)
+               : "memory");
+}
 // wgs_bar_wait: until the phase of a with this parity has completed.
 DEVICE void wgs_bar_wait(uint32_t a, uint32_t parity) {
   uint32_t done = 0;
@@ -1870,14 +1883,15 @@ DEVICE void matmul_wgs_n(fw_u32x4* smem, uint64_t* bars, float* y, const fw_u32x
   constexpr uint32_t WU = FW_WG_TN * FW_WG_KC * 2u / 16u;  // 16-byte units of a stage's weights
   constexpr uint32_t XU = N * FW_WG_KC * 2u / 16u;         // and of its x
   const uint32_t splits = in / ks + (in % ks != 0u);
-  if (splits == 0) return;
-  const uint32_t b = block_idx_x(), split = b % splits, grp = b / splits;
-  if (grp * FW_WG_TN >= out) return;  // whole block
+  const uint32_t b = block_idx_x(), split = splits ? b % splits : 0u, grp = splits ? b / splits : 0u;
   uint32_t stages = (wg_dynamic_smem() - 1024u) / ((WU + XU) * 16u);
-  if (wg_dynamic_smem() < 1024u || stages < 2u) return;
   if (stages > FW_WGS_MAX_STAGES) stages = FW_WGS_MAX_STAGES;
-  if (accumulate == FW_WG_SILU && (splits != 1u || out % 128u != 0u)) return;
   const uint32_t tid = thread_idx_x(), wg = tid / 128u;
+  if (splits == 0 || grp * FW_WG_TN >= out || wg_dynamic_smem() < 1024u || stages < 2u ||
+      (accumulate == FW_WG_SILU && (splits != 1u || out % 128u != 0u))) {
+    grid_dependency_wait();
+    return;
+  }
   const uint32_t o0 = grp * FW_WG_TN, half = accumulate == FW_WG_SILU ? out / 2u : 0u;
   const uint32_t k0 = split * ks, kn = in - k0 < ks ? in - k0 : ks;
   const uint32_t nck = (kn + FW_WG_KC - 1u) / FW_WG_KC;
@@ -1885,7 +1899,7 @@ DEVICE void matmul_wgs_n(fw_u32x4* smem, uint64_t* bars, float* y, const fw_u32x
   const uint32_t full = wgs_saddr(bars), empty = full + 8u * FW_WGS_MAX_STAGES;  // slot i: + 8 i
   if (tid == 0)
     for (uint32_t i = 0; i < stages; ++i) {
-      wgs_bar_init(full + 8u * i, 128u);
+      wgs_bar_init(full + 8u * i, 129u);  // 128 threads' weights, and x's bulk copy
       wgs_bar_init(empty + 8u * i, 256u);
     }
   block_sync();
@@ -1894,10 +1908,14 @@ DEVICE void matmul_wgs_n(fw_u32x4* smem, uint64_t* bars, float* y, const fw_u32x
 #pragma unroll
   for (uint32_t i = 0; i < N / 2; ++i) acc[i] = 0.0f;
   if (wg == 2u) {
+    // The weights are the model's, which no kernel writes: the first lap of
+    // them is copied before the wait for the kernel ahead, whose blocks
+    // (a norm's few) leave most SMs free for this one's. x's stages come by
+    // one bulk copy each, counted on the slot's barrier by their bytes, so
+    // that a stage waits for its own weights and x, not for every copy the
+    // thread issued before (cp.async.mbarrier.arrive counts those).
     const uint32_t p = tid - 256u;
-    uint32_t slot = 0, lap = 0;  // c = lap * stages + slot
-    for (uint32_t c = 0; c < nck; ++c) {
-      if (lap > 0) wgs_bar_wait(empty + 8u * slot, (lap - 1u) & 1u);
+    const auto weights = [&](uint32_t c, uint32_t slot) {
       fw_u32x4* dst = smem + slot * (WU + XU);
       const uint32_t kc = k0 + FW_WG_KC * c;
 #pragma unroll
@@ -1907,14 +1925,28 @@ DEVICE void matmul_wgs_n(fw_u32x4* smem, uint64_t* bars, float* y, const fw_u32x
         const bool valid = o < out && k < in;
         stream_copy16(dst + wg_unit(row, q), valid ? (const void*)(w + (uint64_t)o * in + k) : (const void*)w, valid);
       }
-      const fw_u32x4* from = xsrc + (uint64_t)c * XU;
-#pragma unroll
-      for (uint32_t u = p; u < XU; u += 128u) wg_copy16(dst + WU + u, from + u, true);
       wgs_bar_arrive_copies(full + 8u * slot);
+    };
+    const auto image = [&](uint32_t c, uint32_t slot) {
+      if (p == 0) {
+        wgs_bar_expect_bytes(full + 8u * slot, XU * 16u);
+        wgs_bulk_copy(smem + slot * (WU + XU) + WU, xsrc + (uint64_t)c * XU, XU * 16u, full + 8u * slot);
+      }
+    };
+    const uint32_t first = nck < stages ? nck : stages;
+    for (uint32_t c = 0; c < first; ++c) weights(c, c);
+    grid_dependency_wait();
+    for (uint32_t c = 0; c < first; ++c) image(c, c);
+    uint32_t slot = 0, lap = 1;  // c = lap * stages + slot
+    for (uint32_t c = first; c < nck; ++c) {
+      wgs_bar_wait(empty + 8u * slot, (lap - 1u) & 1u);
+      weights(c, slot);
+      image(c, slot);
       if (++slot == stages) slot = 0, ++lap;
     }
     async_wait<0>();
   } else {
+    grid_dependency_wait();
     uint32_t slot = 0, lap = 0, prev = 0;
     for (uint32_t c = 0; c < nck; ++c) {
       wgs_bar_wait(full + 8u * slot, lap & 1u);
@@ -1944,13 +1976,20 @@ DEVICE void matmul_wgs_n(fw_u32x4* smem, uint64_t* bars, float* y, const fw_u32x
 template <typename W>
 DEVICE void matmul_wgs(float* y, const fw_u32x4* xs, const W* w, const float* bias, float* ws, uint32_t* cnt,
                        uint32_t rows, uint32_t in, uint32_t out, uint32_t accumulate, uint32_t ks) {
-  fw_early_start();
-  FW_WG_SMEM_DECL;
-  if (ks == 0 || ks % FW_WG_KC != 0) return;
 #if defined(FW_WG_NATIVE)
+  // matmul_wgs_n waits for the kernel ahead itself, on every path (its
+  // copier after its first weights).
+  FW_WG_SMEM_DECL;
+  if (ks == 0 || ks % FW_WG_KC != 0 || rows == 0 || wg_rows(rows) > FW_WG_MAX_ROWS) {
+    fw_early_start();
+    return;
+  }
   __shared__ __attribute__((aligned(8))) uint64_t bars[2 * FW_WGS_MAX_STAGES];
 #define FW_WGS_CALL(N) matmul_wgs_n<W, N>(wg_smem, bars, y, xs, w, bias, ws, cnt, rows, in, out, accumulate, ks)
 #else
+  fw_early_start();
+  FW_WG_SMEM_DECL;
+  if (ks == 0 || ks % FW_WG_KC != 0) return;
 #define FW_WGS_CALL(N) matmul_wg_n<W, N, FW_WGS_THREADS>(wg_smem, y, xs, w, bias, ws, cnt, rows, in, out, accumulate, ks)
 #endif
   FW_WG_BY_ROWS(FW_WGS_CALL)
