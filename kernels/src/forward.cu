@@ -75,13 +75,19 @@ struct fw_f16 {
 // come before any early return, or a kernel could complete before its
 // predecessor and let the next one read unfinished data.
 //
-// Only tc_split_x_W triggers its dependents early (grid_launch_dependents,
-// fw_early_start_product_next): the next kernel then launches as this one
-// ends, which still overlaps its launch with this one's completion, but no
-// kernel's blocks sit resident and waiting behind a running one. On the
-// H200 that was faster at batch 1, at batch 32 and in prefill than
-// triggering first or after the wait everywhere (the numbers:
-// docs/generate.md, Devices).
+// Few kernels trigger their dependents early (grid_launch_dependents, after
+// their own wait), and each only where the kernel after it copies weights
+// (the model's: no kernel writes them) before its own wait: tc_split_x_W
+// and rmsnorm_fused_W with a split, before the pair's product or
+// matmul_wgs_W (and the LM head's matmul_wg_W, which copies nothing
+// early: the step was measured with it so), and matmul_wgs_W's gate|up
+// writing down's image (FW_WG_SILU) before down. The next kernel then
+// launches while this one runs. Everywhere else it
+// launches as this one ends, which still overlaps its launch with this
+// one's completion, but no kernel's blocks sit resident and waiting with
+// nothing to do: on the H200 that was faster at batch 1, at batch 32 and
+// in prefill than triggering first or after the wait everywhere (the
+// numbers: docs/generate.md, Devices).
 DEVICE void fw_early_start() { grid_dependency_wait(); }
 
 // fw_early_start_product_next: fw_early_start, then the trigger, for
@@ -1388,7 +1394,7 @@ template <typename NW>
 DEVICE void rmsnorm_fused(float* out, float* x, const float* ws, const float* bias, const NW* weight, uint32_t parts,
                           uint32_t rows, uint32_t dim, float eps, fw_u32x4* xs, uint32_t split) {
   fw_early_start();
-  if (split >= FW_SPLIT_TC_BF16 && split <= FW_SPLIT_WG_F16) grid_launch_dependents();  // as tc_split_x_W
+  if (split >= FW_SPLIT_TC_BF16 && split <= FW_SPLIT_WG_F16) grid_launch_dependents();  // see fw_early_start
   const uint32_t r = block_idx_x(), tid = thread_idx_x();
   const bool wg = split >= FW_SPLIT_WG_BF16;
   if (split > FW_SPLIT_WG_F16 || (wg && wg_rows(rows) > FW_WG_MAX_ROWS)) return;
@@ -1936,6 +1942,7 @@ DEVICE void matmul_wgs_n(fw_u32x4* smem, uint64_t* bars, float* y, const fw_u32x
     const uint32_t first = nck < stages ? nck : stages;
     for (uint32_t c = 0; c < first; ++c) weights(c, c);
     grid_dependency_wait();
+    if (half) grid_launch_dependents();  // down, next, copies its first weights while this one runs
     for (uint32_t c = 0; c < first; ++c) image(c, c);
     uint32_t slot = 0, lap = 1;  // c = lap * stages + slot
     for (uint32_t c = first; c < nck; ++c) {
@@ -1947,6 +1954,7 @@ DEVICE void matmul_wgs_n(fw_u32x4* smem, uint64_t* bars, float* y, const fw_u32x
     async_wait<0>();
   } else {
     grid_dependency_wait();
+    if (half) grid_launch_dependents();
     uint32_t slot = 0, lap = 0, prev = 0;
     for (uint32_t c = 0; c < nck; ++c) {
       wgs_bar_wait(full + 8u * slot, lap & 1u);

@@ -137,16 +137,16 @@ const (
 	wgSilu = 4
 	// fusedImageRows: up to this many rows the decode attention writes
 	// o's image (oImage) and gate|up down's (siluImage), so that neither
-	// wg_split_x_W before o nor wg_silu_split_x_W before down is launched.
-	// On the H200 (1B shape, decodebench, builds alternating in one call,
-	// three rounds, two calls; docs/generate.md) the two together took
-	// batch 32 from 23,634-23,770 tokens/s to 24,489-24,527 and from
-	// 23,418-23,954 to 24,445-24,541, but batch 64 from 35,309-35,361 to
-	// 34,569-34,840 and from 35,367-35,496 to 34,560-34,786; either alone
-	// was level or slower at both (o's image: 23,313-23,552 and
-	// 33,193-33,442; gate|up's: 23,942-23,986 and 34,173-34,371). 17 to
-	// 31 rows were not measured.
-	fusedImageRows = tcTileRows
+	// wg_split_x_W before o nor wg_silu_split_x_W before down is launched:
+	// every row count the warpgroup MMA takes. On the H200 (1B shape,
+	// decodebench, builds alternating in one call, three rounds;
+	// docs/generate.md) the two together first paid at 32 rows only (batch
+	// 32 23,634-23,770 tokens/s to 24,489-24,527; batch 64 35,309-35,361
+	// to 34,569-34,840), each alone level or slower. Since matmul_wgs_W
+	// copies its first weights before its wait, and gate|up lets down
+	// launch early, they pay at 64 too: batch 64 34,799-35,110 with the
+	// bound at 32, 37,073-37,139 without it, batch 32 unchanged.
+	fusedImageRows = wgMaxRows
 	// rmsnorm_fused_W's split codes (FW_SPLIT_*): tc_split_x_W's fragments
 	// or wg_split_x_W's image, in bf16 or (the code after it) f16.
 	splitTCBF16 = 1
