@@ -1829,10 +1829,13 @@ DEVICE void matmul_wg(float* y, const fw_u32x4* xs, const W* w, const float* bia
 // faster than the kernel (docs/generate.md). Here, on sm_90a, warpgroup 2
 // only copies: stage c into slot c % S once the MMAs of stage c - S are
 // done with it (the slot's "empty" mbarrier, 256 arrivals), its copies'
-// completion counted on the slot's "full" mbarrier (cp.async.mbarrier.
-// arrive.noinc, 128 arrivals); warpgroups 0 and 1 wait on "full", run the
-// stage's MMAs, and free the slot before that once the MMAs of the stage
-// before it are done (wgmma.wait_group 1: one stage of MMAs in flight).
+// completion counted on the slot's "full" mbarrier (129 arrivals: the
+// weights' cp.async.mbarrier.arrive.noinc from each of its 128 threads, and
+// x's stage, one cp.async.bulk, by its bytes; the first lap of weights is
+// issued before the wait for the kernel ahead); warpgroups 0 and 1 wait
+// on "full", run the stage's MMAs, and free the slot before that once the
+// MMAs of the stage before it are done (wgmma.wait_group 1: one stage of
+// MMAs in flight).
 // Nothing waits for the whole block until the epilogue.
 //
 // Elsewhere (the host emulation, other GPUs: never routed to there) it is
