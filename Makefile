@@ -36,8 +36,10 @@ test-nocgo:
 	CGO_ENABLED=0 $(GO) test -count=1 ./...
 
 # The race detector needs cgo, so this pass exercises purego's cgo path.
+# On CI's 2 cores the model package takes about 500 s under -race, close to
+# go test's default 10-minute limit per package: 20 minutes leaves room.
 test-race:
-	$(GO) test -count=1 -race ./...
+	$(GO) test -count=1 -race -timeout 20m ./...
 
 # No package registry carries mlx-c, so CI has no libmlxc and the TestMLX*
 # tests skip (they ran above): say how many, and why.
