@@ -12,12 +12,13 @@ import (
 // weight copies carry an L2 evict-first policy (stream_copy16 and
 // fw_stream8 in kernels/src); with the default policy they swept the
 // step's activations, KV cache and code out of the L2, and batch-1 decode
-// on the H200 ran 4-6% slower (docs/generate.md, Devices). Each NVIDIA
-// arch's PTX must keep the hint in every product decode runs.
+// on the H200 ran 4-6% slower (docs/generate.md, Devices). The sm_90 and
+// sm_90a PTX must keep the hint in every product decode runs; the sm_80
+// PTX (ISA 7.0) cannot have it (TestShippedPTXUsesOnlyItsISA).
 func TestDecodeProductsStreamTheirWeightsEvictFirst(t *testing.T) {
 	products := []string{"matmul_bf16", "matmul_f16", "matmul_f32", "matmul_tcx_bf16", "matmul_tcx_f16",
 		"matmul_tc_bf16", "matmul_tc_f16", "matmul_wg_bf16", "matmul_wg_f16", "matmul_wgs_bf16", "matmul_wgs_f16"}
-	for _, arch := range []string{"sm_80", "sm_90", "sm_90a"} {
+	for _, arch := range []string{"sm_90", "sm_90a"} {
 		entries := ptxEntriesFor(t, "forward", arch)
 		for _, name := range products {
 			body, ok := entries[name]

@@ -126,9 +126,9 @@ struct __attribute__((aligned(16))) fw_u32x4 {
 
 // fw_stream8: eight consecutive weights starting at p (16-byte aligned for
 // the 16-bit types: one 16-byte load; f32: two). A decode step reads its
-// weights once, so on NVPTX the loads carry stream_copy16's L2 evict-first
-// policy (portable.h).
-#if defined(__NVPTX__)
+// weights once, so from sm_90 the loads carry stream_copy16's L2
+// evict-first policy (portable.h, STREAM_L2_HINTS).
+#if defined(STREAM_L2_HINTS)
 DEVICE fw_u32x4 fw_stream16(const void* p) {
   fw_u32x4 r;
   asm("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"

@@ -154,10 +154,13 @@ DEVICE void async_copy16(void* dst, const void* src, bool valid) {
                : "memory");
 }
 // stream_copy16: async_copy16 for data read once (a model's weights in a
-// decode step), with cp.async.cg and an L2 evict-first policy: each step
-// reads more weights than the L2 holds, and with the default policy they
-// sweep out what the step reads again soon (activations, the KV cache, the
-// kernels' code).
+// decode step), with cp.async.cg and, from sm_90, an L2 evict-first policy:
+// each step reads more weights than the L2 holds, and with the default
+// policy they sweep out what the step reads again soon (activations, the
+// KV cache, the kernels' code). The policy (createpolicy, .L2::cache_hint)
+// needs PTX ISA 7.4, and the sm_80 PTX is ISA 7.0 (STREAM_L2_HINTS).
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define STREAM_L2_HINTS 1
 DEVICE uint64_t stream_policy() {
   uint64_t p;
   asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
@@ -170,6 +173,13 @@ DEVICE void stream_copy16(void* dst, const void* src, bool valid) {
                "r"(valid ? 16u : 0u), "l"(stream_policy())
                : "memory");
 }
+#else
+DEVICE void stream_copy16(void* dst, const void* src, bool valid) {
+  uint64_t d;
+  asm("cvta.to.shared.u64 %0, %1;" : "=l"(d) : "l"(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"l"(d), "l"(src), "r"(valid ? 16u : 0u) : "memory");
+}
+#endif
 DEVICE void async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N>
 DEVICE void async_wait() {
