@@ -1574,12 +1574,23 @@ DEVICE void wg_copy16(void* dst, const void* src, bool valid) {
 DEVICE void wg_copy16(void* dst, const void* src, bool valid) { async_copy16(dst, src, valid); }
 #endif
 
+// wg_copy_weight: copy u of a stage's TN x 64 weights at k = kc into its
+// ring slot dst: 16 bytes, row u / 8, chunk u % 8 (so 8 lanes read a row's
+// 128 contiguous bytes and write one swizzled row); rows past out and k
+// past in zero.
+template <typename W>
+DEVICE void wg_copy_weight(fw_u32x4* dst, const W* w, uint32_t in, uint32_t out, uint32_t o0, uint32_t half,
+                           uint32_t kc, uint32_t u) {
+  const uint32_t row = u / 8u, q = u % 8u;
+  const uint32_t o = wg_out_row(row, o0, half), k = kc + 8u * q;
+  const bool valid = o < out && k < in;
+  stream_copy16(dst + wg_unit(row, q), valid ? (const void*)(w + (uint64_t)o * in + k) : (const void*)w, valid);
+}
+
 // wg_load_stage: the block's copies of its stage c (of nck) into ring slot
 // c % FW_WG_STAGES, then a commit (an empty group past the last stage, so
-// the waits keep counting). A stage: the TN x 64 weights (rows past out
-// and k past in zero; 16 bytes a copy, copy u: row u / 8, chunk u % 8, so
-// 8 lanes read a row's 128 contiguous bytes and write one swizzled row),
-// then x's stage of the image (contiguous).
+// the waits keep counting). A stage: the weights (wg_copy_weight), then
+// x's stage of the image (contiguous).
 template <typename W, uint32_t XU, uint32_t THREADS = FW_WG_THREADS>
 DEVICE void wg_load_stage(fw_u32x4* smem, const W* w, const fw_u32x4* xsrc, uint32_t in, uint32_t out,
                           uint32_t o0, uint32_t half, uint32_t k0, uint32_t c, uint32_t nck) {
@@ -1587,12 +1598,7 @@ DEVICE void wg_load_stage(fw_u32x4* smem, const W* w, const fw_u32x4* xsrc, uint
   if (c < nck) {
     fw_u32x4* dst = smem + (c % FW_WG_STAGES) * (WU + XU);
     const uint32_t kc = k0 + FW_WG_KC * c;
-    for (uint32_t u = thread_idx_x(); u < WU; u += THREADS) {
-      const uint32_t row = u / 8u, q = u % 8u;
-      const uint32_t o = wg_out_row(row, o0, half), k = kc + 8u * q;
-      const bool valid = o < out && k < in;
-      stream_copy16(dst + wg_unit(row, q), valid ? (const void*)(w + (uint64_t)o * in + k) : (const void*)w, valid);
-    }
+    for (uint32_t u = thread_idx_x(); u < WU; u += THREADS) wg_copy_weight(dst, w, in, out, o0, half, kc, u);
     const fw_u32x4* from = xsrc + (uint64_t)c * XU;
     for (uint32_t u = thread_idx_x(); u < XU; u += THREADS) wg_copy16(dst + WU + u, from + u, true);
   }
@@ -1928,12 +1934,7 @@ DEVICE void matmul_wgs_n(fw_u32x4* smem, uint64_t* bars, float* y, const fw_u32x
       fw_u32x4* dst = smem + slot * (WU + XU);
       const uint32_t kc = k0 + FW_WG_KC * c;
 #pragma unroll
-      for (uint32_t u = p; u < WU; u += 128u) {
-        const uint32_t row = u / 8u, q = u % 8u;
-        const uint32_t o = wg_out_row(row, o0, half), k = kc + 8u * q;
-        const bool valid = o < out && k < in;
-        stream_copy16(dst + wg_unit(row, q), valid ? (const void*)(w + (uint64_t)o * in + k) : (const void*)w, valid);
-      }
+      for (uint32_t u = p; u < WU; u += 128u) wg_copy_weight(dst, w, in, out, o0, half, kc, u);
       wgs_bar_arrive_copies(full + 8u * slot);
     };
     const auto image = [&](uint32_t c, uint32_t slot) {
