@@ -135,18 +135,6 @@ const (
 	// wgSilu: the accumulate with which gate|up writes down's image of
 	// silu(gate) * up instead of its output (FW_WG_SILU; siluImage).
 	wgSilu = 4
-	// fusedImageRows: up to this many rows the decode attention writes
-	// o's image (oImage) and gate|up down's (siluImage), so that neither
-	// wg_split_x_W before o nor wg_silu_split_x_W before down is launched:
-	// every row count the warpgroup MMA takes. On the H200 (1B shape,
-	// decodebench, builds alternating in one call, three rounds;
-	// docs/generate.md) the two together first paid at 32 rows only (batch
-	// 32 23,634-23,770 tokens/s to 24,489-24,527; batch 64 35,309-35,361
-	// to 34,569-34,840), each alone level or slower. Since matmul_wgs_W
-	// copies its first weights before its wait, and gate|up lets down
-	// launch early, they pay at 64 too: batch 64 34,799-35,110 with the
-	// bound at 32, 37,073-37,139 without it, batch 32 unchanged.
-	fusedImageRows = wgMaxRows
 	// rmsnorm_fused_W's split codes (FW_SPLIT_*): tc_split_x_W's fragments
 	// or wg_split_x_W's image, in bf16 or (the code after it) f16.
 	splitTCBF16 = 1
@@ -402,11 +390,19 @@ func (b *Backend) leaveParts(x, gu runtime.DevicePtr, w matrix, bias runtime.Dev
 // silu(gate) * up into b.sc.silu itself (gateUpSilu), so that neither gu
 // nor wg_silu_split_x_W is written or launched: where gate|up, fused, runs
 // on the warpgroup MMA with in whole, down runs on it too, intermediate is
-// a multiple of 64 and both are of one type, up to fusedImageRows rows,
-// unless Options.NoFusedKernels.
+// a multiple of 64 and both are of one type, unless Options.NoFusedKernels.
+//
+// With oImage, at every row count the warpgroup MMA takes. On the H200
+// (1B shape, decodebench, builds alternating in one call, three rounds;
+// docs/generate.md) the two together first paid at 32 rows only (batch 32
+// 23,634-23,770 tokens/s to 24,489-24,527; batch 64 35,309-35,361 to
+// 34,569-34,840), each alone level or slower. Since matmul_wgs_W copies
+// its first weights before its wait, and gate|up lets down launch early,
+// they pay at 64 too: batch 64 34,799-35,110 with them stopped at 32 rows,
+// 37,073-37,139 without that bound, batch 32 unchanged.
 func (b *Backend) siluImage(rows int, l *deviceLayer, foldDown bool) bool {
 	c := b.cfg
-	if !b.fuse || rows > fusedImageRows || l.gateUpParts != nil || c.Intermediate%64 != 0 || l.gateUp.dtype != l.down.dtype {
+	if !b.fuse || l.gateUpParts != nil || c.Intermediate%64 != 0 || l.gateUp.dtype != l.down.dtype {
 		return false
 	}
 	if r := b.productRoute(rows, c.Hidden, 2*c.Intermediate, l.gateUp); r.kind != routeWG || r.ks < c.Hidden {
@@ -819,11 +815,11 @@ func (b *Backend) ropeAttention(layer int, out, qkv, qSeq, qPos, slots, tables r
 // oImage is the split code (0: none) with which layer l's
 // rope_attention_warps_f32 (ropeIn) writes the image of its output that o
 // reads, where o runs on the warpgroup MMA (wg_split_x_W is then not
-// launched): head_dim a multiple of 8, up to fusedImageRows rows, unless
-// Options.NoFusedKernels.
+// launched): head_dim a multiple of 8, unless Options.NoFusedKernels
+// (ropeIn is false then). The numbers are siluImage's.
 func (b *Backend) oImage(rows int, l *deviceLayer, ropeIn bool) uint32 {
 	c := b.cfg
-	if !ropeIn || c.HeadDim%8 != 0 || rows > fusedImageRows {
+	if !ropeIn || c.HeadDim%8 != 0 {
 		return 0
 	}
 	if ks, _ := b.residualRoute(rows, c.qDim(), c.Hidden, l.o, true); ks == 0 {

@@ -309,7 +309,7 @@ func (b *Backend) run(ctx context.Context, p *plan) error {
 			if err := b.ensureWG(min(R, wgMaxRows)); err != nil {
 				return err
 			}
-			if err := b.ensure(&b.sc.silu, wgImageBytes(min(R, fusedImageRows), I)); err != nil {
+			if err := b.ensure(&b.sc.silu, wgImageBytes(min(R, wgMaxRows), I)); err != nil {
 				return err
 			}
 		}
