@@ -692,3 +692,65 @@ func BenchmarkGPUDecode(b *testing.B) {
 		}
 	}
 }
+
+// TestGPUSmallBatchesMatchTheCPU: batched decode of 2 to 16 sequences
+// (1B heads, one layer) gives each sequence the CPU's greedy tokens. On
+// CUDA from tcRows (2) rows every product runs on the tensor cores (the
+// pair, or from wgMinRows the warpgroup MMA on a compute capability 9.0
+// GPU), so no decode step launches matmul_W's matvec path for bf16
+// weights.
+func TestGPUSmallBatchesMatchTheCPU(t *testing.T) {
+	dev := openGPU(t)
+	ctx := context.Background()
+	spec := foldSpec()
+	spec.Layers = 1 // cheaper on the sim (and under -race)
+	spec.Heads, spec.KVHeads = 32, 8
+	spec.Intermediate = 4224
+	fsys := specFS(t, spec)
+	cm, err := LoadFS(fsys, WithoutTokenizer())
+	require.NoError(t, err)
+	const steps = 3
+	prompt := make([][]uint32, 16)
+	want := make([][]uint32, len(prompt))
+	for i := range prompt {
+		prompt[i] = testTokens(3+i%5, spec.Vocab)[i%3:]
+		res, err := cm.GenerateTokens(ctx, prompt[i], GenerateOptions{MaxTokens: steps}, nil)
+		require.NoError(t, err)
+		want[i] = res.Tokens
+	}
+	t.Setenv(EnvGPUGraphs, "0") // count plain launches
+	t.Setenv(EnvGPULookahead, "0")
+	gm, err := LoadFS(fsys, WithoutTokenizer(), WithDevice(dev), WithKVCacheTokens(1024))
+	require.NoError(t, err)
+	defer func() { require.NoError(t, gm.Close()) }()
+	launched := gm.be.(*gpuBackend).b.Launched
+	for _, seqs := range []int{2, 3, 8, 16} {
+		b := gm.NewBatch()
+		index := map[SeqID]int{}
+		for i := range seqs {
+			id, err := b.Add(prompt[i], GenerateOptions{})
+			require.NoError(t, err)
+			index[id] = i
+		}
+		got := make([][]uint32, seqs)
+		var matvecs int64
+		for step := range steps {
+			m0 := launched("matmul_bf16")
+			toks, err := b.Step(ctx)
+			require.NoError(t, err)
+			for _, tok := range toks {
+				got[index[tok.Seq]] = append(got[index[tok.Seq]], tok.ID)
+			}
+			if step > 0 {
+				matvecs += launched("matmul_bf16") - m0
+			}
+		}
+		b.Close()
+		for i := range seqs {
+			require.Equal(t, want[i], got[i], "%d sequences: sequence %d", seqs, i)
+		}
+		if dev.Backend() == driver.CUDA {
+			require.Zero(t, matvecs, "%d sequences: a decode step launched matmul_bf16", seqs)
+		}
+	}
+}

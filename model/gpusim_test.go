@@ -117,15 +117,15 @@ func TestSimGPULogitsAndGreedyTokensMatchTheCPU(t *testing.T) {
 	}
 }
 
-// TestSimGPUTensorCoreMatmulFromSixteenRows proves which matmul the backend
-// launches on CUDA (the simulated device poses as one): a pass of 16 to 511
+// TestSimGPUTensorCoreMatmulFromTwoRows proves which matmul the backend
+// launches on CUDA (the simulated device poses as one): a pass of 2 to 511
 // rows runs its bf16/f16 weights through tc_split_x_W + matmul_tcx_W, one
 // pair per layer for each of q|k|v, o, gate|up and down (and one more for
 // the LM head when every position's logits are asked for), a pass of 512
-// rows or more through matmul_tc_W; a pass of fewer rows, the LM head over
+// rows or more through matmul_tc_W; a pass of one row, the LM head over
 // one gathered row, and f32 weights stay on matmul_W; on a ROCm device
 // every matmul stays on matmul_W.
-func TestSimGPUTensorCoreMatmulFromSixteenRows(t *testing.T) {
+func TestSimGPUTensorCoreMatmulFromTwoRows(t *testing.T) {
 	ctx := context.Background()
 	for name, spec := range simSpecs() {
 		t.Run(name, func(t *testing.T) {
@@ -145,13 +145,13 @@ func TestSimGPUTensorCoreMatmulFromSixteenRows(t *testing.T) {
 			}
 			s := m.NewSession()
 			defer s.Close()
-			_, err := s.Forward(ctx, testTokens(15, spec.Vocab), false)
+			_, err := s.Forward(ctx, testTokens(1, spec.Vocab), false)
 			require.NoError(t, err)
-			require.Equal(t, [3]int64{}, launched(), "15 rows: matmul_W")
-			_, err = s.Forward(ctx, testTokens(16, spec.Vocab), false)
+			require.Equal(t, [3]int64{}, launched(), "1 row: matmul_W")
+			_, err = s.Forward(ctx, testTokens(2, spec.Vocab), false)
 			require.NoError(t, err)
 			n := int64(perPass)
-			require.Equal(t, [3]int64{0, n, n}, launched(), "16 rows, the LM head over the last one")
+			require.Equal(t, [3]int64{0, n, n}, launched(), "2 rows, the LM head over the last one")
 			_, err = s.Forward(ctx, testTokens(1, spec.Vocab), false)
 			require.NoError(t, err)
 			require.Equal(t, [3]int64{0, n, n}, launched(), "decode of one row")
@@ -174,10 +174,15 @@ func TestSimGPUTensorCoreMatmulFromSixteenRows(t *testing.T) {
 				_, err := bt.Step(ctx)
 				require.NoError(t, err)
 			}
+			head := int64(0) // the LM head over one row per sequence: the pair from 2
+			if perPass > 0 {
+				head = 1
+			}
 			prefill(7, 73)
-			n += int64(perPass)
+			n += int64(perPass) + head
 			require.Equal(t, [3]int64{0, n, n}, launched(), "511 rows")
 			prefill(8, 64)
+			n += head
 			require.Equal(t, [3]int64{int64(perPass), n, n}, launched(), "512 rows: matmul_tc_W")
 		})
 	}

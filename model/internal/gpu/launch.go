@@ -66,13 +66,16 @@ const (
 	mmTile     = 64 // FW_MM_TILE
 	// tcRows: from this many rows on, bf16 and f16 weights go through the
 	// tensor cores on CUDA (tc_split_x_W + matmul_tcx_W below tcxMaxRows,
-	// matmul_tc_W from it). Below it the matvec path streams each weight
-	// once per 8 rows at full bandwidth and the MMA tile (16 rows at the
-	// least) would only idle; from 16 rows matmul_W rereads the weights per
-	// 8-row slice and its SIMT FMAs start to cost, while the MMA tiles read
-	// each weight once per 32 rows. ROCm keeps matmul_W: there the MMA is
-	// emulated through lane exchanges (forward.cu).
-	tcRows        = 16
+	// matmul_tc_W from it; the warpgroup MMA from wgMinRows). One row
+	// keeps matmul_W's matvec path, which streams each weight once; from
+	// 2 rows its per-row FMAs cost more than the MMA tiles' idle rows: on
+	// the H200 (1B shape, decodebench, docs/generate.md) batch 2 ran 967 -
+	// 973 tokens/s with tcRows 16 and 1485 - 1487 with 2, batch 8 2204 -
+	// 2210 and 6559 - 6573, batch 12 2077 - 2080 and 9561 - 9579, batch 16
+	// 11,271 - 11,339 and 12,449 - 12,618 (the warpgroup MMA from 3 rows).
+	// ROCm keeps matmul_W: there the MMA is emulated through lane
+	// exchanges (forward.cu).
+	tcRows        = 2
 	tcBigRows     = 64    // FW_TC_BIG_ROWS: from this many rows on, matmul_tc_W's 128-row tile
 	tcTileRows    = 32    // matmul_tc_W's row tile below tcBigRows, and matmul_tcx_W's
 	tcBigTileRows = 128   // and from it
