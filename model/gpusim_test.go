@@ -249,7 +249,7 @@ func TestSimGPUWarpgroupProducts(t *testing.T) {
 	require.Equal(t, [3]int64{0, 0, 4}, [3]int64{wg, wgs, tcx}, "HIPGO_GPU_WGMMA=0: every product on the pair")
 }
 
-// TestSimGPUFoldedAdds: at 17 to 64 rows on an sm_90a device the o and
+// TestSimGPUFoldedAdds: at 3 to 64 rows on an sm_90a device the o and
 // down products, split over in, leave their partial sums to the norm after
 // them (rmsnorm_fused_W): o's to the MLP norm, down's to the next layer's
 // attention norm or, when the final norm reads x itself (every row's
@@ -298,7 +298,7 @@ func TestSimGPUFoldedAdds(t *testing.T) {
 				if c.all {
 					norms++
 				}
-				require.Equal(t, norms, fused, "every norm of 16 rows or more writes its product's image")
+				require.Equal(t, norms, fused, "every norm before a tensor-core product writes its image")
 				images += fused
 			} else {
 				require.Equal(t, c.parts, fused, "only the folded products' norms")

@@ -36,9 +36,10 @@ type kernelForward struct {
 	weights   map[*cpu.Matrix]*hostkern.Buf
 	launches  []hostkern.Launch // the step being built
 	// tc routes bf16 matmuls of 16 rows or more to the tensor-core kernels
-	// as the GPU backend does on CUDA (model/internal/gpu/launch.go,
-	// tcRows): tc_split_x_bf16 + matmul_tcx_bf16 below 512 rows,
-	// matmul_tc_bf16 from 512.
+	// as the GPU backend does on CUDA from tcRows (2;
+	// model/internal/gpu/launch.go): tc_split_x_bf16 + matmul_tcx_bf16
+	// below 512 rows, matmul_tc_bf16 from 512. (16 keeps the slow emulated
+	// MMA to the prefills; the kernels' code is the same at any row count.)
 	tc bool
 	// decodeAttn routes the decode steps' attention to a kernel of one
 	// block per token and kv head (attention_bykey_f32, as the GPU backend

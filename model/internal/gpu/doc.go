@@ -30,10 +30,10 @@
 // (Options.NoFusedKernels, or HIPGO_GPU_FUSED=0 through package model,
 // launches the plain kernels for both; the same bytes).
 //
-// Matrix products: from 16 rows on CUDA the 16-bit weights go through the
+// Matrix products: from 2 rows on CUDA the 16-bit weights go through the
 // tensor cores (the tc_split_x_W + matmul_tcx_W pair below 512 rows,
 // matmul_tc_W from it); where the forward module is the sm_90a PTX (a
-// compute capability 9.0 GPU), products of 17 to 64 rows that split well
+// compute capability 9.0 GPU), products of 3 to 64 rows that split well
 // over the SMs run on the warpgroup MMA instead: matmul_wg_W for the
 // widest (32768 outputs or more: the LM head), its warp-specialized twin
 // matmul_wgs_W for the rest, the same sums (launch.go's wgSplitK;

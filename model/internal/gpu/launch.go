@@ -73,6 +73,10 @@ const (
 	// 973 tokens/s with tcRows 16 and 1485 - 1487 with 2, batch 8 2204 -
 	// 2210 and 6559 - 6573, batch 12 2077 - 2080 and 9561 - 9579, batch 16
 	// 11,271 - 11,339 and 12,449 - 12,618 (the warpgroup MMA from 3 rows).
+	// The pair alone below 17 rows (wgMinRows 17) was slower than the
+	// warpgroup MMA from 3 at every batch from 3 to 16: batch 3 2174 -
+	// 2200 against 2399 - 2501, batch 8 5708 - 5884 against 6354 - 6537,
+	// batch 16 11,170 - 11,220 against 12,387 - 12,501.
 	// ROCm keeps matmul_W: there the MMA is emulated through lane
 	// exchanges (forward.cu).
 	tcRows        = 2

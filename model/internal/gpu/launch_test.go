@@ -8,7 +8,7 @@ import (
 
 // TestWarpgroupSplitOfIn walks wgSplitK's rule over the products of three
 // model shapes at batched-decode row counts: the warpgroup MMA (matmul_wg_W
-// for 32768 outputs or more, the LM head; matmul_wgs_W below) from 17 to
+// for 32768 outputs or more, the LM head; matmul_wgs_W below) from 3 to
 // 64 rows where a split of in into about one block an SM keeps 1024 or
 // more a block (measured on the H200 at the Llama-3.2-1B shape:
 // launch.go), the tc_split_x_W + matmul_tcx_W pair (0) elsewhere, and

@@ -173,7 +173,7 @@ func forwardKernels() []simgpu.KernelDef {
 	}
 	// matmul_tc_W: matmul_W's semantics on the tensor cores (16-bit weights;
 	// the backend launches it on CUDA from 512 rows).
-	// tc_split_x_W + matmul_tcx_W: the same in two launches (from 16 rows to
+	// tc_split_x_W + matmul_tcx_W: the same in two launches (from 2 rows to
 	// 511).
 	// The split buffer is the pair's private format: here it holds x's f32
 	// rows as they are (it is at least that large; the fragment layout is
