@@ -160,7 +160,7 @@ const EnvGPUFused = "HIPGO_GPU_FUSED"
 
 // EnvGPUWarpgroupMMA turns the warpgroup-MMA products off when "0": on a
 // Hopper GPU (the sm_90a kernels) the GPU backend then keeps the mma.sync
-// products where matmul_wg_W would run (batched decode; the sums differ in
+// products where matmul_wgs_W would run (batched decode; the sums differ in
 // rounding only), to measure them; "1" or unset: on.
 const EnvGPUWarpgroupMMA = "HIPGO_GPU_WGMMA"
 

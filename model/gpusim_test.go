@@ -208,11 +208,11 @@ func TestSimGPUTensorCoreMatmulFromTwoRows(t *testing.T) {
 
 // TestSimGPUWarpgroupProducts: on a device whose forward module is the
 // sm_90a PTX (the simulated device poses as sm_90, which loads it), a pass
-// of 16 to 64 rows runs the products that launch.go's wgSplitK finds a
-// split of in for through wg_split_x_W and matmul_wg_W (32768 outputs or
-// more: here gate|up, with in whole) or matmul_wgs_W (here down, with in
-// in 16 parts: the partial sums and the zeroed group counts, which the
-// simulated twin checks, with its grid rule), the
+// of 3 to 64 rows runs the products that launch.go's wgSplitK finds a
+// split of in for through wg_split_x_W and matmul_wgs_W (here gate|up,
+// with in whole, and down, with in in 16 parts: the partial sums and the
+// zeroed group counts, which the simulated twin checks, with its grid
+// rule), the
 // others through the tc_split_x_W + matmul_tcx_W pair, and the logits are
 // the CPU forward's; HIPGO_GPU_WGMMA=0 keeps the pair everywhere. Gate|up
 // writes down's image itself (FW_WG_SILU: neither silu_mul_f32 nor
@@ -233,7 +233,7 @@ func TestSimGPUWarpgroupProducts(t *testing.T) {
 		require.NoError(t, err)
 		require.Less(t, relDiff32(want, got), 1e-5)
 		images := faults.Launched("tc_split_x_bf16") + faults.Launched("wg_split_x_bf16") + faults.Launched("wg_silu_split_x_bf16")
-		if faults.Launched("matmul_wg_bf16") > 0 {
+		if faults.Launched("matmul_wgs_bf16") > 0 {
 			require.Zero(t, faults.Launched("silu_mul_f32")+faults.Launched("wg_silu_split_x_bf16"), "gate|up writes down's image")
 			images++
 		}
@@ -242,7 +242,7 @@ func TestSimGPUWarpgroupProducts(t *testing.T) {
 	}
 	for _, n := range []int{64, 32} {
 		wg, wgs, tcx := run(t, n)
-		require.Equal(t, [3]int64{1, 1, 2}, [3]int64{wg, wgs, tcx}, "%d rows: gate|up on matmul_wg_bf16, down on matmul_wgs_bf16, q|k|v and o on the pair", n)
+		require.Equal(t, [3]int64{0, 2, 2}, [3]int64{wg, wgs, tcx}, "%d rows: gate|up and down on matmul_wgs_bf16, none on matmul_wg_bf16, q|k|v and o on the pair", n)
 	}
 	t.Setenv(EnvGPUWarpgroupMMA, "0")
 	wg, wgs, tcx := run(t, 64)

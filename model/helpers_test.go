@@ -43,8 +43,8 @@ func loadSpec(t testing.TB, s modeltest.Spec, opts ...Option) *Model {
 
 // warpgroupSpec is a one-layer bf16 Llama whose products at 3 to 64 rows
 // take every route of the sm_90a module: gate|up (32768 outputs, in
-// whole) matmul_wg_W, down (in 16384 in 16 parts) matmul_wgs_W, q|k|v and o
-// the tc_split_x_W + matmul_tcx_W pair (launch.go's wgSplitK).
+// whole) and down (in 16384 in 16 parts) matmul_wgs_W, q|k|v and o the
+// tc_split_x_W + matmul_tcx_W pair (launch.go's wgSplitK).
 func warpgroupSpec() modeltest.Spec {
 	spec := modeltest.Llama3Tiny()
 	spec.Hidden, spec.Heads, spec.KVHeads, spec.Intermediate, spec.Layers, spec.Vocab = 1024, 8, 2, 16384, 1, 512

@@ -47,7 +47,7 @@ type Options struct {
 	// make o's (see oImage); the results are the same bytes.
 	NoFusedKernels bool
 	// NoWarpgroupMMA keeps the tc_split_x_W + matmul_tcx_W pair where
-	// matmul_wg_W would run (see wgSplitK).
+	// matmul_wgs_W would run (see wgSplitK).
 	NoWarpgroupMMA bool
 	// NoLookahead makes Step wait for its tokens before anything of the
 	// next step is enqueued (see lookahead.go).
@@ -73,7 +73,7 @@ type Backend struct {
 	qmod       *runtime.Module // qforward: loaded when a weight is quantized or a layer unfused
 	kernels    map[string]*runtime.Kernel
 	tc         bool // CUDA: 16-bit weights go through the tensor cores from tcRows rows (launch.go)
-	wg         bool // and the forward module is the sm_90a PTX: matmul_wg_W where wgSplitK says (launch.go)
+	wg         bool // and the forward module is the sm_90a PTX: matmul_wgs_W where wgSplitK says (launch.go)
 	longAtt    bool // CUDA: decode attention may take attention_long_f32, attention_gqa_f32 or attention_bykey(128)_f32 (launch.go; measured on the H200 only)
 	attWarps   bool // and attention_warps_f32 where attention_bykey128_f32 would run (Options.NoAttentionWarps)
 	foldAdds   bool // residual products leave their split partials to rmsnorm_fused_W (Options.NoFoldedAdds)
@@ -144,7 +144,7 @@ func New(ctx context.Context, dev *runtime.Device, cfg Config, w *Weights, opts 
 		return nil, err
 	}
 	// The warpgroup MMA exists only in the arch-specific PTX (forward.cu,
-	// FW_WG_NATIVE); elsewhere matmul_wg_W is the emulation.
+	// FW_WG_NATIVE); elsewhere matmul_wgs_W runs matmul_wg_W's emulated body.
 	b.wg = b.tc && b.mod.Target() == "sm_90a" && !opts.NoWarpgroupMMA
 	if w.needsQForward() {
 		if b.qmod, err = dev.LoadModule("qforward"); err != nil {
@@ -213,7 +213,7 @@ func (b *Backend) kernelNames() []string {
 			names["matmul_tc_"+t.Suffix()] = true
 			names["tc_split_x_"+t.Suffix()], names["matmul_tcx_"+t.Suffix()] = true, true
 			if b.wg {
-				names["wg_split_x_"+t.Suffix()], names["matmul_wg_"+t.Suffix()] = true, true
+				names["wg_split_x_"+t.Suffix()] = true
 				names["matmul_wgs_"+t.Suffix()] = true
 			}
 		}

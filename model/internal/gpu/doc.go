@@ -34,9 +34,9 @@
 // tensor cores (the tc_split_x_W + matmul_tcx_W pair below 512 rows,
 // matmul_tc_W from it); where the forward module is the sm_90a PTX (a
 // compute capability 9.0 GPU), products of 3 to 64 rows that split well
-// over the SMs run on the warpgroup MMA instead: matmul_wg_W for the
-// widest (32768 outputs or more: the LM head), its warp-specialized twin
-// matmul_wgs_W for the rest, the same sums (launch.go's wgSplitK;
+// over the SMs run on the warpgroup MMA instead: matmul_wgs_W, the LM
+// head included (matmul_wg_W warp-specialized, the same sums; launch.go's
+// wgSplitK;
 // Options.NoWarpgroupMMA, or HIPGO_GPU_WGMMA=0 through package model,
 // keeps the pair; the sums differ in rounding only). The o and down
 // products split over in there leave their partial sums to the norm after

@@ -103,10 +103,9 @@ const (
 	// wgSplitK finds a split of in: blocks of wgOutTile outputs, in split
 	// into the fewest parts (of whole wgStage-wide stages) that make
 	// wgBlocks blocks or more, and every part at least wgMinSplitK wide.
-	// Products of wgWideOut outputs or more (two blocks an SM or more with
-	// in whole: the LM head) run matmul_wg_W, the others matmul_wgs_W, its
-	// warp-specialized twin (the same sums). From 33 rows the pair's 32-row
-	// tiles read every weight twice, where these read it once up to 64.
+	// Every such product runs matmul_wgs_W, matmul_wg_W warp-specialized
+	// (the same sums). From 33 rows the pair's 32-row tiles read every
+	// weight twice, where these read it once up to 64.
 	// On the H200 (1B shape, cold weights, 32 rows;
 	// docs/bench/wg-products-h200-2026-12-02*, wgs-experiment-h200-2026-
 	// 12-02-tenth.jsonl) matmul_wg_W's ring 4 deep took 148 us on the LM
@@ -122,11 +121,17 @@ const (
 	// layers' products from 17 rows batch 32 had been 1.5% slower
 	// (docs/bench/decode-experiments-h200-2026-12-02-lookahead.txt), so
 	// until the warp-specialized kernel only the LM head ran it below 33.
+	// The LM head (two blocks an SM or more with in whole) stayed on
+	// matmul_wg_W until matmul_wgs_W copied its first weights before its
+	// wait and streamed them evict-first; then matmul_wgs_W beat it on the
+	// H200 (1B shape, decodebench, three alternating rounds in one call,
+	// docs/generate.md): batch 16 12,534-12,630 tokens/s to 12,775-12,857,
+	// batch 32 25,783-25,864 to 26,274-26,376, batch 64 37,677-37,848 to
+	// 39,093-39,165. The backend no longer launches matmul_wg_W.
 	wgMinRows   = tcRows + 1
 	wgMaxRows   = 64  // FW_WG_MAX_ROWS
 	wgOutTile   = 128 // FW_WG_TN
 	wgStage     = 64  // FW_WG_KC
-	wgStages    = 4   // FW_WG_STAGES
 	wgBlocks    = 128 // about one block an SM (the H200 has 132)
 	wgMinSplitK = 1024
 	// wgFoldMinSplitK: the narrowest part of in where the norm after the
@@ -148,11 +153,9 @@ const (
 	splitTCF16  = 2
 	splitWGBF16 = 3
 	splitWGF16  = 4
-	// wgWideOut: from this many outputs, matmul_wg_W.
-	wgWideOut = 2 * wgBlocks * wgOutTile
 	// matmul_wgs_W (forward.cu: matmul_wg_W warp-specialized, the same
-	// sums) runs wgSplitK's products narrower than wgWideOut, its ring as
-	// deep as an sm_90 block's shared memory allows (wgsStages).
+	// sums) runs wgSplitK's products, its ring as deep as an sm_90 block's
+	// shared memory allows (wgsStages).
 	wgsMaxStages = 8      // FW_WGS_MAX_STAGES
 	wgsMaxShared = 232448 // the dynamic shared memory an sm_90 block may ask for (227 KB)
 	// attpRows: attention_prefill_f32's query tokens per block
@@ -496,11 +499,6 @@ func wgSplitGrid(rows, in int) int {
 	return ceilDiv(ceilDiv(in, wgStage)*8*wgRows(rows), defaultThreads)
 }
 
-// wgSharedBytes is matmul_wg_W's dynamic shared memory: its ring of
-// wgStages stages (128 rows of weights and 2 wgRows of x, 128 bytes each)
-// and 1 KB to align it.
-func wgSharedBytes(rows int) int { return 1024 + wgStages*wgStageBytes(rows) }
-
 // wgStageBytes is one stage of the warpgroup kernels' ring: wgOutTile rows
 // of weights and 2 wgRows(rows) of x, 128 bytes each.
 func wgStageBytes(rows int) int { return (wgOutTile + 2*wgRows(rows)) * 128 }
@@ -581,11 +579,7 @@ func (b *Backend) matmulWG(y, x, gu runtime.DevicePtr, w matrix, bias runtime.De
 		}
 	}
 	grid := ceilDiv(out, wgOutTile) * ceilDiv(in, ks)
-	name, shared := "matmul_wgs_"+sfx, wgsSharedBytes(rows)
-	if out >= wgWideOut {
-		name, shared = "matmul_wg_"+sfx, wgSharedBytes(rows)
-	}
-	return b.launchShared(name, g1(grid), shared, y, xs, w.buf, bias, b.sc.wgPart.Ptr(),
+	return b.launchShared("matmul_wgs_"+sfx, g1(grid), wgsSharedBytes(rows), y, xs, w.buf, bias, b.sc.wgPart.Ptr(),
 		b.sc.wgCount.Ptr(), u32(rows), u32(in), u32(out), acc, u32(ks))
 }
 

@@ -7,12 +7,12 @@ import (
 )
 
 // TestWarpgroupSplitOfIn walks wgSplitK's rule over the products of three
-// model shapes at batched-decode row counts: the warpgroup MMA (matmul_wg_W
-// for 32768 outputs or more, the LM head; matmul_wgs_W below) from 3 to
+// model shapes at batched-decode row counts: the warpgroup MMA
+// (matmul_wgs_W, the LM head included) from 3 to
 // 64 rows where a split of in into about one block an SM keeps 1024 or
 // more a block (measured on the H200 at the Llama-3.2-1B shape:
 // launch.go), the tc_split_x_W + matmul_tcx_W pair (0) elsewhere, and
-// never without the sm_90a module, under 17 or over 64 rows, for in not a
+// never without the sm_90a module, under 3 or over 64 rows, for in not a
 // multiple of 8 or unaligned weights.
 func TestWarpgroupSplitOfIn(t *testing.T) {
 	b := &Backend{wg: true}
