@@ -227,12 +227,7 @@ func testGPUDecodeAttention(t *testing.T, dev *runtime.Device) int64 {
 	// switch off), sequence i on prompt i % 32.
 	for _, seqs := range []int{32, 128} {
 		b := gl.NewBatch()
-		index := map[SeqID]int{}
-		for i := range seqs {
-			id, err := b.Add(prompt[i%prompts], GenerateOptions{})
-			require.NoError(t, err)
-			index[id] = i
-		}
+		index := addSeqs(t, b, prompt, seqs)
 		got := make([][]uint32, seqs)
 		for range steps {
 			toks, err := b.Step(ctx)
@@ -383,24 +378,8 @@ func TestGPUFoldedAddsMatchTheCPU(t *testing.T) {
 func TestGPURoPEInAttentionMatchesTheCPU(t *testing.T) {
 	dev := openGPU(t)
 	ctx := context.Background()
-	spec := foldSpec()
-	spec.Layers = 1 // cheaper on the sim (and under -race)
-	spec.Heads, spec.KVHeads = 32, 8
-	// 66 tiles of gate|up's 128 outputs: in whole, so that it can write
-	// down's image itself.
-	spec.Intermediate = 4224
-	fsys := specFS(t, spec)
-	cm, err := LoadFS(fsys, WithoutTokenizer())
-	require.NoError(t, err)
 	const steps = 3
-	prompt := make([][]uint32, 64)
-	want := make([][]uint32, len(prompt))
-	for i := range prompt {
-		prompt[i] = testTokens(3+i%13, spec.Vocab)[i%3:]
-		res, err := cm.GenerateTokens(ctx, prompt[i], GenerateOptions{MaxTokens: steps}, nil)
-		require.NoError(t, err)
-		want[i] = res.Tokens
-	}
+	fsys, prompt, want := batchDecodeCase(t, 64, 13, steps)
 	hopper := dev.Info().Arch == "sm_90"
 	// The launch counts are of plain launches, one step at a time; the
 	// last run replays decode graphs with the lookahead, tokens only.
@@ -415,12 +394,7 @@ func TestGPURoPEInAttentionMatchesTheCPU(t *testing.T) {
 		gm, err := LoadFS(fsys, WithoutTokenizer(), WithDevice(dev), WithKVCacheTokens(4096))
 		require.NoError(t, err)
 		b := gm.NewBatch()
-		index := map[SeqID]int{}
-		for i := range seqs {
-			id, err := b.Add(prompt[i], GenerateOptions{})
-			require.NoError(t, err)
-			index[id] = i
-		}
+		index := addSeqs(t, b, prompt, seqs)
 		got := make([][]uint32, seqs)
 		launched := gm.be.(*gpuBackend).b.Launched
 		var ropeIn, wgs, splits, silus int64
@@ -447,7 +421,7 @@ func TestGPURoPEInAttentionMatchesTheCPU(t *testing.T) {
 			t.Logf("HIPGO_GPU_FUSED=1 with decode graphs and the lookahead: %d sequences, %d greedy tokens each, the CPU's", seqs, steps)
 			continue
 		}
-		decodeLayers := int64((steps - 1) * spec.Layers)
+		decodeLayers := int64(steps - 1) // one layer (batchDecodeCase)
 		t.Logf("HIPGO_GPU_FUSED=%s: %d sequences, %d greedy tokens each, the CPU's; in %d decode layers %d rope_attention_warps_f32, %d matmul_wgs_bf16, %d wg_split_x_bf16 and %d silu launches",
 			fused, seqs, steps, decodeLayers, ropeIn, wgs, splits, silus)
 		switch {
@@ -702,22 +676,8 @@ func BenchmarkGPUDecode(b *testing.B) {
 func TestGPUSmallBatchesMatchTheCPU(t *testing.T) {
 	dev := openGPU(t)
 	ctx := context.Background()
-	spec := foldSpec()
-	spec.Layers = 1 // cheaper on the sim (and under -race)
-	spec.Heads, spec.KVHeads = 32, 8
-	spec.Intermediate = 4224
-	fsys := specFS(t, spec)
-	cm, err := LoadFS(fsys, WithoutTokenizer())
-	require.NoError(t, err)
 	const steps = 3
-	prompt := make([][]uint32, 16)
-	want := make([][]uint32, len(prompt))
-	for i := range prompt {
-		prompt[i] = testTokens(3+i%5, spec.Vocab)[i%3:]
-		res, err := cm.GenerateTokens(ctx, prompt[i], GenerateOptions{MaxTokens: steps}, nil)
-		require.NoError(t, err)
-		want[i] = res.Tokens
-	}
+	fsys, prompt, want := batchDecodeCase(t, 16, 5, steps)
 	t.Setenv(EnvGPUGraphs, "0") // count plain launches
 	t.Setenv(EnvGPULookahead, "0")
 	gm, err := LoadFS(fsys, WithoutTokenizer(), WithDevice(dev), WithKVCacheTokens(1024))
@@ -726,12 +686,7 @@ func TestGPUSmallBatchesMatchTheCPU(t *testing.T) {
 	launched := gm.be.(*gpuBackend).b.Launched
 	for _, seqs := range []int{2, 3, 8, 16} {
 		b := gm.NewBatch()
-		index := map[SeqID]int{}
-		for i := range seqs {
-			id, err := b.Add(prompt[i], GenerateOptions{})
-			require.NoError(t, err)
-			index[id] = i
-		}
+		index := addSeqs(t, b, prompt, seqs)
 		got := make([][]uint32, seqs)
 		var matvecs int64
 		for step := range steps {
@@ -753,4 +708,40 @@ func TestGPUSmallBatchesMatchTheCPU(t *testing.T) {
 			require.Zero(t, matvecs, "%d sequences: a decode step launched matmul_bf16", seqs)
 		}
 	}
+}
+
+// batchDecodeCase is the batched-decode tests' model and prompts: a
+// one-layer bf16 Llama with the 1B shape's heads (32 query, 8 kv) whose
+// gate|up has 66 tiles of 128 outputs (in whole, so that it can write
+// down's image itself), n prompts of 1 to lens + 2 tokens, and each
+// prompt's greedy tokens over steps steps from the CPU forward.
+func batchDecodeCase(t *testing.T, n, lens, steps int) (fstest.MapFS, [][]uint32, [][]uint32) {
+	spec := foldSpec()
+	spec.Layers = 1 // cheaper on the sim (and under -race)
+	spec.Heads, spec.KVHeads = 32, 8
+	spec.Intermediate = 4224
+	fsys := specFS(t, spec)
+	cm, err := LoadFS(fsys, WithoutTokenizer())
+	require.NoError(t, err)
+	prompt := make([][]uint32, n)
+	want := make([][]uint32, n)
+	for i := range prompt {
+		prompt[i] = testTokens(3+i%lens, spec.Vocab)[i%3:]
+		res, err := cm.GenerateTokens(context.Background(), prompt[i], GenerateOptions{MaxTokens: steps}, nil)
+		require.NoError(t, err)
+		want[i] = res.Tokens
+	}
+	return fsys, prompt, want
+}
+
+// addSeqs adds n sequences to b, sequence i on prompts[i % len(prompts)]
+// with the default options, and returns each one's i by its ID.
+func addSeqs(t *testing.T, b *Batch, prompts [][]uint32, n int) map[SeqID]int {
+	index := map[SeqID]int{}
+	for i := range n {
+		id, err := b.Add(prompts[i%len(prompts)], GenerateOptions{})
+		require.NoError(t, err)
+		index[id] = i
+	}
+	return index
 }
