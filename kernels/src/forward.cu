@@ -79,11 +79,9 @@ struct fw_f16 {
 // their own wait), and each only where the kernel after it copies weights
 // (the model's: no kernel writes them) before its own wait: tc_split_x_W
 // and rmsnorm_fused_W with a split, before the pair's product or
-// matmul_wgs_W (and the LM head's matmul_wg_W, which copies nothing
-// early: the step was measured with it so), and matmul_wgs_W's gate|up
-// writing down's image (FW_WG_SILU) before down. The next kernel then
-// launches while this one runs. Everywhere else it
-// launches as this one ends, which still overlaps its launch with this
+// matmul_wgs_W, and matmul_wgs_W's gate|up writing down's image
+// (FW_WG_SILU) before down. The next kernel then launches while this one
+// runs. Everywhere else it launches as this one ends, which still overlaps its launch with this
 // one's completion, but no kernel's blocks sit resident and waiting with
 // nothing to do: on the H200 that was faster at batch 1, at batch 32 and
 // in prefill than triggering first or after the wait everywhere (the
