@@ -121,13 +121,22 @@ func buildGPU(cfg *Config, load func() (*gpu.Weights, error), o options, dev *ru
 		env string
 		off *bool
 	}{
-		{EnvGPUGraphs, &opts.NoGraphs}, {EnvGPUEarlyStart, &opts.NoEarlyStart}, {EnvGPUFused, &opts.NoFusedKernels},
+		{EnvGPUEarlyStart, &opts.NoEarlyStart}, {EnvGPUFused, &opts.NoFusedKernels},
 		{EnvGPUWarpgroupMMA, &opts.NoWarpgroupMMA}, {EnvGPULookahead, &opts.NoLookahead},
 		{EnvGPUAttentionWarps, &opts.NoAttentionWarps}, {EnvGPUFoldAdds, &opts.NoFoldedAdds},
 	} {
 		if *sw.off, err = envOff(sw.env); err != nil {
 			return nil, 0, err // before the weights are read
 		}
+	}
+	switch v := os.Getenv(EnvGPUGraphs); v {
+	case "":
+		opts.GraphsByTiming = true
+	case "0":
+		opts.NoGraphs = true
+	case "1":
+	default:
+		return nil, 0, fmt.Errorf("model: %s=%q: want 0 (off) or 1 (on), or unset (by timing): %w", EnvGPUGraphs, v, ErrOptions)
 	}
 	w, err := load()
 	if err != nil {
@@ -140,8 +149,12 @@ func buildGPU(cfg *Config, load func() (*gpu.Weights, error), o options, dev *ru
 	return &gpuBackend{b: b, label: "gpu " + dev.String()}, rawSize(w), nil
 }
 
-// EnvGPUGraphs turns the GPU backend's decode graphs off when "0" (each
-// step's kernels are then launched one by one); "1" or unset: on.
+// EnvGPUGraphs sets how the GPU backend launches decode steps: "0"
+// launches each step's kernels one by one, "1" replays a captured graph of
+// them; unset, the first steps of each batch size are timed both ways and
+// the faster way is kept (on the H200 graphs pay for small models, whose
+// kernels run faster than the host launches them, and cost 1 to 4% for
+// larger ones: docs/generate.md).
 const EnvGPUGraphs = "HIPGO_GPU_GRAPHS"
 
 // EnvGPUEarlyStart turns early start off when "0": each forward kernel is

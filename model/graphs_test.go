@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -268,6 +269,56 @@ func TestSimGPUFaultInAReplayedDecodeGraph(t *testing.T) {
 			_, err = m.GenerateTokens(ctx, testTokens(4, spec.Vocab), GenerateOptions{MaxTokens: 2}, nil)
 			var lost *runtime.DeviceLostError
 			require.ErrorAs(t, err, &lost)
+		})
+	}
+}
+
+// TestSimGPUDecodeGraphsByTiming proves that with HIPGO_GPU_GRAPHS unset
+// the first decode steps of a batch size alternate plain launches and graph
+// replays, timed (here by a stand-in timer: the simulated device cannot
+// time), and that the faster way then takes every later step of that size:
+// graphs replayed, or none; either way the tokens are the plain launches'.
+func TestSimGPUDecodeGraphsByTiming(t *testing.T) {
+	for _, graphFaster := range []bool{true, false} {
+		t.Run(map[bool]string{true: "graphs faster", false: "plain faster"}[graphFaster], func(t *testing.T) {
+			dev, err := runtime.Open(context.Background(), runtime.WithDrivers(gpusim.Driver(2<<30, nil)))
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = dev.Close() })
+			spec := modeltest.Llama3Tiny()
+			t.Setenv(EnvGPUGraphs, "0")
+			plain := loadSpec(t, spec, WithDevice(dev))
+			t.Setenv(EnvGPUGraphs, "")
+			timed := loadSpec(t, spec, WithDevice(dev))
+			t.Cleanup(func() {
+				require.NoError(t, plain.Close())
+				require.NoError(t, timed.Close())
+			})
+			var calls []bool
+			timed.gpu().b.TimeGraphTrialsWith(func(_ context.Context, graph bool, enqueue func() error) (time.Duration, error) {
+				calls = append(calls, graph)
+				fast := graph == graphFaster
+				return map[bool]time.Duration{true: time.Millisecond, false: 2 * time.Millisecond}[fast], enqueue()
+			})
+			// Two sequences, so every decode step has 2 rows.
+			sched := []schedSeq{
+				{testTokens(3, spec.Vocab), GenerateOptions{}, 0, 20},
+				{testTokens(6, spec.Vocab), GenerateOptions{}, 0, 20},
+			}
+			want := batchRun(t, plain, sched)
+			trial := graphStats(timed)
+			got := batchRun(t, timed, sched)
+			require.Equal(t, want, got, "the plain launches' tokens")
+			require.Equal(t, []bool{false, true, false, true, false, true}, calls,
+				"three plain steps and three replays timed, alternating, then no more")
+			st := graphStats(timed)
+			t.Logf("%+v", st)
+			require.Equal(t, map[int]bool{2: graphFaster}, st.Timed)
+			require.Zero(t, trial.Replays)
+			if graphFaster {
+				require.Greater(t, st.Replays, 10, "every step after the trial replays a graph")
+			} else {
+				require.Equal(t, 3, st.Replays, "only the trial's three steps replayed a graph")
+			}
 		})
 	}
 }

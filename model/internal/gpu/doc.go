@@ -55,8 +55,11 @@
 // launches captured the first time its shape was seen (graph.go), one
 // driver call instead of 9 a layer, where the runtime can capture
 // (runtime.Stream.Capture); Options.NoGraphs, or HIPGO_GPU_GRAPHS=0 through
-// package model, launches every kernel from the host instead. A fault in a
-// replayed graph fails its step like one in a plain launch.
+// package model, launches every kernel from the host instead. With
+// Options.GraphsByTiming (package model's default) the first decode steps
+// of each row count are timed both ways, alternating, and the faster way
+// takes that row count's later steps. A fault in a replayed graph fails
+// its step like one in a plain launch.
 //
 // Step enqueues the next decode step's forward before it waits for its own
 // tokens (lookahead.go), on the guess that the same sequences continue with

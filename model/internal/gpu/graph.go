@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"log"
+	"log/slog"
+	"slices"
+	"time"
 
 	"github.com/hipgo/hipgo/runtime"
 )
@@ -38,12 +41,47 @@ type graphCache struct {
 	graphs map[graphKey]*runtime.Graph // nil: the capture failed, launch plainly
 	logged bool
 	stats  GraphStats
+	// timed: whether decode steps of a row count replay graphs is decided
+	// by timing both ways (Options.GraphsByTiming): trials, by row count.
+	timed  bool
+	trials map[int]*graphTrial
+	// timeGPU times enqueued work on the device (the stream's TimeGPU;
+	// tests substitute their own).
+	timeGPU func(ctx context.Context, graph bool, enqueue func() error) (time.Duration, error)
+}
+
+// graphTrialRuns is how many decode steps of each kind a trial times. The
+// first steps of a row count alternate: plain, graph, plain, ... (a
+// graph's capture is not timed), and the faster way's best step decides.
+const graphTrialRuns = 3
+
+// graphTrial is the timing of a row count's first decode steps, launched
+// plainly and replayed from graphs; once decided, use says which way the
+// row count's steps go from then on.
+type graphTrial struct {
+	plain, graph []time.Duration
+	decided, use bool
+}
+
+// decide settles t, for steps of rows rows, once both ways have
+// graphTrialRuns steps: graphs where their fastest step beat the fastest
+// plain one. It logs the choice.
+func (t *graphTrial) decide(rows int) {
+	if len(t.plain) < graphTrialRuns || len(t.graph) < graphTrialRuns {
+		return
+	}
+	g, p := slices.Min(t.graph), slices.Min(t.plain)
+	t.decided, t.use = true, g < p
+	slog.Info("gpu: decode steps by timing", "rows", rows, "graphs", t.use, "graph_step", g, "plain_step", p)
 }
 
 // GraphStats counts what the decode-graph cache did.
 type GraphStats struct {
 	Captures, Replays, Fallbacks int
 	Live                         int // graphs held now (at most maxGraphs)
+	// Timed is what timing decided (Options.GraphsByTiming), by a decode
+	// step's row count: whether its steps replay graphs.
+	Timed map[int]bool
 	// Err is the first capture failure, after which its key (or, when the
 	// backend has no graphs, every step) launched plainly.
 	Err error
@@ -54,6 +92,14 @@ func (b *Backend) GraphStats() GraphStats {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	st := b.graphs.stats
+	for rows, t := range b.graphs.trials {
+		if t.decided {
+			if st.Timed == nil {
+				st.Timed = map[int]bool{}
+			}
+			st.Timed[rows] = t.use
+		}
+	}
 	for _, g := range b.graphs.graphs {
 		if g != nil {
 			st.Live++
@@ -70,13 +116,83 @@ func (b *Backend) replay(ctx context.Context, p *plan) (replayed bool, err error
 	if gc.off {
 		return false, nil
 	}
+	var trial *graphTrial
+	if gc.timed {
+		if trial = gc.trial(p.rows); trial.decided {
+			if !trial.use {
+				return false, nil
+			}
+			trial = nil
+		} else if len(trial.plain) <= len(trial.graph) {
+			return b.timePlain(ctx, p, trial)
+		}
+	}
+	g, err := b.graph(ctx, p)
+	if g == nil {
+		if trial != nil && err == nil { // no graph for this key: plain it is
+			trial.decided, trial.use = true, false
+		}
+		return err != nil, err
+	}
+	key := graphKey{p.T, p.rows, p.maxBlocks, p.metaBuf, p.chained}
+	gc.touch(key)
+	gc.stats.Replays++
+	if trial == nil {
+		return true, b.s.LaunchGraph(g)
+	}
+	d, err := gc.timeGPU(ctx, true, func() error { return b.s.LaunchGraph(g) })
+	if err != nil {
+		return true, err
+	}
+	trial.graph = append(trial.graph, d)
+	trial.decide(p.rows)
+	return true, nil
+}
+
+// trial is the timing of row count rows, started on first use.
+func (gc *graphCache) trial(rows int) *graphTrial {
+	if gc.trials == nil {
+		gc.trials = map[int]*graphTrial{}
+	}
+	t := gc.trials[rows]
+	if t == nil {
+		t = &graphTrial{}
+		gc.trials[rows] = t
+	}
+	return t
+}
+
+// timePlain runs p's forward plainly as a timed step of trial t. Where the
+// device cannot time work (the simulated one), nothing was enqueued, and
+// the row count keeps its graphs, as without timing.
+func (b *Backend) timePlain(ctx context.Context, p *plan, t *graphTrial) (bool, error) {
+	d, err := b.graphs.timeGPU(ctx, false, func() error { return b.forward(ctx, p) })
+	if errors.Is(err, errors.ErrUnsupported) {
+		t.decided, t.use = true, true
+		return b.replay(ctx, p)
+	}
+	if err != nil {
+		return true, err
+	}
+	t.plain = append(t.plain, d)
+	t.decide(p.rows)
+	return true, nil
+}
+
+// graph is plan p's decode graph, captured the first time its key is seen:
+// nil where p launches plainly (its capture failed, now or before; then
+// err is nil, and nothing was enqueued), or with err the forward's own
+// error from the capture.
+func (b *Backend) graph(ctx context.Context, p *plan) (*runtime.Graph, error) {
+	gc := &b.graphs
 	key := graphKey{p.T, p.rows, p.maxBlocks, p.metaBuf, p.chained}
 	g, seen := gc.graphs[key]
 	if seen && g == nil {
 		gc.stats.Fallbacks++
-		return false, nil
+		return nil, nil
 	}
 	if !seen {
+		var err error
 		g, err = b.s.Capture(func() error { return b.forward(ctx, p) })
 		var ce *runtime.CaptureError
 		switch {
@@ -88,21 +204,19 @@ func (b *Backend) replay(ctx context.Context, p *plan) (replayed bool, err error
 			gc.stats.Fallbacks++
 			if errors.Is(err, errors.ErrUnsupported) {
 				gc.off = true
-				return false, nil
+				return nil, nil
 			}
 			gc.put(key, nil)
-			return false, nil
+			return nil, nil
 		case err != nil:
-			return true, err // the forward's own error: the step fails as a plain one would
+			return nil, err // the forward's own error: the step fails as a plain one would
 		}
 		gc.stats.Captures++
 		if err := gc.put(key, g); err != nil {
-			return true, err // closing an evicted graph failed: the device is in trouble
+			return nil, err // closing an evicted graph failed: the device is in trouble
 		}
 	}
-	gc.touch(key)
-	gc.stats.Replays++
-	return true, b.s.LaunchGraph(g)
+	return g, nil
 }
 
 // note records (and logs, once) the first capture failure.
@@ -177,4 +291,14 @@ func (b *Backend) InjectFault(fn func(s *runtime.Stream) error) error {
 	}
 	b.inject = fn
 	return b.graphs.drop()
+}
+
+// TimeGraphTrialsWith makes the timing of graph trials (Options.
+// GraphsByTiming) call fn instead of the stream's TimeGPU: fn enqueues
+// with enqueue, waits for it and returns its time; graph says whether it
+// is a graph's replay. For tests, where the simulated device cannot time.
+func (b *Backend) TimeGraphTrialsWith(fn func(ctx context.Context, graph bool, enqueue func() error) (time.Duration, error)) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.graphs.timeGPU = fn
 }
