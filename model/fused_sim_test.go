@@ -33,6 +33,7 @@ func TestSimGPUDecodeStepLaunches(t *testing.T) {
 		t.Run("fused="+c.env, func(t *testing.T) {
 			t.Setenv(EnvGPUFused, c.env)
 			t.Setenv(EnvGPULookahead, "0")
+			t.Setenv(EnvGPUGraphs, "1") // every decode step a graph (its capture counts the kernels twice)
 			faults := &gpusim.Faults{}
 			m := loadSpec(t, spec, WithDevice(simDevice(t, faults)))
 			L := m.Config().NumLayers

@@ -37,7 +37,7 @@ type Options struct {
 	NoGraphs bool
 	// GraphsByTiming decides, for each row count of a decode step, whether
 	// its steps replay graphs by timing its first steps both ways, and
-	// keeps the faster (see graphTrial); without it every decode step
+	// keeps the faster (see graphTrialSteps); without it every decode step
 	// replays a graph (unless NoGraphs).
 	GraphsByTiming bool
 	// NoEarlyStart launches the kernels plainly: each waits for the one
@@ -132,6 +132,7 @@ func New(ctx context.Context, dev *runtime.Device, cfg Config, w *Weights, opts 
 	b := &Backend{cfg: cfg, dev: dev, kernels: map[string]*runtime.Kernel{}, stepTokens: opts.StepTokens,
 		tc: dev.Backend() == driver.CUDA, longAtt: dev.Backend() == driver.CUDA}
 	b.graphs.off, b.graphs.timed = opts.NoGraphs, opts.GraphsByTiming
+	b.graphs.now = func(bool) time.Time { return time.Now() }
 	b.earlyStart = !opts.NoEarlyStart
 	b.fuse = !opts.NoFusedKernels
 	b.lookahead = !opts.NoLookahead
@@ -158,9 +159,6 @@ func New(ctx context.Context, dev *runtime.Device, cfg Config, w *Weights, opts 
 	}
 	if b.s, err = dev.NewStream(); err != nil {
 		return nil, err
-	}
-	b.graphs.timeGPU = func(ctx context.Context, _ bool, enqueue func() error) (time.Duration, error) {
-		return b.s.TimeGPU(ctx, enqueue)
 	}
 	b.sampler = sampling.NewSampler(dev)
 	if err := b.upload(ctx, w); err != nil {

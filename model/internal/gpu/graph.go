@@ -45,34 +45,81 @@ type graphCache struct {
 	// by timing both ways (Options.GraphsByTiming): trials, by row count.
 	timed  bool
 	trials map[int]*graphTrial
-	// timeGPU times enqueued work on the device (the stream's TimeGPU;
-	// tests substitute their own).
-	timeGPU func(ctx context.Context, graph bool, enqueue func() error) (time.Duration, error)
+	// The last Step's end, its row count and how its forward ran, for the
+	// interval to the next one.
+	prevEnd  time.Time
+	prevRows int
+	prevArm  trialArm
+	now      func(graph bool) time.Time // time.Now; tests substitute their own
 }
 
-// graphTrialRuns is how many decode steps of each kind a trial times. The
-// first steps of a row count alternate: plain, graph, plain, ... (a
-// graph's capture is not timed), and the faster way's best step decides.
-const graphTrialRuns = 3
+// trialArm is how a trial's step ran: not timed, plainly, from a graph.
+type trialArm int
 
-// graphTrial is the timing of a row count's first decode steps, launched
-// plainly and replayed from graphs; once decided, use says which way the
-// row count's steps go from then on.
+const (
+	armNone trialArm = iota
+	armPlain
+	armGraph
+)
+
+// graphTrialSteps is how many decode steps of a row count a trial runs
+// each way: first plainly, then from graphs. Each step but the first of
+// each way is timed from the end of the step before it (its Step's return),
+// which with the lookahead is the time a step takes when they follow one
+// another; the faster way's best interval decides. (A step timed alone,
+// with TimeGPU, was the wrong measure: on the H200 it found graphs faster
+// at every batch size of the 1B shape, where plain launches are 1-3%
+// faster one after another; docs/generate.md.)
+const graphTrialSteps = 5
+
+// graphTrial is the timing of a row count's first decode steps; once
+// decided, use says which way its steps go from then on.
 type graphTrial struct {
-	plain, graph []time.Duration
-	decided, use bool
+	plainSteps, graphSteps int             // steps enqueued each way
+	plain, graph           []time.Duration // their intervals
+	decided, use           bool
 }
 
-// decide settles t, for steps of rows rows, once both ways have
-// graphTrialRuns steps: graphs where their fastest step beat the fastest
-// plain one. It logs the choice.
+// arm is the way the next step of t runs, and counts it.
+func (t *graphTrial) arm() trialArm {
+	if t.plainSteps < graphTrialSteps {
+		t.plainSteps++
+		return armPlain
+	}
+	t.graphSteps++ // also the lookahead's step enqueued before the decision
+	return armGraph
+}
+
+// decide settles t, for steps of rows rows, once both ways have their
+// intervals: graphs where their best beat the best plain one. It logs the
+// choice.
 func (t *graphTrial) decide(rows int) {
-	if len(t.plain) < graphTrialRuns || len(t.graph) < graphTrialRuns {
+	if len(t.plain) < graphTrialSteps-1 || len(t.graph) < graphTrialSteps-1 {
 		return
 	}
 	g, p := slices.Min(t.graph), slices.Min(t.plain)
 	t.decided, t.use = true, g < p
 	slog.Info("gpu: decode steps by timing", "rows", rows, "graphs", t.use, "graph_step", g, "plain_step", p)
+}
+
+// stepDone notes the end of a Step that sampled plan p's forward: an
+// interval for p's trial where the Step before it was a step of the same
+// trial run the same way.
+func (gc *graphCache) stepDone(p *plan) {
+	if !gc.timed {
+		return
+	}
+	now := gc.now(p.replayed)
+	if t := gc.trials[p.rows]; t != nil && !t.decided && p.arm != armNone && gc.prevArm == p.arm && gc.prevRows == p.rows {
+		d := now.Sub(gc.prevEnd)
+		if p.arm == armGraph {
+			t.graph = append(t.graph, d)
+		} else {
+			t.plain = append(t.plain, d)
+		}
+		t.decide(p.rows)
+	}
+	gc.prevEnd, gc.prevRows, gc.prevArm = now, p.rows, p.arm
 }
 
 // GraphStats counts what the decode-graph cache did.
@@ -116,37 +163,27 @@ func (b *Backend) replay(ctx context.Context, p *plan) (replayed bool, err error
 	if gc.off {
 		return false, nil
 	}
-	var trial *graphTrial
 	if gc.timed {
-		if trial = gc.trial(p.rows); trial.decided {
-			if !trial.use {
+		switch t := gc.trial(p.rows); {
+		case t.decided && !t.use:
+			return false, nil
+		case !t.decided:
+			if p.arm = t.arm(); p.arm == armPlain {
 				return false, nil
 			}
-			trial = nil
-		} else if len(trial.plain) <= len(trial.graph) {
-			return b.timePlain(ctx, p, trial)
 		}
 	}
 	g, err := b.graph(ctx, p)
 	if g == nil {
-		if trial != nil && err == nil { // no graph for this key: plain it is
-			trial.decided, trial.use = true, false
+		if t := gc.trials[p.rows]; gc.timed && err == nil && !t.decided { // no graph for this key: plain it is
+			t.decided, t.use, p.arm = true, false, armNone
 		}
 		return err != nil, err
 	}
-	key := graphKey{p.T, p.rows, p.maxBlocks, p.metaBuf, p.chained}
-	gc.touch(key)
+	gc.touch(graphKey{p.T, p.rows, p.maxBlocks, p.metaBuf, p.chained})
 	gc.stats.Replays++
-	if trial == nil {
-		return true, b.s.LaunchGraph(g)
-	}
-	d, err := gc.timeGPU(ctx, true, func() error { return b.s.LaunchGraph(g) })
-	if err != nil {
-		return true, err
-	}
-	trial.graph = append(trial.graph, d)
-	trial.decide(p.rows)
-	return true, nil
+	p.replayed = true
+	return true, b.s.LaunchGraph(g)
 }
 
 // trial is the timing of row count rows, started on first use.
@@ -160,23 +197,6 @@ func (gc *graphCache) trial(rows int) *graphTrial {
 		gc.trials[rows] = t
 	}
 	return t
-}
-
-// timePlain runs p's forward plainly as a timed step of trial t. Where the
-// device cannot time work (the simulated one), nothing was enqueued, and
-// the row count keeps its graphs, as without timing.
-func (b *Backend) timePlain(ctx context.Context, p *plan, t *graphTrial) (bool, error) {
-	d, err := b.graphs.timeGPU(ctx, false, func() error { return b.forward(ctx, p) })
-	if errors.Is(err, errors.ErrUnsupported) {
-		t.decided, t.use = true, true
-		return b.replay(ctx, p)
-	}
-	if err != nil {
-		return true, err
-	}
-	t.plain = append(t.plain, d)
-	t.decide(p.rows)
-	return true, nil
 }
 
 // graph is plan p's decode graph, captured the first time its key is seen:
@@ -293,12 +313,11 @@ func (b *Backend) InjectFault(fn func(s *runtime.Stream) error) error {
 	return b.graphs.drop()
 }
 
-// TimeGraphTrialsWith makes the timing of graph trials (Options.
-// GraphsByTiming) call fn instead of the stream's TimeGPU: fn enqueues
-// with enqueue, waits for it and returns its time; graph says whether it
-// is a graph's replay. For tests, where the simulated device cannot time.
-func (b *Backend) TimeGraphTrialsWith(fn func(ctx context.Context, graph bool, enqueue func() error) (time.Duration, error)) {
+// TimeGraphTrialsWith makes graph trials (Options.GraphsByTiming) read
+// the end of each Step from now instead of the clock: graph says whether
+// that Step's forward was a graph's replay. For tests.
+func (b *Backend) TimeGraphTrialsWith(now func(graph bool) time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.graphs.timeGPU = fn
+	b.graphs.now = now
 }

@@ -86,8 +86,10 @@ type plan struct {
 	maxBlocks int  // block-table stride: padded (tableStride) so it rarely changes
 	decode    bool // one token per sequence, in one chunk: the graph-replayed shape
 	meta      []uint32
-	metaBuf   int  // which of scratch.meta holds meta
-	chained   bool // a lookahead: the embedding reads the tokens the last step sampled (scratch.tokens), not meta
+	metaBuf   int      // which of scratch.meta holds meta
+	chained   bool     // a lookahead: the embedding reads the tokens the last step sampled (scratch.tokens), not meta
+	arm       trialArm // how a decode step of a graph trial ran (graphTrial)
+	replayed  bool     // the forward was a graph's replay
 	// offsets into meta, in u32 elements
 	tok, pos, seq, slot, tables, gather, ident int
 	chunks                                     []chunk
@@ -621,6 +623,7 @@ func (b *Backend) Step(ctx context.Context, items []Item, out []uint32) (err err
 		}
 	}
 	advance(seqs, toks)
+	b.graphs.stepDone(p)
 	if b.ahead != nil {
 		b.ahead.tokens = slices.Clone(out[:N])
 	}
