@@ -274,7 +274,7 @@ func TestSimGPUFaultInAReplayedDecodeGraph(t *testing.T) {
 	}
 }
 
-// TestSimGPUDecodeGraphsByTiming proves that with HIPGO_GPU_GRAPHS unset
+// TestSimGPUDecodeGraphsByTiming proves that with HIPGO_GPU_GRAPHS=auto
 // the first decode steps of a batch size run plainly, then from graphs,
 // each timed from the end of the step before it (here by a stand-in clock
 // that makes one way twice as fast), and that the faster way then takes
@@ -289,7 +289,7 @@ func TestSimGPUDecodeGraphsByTiming(t *testing.T) {
 			spec := modeltest.Llama3Tiny()
 			t.Setenv(EnvGPUGraphs, "0")
 			plain := loadSpec(t, spec, WithDevice(dev))
-			t.Setenv(EnvGPUGraphs, "")
+			t.Setenv(EnvGPUGraphs, "auto")
 			timed := loadSpec(t, spec, WithDevice(dev))
 			t.Cleanup(func() {
 				require.NoError(t, plain.Close())
