@@ -6,6 +6,7 @@ package model
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -317,12 +318,17 @@ func TestSimGPUDecodeGraphsByTiming(t *testing.T) {
 			st := graphStats(timed)
 			t.Logf("%+v; steps from graphs: %v", st, steps)
 			require.Equal(t, map[int]bool{2: graphFaster}, st.Timed)
-			require.Equal(t, []bool{false, false, false, false, false, false}, steps[:6], "the prefill, then five plain steps")
-			require.Equal(t, []bool{true, true, true, true, true}, steps[6:11], "then five from graphs")
+			// The prefill, then at least five plain decode steps (one more
+			// where the lookahead enqueued a step before the fifth's interval
+			// was in), then five or six from graphs, then the faster way.
+			k := slices.Index(steps, true)
+			require.GreaterOrEqual(t, k, 6, "the prefill and five plain steps first: %v", steps)
+			require.LessOrEqual(t, k, 7, "%v", steps)
+			require.Equal(t, []bool{true, true, true, true, true}, steps[k:k+5], "then five from graphs")
 			if graphFaster {
-				require.NotContains(t, steps[6:], false, "graphs from then on")
+				require.NotContains(t, steps[k:], false, "graphs from then on")
 			} else {
-				require.NotContains(t, steps[12:], true, "plain from then on (the step after the trial's was enqueued before the choice)")
+				require.NotContains(t, steps[k+6:], true, "plain from then on")
 			}
 			// Every step from a graph is a replay, and so may be one lookahead
 			// more, enqueued after the last step and discarded.

@@ -75,18 +75,19 @@ const graphTrialSteps = 5
 // graphTrial is the timing of a row count's first decode steps; once
 // decided, use says which way its steps go from then on.
 type graphTrial struct {
-	plainSteps, graphSteps int             // steps enqueued each way
-	plain, graph           []time.Duration // their intervals
-	decided, use           bool
+	plain, graph []time.Duration // intervals of steps run each way
+	decided, use bool
 }
 
-// arm is the way the next step of t runs, and counts it.
+// arm is the way the next step of t runs: plainly until graphTrialSteps-1
+// plain intervals are in, then from graphs. It counts intervals, not
+// steps, since a lookahead's step may be enqueued and then discarded, and
+// a step may not follow one of its own trial (a row count whose steps
+// never follow one another stays plain).
 func (t *graphTrial) arm() trialArm {
-	if t.plainSteps < graphTrialSteps {
-		t.plainSteps++
+	if len(t.plain) < graphTrialSteps-1 {
 		return armPlain
 	}
-	t.graphSteps++ // also the lookahead's step enqueued before the decision
 	return armGraph
 }
 
