@@ -23,15 +23,23 @@ import (
 // HIPGO_GPU_GRAPHS=0.
 func loadGraphsAndPlain(t *testing.T, spec modeltest.Spec, dev *runtime.Device) (graphs, plain *Model) {
 	t.Helper()
-	t.Setenv(EnvGPUGraphs, "0")
-	plain = loadSpec(t, spec, WithDevice(dev))
-	t.Setenv(EnvGPUGraphs, "1")
-	graphs = loadSpec(t, spec, WithDevice(dev))
-	t.Cleanup(func() {
-		require.NoError(t, plain.Close())
-		require.NoError(t, graphs.Close())
-	})
+	plain, graphs = loadEach(t, spec, EnvGPUGraphs, "0", dev, "1", dev)
 	return graphs, plain
+}
+
+// loadEach loads spec on devA with the switch env set to a, then on devB
+// with it set to b; both close when the test ends.
+func loadEach(t *testing.T, spec modeltest.Spec, env, a string, devA *runtime.Device, b string, devB *runtime.Device) (ma, mb *Model) {
+	t.Helper()
+	t.Setenv(env, a)
+	ma = loadSpec(t, spec, WithDevice(devA))
+	t.Setenv(env, b)
+	mb = loadSpec(t, spec, WithDevice(devB))
+	t.Cleanup(func() {
+		require.NoError(t, ma.Close())
+		require.NoError(t, mb.Close())
+	})
+	return ma, mb
 }
 
 func graphStats(m *Model) gpu.GraphStats { return m.gpu().b.GraphStats() }
@@ -288,14 +296,7 @@ func TestSimGPUDecodeGraphsByTiming(t *testing.T) {
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = dev.Close() })
 			spec := modeltest.Llama3Tiny()
-			t.Setenv(EnvGPUGraphs, "0")
-			plain := loadSpec(t, spec, WithDevice(dev))
-			t.Setenv(EnvGPUGraphs, "auto")
-			timed := loadSpec(t, spec, WithDevice(dev))
-			t.Cleanup(func() {
-				require.NoError(t, plain.Close())
-				require.NoError(t, timed.Close())
-			})
+			plain, timed := loadEach(t, spec, EnvGPUGraphs, "0", dev, "auto", dev)
 			var steps []bool // each Step's: was its forward a graph's replay
 			clock := time.Unix(0, 0)
 			timed.gpu().b.TimeGraphTrialsWith(func(graph bool) time.Time {

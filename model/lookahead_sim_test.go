@@ -34,14 +34,7 @@ func requireLookaheadGivesTheTokensWithout(t *testing.T, device func() *runtime.
 	for _, graphs := range []string{"1", "0"} {
 		t.Run("graphs="+graphs, func(t *testing.T) {
 			t.Setenv(EnvGPUGraphs, graphs)
-			t.Setenv(EnvGPULookahead, "0")
-			off := loadSpec(t, spec, WithDevice(device()))
-			t.Setenv(EnvGPULookahead, "1")
-			on := loadSpec(t, spec, WithDevice(device()))
-			t.Cleanup(func() {
-				require.NoError(t, off.Close())
-				require.NoError(t, on.Close())
-			})
+			off, on := loadEach(t, spec, EnvGPULookahead, "0", device(), "1", device())
 			for name, sched := range schedules(spec.Vocab) {
 				want := batchRun(t, off, sched)
 				got := batchRun(t, on, sched)
@@ -105,14 +98,7 @@ func TestSimGPULookaheadIsDiscardedByOtherCalls(t *testing.T) {
 func requireLookaheadIsDiscardedByOtherCalls(t *testing.T, devOff, devOn *runtime.Device) {
 	spec := modeltest.Llama3Tiny()
 	spec.DType = safetensors.BF16
-	t.Setenv(EnvGPULookahead, "0")
-	off := loadSpec(t, spec, WithDevice(devOff))
-	t.Setenv(EnvGPULookahead, "1")
-	on := loadSpec(t, spec, WithDevice(devOn))
-	t.Cleanup(func() {
-		require.NoError(t, off.Close())
-		require.NoError(t, on.Close())
-	})
+	off, on := loadEach(t, spec, EnvGPULookahead, "0", devOff, "1", devOn)
 	ctx := context.Background()
 	greedy := sampling.Params{Temperature: 0, TopP: 1}
 
