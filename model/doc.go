@@ -60,8 +60,8 @@
 // cache is a pool of fixed-size blocks, logits never leave the device
 // (sampling.Sampler draws there), decode steps replay captured graphs of
 // their kernels (HIPGO_GPU_GRAPHS=0 launches them one by one, auto picks by
-// timing) and every
-// device failure is the generation's error, the runtime's typed one. Batch steps many sequences
-// together (continuous batching: they join and leave between steps), on
-// either backend; Generate runs one sequence through a batch of its own.
+// timing) and every device failure is the generation's error, the
+// runtime's typed one. Batch steps many sequences together (continuous
+// batching: they join and leave between steps), on either backend;
+// Generate runs one sequence through a batch of its own.
 package model

@@ -59,8 +59,8 @@
 // Options.GraphsByTiming (HIPGO_GPU_GRAPHS=auto through package model) the
 // first decode steps of each row count run plainly, then from graphs, timed
 // one after another, and the faster way takes that row count's later
-// steps. A fault in a replayed graph fails
-// its step like one in a plain launch.
+// steps. A fault in a replayed graph fails its step like one in a plain
+// launch.
 //
 // Step enqueues the next decode step's forward before it waits for its own
 // tokens (lookahead.go), on the guess that the same sequences continue with
