@@ -34,6 +34,9 @@ type graphKey struct {
 	chained            bool
 }
 
+// graphKey is decode plan p's key.
+func (p *plan) graphKey() graphKey { return graphKey{p.T, p.rows, p.maxBlocks, p.metaBuf, p.chained} }
+
 // graphCache is the backend's decode graphs, least recently used first.
 type graphCache struct {
 	off    bool // Options.NoGraphs, or the stream cannot capture at all
@@ -164,11 +167,14 @@ func (b *Backend) replay(ctx context.Context, p *plan) (replayed bool, err error
 	if gc.off {
 		return false, nil
 	}
+	var t *graphTrial // p's trial, where it is undecided
 	if gc.timed {
-		switch t := gc.trial(p.rows); {
+		switch t = gc.trial(p.rows); {
 		case t.decided && !t.use:
 			return false, nil
-		case !t.decided:
+		case t.decided:
+			t = nil
+		default:
 			if p.arm = t.arm(); p.arm == armPlain {
 				return false, nil
 			}
@@ -176,12 +182,12 @@ func (b *Backend) replay(ctx context.Context, p *plan) (replayed bool, err error
 	}
 	g, err := b.graph(ctx, p)
 	if g == nil {
-		if t := gc.trials[p.rows]; gc.timed && err == nil && !t.decided { // no graph for this key: plain it is
+		if t != nil && err == nil { // no graph for this key: plain it is
 			t.decided, t.use, p.arm = true, false, armNone
 		}
 		return err != nil, err
 	}
-	gc.touch(graphKey{p.T, p.rows, p.maxBlocks, p.metaBuf, p.chained})
+	gc.touch(p.graphKey())
 	gc.stats.Replays++
 	p.replayed = true
 	return true, b.s.LaunchGraph(g)
@@ -206,7 +212,7 @@ func (gc *graphCache) trial(rows int) *graphTrial {
 // error from the capture.
 func (b *Backend) graph(ctx context.Context, p *plan) (*runtime.Graph, error) {
 	gc := &b.graphs
-	key := graphKey{p.T, p.rows, p.maxBlocks, p.metaBuf, p.chained}
+	key := p.graphKey()
 	g, seen := gc.graphs[key]
 	if seen && g == nil {
 		gc.stats.Fallbacks++
