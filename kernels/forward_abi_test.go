@@ -28,7 +28,7 @@ var forwardABI = func() map[string]struct {
 		"attention_gqa_f32":      {[]int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, 1024},
 		"attention_bykey_f32":    {[]int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, 256},
 		"attention_bykey128_f32": {[]int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, 128},
-		"attention_warps_f32":    {[]int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, 128},
+		"attention_warps_f32":    {[]int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, 256},
 		"attention_prefill_f32":  {[]int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, 256},
 		"silu_mul_f32":           {[]int{8, 8, 4, 4}, 256},
 		"add_f32":                {[]int{8, 8, 4}, 256},
@@ -37,7 +37,7 @@ var forwardABI = func() map[string]struct {
 		"rope_kv_store_f32": {[]int{8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4}, 256},
 		// It and attention_warps_f32 in one launch: attention's arguments,
 		// then inv_freq, slots, num_slots, the q|k|v partials ws, bias, parts, and o's image xs, split.
-		"rope_attention_warps_f32": {[]int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4, 8, 8, 4, 8, 8, 4, 8, 4}, 128},
+		"rope_attention_warps_f32": {[]int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4, 8, 8, 4, 8, 8, 4, 8, 4}, 256},
 	}
 	for _, w := range []string{"f32", "f16", "bf16"} {
 		m["embed_"+w] = k{[]int{8, 8, 8, 4, 4, 4}, 256}

@@ -54,7 +54,7 @@ func TestForwardKernelsSignatures(t *testing.T) {
 		switch k.Name {
 		case "attention_long_f32", "attention_gqa_f32":
 			threads = 1024
-		case "attention_bykey128_f32", "attention_warps_f32", "rope_attention_warps_f32":
+		case "attention_bykey128_f32":
 			threads = 128
 		case "matmul_wgs_f16", "matmul_wgs_bf16":
 			threads = 384
@@ -96,7 +96,7 @@ func TestForwardKernelsSignatures(t *testing.T) {
 	require.Equal(t, []Threadgroup{{0, "qs", 1024}, {1, "gm", 32}, {2, "gl", 32}, {3, "go", 8192}}, a.Threadgroup)
 	aw, _ := m.Kernel("attention_warps_f32")
 	require.Equal(t, a.Args, aw.Args, "attention_warps_f32 takes attention_f32's arguments")
-	require.Equal(t, []Threadgroup{{0, "gm", 512}, {1, "gl", 512}, {2, "wt", 512}, {3, "part", 16384}}, aw.Threadgroup)
+	require.Equal(t, []Threadgroup{{0, "gm", 1024}, {1, "gl", 1024}, {2, "wt", 1024}, {3, "part", 16384}}, aw.Threadgroup)
 	ra, _ := m.Kernel("rope_attention_warps_f32")
 	require.Len(t, ra.Args, 23)
 	for i := range aw.Args {

@@ -2830,20 +2830,22 @@ KERNEL KBOUNDS(FW_ABK128_THREADS) void attention_bykey128_f32(float* out, const 
 // the heads / kv_heads <= FW_ABK_MAX_GROUP query heads that share it;
 // heads a multiple of kv_heads and 0 < head_dim <= FW_ATT_MAX_HEADDIM,
 // else it writes nothing), with no block barrier before the end. Block
-// FW_ATW_THREADS (128). The threads form key groups of LK lanes (8 for
-// head_dim <= 64, 16 to 128, 32 to 256), a lane holding 2 float4 columns
-// of q, k, v and the output for each head; key group u of the block's U
-// takes keys u, u + U, u + 2U, ... and runs its own online softmax. A
-// group keeps its next R keys' k and v in registers, in flight (a ring;
-// R = FW_ATW_RING, 4, for up to 4 heads, 2 for 8, whose q and outputs
-// take twice the registers): key i's rows are loaded when key i - R is
-// done and their block-table entry when key i - 2R is, so no load waits
-// on the softmax and v is loaded with k. Each slot of the ring is its own
-// copy of the step's code (registers are named statically), so R sets
-// the code a block runs through: on the H200 a ring of 8 made batch-32
-// decode 8% slower end to end than 4, and 2 was no faster than 4
-// (docs/generate.md). A context of up to U R keys (64 at head_dim <= 64
-// and 4 heads) so costs about two memory round trips
+// FW_ATW_THREADS (256). The threads form key groups of LK lanes, a lane
+// holding C float4 columns of q, k, v and the output for each head: for up
+// to 4 heads LK is 8 at head_dim <= 64, 16 to 128, 32 to 256, with C 2;
+// for 8 heads LK is 16 at head_dim <= 64 and 32 above, with C 1 (2 at
+// 256), so that q and the outputs fit the same registers. Key group u of
+// the block's U takes keys u, u + U, u + 2U, ... and runs its own online
+// softmax. A group keeps its next R keys' k and v in registers, in flight
+// (a ring; R = FW_ATW_RING, 2; 1 for 8 heads of 256 dims): key i's rows
+// are loaded when key i - R is done and their block-table entry when key
+// i - 2R is, so no load waits on the softmax and v is loaded with k. Each
+// slot of the ring is its own copy of the step's code (registers are
+// named statically), so R sets the code a block runs through: on the H200
+// at 128 threads a ring of 8 made batch-32 decode 8% slower end to end
+// than 4, and 2 was no faster than 4 (docs/generate.md). A context of up
+// to U R keys (64 at head_dim <= 64 and 4 heads) so costs about two
+// memory round trips
 // (the table, then k and v together), where attention_bykey waits for k,
 // three barriers, then v in dependent rounds of 4 keys. Per key, the heads'
 // partial dots are reduced and scattered over the group's lanes
@@ -2859,16 +2861,23 @@ KERNEL KBOUNDS(FW_ABK128_THREADS) void attention_bykey128_f32(float* out, const 
 // (rounded alike on every target). At the end the groups' states merge
 // through shared memory, group by group in order, so the same inputs give
 // the same bytes; its sums are grouped its own way, held to the CPU's
-// attention. 128 threads: two blocks an SM at up to 255 registers a
-// thread (ptxas 12.9, sm_90a: 224, 228 with rope_attention_warps_f32's
-// prologue, none spilled; 32 sequences x 8 kv heads on the H200's 132
-// SMs: one wave). On the H200 at the 1B shape it took about
-// half attention_bykey128_f32's time from 144 keys (docs/generate.md).
+// attention. 256 threads, two blocks an SM (at most 128 registers a
+// thread; ptxas 12.9, sm_90a: 128 with 8 bytes spilled for up to 4 heads,
+// 124 with none for 8 heads up to 128 dims, 208 bytes spilled for 8 heads
+// of 256 dims, a shape no model we know has): a batch of 32 sequences x 8
+// kv heads is one wave of 256 blocks on the H200's 132 SMs either way,
+// and the kernel is bound by its chain of dependent instructions, not by
+// memory, so twice the key groups a block take half the steps each. At
+// 128 threads (4 warps a block, a ring of 4, 230 registers) decode on the
+// 1B shape ran 1.7% slower at batch 32 and 6% at batch 64 on the H200
+// (docs/generate.md). At the 1B shape it took about half
+// attention_bykey128_f32's time from 144 keys.
 // =====================================================================
-#define FW_ATW_THREADS 128
-#define FW_ATW_RING 4                           // keys a key group has in flight (half that for 8 heads)
+#define FW_ATW_THREADS 256
+#define FW_ATW_BOUNDS KBOUNDS_OCC(FW_ATW_THREADS, 2)  // two blocks an SM: at most 128 registers a thread
+#define FW_ATW_RING 2                           // keys a key group has in flight (half that for 8 heads at 256 dims)
 #define FW_ATW_MAX_UNITS (FW_ATW_THREADS / 8)   // key groups a block, at most
-#define FW_ATW_PART (FW_ATW_THREADS * 32)       // floats of the groups' outputs merged a round at the end (16 KB)
+#define FW_ATW_PART (FW_ATW_THREADS * 32)       // floats of the groups' outputs merged a round at the end (32 KB)
 
 // fw_atw_load4: fw_abk_load4's values; the scalar path reads clamped
 // addresses, so clang cannot merge it with the vector path's load (with
@@ -3232,20 +3241,21 @@ DEVICE void attention_warps_for(float* out, const float* qkv, const float* k_cac
   attention_warps<G, LK, C, R>(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, \
                                tokens, heads, kv_heads, headdim, stride, scale, gm, gl, wt, part, xs, split)
   // Bodies for up to 4 heads (the usual groups; MHA runs it with 1) or 8,
-  // with key groups as wide as head_dim needs at 2 columns a lane.
+  // with key groups as wide as head_dim needs at 2 columns a lane (1 for 8
+  // heads up to 128 dims; see attention_warps_f32).
   if (group <= 4) {
     if (headdim <= 64) FW_ATW_BODY(4, 8, 2, FW_ATW_RING);
     else if (headdim <= 128) FW_ATW_BODY(4, 16, 2, FW_ATW_RING);
     else FW_ATW_BODY(4, 32, 2, FW_ATW_RING);
   } else {
-    if (headdim <= 64) FW_ATW_BODY(FW_ABK_MAX_GROUP, 8, 2, FW_ATW_RING / 2);
-    else if (headdim <= 128) FW_ATW_BODY(FW_ABK_MAX_GROUP, 16, 2, FW_ATW_RING / 2);
+    if (headdim <= 64) FW_ATW_BODY(FW_ABK_MAX_GROUP, 16, 1, FW_ATW_RING);
+    else if (headdim <= 128) FW_ATW_BODY(FW_ABK_MAX_GROUP, 32, 1, FW_ATW_RING);
     else FW_ATW_BODY(FW_ABK_MAX_GROUP, 32, 2, FW_ATW_RING / 2);
   }
 #undef FW_ATW_BODY
 }
 
-KERNEL KBOUNDS(FW_ATW_THREADS) void attention_warps_f32(float* out, const float* qkv, const float* k_cache,
+KERNEL FW_ATW_BOUNDS void attention_warps_f32(float* out, const float* qkv, const float* k_cache,
                                                         const float* v_cache, const uint32_t* q_seq,
                                                         const uint32_t* q_pos, const uint32_t* block_tables,
                                                         uint32_t max_blocks, uint32_t block_size, uint32_t tokens,
@@ -3286,7 +3296,7 @@ KERNEL KBOUNDS(FW_ATW_THREADS) void attention_warps_f32(float* out, const float*
 // byte, zero rows and columns included, and out is not written: one launch
 // fewer a layer. Block FW_ATW_THREADS, grid tokens * kv_heads.
 // =====================================================================
-KERNEL KBOUNDS(FW_ATW_THREADS) void rope_attention_warps_f32(
+KERNEL FW_ATW_BOUNDS void rope_attention_warps_f32(
     float* out, float* qkv, float* k_cache, float* v_cache, const uint32_t* q_seq, const uint32_t* q_pos,
     const uint32_t* block_tables, uint32_t max_blocks, uint32_t block_size, uint32_t tokens, uint32_t heads,
     uint32_t kv_heads, uint32_t headdim, uint32_t stride, float scale, const float* inv_freq, const uint32_t* slots,

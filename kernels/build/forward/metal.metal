@@ -1131,15 +1131,16 @@ kernel void attention_bykey128_f32(device float* out [[buffer(0)]], device const
 // attention_warps_f32 (see forward.cu). Block FW_ATW_THREADS, grid tokens
 // * kv_heads, at most FW_ABK_MAX_GROUP query heads a kv head, head_dim <=
 // FW_ATT_MAX_HEADDIM. Threadgroup memory: gm, gl and wt
-// [FW_ABK_MAX_GROUP][FW_ATW_MAX_UNITS], part [FW_ATW_PART]. Key groups of
-// 8 or 16 lanes are parts of a SIMD group; their exchanges are
-// simd_shuffle_xor below 8 or 16. The block size's shift is found by a
+// [FW_ABK_MAX_GROUP][FW_ATW_MAX_UNITS], part [FW_ATW_PART]. The threads,
+// ring and bodies are forward.cu's (tuned on the H200; not measured on an
+// Apple GPU). Key groups of 8 to 32 lanes are parts of a SIMD group; their
+// exchanges are simd_shuffle_xor below 8, 16 or 32. The block size's shift is found by a
 // loop (no clz needed).
 // =====================================================================
-#define FW_ATW_THREADS 128
-#define FW_ATW_RING 4
+#define FW_ATW_THREADS 256
+#define FW_ATW_RING 2
 #define FW_ATW_MAX_UNITS (FW_ATW_THREADS / 8)
-#define FW_ATW_PART (FW_ATW_THREADS * 32)
+#define FW_ATW_PART 4096  // 16 KB (forward.cu merges in 32): Apple GPUs give a threadgroup 32 KB in all
 
 // fw_atw_load: the C columns of 4 dims sl, sl + LK, ... (zeros from
 // headdim on) of the k and v rows at offset row of the caches; all zeros
@@ -1434,14 +1435,14 @@ static inline void fw_attention_warps_for(device float* out, device const float*
     else if (headdim <= 128) FW_ATW_BODY(4, 16, 2, FW_ATW_RING);
     else FW_ATW_BODY(4, 32, 2, FW_ATW_RING);
   } else {
-    if (headdim <= 64) FW_ATW_BODY(FW_ABK_MAX_GROUP, 8, 2, FW_ATW_RING / 2);
-    else if (headdim <= 128) FW_ATW_BODY(FW_ABK_MAX_GROUP, 16, 2, FW_ATW_RING / 2);
+    if (headdim <= 64) FW_ATW_BODY(FW_ABK_MAX_GROUP, 16, 1, FW_ATW_RING);
+    else if (headdim <= 128) FW_ATW_BODY(FW_ABK_MAX_GROUP, 32, 1, FW_ATW_RING);
     else FW_ATW_BODY(FW_ABK_MAX_GROUP, 32, 2, FW_ATW_RING / 2);
   }
 #undef FW_ATW_BODY
 }
 
-[[max_total_threads_per_threadgroup(128)]]
+[[max_total_threads_per_threadgroup(256)]]
 kernel void attention_warps_f32(device float* out [[buffer(0)]], device const float* qkv [[buffer(1)]],
                                 device const float* k_cache [[buffer(2)]], device const float* v_cache [[buffer(3)]],
                                 device const uint* q_seq [[buffer(4)]], device const uint* q_pos [[buffer(5)]],
@@ -1450,9 +1451,9 @@ kernel void attention_warps_f32(device float* out [[buffer(0)]], device const fl
                                 constant uint& heads [[buffer(10)]], constant uint& kv_heads [[buffer(11)]],
                                 constant uint& headdim [[buffer(12)]], constant uint& stride [[buffer(13)]],
                                 constant float& scale [[buffer(14)]],
-                                threadgroup float* gm [[threadgroup(0)]] /* hipgo: 512 bytes */,
-                                threadgroup float* gl [[threadgroup(1)]] /* hipgo: 512 bytes */,
-                                threadgroup float* wt [[threadgroup(2)]] /* hipgo: 512 bytes */,
+                                threadgroup float* gm [[threadgroup(0)]] /* hipgo: 1024 bytes */,
+                                threadgroup float* gl [[threadgroup(1)]] /* hipgo: 1024 bytes */,
+                                threadgroup float* wt [[threadgroup(2)]] /* hipgo: 1024 bytes */,
                                 threadgroup float* part [[threadgroup(3)]] /* hipgo: 16384 bytes */,
                                 uint tid [[thread_position_in_threadgroup]], uint blk [[threadgroup_position_in_grid]]) {
   if (kv_heads == 0 || heads % kv_heads != 0 || block_size == 0) return;
@@ -1468,7 +1469,7 @@ kernel void attention_warps_f32(device float* out [[buffer(0)]], device const fl
 // attention_warps_f32. Block FW_ATW_THREADS, grid tokens * kv_heads; the
 // tokens of distinct sequences.
 // =====================================================================
-[[max_total_threads_per_threadgroup(128)]]
+[[max_total_threads_per_threadgroup(256)]]
 kernel void rope_attention_warps_f32(device float* out [[buffer(0)]], device float* qkv [[buffer(1)]],
                                      device float* k_cache [[buffer(2)]], device float* v_cache [[buffer(3)]],
                                      device const uint* q_seq [[buffer(4)]], device const uint* q_pos [[buffer(5)]],
@@ -1481,9 +1482,9 @@ kernel void rope_attention_warps_f32(device float* out [[buffer(0)]], device flo
                                      constant uint& num_slots [[buffer(17)]], device const float* ws [[buffer(18)]],
                                      device const float* bias [[buffer(19)]], constant uint& parts [[buffer(20)]],
                                      device uint* xs [[buffer(21)]], constant uint& split [[buffer(22)]],
-                                     threadgroup float* gm [[threadgroup(0)]] /* hipgo: 512 bytes */,
-                                     threadgroup float* gl [[threadgroup(1)]] /* hipgo: 512 bytes */,
-                                     threadgroup float* wt [[threadgroup(2)]] /* hipgo: 512 bytes */,
+                                     threadgroup float* gm [[threadgroup(0)]] /* hipgo: 1024 bytes */,
+                                     threadgroup float* gl [[threadgroup(1)]] /* hipgo: 1024 bytes */,
+                                     threadgroup float* wt [[threadgroup(2)]] /* hipgo: 1024 bytes */,
                                      threadgroup float* part [[threadgroup(3)]] /* hipgo: 16384 bytes */,
                                      uint tid [[thread_position_in_threadgroup]],
                                      uint blk [[threadgroup_position_in_grid]]) {

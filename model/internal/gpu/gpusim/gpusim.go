@@ -157,7 +157,7 @@ func forwardKernels() []simgpu.KernelDef {
 		{Name: "attention_gqa_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, Run: perKVHeadAttention(4, 128, 1024)},
 		{Name: "attention_bykey_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, Run: perKVHeadAttention(8, 256, 256)},
 		{Name: "attention_bykey128_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, Run: perKVHeadAttention(8, 256, 128)},
-		{Name: "attention_warps_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, Run: perKVHeadAttention(8, 256, 128)},
+		{Name: "attention_warps_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, Run: perKVHeadAttention(8, 256, 256)},
 		{Name: "rope_attention_warps_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4, 8, 8, 4, 8, 8, 4, 8, 4}, Run: ropeAttentionWarps},
 		{Name: "attention_prefill_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, Run: attentionPrefill},
 		{Name: "silu_mul_f32", ParamSizes: []int{8, 8, 4, 4}, Run: siluMul},
@@ -686,7 +686,7 @@ func attentionPrefill(d *simgpu.Device, g, b driver.Dim3, a []uint64, stop <-cha
 // token and kv head, for at most maxGroup query heads a kv head and
 // head_dim at most maxHeadDim: attention_gqa_f32 (4, 128, 1024),
 // attention_bykey_f32 (8, 256, 256), attention_bykey128_f32 (8, 256, 128)
-// and attention_warps_f32 (8, 256, 128). Here the CPU attention, after
+// and attention_warps_f32 (8, 256, 256). Here the CPU attention, after
 // checking the launch against that rule and the shapes the kernel takes
 // (forward.cu writes nothing for others: here a launch failure, so a
 // launcher that routed one there fails its step).
@@ -765,7 +765,7 @@ func ropeAttentionWarps(d *simgpu.Device, g, b driver.Dim3, a []uint64, stop <-c
 		}
 		seen[s] = true
 	}
-	if KV <= 0 || H%KV != 0 || H/KV > 8 || hd <= 0 || hd > 256 || int(g.X)*int(g.Y)*int(g.Z) != T*KV || b.X*b.Y*b.Z != 128 {
+	if KV <= 0 || H%KV != 0 || H/KV > 8 || hd <= 0 || hd > 256 || int(g.X)*int(g.Y)*int(g.Z) != T*KV || b.X*b.Y*b.Z != 256 {
 		return simgpu.CodeLaunchFailure
 	}
 	if parts > 0 {
