@@ -130,11 +130,11 @@ func buildGPU(cfg *Config, load func() (*gpu.Weights, error), o options, dev *ru
 		}
 	}
 	switch v := os.Getenv(EnvGPUGraphs); v {
-	case "", "1":
+	case "", "auto":
+		opts.GraphsByTiming = true
+	case "1":
 	case "0":
 		opts.NoGraphs = true
-	case "auto":
-		opts.GraphsByTiming = true
 	default:
 		return nil, 0, fmt.Errorf("model: %s=%q: want 0 (off), 1 (on) or auto (by timing): %w", EnvGPUGraphs, v, ErrOptions)
 	}
@@ -149,14 +149,13 @@ func buildGPU(cfg *Config, load func() (*gpu.Weights, error), o options, dev *ru
 	return &gpuBackend{b: b, label: "gpu " + dev.String()}, rawSize(w), nil
 }
 
-// EnvGPUGraphs sets how the GPU backend launches decode steps: "1" or
-// unset replays a captured graph of each step's kernels, "0" launches them
-// one by one, and "auto" times the first decode steps of each batch size
-// both ways, one after another, and keeps the faster way for that batch
-// size. On the H200 graphs pay for small models, whose kernels run faster
-// than the host launches them, and cost 1 to 4% for larger ones
-// (docs/generate.md); "auto" is not the default until its choices have
-// been checked there.
+// EnvGPUGraphs sets how the GPU backend launches decode steps: "auto" or
+// unset times the first decode steps of each batch size both ways, one
+// after another, and keeps the faster way for that batch size; "1"
+// replays a captured graph of each step's kernels, and "0" launches them
+// one by one. On the H200 graphs pay for small models, whose kernels run
+// faster than the host launches them, and cost 1 to 5% for larger ones;
+// "auto" chose that way for both (docs/generate.md).
 const EnvGPUGraphs = "HIPGO_GPU_GRAPHS"
 
 // EnvGPUEarlyStart turns early start off when "0": each forward kernel is

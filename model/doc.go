@@ -59,8 +59,8 @@
 // ops per layer, logits sampled on the host). On a GPU the weights stay in their file dtype on the device, the KV
 // cache is a pool of fixed-size blocks, logits never leave the device
 // (sampling.Sampler draws there), decode steps replay captured graphs of
-// their kernels (HIPGO_GPU_GRAPHS=0 launches them one by one, auto picks by
-// timing) and every device failure is the generation's error, the
+// their kernels or launch them one by one, whichever the first steps of
+// each batch size timed faster (HIPGO_GPU_GRAPHS) and every device failure is the generation's error, the
 // runtime's typed one. Batch steps many sequences together (continuous
 // batching: they join and leave between steps), on either backend;
 // Generate runs one sequence through a batch of its own.
