@@ -285,13 +285,24 @@ func TestSimGPUFaultInAReplayedDecodeGraph(t *testing.T) {
 
 // TestSimGPUDecodeGraphsByTiming proves that with HIPGO_GPU_GRAPHS=auto
 // the first decode steps of a batch size run plainly, then from graphs,
-// each timed from the end of the step before it (here by a stand-in clock
-// that makes one way twice as fast), and that the faster way then takes
-// every later step of that size; either way the tokens are the plain
-// launches'.
+// each timed from the end of the step before it (here by a stand-in
+// clock), and that the way with the smaller mean interval then takes every
+// later step of that size; either way the tokens are the plain launches'.
+// In the third case graphs have the best interval but the larger mean (as
+// the lookahead makes intervals alternate on the H200), and plain wins.
 func TestSimGPUDecodeGraphsByTiming(t *testing.T) {
-	for _, graphFaster := range []bool{true, false} {
-		t.Run(map[bool]string{true: "graphs faster", false: "plain faster"}[graphFaster], func(t *testing.T) {
+	ms := func(f float64) time.Duration { return time.Duration(f * float64(time.Millisecond)) }
+	for _, tc := range []struct {
+		name        string
+		plain       []time.Duration // the plain steps' intervals, in turn
+		graph       []time.Duration
+		graphFaster bool
+	}{
+		{"graphs faster", []time.Duration{ms(2)}, []time.Duration{ms(1)}, true},
+		{"plain faster", []time.Duration{ms(1)}, []time.Duration{ms(2)}, false},
+		{"graphs best once, plain faster on average", []time.Duration{ms(1.2)}, []time.Duration{ms(0.5), ms(2.5)}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			dev, err := runtime.Open(context.Background(), runtime.WithDrivers(gpusim.Driver(2<<30, nil)))
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = dev.Close() })
@@ -299,37 +310,40 @@ func TestSimGPUDecodeGraphsByTiming(t *testing.T) {
 			plain, timed := loadEach(t, spec, EnvGPUGraphs, "0", dev, "auto", dev)
 			var steps []bool // each Step's: was its forward a graph's replay
 			clock := time.Unix(0, 0)
+			var plainN, graphN int
 			timed.gpu().b.TimeGraphTrialsWith(func(graph bool) time.Time {
 				steps = append(steps, graph)
-				if graph == graphFaster {
-					clock = clock.Add(time.Millisecond)
+				if graph {
+					clock = clock.Add(tc.graph[graphN%len(tc.graph)])
+					graphN++
 				} else {
-					clock = clock.Add(2 * time.Millisecond)
+					clock = clock.Add(tc.plain[plainN%len(tc.plain)])
+					plainN++
 				}
 				return clock
 			})
 			// Two sequences, so every decode step has 2 rows.
 			sched := []schedSeq{
-				{testTokens(3, spec.Vocab), GenerateOptions{}, 0, 24},
-				{testTokens(6, spec.Vocab), GenerateOptions{}, 0, 24},
+				{testTokens(3, spec.Vocab), GenerateOptions{}, 0, 32},
+				{testTokens(6, spec.Vocab), GenerateOptions{}, 0, 32},
 			}
 			want := batchRun(t, plain, sched)
 			got := batchRun(t, timed, sched)
 			require.Equal(t, want, got, "the plain launches' tokens")
 			st := graphStats(timed)
 			t.Logf("%+v; steps from graphs: %v", st, steps)
-			require.Equal(t, map[int]bool{2: graphFaster}, st.Timed)
-			// The prefill, then at least five plain decode steps (one more
-			// where the lookahead enqueued a step before the fifth's interval
-			// was in), then five or six from graphs, then the faster way.
+			require.Equal(t, map[int]bool{2: tc.graphFaster}, st.Timed)
+			// The prefill, then at least nine plain decode steps (one more
+			// where the lookahead enqueued a step before the ninth's interval
+			// was in), then nine or ten from graphs, then the faster way.
 			k := slices.Index(steps, true)
-			require.GreaterOrEqual(t, k, 6, "the prefill and five plain steps first: %v", steps)
-			require.LessOrEqual(t, k, 7, "%v", steps)
-			require.Equal(t, []bool{true, true, true, true, true}, steps[k:k+5], "then five from graphs")
-			if graphFaster {
+			require.GreaterOrEqual(t, k, 10, "the prefill and nine plain steps first: %v", steps)
+			require.LessOrEqual(t, k, 11, "%v", steps)
+			require.Equal(t, slices.Repeat([]bool{true}, 9), steps[k:k+9], "then nine from graphs")
+			if tc.graphFaster {
 				require.NotContains(t, steps[k:], false, "graphs from then on")
 			} else {
-				require.NotContains(t, steps[k+6:], true, "plain from then on")
+				require.NotContains(t, steps[k+10:], true, "plain from then on")
 			}
 			// Every step from a graph is a replay, and so may be one lookahead
 			// more, enqueued after the last step and discarded.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log"
 	"log/slog"
-	"slices"
 	"time"
 
 	"github.com/hipgo/hipgo/runtime"
@@ -69,11 +68,19 @@ const (
 // each way: first plainly, then from graphs. Each step but the first of
 // each way is timed from the end of the step before it (its Step's return),
 // which with the lookahead is the time a step takes when they follow one
-// another; the faster way's best interval decides. (A step timed alone,
-// with TimeGPU, was the wrong measure: on the H200 it found graphs faster
-// at every batch size of the 1B shape, where plain launches are 1-3%
-// faster one after another; docs/generate.md.)
-const graphTrialSteps = 5
+// another. The first graphTrialWarmup intervals of each way are left out
+// (a graph's first steps capture it, the lookahead's too), and the way
+// whose other intervals have the smaller mean decides. Their mean, not
+// their best: with the lookahead one interval can be short and the next
+// long (on the H200 the best plain interval at batch 1 of the 1B shape was
+// 640 µs where a step took 1.0 ms on average), and the best chose graphs
+// there in half the runs, which cost 5%. (A step timed alone, with
+// TimeGPU, was a wrong measure too: it found graphs faster at every batch
+// size of the 1B shape; docs/generate.md.)
+const (
+	graphTrialSteps  = 9
+	graphTrialWarmup = 2
+)
 
 // graphTrial is the timing of a row count's first decode steps; once
 // decided, use says which way its steps go from then on.
@@ -95,15 +102,24 @@ func (t *graphTrial) arm() trialArm {
 }
 
 // decide settles t, for steps of rows rows, once both ways have their
-// intervals: graphs where their best beat the best plain one. It logs the
-// choice.
+// intervals: graphs where their mean past the warmup beat the plain one's.
+// It logs the choice.
 func (t *graphTrial) decide(rows int) {
 	if len(t.plain) < graphTrialSteps-1 || len(t.graph) < graphTrialSteps-1 {
 		return
 	}
-	g, p := slices.Min(t.graph), slices.Min(t.plain)
+	g, p := meanInterval(t.graph[graphTrialWarmup:]), meanInterval(t.plain[graphTrialWarmup:])
 	t.decided, t.use = true, g < p
 	slog.Info("gpu: decode steps by timing", "rows", rows, "graphs", t.use, "graph_step", g, "plain_step", p)
+}
+
+// meanInterval is the mean of ds (not empty).
+func meanInterval(ds []time.Duration) time.Duration {
+	var sum time.Duration
+	for _, d := range ds {
+		sum += d
+	}
+	return sum / time.Duration(len(ds))
 }
 
 // stepDone notes the end of a Step that sampled plan p's forward: an
