@@ -319,17 +319,18 @@ func TestSimGPUFoldedAdds(t *testing.T) {
 //     tables of 512 keys or more;
 //   - attention_gqa_f32, from there, for 128 of its blocks (tokens *
 //     kv_heads) or more, 2 to 4 query heads a kv head, head_dim 65 to 128;
-//   - attention_bykey128_f32, from there, for up to 8 query heads a kv
-//     head, with 256 of its blocks (tokens * kv_heads) or more (but see
-//     attention_warps_f32 below);
+//   - attention_warps_f32, from there, for up to 8 query heads a kv head,
+//     with 128 of its blocks (tokens * kv_heads) or more, unless
+//     HIPGO_GPU_ATTENTION_WARPS=0; in these decode steps as
+//     rope_attention_warps_f32 (rope_kv_store_f32 not launched), unless
+//     HIPGO_GPU_FUSED=0;
+//   - attention_bykey128_f32, from there (so only with
+//     HIPGO_GPU_ATTENTION_WARPS=0), for up to 8 query heads a kv head,
+//     with 256 of its blocks or more;
 //   - attention_bykey_f32, from there, for up to 8 query heads a kv head,
 //     over tables of 128 keys or more with 64 of its blocks (tokens *
 //     kv_heads) or more, or over tables of 256 keys or more;
-//   - attention_f32 otherwise, and on ROCm always;
-//   - attention_warps_f32 in attention_bykey128_f32's place, unless
-//     HIPGO_GPU_ATTENTION_WARPS=0; in these decode steps as
-//     rope_attention_warps_f32 (rope_kv_store_f32 not launched), unless
-//     HIPGO_GPU_FUSED=0.
+//   - attention_f32 otherwise, and on ROCm always.
 //
 // Counted on the simulated device, whose twin of each is the CPU attention
 // after checking the launch against the kernel's grid rule and shapes (the
@@ -385,24 +386,27 @@ func TestSimGPUDecodeAttentionRouting(t *testing.T) {
 		spec        modeltest.Spec
 		seqs, first int
 		want        string
+		noWarps     string // with HIPGO_GPU_ATTENTION_WARPS=0, where want is attention_warps_f32
 	}{
-		{"1 sequence, tables of 128", gqa, 1, 100, "attention_f32"},
-		{"1 sequence, tables of 256", gqa, 1, 250, "attention_bykey_f32"},
-		{"1 sequence, tables of 512", gqa, 1, 350, "attention_long_f32"},
-		{"32 sequences, tables of 128", gqa, 32, 100, "attention_bykey_f32"},
-		{"31 sequences, tables of 128", gqa, 31, 100, "attention_f32"},
-		{"64 sequences, tables of 16", gqa, 64, 10, "attention_f32"},
-		{"64 sequences, tables of 512", gqa, 64, 300, "attention_bykey_f32"},
-		{"64 sequences, tables of 512, head_dim 80", wide, 64, 300, "attention_gqa_f32"},
-		{"63 sequences, tables of 512, head_dim 80", wide, 63, 300, "attention_bykey_f32"},
-		{"MHA, 63 sequences, tables of 512", mha, 63, 300, "attention_bykey_f32"},
-		{"MHA, 64 sequences, tables of 512", mha, 64, 300, "attention_warps_f32"},
-		{"9 heads a kv head, 32 sequences, tables of 256", nine, 32, 250, "attention_f32"},
-		{"128 sequences, tables of 16", gqa, 128, 10, "attention_warps_f32"},
-		{"127 sequences, tables of 16", gqa, 127, 10, "attention_f32"},
-		{"128 sequences, tables of 512", gqa, 128, 300, "attention_warps_f32"},
-		{"128 sequences, tables of 512, head_dim 80", wide, 128, 300, "attention_gqa_f32"},
-		{"9 heads a kv head, 128 sequences, tables of 16", nine, 128, 10, "attention_f32"},
+		{"1 sequence, tables of 128", gqa, 1, 100, "attention_f32", ""},
+		{"1 sequence, tables of 256", gqa, 1, 250, "attention_bykey_f32", ""},
+		{"1 sequence, tables of 512", gqa, 1, 350, "attention_long_f32", ""},
+		{"32 sequences, tables of 128", gqa, 32, 100, "attention_bykey_f32", ""},
+		{"31 sequences, tables of 128", gqa, 31, 100, "attention_f32", ""},
+		{"63 sequences, tables of 16", gqa, 63, 10, "attention_f32", ""},
+		{"64 sequences, tables of 16", gqa, 64, 10, "attention_warps_f32", "attention_f32"},
+		{"63 sequences, tables of 512", gqa, 63, 300, "attention_bykey_f32", ""},
+		{"64 sequences, tables of 512", gqa, 64, 300, "attention_warps_f32", "attention_bykey_f32"},
+		{"64 sequences, tables of 512, head_dim 80", wide, 64, 300, "attention_gqa_f32", ""},
+		{"63 sequences, tables of 512, head_dim 80", wide, 63, 300, "attention_bykey_f32", ""},
+		{"MHA, 63 sequences, tables of 512", mha, 63, 300, "attention_warps_f32", "attention_bykey_f32"},
+		{"MHA, 64 sequences, tables of 512", mha, 64, 300, "attention_warps_f32", "attention_bykey128_f32"},
+		{"9 heads a kv head, 32 sequences, tables of 256", nine, 32, 250, "attention_f32", ""},
+		{"128 sequences, tables of 16", gqa, 128, 10, "attention_warps_f32", "attention_bykey128_f32"},
+		{"127 sequences, tables of 16", gqa, 127, 10, "attention_warps_f32", "attention_f32"},
+		{"128 sequences, tables of 512", gqa, 128, 300, "attention_warps_f32", "attention_bykey128_f32"},
+		{"128 sequences, tables of 512, head_dim 80", wide, 128, 300, "attention_gqa_f32", ""},
+		{"9 heads a kv head, 128 sequences, tables of 16", nine, 128, 10, "attention_f32", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -436,7 +440,7 @@ func TestSimGPUDecodeAttentionRouting(t *testing.T) {
 		for _, c := range cases {
 			want := c.want
 			if want == "attention_warps_f32" {
-				want = "attention_bykey128_f32"
+				want = c.noWarps
 			}
 			t.Run(c.name, func(t *testing.T) {
 				require.Equal(t, want, decodeKernel(t, dev, faults, c.spec, c.seqs, c.first))

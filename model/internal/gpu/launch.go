@@ -227,17 +227,21 @@ const (
 	// over 256, 120.8 against 126.1 over 1024; with 64 blocks it lost (18.2
 	// against 12.5 over 144 keys), and 65 to 255 were not measured.
 	bykey128MinBlocks = 256
-	// attention_warps_f32 (128 threads, the bykey kernels' grid: key groups
+	// attention_warps_f32 (256 threads, the bykey kernels' grid: key groups
 	// of 8 to 32 lanes, each with its own online softmax and the next
 	// keys' k and v in flight together, merged in group order) takes
 	// attention_bykey128_f32's launches (Options.NoAttentionWarps keeps
-	// them). On the H200 (1B shape, CUDA-graph replays, one call;
+	// them), and from warpsMinBlocks blocks those of attention_bykey_f32
+	// and attention_f32 too. At 128 threads, on the H200 (1B shape, CUDA-graph replays, one call;
 	// docs/bench/attention-warps-h200-2026-12-02-twelfth.jsonl), 32
 	// sequences: 6.3 us against bykey128's 9.0 over 16 keys, 9.3 against
 	// 13.4 over 80, 11.9 against 22.6 over 144, 29.7 against 63.3 over 512
 	// (the K/V read floor 24.7); batch-32 decode +1.6-2.4%, batch 64
 	// +4.4-4.7%. In attention_bykey_f32's place (fewer blocks) batch-16
-	// decode lost 1.6-2.0%, so that case keeps it.
+	// decode lost 1.6-2.0% then; at 256 threads, from 128 blocks, batch 16
+	// ran 14,626-14,711 tokens/s against 12,979-13,018 (two rounds, one
+	// call, docs/generate.md), and from 64 blocks was not measured.
+	warpsMinBlocks = 128
 
 	ewThreads = 256
 	maxEWGrid = 65535 // the elementwise kernels stride over the grid
@@ -744,7 +748,7 @@ func (b *Backend) attentionKernel(maxBlocks, tokens int, tiled bool) (string, in
 		name = "attention_long_f32" // few blocks, long keys: 32 groups a block instead of 8
 	case b.longAtt && tokens*c.KVHeads >= gqaMinBlocks && keys >= attLongMinKeys && c.HeadDim >= gqaMinHeadDim && b.gqaShape():
 		name, grid = "attention_gqa_f32", tokens*c.KVHeads // many blocks, long keys, wide heads: one block per kv head
-	case b.longAtt && tokens*c.KVHeads >= bykey128MinBlocks && b.bykeyShape() && b.attWarps:
+	case b.longAtt && tokens*c.KVHeads >= warpsMinBlocks && b.bykeyShape() && b.attWarps:
 		name, grid = "attention_warps_f32", tokens*c.KVHeads // key groups, no barrier before the merge
 	case b.longAtt && tokens*c.KVHeads >= bykey128MinBlocks && b.bykeyShape():
 		name, grid = "attention_bykey128_f32", tokens*c.KVHeads // more blocks than SMs: two resident a multiprocessor
