@@ -132,7 +132,7 @@ func New(ctx context.Context, dev *runtime.Device, cfg Config, w *Weights, opts 
 	b := &Backend{cfg: cfg, dev: dev, kernels: map[string]*runtime.Kernel{}, stepTokens: opts.StepTokens,
 		tc: dev.Backend() == driver.CUDA, longAtt: dev.Backend() == driver.CUDA}
 	b.graphs.off, b.graphs.timed = opts.NoGraphs, opts.GraphsByTiming
-	b.graphs.now = func(bool) time.Time { return time.Now() }
+	b.graphs.now = func(bool, bool) time.Time { return time.Now() }
 	b.earlyStart = !opts.NoEarlyStart
 	b.fuse = !opts.NoFusedKernels
 	b.lookahead = !opts.NoLookahead

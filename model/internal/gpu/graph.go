@@ -52,7 +52,12 @@ type graphCache struct {
 	prevEnd  time.Time
 	prevRows int
 	prevArm  trialArm
-	now      func(graph bool) time.Time // time.Now; tests substitute their own
+	// fresh: a graph was captured or first launched since the last Step's
+	// end (by this Step's forward or its lookahead's), so its interval is
+	// not a step's; unlaunched: the graphs not launched yet.
+	fresh      bool
+	unlaunched map[graphKey]bool
+	now        func(graph, fresh bool) time.Time // time.Now; tests substitute their own
 }
 
 // trialArm is how a trial's step ran: not timed, plainly, from a graph.
@@ -68,19 +73,16 @@ const (
 // each way: first plainly, then from graphs. Each step but the first of
 // each way is timed from the end of the step before it (its Step's return),
 // which with the lookahead is the time a step takes when they follow one
-// another. The first graphTrialWarmup intervals of each way are left out
-// (a graph's first steps capture it, the lookahead's too), and the way
-// whose other intervals have the smaller mean decides. Their mean, not
+// another. Intervals in which a graph was captured or first launched (its
+// upload) are not counted, and the way whose other intervals have the
+// smaller mean decides. Their mean, not
 // their best: with the lookahead one interval can be short and the next
 // long (on the H200 the best plain interval at batch 1 of the 1B shape was
 // 640 µs where a step took 1.0 ms on average), and the best chose graphs
 // there in half the runs, which cost 5%. (A step timed alone, with
 // TimeGPU, was a wrong measure too: it found graphs faster at every batch
 // size of the 1B shape; docs/generate.md.)
-const (
-	graphTrialSteps  = 9
-	graphTrialWarmup = 2
-)
+const graphTrialSteps = 9
 
 // graphTrial is the timing of a row count's first decode steps; once
 // decided, use says which way its steps go from then on.
@@ -102,13 +104,13 @@ func (t *graphTrial) arm() trialArm {
 }
 
 // decide settles t, for steps of rows rows, once both ways have their
-// intervals: graphs where their mean past the warmup beat the plain one's.
+// intervals: graphs where their mean beat the plain one's.
 // It logs the choice.
 func (t *graphTrial) decide(rows int) {
 	if len(t.plain) < graphTrialSteps-1 || len(t.graph) < graphTrialSteps-1 {
 		return
 	}
-	g, p := meanInterval(t.graph[graphTrialWarmup:]), meanInterval(t.plain[graphTrialWarmup:])
+	g, p := meanInterval(t.graph), meanInterval(t.plain)
 	t.decided, t.use = true, g < p
 	slog.Info("gpu: decode steps by timing", "rows", rows, "graphs", t.use, "graph_step", g, "plain_step", p)
 }
@@ -129,8 +131,8 @@ func (gc *graphCache) stepDone(p *plan) {
 	if !gc.timed {
 		return
 	}
-	now := gc.now(p.replayed)
-	if t := gc.trials[p.rows]; t != nil && !t.decided && p.arm != armNone && gc.prevArm == p.arm && gc.prevRows == p.rows {
+	now := gc.now(p.replayed, gc.fresh)
+	if t := gc.trials[p.rows]; t != nil && !t.decided && p.arm != armNone && gc.prevArm == p.arm && gc.prevRows == p.rows && !gc.fresh {
 		d := now.Sub(gc.prevEnd)
 		if p.arm == armGraph {
 			t.graph = append(t.graph, d)
@@ -139,7 +141,7 @@ func (gc *graphCache) stepDone(p *plan) {
 		}
 		t.decide(p.rows)
 	}
-	gc.prevEnd, gc.prevRows, gc.prevArm = now, p.rows, p.arm
+	gc.prevEnd, gc.prevRows, gc.prevArm, gc.fresh = now, p.rows, p.arm, false
 }
 
 // GraphStats counts what the decode-graph cache did.
@@ -204,6 +206,10 @@ func (b *Backend) replay(ctx context.Context, p *plan) (replayed bool, err error
 		return err != nil, err
 	}
 	gc.touch(p.graphKey())
+	if gc.unlaunched[p.graphKey()] {
+		gc.fresh = true
+		delete(gc.unlaunched, p.graphKey())
+	}
 	gc.stats.Replays++
 	p.replayed = true
 	return true, b.s.LaunchGraph(g)
@@ -255,6 +261,10 @@ func (b *Backend) graph(ctx context.Context, p *plan) (*runtime.Graph, error) {
 			return nil, err // the forward's own error: the step fails as a plain one would
 		}
 		gc.stats.Captures++
+		if gc.unlaunched == nil {
+			gc.unlaunched = map[graphKey]bool{}
+		}
+		gc.fresh, gc.unlaunched[key] = true, true
 		if err := gc.put(key, g); err != nil {
 			return nil, err // closing an evicted graph failed: the device is in trouble
 		}
@@ -288,6 +298,7 @@ func (gc *graphCache) put(key graphKey, g *runtime.Graph) error {
 			err = errors.Join(err, og.Close())
 		}
 		delete(gc.graphs, old)
+		delete(gc.unlaunched, old)
 	}
 	return err
 }
@@ -314,6 +325,7 @@ func (gc *graphCache) drop() error {
 		}
 	}
 	clear(gc.graphs)
+	clear(gc.unlaunched)
 	gc.keys = gc.keys[:0]
 	return err
 }
@@ -338,8 +350,9 @@ func (b *Backend) InjectFault(fn func(s *runtime.Stream) error) error {
 
 // TimeGraphTrialsWith makes graph trials (Options.GraphsByTiming) read
 // the end of each Step from now instead of the clock: graph says whether
-// that Step's forward was a graph's replay. For tests.
-func (b *Backend) TimeGraphTrialsWith(now func(graph bool) time.Time) {
+// that Step's forward was a graph's replay, fresh whether a graph was
+// captured or first launched since the Step before it. For tests.
+func (b *Backend) TimeGraphTrialsWith(now func(graph, fresh bool) time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.graphs.now = now
