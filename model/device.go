@@ -187,7 +187,7 @@ const EnvGPULookahead = "HIPGO_GPU_LOOKAHEAD"
 
 // EnvGPUAttentionWarps turns attention_warps_f32 off when "0": on CUDA
 // the GPU backend then launches the kernels it replaces where batched
-// decode has 128 blocks or more (sequences times kv heads):
+// decode has 64 blocks or more (sequences times kv heads):
 // attention_bykey128_f32 from 256 blocks, attention_bykey_f32 or
 // attention_f32 below (the sums differ in rounding only), to measure them;
 // "1" or unset: on.

@@ -320,7 +320,7 @@ func TestSimGPUFoldedAdds(t *testing.T) {
 //   - attention_gqa_f32, from there, for 128 of its blocks (tokens *
 //     kv_heads) or more, 2 to 4 query heads a kv head, head_dim 65 to 128;
 //   - attention_warps_f32, from there, for up to 8 query heads a kv head,
-//     with 128 of its blocks (tokens * kv_heads) or more, unless
+//     with 64 of its blocks (tokens * kv_heads) or more, unless
 //     HIPGO_GPU_ATTENTION_WARPS=0; in these decode steps as
 //     rope_attention_warps_f32 (rope_kv_store_f32 not launched), unless
 //     HIPGO_GPU_FUSED=0;
@@ -391,14 +391,15 @@ func TestSimGPUDecodeAttentionRouting(t *testing.T) {
 		{"1 sequence, tables of 128", gqa, 1, 100, "attention_f32", ""},
 		{"1 sequence, tables of 256", gqa, 1, 250, "attention_bykey_f32", ""},
 		{"1 sequence, tables of 512", gqa, 1, 350, "attention_long_f32", ""},
-		{"32 sequences, tables of 128", gqa, 32, 100, "attention_bykey_f32", ""},
+		{"32 sequences, tables of 128", gqa, 32, 100, "attention_warps_f32", "attention_bykey_f32"},
 		{"31 sequences, tables of 128", gqa, 31, 100, "attention_f32", ""},
-		{"63 sequences, tables of 16", gqa, 63, 10, "attention_f32", ""},
+		{"31 sequences, tables of 16", gqa, 31, 10, "attention_f32", ""},
+		{"32 sequences, tables of 16", gqa, 32, 10, "attention_warps_f32", "attention_f32"},
 		{"64 sequences, tables of 16", gqa, 64, 10, "attention_warps_f32", "attention_f32"},
-		{"63 sequences, tables of 512", gqa, 63, 300, "attention_bykey_f32", ""},
+		{"31 sequences, tables of 512", gqa, 31, 300, "attention_long_f32", ""},
 		{"64 sequences, tables of 512", gqa, 64, 300, "attention_warps_f32", "attention_bykey_f32"},
 		{"64 sequences, tables of 512, head_dim 80", wide, 64, 300, "attention_gqa_f32", ""},
-		{"63 sequences, tables of 512, head_dim 80", wide, 63, 300, "attention_bykey_f32", ""},
+		{"63 sequences, tables of 512, head_dim 80", wide, 63, 300, "attention_warps_f32", "attention_bykey_f32"},
 		{"MHA, 63 sequences, tables of 512", mha, 63, 300, "attention_warps_f32", "attention_bykey_f32"},
 		{"MHA, 64 sequences, tables of 512", mha, 64, 300, "attention_warps_f32", "attention_bykey128_f32"},
 		{"9 heads a kv head, 32 sequences, tables of 256", nine, 32, 250, "attention_f32", ""},

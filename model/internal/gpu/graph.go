@@ -84,6 +84,14 @@ const (
 // size of the 1B shape; docs/generate.md.)
 const graphTrialSteps = 9
 
+// graphTrialMargin: graphs take a row count's steps only where their mean
+// interval is this much below the plain one's. The trial runs a
+// generation's first steps, over the shortest contexts; on the H200 at
+// batch 32 of the 1B shape it timed graphs 0.7-1.5% faster in four runs
+// out of four where plain launches then ran 1% faster, while SmolLM-135M's
+// graphs won by 35-60% (docs/generate.md).
+const graphTrialMargin = 0.02
+
 // graphTrial is the timing of a row count's first decode steps; once
 // decided, use says which way its steps go from then on.
 type graphTrial struct {
@@ -104,14 +112,15 @@ func (t *graphTrial) arm() trialArm {
 }
 
 // decide settles t, for steps of rows rows, once both ways have their
-// intervals: graphs where their mean beat the plain one's.
+// intervals: graphs where their mean beat the plain one's by
+// graphTrialMargin.
 // It logs the choice.
 func (t *graphTrial) decide(rows int) {
 	if len(t.plain) < graphTrialSteps-1 || len(t.graph) < graphTrialSteps-1 {
 		return
 	}
 	g, p := meanInterval(t.graph), meanInterval(t.plain)
-	t.decided, t.use = true, g < p
+	t.decided, t.use = true, float64(g) < float64(p)*(1-graphTrialMargin)
 	slog.Info("gpu: decode steps by timing", "rows", rows, "graphs", t.use, "graph_step", g, "plain_step", p)
 }
 

@@ -238,10 +238,12 @@ const (
 	// 13.4 over 80, 11.9 against 22.6 over 144, 29.7 against 63.3 over 512
 	// (the K/V read floor 24.7); batch-32 decode +1.6-2.4%, batch 64
 	// +4.4-4.7%. In attention_bykey_f32's place (fewer blocks) batch-16
-	// decode lost 1.6-2.0% then; at 256 threads, from 128 blocks, batch 16
-	// ran 14,626-14,711 tokens/s against 12,979-13,018 (two rounds, one
-	// call, docs/generate.md), and from 64 blocks was not measured.
-	warpsMinBlocks = 128
+	// decode lost 1.6-2.0% then. At 256 threads it wins from 64 blocks
+	// (two rounds, one call each, docs/generate.md): batch 16 ran
+	// 14,626-14,711 tokens/s against 12,979-13,018, batch 12 10,885-10,908
+	// against 9535-9763, batch 8 7419-7458 against 6687-6693; below 64
+	// blocks it was not measured.
+	warpsMinBlocks = 64
 
 	ewThreads = 256
 	maxEWGrid = 65535 // the elementwise kernels stride over the grid
