@@ -1134,8 +1134,8 @@ kernel void attention_bykey128_f32(device float* out [[buffer(0)]], device const
 // [FW_ABK_MAX_GROUP][FW_ATW_MAX_UNITS], part [FW_ATW_PART]. The threads,
 // ring and bodies are forward.cu's (tuned on the H200; not measured on an
 // Apple GPU). Key groups of 8 to 32 lanes are parts of a SIMD group; their
-// exchanges are simd_shuffle_xor below 8, 16 or 32. The block size's shift is found by a
-// loop (no clz needed).
+// exchanges are simd_shuffle_xor below 8, 16 or 32. The block size's
+// shift is found by a loop (no clz needed).
 // =====================================================================
 #define FW_ATW_THREADS 256
 #define FW_ATW_RING 2

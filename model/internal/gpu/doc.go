@@ -57,8 +57,8 @@
 // (runtime.Stream.Capture); Options.NoGraphs, or HIPGO_GPU_GRAPHS=0 through
 // package model, launches every kernel from the host instead. With
 // Options.GraphsByTiming (package model's default; HIPGO_GPU_GRAPHS=1
-// replays graphs for every step) the first decode steps of each row count run plainly, then from graphs, timed
-// one after another, and the faster way takes that row count's later
+// replays graphs for every step) the first decode steps of each row count
+// run plainly, then from graphs, timed one after another, and the faster way takes that row count's later
 // steps. A fault in a replayed graph fails its step like one in a plain
 // launch.
 //

@@ -52,12 +52,11 @@ type graphCache struct {
 	prevEnd  time.Time
 	prevRows int
 	prevArm  trialArm
-	// fresh: a graph was captured or first launched since the last Step's
-	// end (by this Step's forward or its lookahead's), so its interval is
-	// not a step's; unlaunched: the graphs not launched yet.
-	fresh      bool
-	unlaunched map[graphKey]bool
-	now        func(graph, fresh bool) time.Time // time.Now; tests substitute their own
+	// fresh: a graph was captured, and so first launched (replay launches
+	// it at once), since the last Step's end, by this Step's forward or its
+	// lookahead's; that interval is not a step's.
+	fresh bool
+	now   func(graph, fresh bool) time.Time // time.Now; tests substitute their own
 }
 
 // trialArm is how a trial's step ran: not timed, plainly, from a graph.
@@ -73,11 +72,10 @@ const (
 // each way: first plainly, then from graphs. Each step but the first of
 // each way is timed from the end of the step before it (its Step's return),
 // which with the lookahead is the time a step takes when they follow one
-// another. Intervals in which a graph was captured or first launched (its
-// upload) are not counted, and the way whose other intervals have the
-// smaller mean decides. Their mean, not
-// their best: with the lookahead one interval can be short and the next
-// long (on the H200 the best plain interval at batch 1 of the 1B shape was
+// another. Intervals in which a graph was captured and first launched are
+// not counted, and the way whose other intervals have the smaller mean
+// decides. Their mean, not their best: with the lookahead one interval can
+// be short and the next long (on the H200 the best plain interval at batch 1 of the 1B shape was
 // 640 µs where a step took 1.0 ms on average), and the best chose graphs
 // there in half the runs, which cost 5%. (A step timed alone, with
 // TimeGPU, was a wrong measure too: it found graphs faster at every batch
@@ -113,8 +111,7 @@ func (t *graphTrial) arm() trialArm {
 
 // decide settles t, for steps of rows rows, once both ways have their
 // intervals: graphs where their mean beat the plain one's by
-// graphTrialMargin.
-// It logs the choice.
+// graphTrialMargin. It logs the choice.
 func (t *graphTrial) decide(rows int) {
 	if len(t.plain) < graphTrialSteps-1 || len(t.graph) < graphTrialSteps-1 {
 		return
@@ -215,10 +212,6 @@ func (b *Backend) replay(ctx context.Context, p *plan) (replayed bool, err error
 		return err != nil, err
 	}
 	gc.touch(p.graphKey())
-	if gc.unlaunched[p.graphKey()] {
-		gc.fresh = true
-		delete(gc.unlaunched, p.graphKey())
-	}
 	gc.stats.Replays++
 	p.replayed = true
 	return true, b.s.LaunchGraph(g)
@@ -270,10 +263,7 @@ func (b *Backend) graph(ctx context.Context, p *plan) (*runtime.Graph, error) {
 			return nil, err // the forward's own error: the step fails as a plain one would
 		}
 		gc.stats.Captures++
-		if gc.unlaunched == nil {
-			gc.unlaunched = map[graphKey]bool{}
-		}
-		gc.fresh, gc.unlaunched[key] = true, true
+		gc.fresh = true
 		if err := gc.put(key, g); err != nil {
 			return nil, err // closing an evicted graph failed: the device is in trouble
 		}
@@ -307,7 +297,6 @@ func (gc *graphCache) put(key graphKey, g *runtime.Graph) error {
 			err = errors.Join(err, og.Close())
 		}
 		delete(gc.graphs, old)
-		delete(gc.unlaunched, old)
 	}
 	return err
 }
@@ -334,7 +323,6 @@ func (gc *graphCache) drop() error {
 		}
 	}
 	clear(gc.graphs)
-	clear(gc.unlaunched)
 	gc.keys = gc.keys[:0]
 	return err
 }
@@ -360,7 +348,7 @@ func (b *Backend) InjectFault(fn func(s *runtime.Stream) error) error {
 // TimeGraphTrialsWith makes graph trials (Options.GraphsByTiming) read
 // the end of each Step from now instead of the clock: graph says whether
 // that Step's forward was a graph's replay, fresh whether a graph was
-// captured or first launched since the Step before it. For tests.
+// captured (and first launched) since the Step before it. For tests.
 func (b *Backend) TimeGraphTrialsWith(now func(graph, fresh bool) time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()

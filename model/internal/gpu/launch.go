@@ -232,7 +232,8 @@ const (
 	// keys' k and v in flight together, merged in group order) takes
 	// attention_bykey128_f32's launches (Options.NoAttentionWarps keeps
 	// them), and from warpsMinBlocks blocks those of attention_bykey_f32
-	// and attention_f32 too. At 128 threads, on the H200 (1B shape, CUDA-graph replays, one call;
+	// and attention_f32 too. At 128 threads, on the H200 (1B shape,
+	// CUDA-graph replays, one call;
 	// docs/bench/attention-warps-h200-2026-12-02-twelfth.jsonl), 32
 	// sequences: 6.3 us against bykey128's 9.0 over 16 keys, 9.3 against
 	// 13.4 over 80, 11.9 against 22.6 over 144, 29.7 against 63.3 over 512
