@@ -222,9 +222,10 @@ func testGPUDecodeAttention(t *testing.T, dev *runtime.Device) int64 {
 		require.NoError(t, err)
 		want[i] = res.Tokens
 	}
-	// 32 sequences (64 blocks of 2 kv heads: attention_bykey_f32), then 128
-	// (256 blocks: attention_warps_f32, or attention_bykey128_f32 with the
-	// switch off), sequence i on prompt i % 32.
+	// 32 sequences (64 blocks of 2 kv heads: attention_warps_f32, or
+	// attention_bykey_f32 with the switch off), then 128 (256 blocks:
+	// attention_warps_f32, or attention_bykey128_f32 with the switch off),
+	// sequence i on prompt i % 32.
 	for _, seqs := range []int{32, 128} {
 		b := gl.NewBatch()
 		index := addSeqs(t, b, prompt, seqs)

@@ -208,7 +208,7 @@ func TestSimGPUTensorCoreMatmulFromTwoRows(t *testing.T) {
 
 // TestSimGPUWarpgroupProducts: on a device whose forward module is the
 // sm_90a PTX (the simulated device poses as sm_90, which loads it), a pass
-// of 3 to 64 rows runs the products that launch.go's wgSplitK finds a
+// of 2 to 64 rows runs the products that launch.go's wgSplitK finds a
 // split of in for through wg_split_x_W and matmul_wgs_W (here gate|up,
 // with in whole, and down, with in in 16 parts: the partial sums and the
 // zeroed group counts, which the simulated twin checks, with its grid
@@ -240,7 +240,7 @@ func TestSimGPUWarpgroupProducts(t *testing.T) {
 		require.Equal(t, productLaunches(faults.Launched, "bf16"), images+faults.Launched("rmsnorm_fused_bf16"), "one image of x for every product: the norms write q|k|v's and gate|up's")
 		return faults.Launched("matmul_wg_bf16"), faults.Launched("matmul_wgs_bf16"), faults.Launched("matmul_tcx_bf16")
 	}
-	for _, n := range []int{64, 32} {
+	for _, n := range []int{64, 32, 2} {
 		wg, wgs, tcx := run(t, n)
 		require.Equal(t, [3]int64{0, 2, 2}, [3]int64{wg, wgs, tcx}, "%d rows: gate|up and down on matmul_wgs_bf16, none on matmul_wg_bf16, q|k|v and o on the pair", n)
 	}
@@ -249,7 +249,7 @@ func TestSimGPUWarpgroupProducts(t *testing.T) {
 	require.Equal(t, [3]int64{0, 0, 4}, [3]int64{wg, wgs, tcx}, "HIPGO_GPU_WGMMA=0: every product on the pair")
 }
 
-// TestSimGPUFoldedAdds: at 3 to 64 rows on an sm_90a device the o and
+// TestSimGPUFoldedAdds: at 2 to 64 rows on an sm_90a device the o and
 // down products, split over in, leave their partial sums to the norm after
 // them (rmsnorm_fused_W): o's to the MLP norm, down's to the next layer's
 // attention norm or, when the final norm reads x itself (every row's
@@ -392,8 +392,10 @@ func TestSimGPUDecodeAttentionRouting(t *testing.T) {
 		{"1 sequence, tables of 256", gqa, 1, 250, "attention_bykey_f32", ""},
 		{"1 sequence, tables of 512", gqa, 1, 350, "attention_long_f32", ""},
 		{"32 sequences, tables of 128", gqa, 32, 100, "attention_warps_f32", "attention_bykey_f32"},
-		{"31 sequences, tables of 128", gqa, 31, 100, "attention_f32", ""},
-		{"31 sequences, tables of 16", gqa, 31, 10, "attention_f32", ""},
+		{"31 sequences, tables of 128", gqa, 31, 100, "attention_warps_f32", "attention_f32"},
+		{"31 sequences, tables of 16", gqa, 31, 10, "attention_warps_f32", "attention_f32"},
+		{"4 sequences, tables of 16", gqa, 4, 10, "attention_warps_f32", "attention_f32"},
+		{"3 sequences, tables of 16", gqa, 3, 10, "attention_f32", ""},
 		{"32 sequences, tables of 16", gqa, 32, 10, "attention_warps_f32", "attention_f32"},
 		{"64 sequences, tables of 16", gqa, 64, 10, "attention_warps_f32", "attention_f32"},
 		{"31 sequences, tables of 512", gqa, 31, 300, "attention_long_f32", ""},
@@ -466,8 +468,10 @@ func TestSimGPUDecodeAttentionRouting(t *testing.T) {
 // or more, averaging 8 or more per sequence, runs attention_prefill_f32
 // (the simulated twin faults a launch off forward.cu's grid rule,
 // ceil(tokens/16) * heads); one of fewer tokens, or a batched decode step,
-// keeps attention_f32. The other sim tests compare the logits with the CPU
-// forward's; here the launches are counted.
+// keeps a kernel of one query a token (attention_f32, or from 8 blocks of
+// a token and a kv head attention_warps_f32, with rope inside in a decode
+// step). The other sim tests compare the logits with the CPU forward's;
+// here the launches are counted.
 func TestSimGPUPrefillAttentionFromSixteenTokens(t *testing.T) {
 	ctx := context.Background()
 	spec := modeltest.Llama3Tiny()
@@ -476,22 +480,25 @@ func TestSimGPUPrefillAttentionFromSixteenTokens(t *testing.T) {
 	s := m.NewSession()
 	defer s.Close()
 	L := int64(spec.Layers)
+	oneQuery := func() int64 {
+		return faults.Launched("attention_f32") + faults.Launched("attention_warps_f32") + faults.Launched("rope_attention_warps_f32")
+	}
 	var prefill, decode int64
 	for _, n := range []int{15, 16, 1, 37, 2} {
 		_, err := s.Forward(ctx, testTokens(n, spec.Vocab), false)
 		require.NoError(t, err)
-		dp, dd := faults.Launched("attention_prefill_f32")-prefill, faults.Launched("attention_f32")-decode
+		dp, dd := faults.Launched("attention_prefill_f32")-prefill, oneQuery()-decode
 		prefill, decode = prefill+dp, decode+dd
 		if n >= 16 {
 			require.Equal(t, L, dp, "a %d-token step: attention_prefill_f32 once per layer", n)
 			require.Zero(t, dd, "a %d-token step", n)
 		} else {
 			require.Zero(t, dp, "a %d-token step", n)
-			require.GreaterOrEqual(t, dd, L, "a %d-token step: attention_f32 in every layer", n) // a decode graph's capture launches too
+			require.GreaterOrEqual(t, dd, L, "a %d-token step: a one-query kernel in every layer", n) // a decode graph's capture launches too
 		}
 	}
 	// Batched steps: 20 sequences of one token each (20 tokens, but one per
-	// tile row) keep attention_f32; two 16-token prompts in one step (two
+	// tile row) keep a one-query kernel; two 16-token prompts in one step (two
 	// runs averaging a whole tile) take the tiled kernel.
 	for _, c := range []struct {
 		seqs, prompt int
@@ -504,7 +511,7 @@ func TestSimGPUPrefillAttentionFromSixteenTokens(t *testing.T) {
 		}
 		_, err := b.Step(ctx)
 		require.NoError(t, err)
-		dp, dd := faults.Launched("attention_prefill_f32")-prefill, faults.Launched("attention_f32")-decode
+		dp, dd := faults.Launched("attention_prefill_f32")-prefill, oneQuery()-decode
 		prefill, decode = prefill+dp, decode+dd
 		if c.tiled {
 			require.Equal(t, L, dp, "%d sequences of %d tokens", c.seqs, c.prompt)

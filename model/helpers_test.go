@@ -41,7 +41,7 @@ func loadSpec(t testing.TB, s modeltest.Spec, opts ...Option) *Model {
 	return m
 }
 
-// warpgroupSpec is a one-layer bf16 Llama whose products at 3 to 64 rows
+// warpgroupSpec is a one-layer bf16 Llama whose products at 2 to 64 rows
 // take every route of the sm_90a module: gate|up (32768 outputs, in
 // whole) and down (in 16384 in 16 parts) matmul_wgs_W, q|k|v and o the
 // tc_split_x_W + matmul_tcx_W pair (launch.go's wgSplitK).

@@ -76,7 +76,11 @@ const (
 	// The pair alone below 17 rows (wgMinRows 17) was slower than the
 	// warpgroup MMA from 3 at every batch from 3 to 16: batch 3 2174 -
 	// 2200 against 2399 - 2501, batch 8 5708 - 5884 against 6354 - 6537,
-	// batch 16 11,170 - 11,220 against 12,387 - 12,501.
+	// batch 16 11,170 - 11,220 against 12,387 - 12,501. From 2 rows
+	// (wgMinRows 2, not 3; decodebench, two alternating rounds in one
+	// call, docs/generate.md) batch 2 ran 1880 - 1884 against 1652 - 1659
+	// and batch 3 to 32 were level; from 1 row batch 1 lost (936 - 939
+	// against 1104), so one row keeps matmul_W.
 	// ROCm keeps matmul_W: there the MMA is emulated through lane
 	// exchanges (forward.cu).
 	tcRows        = 2
@@ -128,7 +132,7 @@ const (
 	// docs/generate.md): batch 16 12,534-12,630 tokens/s to 12,775-12,857,
 	// batch 32 25,783-25,864 to 26,274-26,376, batch 64 37,677-37,848 to
 	// 39,093-39,165. The backend no longer launches matmul_wg_W.
-	wgMinRows   = tcRows + 1
+	wgMinRows   = tcRows
 	wgMaxRows   = 64  // FW_WG_MAX_ROWS
 	wgOutTile   = 128 // FW_WG_TN
 	wgStage     = 64  // FW_WG_KC
@@ -242,9 +246,14 @@ const (
 	// decode lost 1.6-2.0% then. At 256 threads it wins from 64 blocks
 	// (two rounds, one call each, docs/generate.md): batch 16 ran
 	// 14,626-14,711 tokens/s against 12,979-13,018, batch 12 10,885-10,908
-	// against 9535-9763, batch 8 7419-7458 against 6687-6693; below 64
-	// blocks it was not measured.
-	warpsMinBlocks = 64
+	// against 9535-9763, batch 8 7419-7458 against 6687-6693. From 8
+	// blocks (the 1B shape's one sequence; two alternating rounds in one
+	// call, docs/generate.md) batch 1 ran 1104-1117 tokens/s against
+	// attention_f32's 1004-1006, batch 2 1652-1672 against 1532-1548,
+	// batch 4 3728-3809 against 3418-3433, batch 6 5583-5683 against
+	// 5015-5028; SmolLM-135M's batch 3 (9 blocks) 3067-3092 against
+	// 2682-2684. Below 8 blocks it was not measured.
+	warpsMinBlocks = 8
 
 	ewThreads = 256
 	maxEWGrid = 65535 // the elementwise kernels stride over the grid

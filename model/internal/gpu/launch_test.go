@@ -8,11 +8,11 @@ import (
 
 // TestWarpgroupSplitOfIn walks wgSplitK's rule over the products of three
 // model shapes at batched-decode row counts: the warpgroup MMA
-// (matmul_wgs_W, the LM head included) from 3 to
+// (matmul_wgs_W, the LM head included) from 2 to
 // 64 rows where a split of in into about one block an SM keeps 1024 or
 // more a block (measured on the H200 at the Llama-3.2-1B shape:
 // launch.go), the tc_split_x_W + matmul_tcx_W pair (0) elsewhere, and
-// never without the sm_90a module, under 3 or over 64 rows, for in not a
+// never without the sm_90a module, under 2 or over 64 rows, for in not a
 // multiple of 8 or unaligned weights.
 func TestWarpgroupSplitOfIn(t *testing.T) {
 	b := &Backend{wg: true}
@@ -33,7 +33,8 @@ func TestWarpgroupSplitOfIn(t *testing.T) {
 		{"1B LM head, 17 rows", 17, 2048, 128256, 2048},
 		{"1B LM head, 16 rows", 16, 2048, 128256, 2048},
 		{"1B LM head, 3 rows", 3, 2048, 128256, 2048},
-		{"1B LM head, 2 rows", 2, 2048, 128256, 0},
+		{"1B LM head, 2 rows", 2, 2048, 128256, 2048},
+		{"1B LM head, 1 row", 1, 2048, 128256, 0},
 		{"1B gate|up, 32 rows", 32, 2048, 16384, 2048},
 		{"1B down, 32 rows", 32, 8192, 2048, 1024},
 		{"1B gate|up, 17 rows", 17, 2048, 16384, 2048},
@@ -41,7 +42,8 @@ func TestWarpgroupSplitOfIn(t *testing.T) {
 		{"1B o, 32 rows", 32, 2048, 2048, 0},
 		{"32768 outputs, 32 rows", 32, 2048, 32768, 2048},
 		{"1B down, 16 rows", 16, 8192, 2048, 1024},
-		{"1B down, 2 rows", 2, 8192, 2048, 0},
+		{"1B down, 2 rows", 2, 8192, 2048, 1024},
+		{"1B down, 1 row", 1, 8192, 2048, 0},
 		{"1B down, 65 rows", 65, 8192, 2048, 0},
 		// Llama-3-8B (hidden 4096, q|k|v 6144, intermediate 14336): not measured
 		{"8B q|k|v", 64, 4096, 6144, 2048}, // 48 groups: 2 parts
@@ -65,10 +67,10 @@ func TestWarpgroupSplitOfIn(t *testing.T) {
 
 // TestFoldedSplitOfIn: wgFoldSplitK, the split of in for a residual
 // product whose partials the next norm adds (residualProduct), is
-// wgSplitK's rule with parts down to 256 wide: on the 1B shape at 3 to 64
+// wgSplitK's rule with parts down to 256 wide: on the 1B shape at 2 to 64
 // rows o in 8 parts of 256 (which wgSplitK leaves to the pair), down in 8
 // of 1024 as wgSplitK; SmolLM-135M's o and down still on the pair (their
-// parts would be 64 wide); never outside 3 to 64 rows.
+// parts would be 64 wide); never outside 2 to 64 rows.
 func TestFoldedSplitOfIn(t *testing.T) {
 	b := &Backend{wg: true}
 	const w = 256
@@ -81,7 +83,8 @@ func TestFoldedSplitOfIn(t *testing.T) {
 		{"1B o, 64 rows", 64, 2048, 2048, 256},
 		{"1B o, 17 rows", 17, 2048, 2048, 256},
 		{"1B o, 3 rows", 3, 2048, 2048, 256},
-		{"1B o, 2 rows", 2, 2048, 2048, 0},
+		{"1B o, 2 rows", 2, 2048, 2048, 256},
+		{"1B o, 1 row", 1, 2048, 2048, 0},
 		{"1B o, 65 rows", 65, 2048, 2048, 0},
 		{"1B down, 32 rows", 32, 8192, 2048, 1024},
 		{"foldSpec down", 32, 4096, 2048, 512},
