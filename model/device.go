@@ -186,9 +186,8 @@ const EnvGPUWarpgroupMMA = "HIPGO_GPU_WGMMA"
 const EnvGPULookahead = "HIPGO_GPU_LOOKAHEAD"
 
 // EnvGPUAttentionWarps turns attention_warps_f32 off when "0": on CUDA
-// the GPU backend then launches the kernels it replaces where a step's
-// attention of one query a token has 8 blocks or more (tokens times kv
-// heads):
+// the GPU backend then launches the kernels it replaces for a step's
+// attention of one query a token (blocks: tokens times kv heads):
 // attention_bykey128_f32 from 256 blocks, attention_bykey_f32 or
 // attention_f32 below (the sums differ in rounding only), to measure them;
 // "1" or unset: on.

@@ -10,12 +10,13 @@ import (
 )
 
 // TestSimGPUDecodeStepLaunches counts the forward kernels of one step on
-// the simulated GPU. With rope_kv_store_f32 (the default) a layer is 9
-// launches (rmsnorm, q|k|v, rope+kv store, attention, o, rmsnorm, gate|up,
-// silu, down) at every chunk size, plus embed, the final norm and the LM
-// head, and the row gather where the LM head's rows are not the step's
-// tokens in order (the prefill's last token: 4; a decode step: 3); with
-// HIPGO_GPU_FUSED=0, 10 per layer (rope and the kv store apart). The first decode step captures its graph (the
+// the simulated GPU. With the fused kernels (the default) a prefill's
+// layer is 9 launches (rmsnorm, q|k|v, rope_kv_store_f32, attention, o,
+// rmsnorm, gate|up, silu, down) and a decode step's 8 (rope and the kv
+// store inside rope_attention_warps_f32), plus embed, the final norm and
+// the LM head, and the row gather where the LM head's rows are not the
+// step's tokens in order (the prefill's last token: 4; a decode step: 3);
+// with HIPGO_GPU_FUSED=0, 10 per layer (rope and the kv store apart). The first decode step captures its graph (the
 // simulation counts its kernels at capture and again at the replay), so
 // the count is taken on the replayed steps after it. Greedy tokens are the
 // same either way. The lookahead is off, so that each call's launches are
@@ -27,9 +28,9 @@ func TestSimGPUDecodeStepLaunches(t *testing.T) {
 	prompt := testTokens(20, spec.Vocab)
 	var tokens [][]uint32
 	for _, c := range []struct {
-		env   string
-		layer int
-	}{{"1", 9}, {"0", 10}} {
+		env                 string
+		prefill, decodeStep int // launches a layer
+	}{{"1", 9, 8}, {"0", 10, 10}} {
 		t.Run("fused="+c.env, func(t *testing.T) {
 			t.Setenv(EnvGPUFused, c.env)
 			t.Setenv(EnvGPULookahead, "0")
@@ -52,16 +53,17 @@ func TestSimGPUDecodeStepLaunches(t *testing.T) {
 				}
 			}
 			t.Logf("%d layers: forward launches per step %v", L, per)
-			require.Equal(t, int64(c.layer*L+4), per[0], "prefill")
+			require.Equal(t, int64(c.prefill*L+4), per[0], "prefill")
 			for i, n := range per[2:] {
-				require.Equalf(t, int64(c.layer*L+3), n, "replayed decode step %d", i+2)
+				require.Equalf(t, int64(c.decodeStep*L+3), n, "replayed decode step %d", i+2)
 			}
 			steps := int64(len(per) + 1) // the captured step's kernels count twice
 			require.EqualValues(t, 1, faults.Launched("copy_rows_f32"), "only the prefill gathers its last row")
 			if c.env == "1" {
 				require.Zero(t, faults.Launched("rope_f32"))
 				require.Zero(t, faults.Launched("kv_store_f32"))
-				require.Equal(t, steps*int64(L), faults.Launched("rope_kv_store_f32"))
+				require.Equal(t, int64(L), faults.Launched("rope_kv_store_f32"), "the prefill's layers")
+				require.Equal(t, (steps-1)*int64(L), faults.Launched("rope_attention_warps_f32"), "the decode steps' layers")
 			} else {
 				require.Zero(t, faults.Launched("rope_kv_store_f32"))
 				require.Equal(t, steps*int64(L), faults.Launched("rope_f32"))

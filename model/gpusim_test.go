@@ -388,14 +388,14 @@ func TestSimGPUDecodeAttentionRouting(t *testing.T) {
 		want        string
 		noWarps     string // with HIPGO_GPU_ATTENTION_WARPS=0, where want is attention_warps_f32
 	}{
-		{"1 sequence, tables of 128", gqa, 1, 100, "attention_f32", ""},
-		{"1 sequence, tables of 256", gqa, 1, 250, "attention_bykey_f32", ""},
+		{"1 sequence, tables of 128", gqa, 1, 100, "attention_warps_f32", "attention_f32"},
+		{"1 sequence, tables of 256", gqa, 1, 250, "attention_warps_f32", "attention_bykey_f32"},
 		{"1 sequence, tables of 512", gqa, 1, 350, "attention_long_f32", ""},
 		{"32 sequences, tables of 128", gqa, 32, 100, "attention_warps_f32", "attention_bykey_f32"},
 		{"31 sequences, tables of 128", gqa, 31, 100, "attention_warps_f32", "attention_f32"},
 		{"31 sequences, tables of 16", gqa, 31, 10, "attention_warps_f32", "attention_f32"},
 		{"4 sequences, tables of 16", gqa, 4, 10, "attention_warps_f32", "attention_f32"},
-		{"3 sequences, tables of 16", gqa, 3, 10, "attention_f32", ""},
+		{"3 sequences, tables of 16", gqa, 3, 10, "attention_warps_f32", "attention_f32"},
 		{"32 sequences, tables of 16", gqa, 32, 10, "attention_warps_f32", "attention_f32"},
 		{"64 sequences, tables of 16", gqa, 64, 10, "attention_warps_f32", "attention_f32"},
 		{"31 sequences, tables of 512", gqa, 31, 300, "attention_long_f32", ""},
@@ -468,9 +468,8 @@ func TestSimGPUDecodeAttentionRouting(t *testing.T) {
 // or more, averaging 8 or more per sequence, runs attention_prefill_f32
 // (the simulated twin faults a launch off forward.cu's grid rule,
 // ceil(tokens/16) * heads); one of fewer tokens, or a batched decode step,
-// keeps a kernel of one query a token (attention_f32, or from 8 blocks of
-// a token and a kv head attention_warps_f32, with rope inside in a decode
-// step). The other sim tests compare the logits with the CPU forward's;
+// keeps a kernel of one query a token (attention_warps_f32, with rope
+// inside in a decode step). The other sim tests compare the logits with the CPU forward's;
 // here the launches are counted.
 func TestSimGPUPrefillAttentionFromSixteenTokens(t *testing.T) {
 	ctx := context.Background()
