@@ -16,9 +16,10 @@ import (
 // store inside rope_attention_warps_f32), plus embed, the final norm and
 // the LM head, and the row gather where the LM head's rows are not the
 // step's tokens in order (the prefill's last token: 4; a decode step: 3);
-// with HIPGO_GPU_FUSED=0, 10 per layer (rope and the kv store apart). The first decode step captures its graph (the
-// simulation counts its kernels at capture and again at the replay), so
-// the count is taken on the replayed steps after it. Greedy tokens are the
+// with HIPGO_GPU_FUSED=0, 10 per layer (rope and the kv store apart).
+// The first decode step captures its graph (the simulation counts its
+// kernels at capture and again at the replay), so the count is taken on
+// the replayed steps after it. Greedy tokens are the
 // same either way. The lookahead is off, so that each call's launches are
 // its own step's (with it a call enqueues the next step's forward;
 // TestSimGPULookahead counts those).

@@ -469,8 +469,8 @@ func TestSimGPUDecodeAttentionRouting(t *testing.T) {
 // (the simulated twin faults a launch off forward.cu's grid rule,
 // ceil(tokens/16) * heads); one of fewer tokens, or a batched decode step,
 // keeps a kernel of one query a token (attention_warps_f32, with rope
-// inside in a decode step). The other sim tests compare the logits with the CPU forward's;
-// here the launches are counted.
+// inside in a decode step). The other sim tests compare the logits with
+// the CPU forward's; here the launches are counted.
 func TestSimGPUPrefillAttentionFromSixteenTokens(t *testing.T) {
 	ctx := context.Background()
 	spec := modeltest.Llama3Tiny()
@@ -496,9 +496,9 @@ func TestSimGPUPrefillAttentionFromSixteenTokens(t *testing.T) {
 			require.GreaterOrEqual(t, dd, L, "a %d-token step: a one-query kernel in every layer", n) // a decode graph's capture launches too
 		}
 	}
-	// Batched steps: 20 sequences of one token each (20 tokens, but one per
-	// tile row) keep a one-query kernel; two 16-token prompts in one step (two
-	// runs averaging a whole tile) take the tiled kernel.
+	// Batched steps: 20 sequences of one token each (20 tokens, but one
+	// per tile row) keep a one-query kernel; two 16-token prompts in one
+	// step (two runs averaging a whole tile) take the tiled kernel.
 	for _, c := range []struct {
 		seqs, prompt int
 		tiled        bool

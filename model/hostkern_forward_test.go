@@ -44,7 +44,7 @@ type kernelForward struct {
 	// decodeAttn routes the decode steps' attention to a kernel of one
 	// block per token and kv head (attention_bykey_f32, as the GPU backend
 	// does on CUDA for batched decode over tables of 128 keys or more, or
-	// attention_warps_f32, as it does for any; launch.go);
+	// attention_warps_f32, as it does for any number of blocks; launch.go);
 	// "" keeps attention_f32.
 	decodeAttn string
 }

@@ -231,33 +231,6 @@ const (
 	// over 256, 120.8 against 126.1 over 1024; with 64 blocks it lost (18.2
 	// against 12.5 over 144 keys), and 65 to 255 were not measured.
 	bykey128MinBlocks = 256
-	// attention_warps_f32 (256 threads, the bykey kernels' grid: key groups
-	// of 8 to 32 lanes, each with its own online softmax and the next
-	// keys' k and v in flight together, merged in group order) takes
-	// every launch of one query a token that attention_long_f32 and
-	// attention_gqa_f32 do not (see attentionKernel;
-	// Options.NoAttentionWarps keeps attention_bykey128_f32,
-	// attention_bykey_f32 and attention_f32 for them). At 128 threads, on
-	// the H200 (1B shape, CUDA-graph replays, one call;
-	// docs/bench/attention-warps-h200-2026-12-02-twelfth.jsonl), 32
-	// sequences: 6.3 us against bykey128's 9.0 over 16 keys, 9.3 against
-	// 13.4 over 80, 11.9 against 22.6 over 144, 29.7 against 63.3 over 512
-	// (the K/V read floor 24.7); batch-32 decode +1.6-2.4%, batch 64
-	// +4.4-4.7%. In attention_bykey_f32's place (fewer blocks) batch-16
-	// decode lost 1.6-2.0% then. At 256 threads it won from 64 blocks
-	// (two rounds, one call each, docs/generate.md): batch 16 ran
-	// 14,626-14,711 tokens/s against 12,979-13,018, batch 12 10,885-10,908
-	// against 9535-9763, batch 8 7419-7458 against 6687-6693. Then from
-	// 8 blocks (the 1B shape's one sequence; two alternating rounds in one
-	// call, docs/generate.md): batch 1 ran 1104-1117 tokens/s against
-	// attention_f32's 1004-1006, batch 2 1652-1672 against 1532-1548,
-	// batch 4 3728-3809 against 3418-3433, batch 6 5583-5683 against
-	// 5015-5028; SmolLM-135M's batch 3 (9 blocks) 3067-3092 against
-	// 2682-2684. Then from 1 block (another call): SmolLM-135M's batch 1
-	// (3 blocks) 1303-1347 against 1093-1097, batch 2 (6 blocks)
-	// 2099-2165 against 1847-1853, the 1B shape level. In
-	// attention_bykey_f32's place for one sequence over 256 to 511 keys it
-	// was not measured.
 
 	ewThreads = 256
 	maxEWGrid = 65535 // the elementwise kernels stride over the grid
@@ -753,6 +726,34 @@ func (b *Backend) attention(layer int, out, qkv, qSeq, qPos, tables runtime.Devi
 }
 
 // attentionKernel is attention's kernel and grid (see attention).
+//
+// attention_warps_f32 (256 threads, the bykey kernels' grid: key groups
+// of 8 to 32 lanes, each with its own online softmax and the next
+// keys' k and v in flight together, merged in group order) takes
+// every launch of one query a token that attention_long_f32 and
+// attention_gqa_f32 do not (the switch below;
+// Options.NoAttentionWarps keeps attention_bykey128_f32,
+// attention_bykey_f32 and attention_f32 for them). At 128 threads, on
+// the H200 (1B shape, CUDA-graph replays, one call;
+// docs/bench/attention-warps-h200-2026-12-02-twelfth.jsonl), 32
+// sequences: 6.3 us against bykey128's 9.0 over 16 keys, 9.3 against
+// 13.4 over 80, 11.9 against 22.6 over 144, 29.7 against 63.3 over 512
+// (the K/V read floor 24.7); batch-32 decode +1.6-2.4%, batch 64
+// +4.4-4.7%. In attention_bykey_f32's place (fewer blocks) batch-16
+// decode lost 1.6-2.0% then. At 256 threads it won from 64 blocks
+// (two rounds, one call each, docs/generate.md): batch 16 ran
+// 14,626-14,711 tokens/s against 12,979-13,018, batch 12 10,885-10,908
+// against 9535-9763, batch 8 7419-7458 against 6687-6693. Then from
+// 8 blocks (the 1B shape's one sequence; two alternating rounds in one
+// call, docs/generate.md): batch 1 ran 1104-1117 tokens/s against
+// attention_f32's 1004-1006, batch 2 1652-1672 against 1532-1548,
+// batch 4 3728-3809 against 3418-3433, batch 6 5583-5683 against
+// 5015-5028; SmolLM-135M's batch 3 (9 blocks) 3067-3092 against
+// 2682-2684. Then from 1 block (another call): SmolLM-135M's batch 1
+// (3 blocks) 1303-1347 against 1093-1097, batch 2 (6 blocks)
+// 2099-2165 against 1847-1853, the 1B shape level. In
+// attention_bykey_f32's place for one sequence over 256 to 511 keys it
+// was not measured.
 func (b *Backend) attentionKernel(maxBlocks, tokens int, tiled bool) (string, int) {
 	c := b.cfg
 	name, grid := "attention_f32", tokens*c.Heads
