@@ -28,6 +28,12 @@
 //     sm_80, 7.8 for sm_90, 8.0 for sm_90a, i.e. a CUDA 11.8 or newer
 //     driver for sm_90 and 12.0 or newer for sm_90a; runtime.LoadModule
 //     falls back to sm_90 where the driver refuses the sm_90a PTX).
+//   - cubin: machine code that ptxas compiled from one PTX artifact (its
+//     Source), shipped for sm_90a only; a device of exactly that sm ("sm_90"
+//     or "sm_90a") takes it, nothing else does. runtime.LoadModule loads it
+//     in place of the PTX, so an H100 or H200 starts without the driver
+//     compiling megabytes of PTX, and falls back to the PTX where the driver
+//     refuses it.
 //   - msl: one source for every Apple GPU; arch is ignored.
 //
 // Otherwise Load returns a *NoBinaryError (errors.Is(err, ErrNoBinary))

@@ -60,7 +60,7 @@ var forwardABI = func() map[string]struct {
 }()
 
 // TestForwardModuleABI: every shipped forward artifact (each gfx code
-// object, each PTX, and the MSL source: Metal is a shipped port) holds
+// object, each PTX and cubin, and the MSL source: Metal is a shipped port) holds
 // exactly the ABI's kernels, with its argument sizes and block size (the
 // MSL's [[max_total_threads_per_threadgroup]]), and no hidden arguments for
 // a launcher to fill. A kernel missing from forward.metal, or declared
@@ -94,7 +94,7 @@ func TestForwardModuleABI(t *testing.T) {
 		sort.Strings(got)
 		require.Equal(t, want, got, a.Path)
 	}
-	require.Equal(t, len(wantAMD)+len(wantPTX)+1, n, "one forward artifact per shipped target, and the MSL source")
+	require.Equal(t, len(wantAMD)+len(wantPTX)+len(wantCubin)+1, n, "one forward artifact per shipped target, its cubins, and the MSL source")
 	_, infos, err := Load("forward", FormatMSL, "")
 	require.NoError(t, err, "the forward module ships its Metal port")
 	require.Len(t, infos, len(forwardABI))

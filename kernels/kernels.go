@@ -23,6 +23,7 @@ const (
 	FormatHSACO = manifest.FormatHSACO
 	FormatPTX   = manifest.FormatPTX
 	FormatMSL   = manifest.FormatMSL
+	FormatCubin = manifest.FormatCubin
 )
 
 // Artifact describes one shipped file; KernelInfo and Param describe the
@@ -38,7 +39,7 @@ var (
 	ErrNoBinary = errors.New("no kernel binary for this device")
 	// ErrUnknownModule: no module of that name is shipped.
 	ErrUnknownModule = errors.New("unknown kernel module")
-	// ErrUnknownFormat: the format is not hsaco, ptx or msl.
+	// ErrUnknownFormat: the format is not hsaco, ptx, cubin or msl.
 	ErrUnknownFormat = errors.New("unknown kernel format")
 	// ErrCorrupt: the embedded artifacts do not match their manifest. The
 	// package tests rule it out for a committed build.
@@ -122,9 +123,9 @@ func Resolve(module string, format Format, arch string) (Artifact, error) {
 		return Artifact{}, err
 	}
 	switch format {
-	case FormatHSACO, FormatPTX, FormatMSL:
+	case FormatHSACO, FormatPTX, FormatCubin, FormatMSL:
 	default:
-		return Artifact{}, fmt.Errorf("kernels: %w %q (want %s, %s or %s)", ErrUnknownFormat, format, FormatHSACO, FormatPTX, FormatMSL)
+		return Artifact{}, fmt.Errorf("kernels: %w %q (want %s, %s, %s or %s)", ErrUnknownFormat, format, FormatHSACO, FormatPTX, FormatCubin, FormatMSL)
 	}
 	var cands []Artifact
 	known := false
@@ -186,6 +187,18 @@ func Resolve(module string, format Format, arch string) (Artifact, error) {
 		}
 		if best >= 0 {
 			return cands[best].Clone(), nil
+		}
+	case FormatCubin:
+		// Machine code runs on its own SM: only a device that names exactly
+		// that SM takes it (no "compute_90", no family "sm_100f").
+		want, ok := smNumber(arch)
+		if !ok || !plainSM(arch) {
+			break
+		}
+		for _, a := range cands {
+			if sm, ok := smNumber(a.Arch); ok && sm == want {
+				return a.Clone(), nil
+			}
 		}
 	}
 	return Artifact{}, noBinary()

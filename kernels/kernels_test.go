@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hipgo/hipgo/kernels/codeobj"
+	"github.com/hipgo/hipgo/kernels/cubin"
 	"github.com/hipgo/hipgo/kernels/manifest"
 	"github.com/hipgo/hipgo/kernels/msl"
 	"github.com/hipgo/hipgo/kernels/ptx"
@@ -22,7 +23,8 @@ import (
 // target list in shared/DESIGN.md).
 var (
 	wantAMD = []string{"gfx90a", "gfx942", "gfx1030", "gfx1100", "gfx1101", "gfx1102", "gfx1150", "gfx1151", "gfx1200", "gfx1201"}
-	wantPTX = []string{"sm_80", "sm_90", "sm_90a"}
+	wantPTX   = []string{"sm_80", "sm_90", "sm_90a"}
+	wantCubin = []string{"sm_90a"}
 )
 
 // TestManifestMatchesEmbeddedArtifacts proves the manifest is the truth
@@ -55,6 +57,20 @@ func TestManifestMatchesEmbeddedArtifacts(t *testing.T) {
 			require.Equal(t, a.Arch, p.Target, a.Path)
 			require.Equal(t, p.Version, a.PTXVersion, a.Path)
 			require.Equal(t, manifest.FromPTX(p), a.Kernels, a.Path)
+		case FormatCubin:
+			f, err := cubin.Parse(b)
+			require.NoError(t, err, a.Path)
+			var src *manifest.Artifact
+			for i := range m.Artifacts {
+				if m.Artifacts[i].Path == a.Source {
+					src = &m.Artifacts[i]
+				}
+			}
+			require.NotNil(t, src, "%s: its source %s is shipped", a.Path, a.Source)
+			require.NoError(t, manifest.CubinMatches(f, *src), a.Path)
+			require.Equal(t, a.Arch, f.Arch(), a.Path)
+			require.Equal(t, f.Arch(), a.Target, a.Path)
+			require.Equal(t, src.Kernels, a.Kernels, "%s: the launch facts of its PTX", a.Path)
 		case FormatMSL:
 			src, err := os.ReadFile(filepath.Join("src", a.Module+".metal"))
 			require.NoError(t, err, "an MSL artifact is a copy of its source")
@@ -105,6 +121,14 @@ func TestEveryModuleShipsEveryTarget(t *testing.T) {
 			}
 		}
 		require.ElementsMatch(t, wantPTX, ptxArches, mod)
+		var cubinArches []string
+		for _, a := range m.Artifacts {
+			if a.Module == mod && a.Format == FormatCubin {
+				cubinArches = append(cubinArches, a.Arch)
+				require.Equal(t, mod+"/"+a.Arch+".ptx", a.Source, "%s: compiled from its own PTX", a.Path)
+			}
+		}
+		require.ElementsMatch(t, wantCubin, cubinArches, mod)
 	}
 }
 
@@ -137,6 +161,16 @@ func TestArchMatching(t *testing.T) {
 		{FormatPTX, "sm_75", ""},
 		{FormatPTX, "sm_", ""},
 		{FormatPTX, "gfx90a", ""},
+		{FormatCubin, "sm_90", "sm_90a"},
+		{FormatCubin, "sm_90a", "sm_90a"},
+		{FormatCubin, "compute_90", ""}, // generic PTX asks for no machine code
+		{FormatCubin, "sm_90f", ""},
+		{FormatCubin, "sm_91", ""}, // machine code runs on its own SM only
+		{FormatCubin, "sm_89", ""},
+		{FormatCubin, "sm_80", ""},
+		{FormatCubin, "sm_100", ""},
+		{FormatCubin, "sm_120", ""},
+		{FormatCubin, "gfx942", ""},
 		{FormatMSL, "apple-m3", ""}, // testkernels has no Metal source
 	}
 	for _, tc := range tests {
@@ -154,6 +188,8 @@ func TestArchMatching(t *testing.T) {
 					require.ElementsMatch(t, wantAMD, nb.Shipped)
 				case FormatPTX:
 					require.ElementsMatch(t, wantPTX, nb.Shipped)
+				case FormatCubin:
+					require.ElementsMatch(t, wantCubin, nb.Shipped)
 				default:
 					require.Empty(t, nb.Shipped)
 				}

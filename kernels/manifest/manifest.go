@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"sort"
 	"strings"
 
 	"github.com/hipgo/hipgo/kernels/codeobj"
+	"github.com/hipgo/hipgo/kernels/cubin"
 	"github.com/hipgo/hipgo/kernels/msl"
 	"github.com/hipgo/hipgo/kernels/ptx"
 )
@@ -22,6 +24,9 @@ const (
 	FormatHSACO Format = "hsaco" // AMDGPU code object (ELF), one per gfx target
 	FormatPTX   Format = "ptx"   // NVPTX assembly, JIT-compiled by the CUDA driver
 	FormatMSL   Format = "msl"   // Metal Shading Language source, compiled at run time
+	// FormatCubin is machine code that ptxas compiled from one of the
+	// module's PTX artifacts (Source), for a GPU of exactly that SM.
+	FormatCubin Format = "cubin"
 )
 
 // Schema is the manifest layout version this package reads and writes.
@@ -35,8 +40,11 @@ type Manifest struct {
 	Schema int `json:"schema"`
 	// Toolchain is the first line of `clang-19 --version` on the machine that
 	// built the artifacts.
-	Toolchain string     `json:"toolchain"`
-	Artifacts []Artifact `json:"artifacts"`
+	Toolchain string `json:"toolchain"`
+	// CubinToolchain is the version line of the ptxas that compiled the
+	// cubins ("" when none are shipped).
+	CubinToolchain string     `json:"cubin_toolchain,omitempty"`
+	Artifacts      []Artifact `json:"artifacts"`
 }
 
 // Artifact is one built file.
@@ -55,8 +63,11 @@ type Artifact struct {
 	// Target is amdhsa.target (HSACO) or the PTX .target.
 	Target string `json:"target,omitempty"`
 	// PTXVersion is the PTX ISA version of .version (PTX only).
-	PTXVersion string       `json:"ptx_version,omitempty"`
-	Kernels    []KernelInfo `json:"kernels,omitempty"`
+	PTXVersion string `json:"ptx_version,omitempty"`
+	// Source is the PTX artifact a cubin was compiled from (cubin only); its
+	// kernels and launch facts are the cubin's.
+	Source  string       `json:"source,omitempty"`
+	Kernels []KernelInfo `json:"kernels,omitempty"`
 }
 
 // KernelInfo is what a launch is checked against.
@@ -249,6 +260,26 @@ func FromPTX(m *ptx.Module) []KernelInfo {
 	return out
 }
 
+// CubinMatches checks that a cubin is machine code for its source PTX
+// artifact: the same target and the same kernel entry points.
+func CubinMatches(f *cubin.File, src Artifact) error {
+	if src.Format != FormatPTX {
+		return fmt.Errorf("source %s is %s, not PTX", src.Path, src.Format)
+	}
+	if f.Arch() != src.Arch {
+		return fmt.Errorf("cubin for %s, its PTX %s is for %s", f.Arch(), src.Path, src.Arch)
+	}
+	names := make([]string, 0, len(src.Kernels))
+	for _, k := range src.Kernels {
+		names = append(names, k.Name)
+	}
+	sort.Strings(names)
+	if strings.Join(names, ",") != strings.Join(f.Entries, ",") {
+		return fmt.Errorf("cubin entries %v, its PTX %s has kernels %v", f.Entries, src.Path, names)
+	}
+	return nil
+}
+
 // FromMSL derives the kernel table of an MSL source. Buffer argument i sits
 // where argument i of the .cu twin does (natural alignment); a pointer is a
 // device address ("global_buffer", 8 bytes), a constant value its scalar
@@ -308,6 +339,10 @@ func Parse(data []byte) (*Manifest, error) {
 		where := fmt.Sprintf("artifact %d (%s)", i, a.Path)
 		switch a.Format {
 		case FormatHSACO, FormatPTX, FormatMSL:
+		case FormatCubin:
+			if a.Source == "" {
+				return nil, invalid("%s: a cubin names no source PTX", where)
+			}
 		default:
 			return nil, invalid("%s: unknown format %q", where, a.Format)
 		}

@@ -79,6 +79,7 @@ func TestParseRejects(t *testing.T) {
 		{"negative size", edit(func(m *Manifest) { m.Artifacts[0].Size = -1 }), "negative size"},
 		{"empty arch", edit(func(m *Manifest) { m.Artifacts[0].Arch = "" }), "empty module or arch"},
 		{"duplicate path", edit(func(m *Manifest) { m.Artifacts[1].Path = m.Artifacts[0].Path }), "duplicate"},
+		{"cubin without its PTX", edit(func(m *Manifest) { m.Artifacts[0].Format = FormatCubin }), "names no source PTX"},
 		{"duplicate arch", edit(func(m *Manifest) { m.Artifacts[1].Format, m.Artifacts[1].Arch = FormatHSACO, "gfx1100" }), "duplicate"},
 	}
 	for _, tc := range tests {

@@ -16,6 +16,7 @@ import (
 	"sync"
 
 	"github.com/hipgo/hipgo/kernels/codeobj"
+	"github.com/hipgo/hipgo/kernels/cubin"
 	"github.com/hipgo/hipgo/kernels/manifest"
 	"github.com/hipgo/hipgo/kernels/msl"
 	"github.com/hipgo/hipgo/kernels/ptx"
@@ -50,6 +51,12 @@ var amdTargets = []amdTarget{
 // sm_90a is Hopper's arch-specific target (wgmma; __CUDA_ARCH_FEAT_SM90_ALL
 // in the source): its PTX runs on compute capability 9.0 alone.
 var ptxArches = []string{"sm_80", "sm_90", "sm_90a"}
+
+// cubinArches are the PTX arches also shipped as machine code (ptxas's
+// cubin of that PTX): sm_90a, for the H100 and H200, which then start
+// without the driver compiling megabytes of PTX at every cold start. Other
+// GPUs JIT-compile their PTX as before.
+var cubinArches = []string{"sm_90a"}
 
 const manifestName = "manifest.json"
 
@@ -109,6 +116,7 @@ type artifactJob struct {
 	cov    int
 	rel    string   // path under the output directory, slash-separated
 	args   []string // clang arguments without -o
+	source string   // a cubin's PTX, under the output directory
 }
 
 // hipArgs compiles src/M.cu for one AMDGPU processor into a raw code object.
@@ -149,9 +157,24 @@ func plan(mods []module) []artifactJob {
 	return jobs
 }
 
+// cubinPlan is the ptxas jobs, run once the PTX they read is built.
+func cubinPlan(mods []module) []artifactJob {
+	var jobs []artifactJob
+	for _, m := range mods {
+		if !m.hasCU {
+			continue
+		}
+		for _, sm := range cubinArches {
+			jobs = append(jobs, artifactJob{module: m.name, format: manifest.FormatCubin, arch: sm,
+				rel: m.name + "/" + sm + ".cubin", source: m.name + "/" + sm + ".ptx"})
+		}
+	}
+	return jobs
+}
+
 // buildTree builds every artifact and the manifest into outDir, which must
 // be empty or absent. Warnings from clang go to log.
-func buildTree(ctx context.Context, tc *toolchain, kernelsDir, outDir string, log io.Writer) error {
+func buildTree(ctx context.Context, tc *toolchain, pa *ptxas, kernelsDir, outDir string, log io.Writer) error {
 	kernelsDir, err := filepath.Abs(kernelsDir)
 	if err != nil {
 		return err
@@ -196,13 +219,33 @@ func buildTree(ctx context.Context, tc *toolchain, kernelsDir, outDir string, lo
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
+	cubins := cubinPlan(mods)
+	errs = make([]error, len(cubins))
+	for i, j := range cubins {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			errs[i] = pa.run(ctx, j.arch, filepath.Join(outDir, filepath.FromSlash(j.source)), filepath.Join(outDir, filepath.FromSlash(j.rel)))
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
 
 	man := &manifest.Manifest{Schema: manifest.Schema, Toolchain: tc.version, Artifacts: []manifest.Artifact{}}
-	for _, j := range jobs {
-		a, err := describe(outDir, j)
+	if len(cubins) > 0 {
+		man.CubinToolchain = pa.version
+	}
+	byPath := map[string]manifest.Artifact{}
+	for _, j := range append(jobs, cubins...) {
+		a, err := describe(outDir, j, byPath)
 		if err != nil {
 			return err
 		}
+		byPath[a.Path] = a
 		man.Artifacts = append(man.Artifacts, a)
 	}
 	for _, m := range mods {
@@ -242,7 +285,8 @@ func digest(b []byte) string {
 }
 
 // describe reads a built artifact back and checks it is what was asked for.
-func describe(outDir string, j artifactJob) (manifest.Artifact, error) {
+// A cubin takes its kernels from its PTX, described before it in built.
+func describe(outDir string, j artifactJob, built map[string]manifest.Artifact) (manifest.Artifact, error) {
 	b, err := os.ReadFile(filepath.Join(outDir, filepath.FromSlash(j.rel)))
 	if err != nil {
 		return manifest.Artifact{}, err
@@ -267,6 +311,19 @@ func describe(outDir string, j artifactJob) (manifest.Artifact, error) {
 			return a, fmt.Errorf("built %s has .target %s, want %s", j.rel, m.Target, j.arch)
 		}
 		a.Target, a.PTXVersion, a.Kernels = m.Target, m.Version, manifest.FromPTX(m)
+	case manifest.FormatCubin:
+		f, err := cubin.Parse(b)
+		if err != nil {
+			return a, fmt.Errorf("built %s: %w", j.rel, err)
+		}
+		src, ok := built[j.source]
+		if !ok {
+			return a, fmt.Errorf("built %s: its PTX %s is not described", j.rel, j.source)
+		}
+		if err := manifest.CubinMatches(f, src); err != nil {
+			return a, fmt.Errorf("built %s: %w", j.rel, err)
+		}
+		a.Target, a.Source, a.Kernels = f.Arch(), j.source, src.Clone().Kernels
 	}
 	return a, nil
 }

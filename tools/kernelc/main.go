@@ -67,14 +67,18 @@ func buildCommand(ctx context.Context, root, out string, check bool, stdout, std
 	if err != nil {
 		return 2, err
 	}
+	pa, err := findPTXAS(ctx, root)
+	if err != nil {
+		return 2, err
+	}
 	if out != "" {
 		if entries, err := os.ReadDir(out); err == nil && len(entries) > 0 {
 			return 2, fmt.Errorf("-out %s: directory is not empty", out)
 		}
-		if err := buildTree(ctx, tc, kernelsDir, out, stderr); err != nil {
+		if err := buildTree(ctx, tc, pa, kernelsDir, out, stderr); err != nil {
 			return 2, err
 		}
-		fmt.Fprintf(stdout, "kernelc: built %s with %s\n", out, tc.version)
+		fmt.Fprintf(stdout, "kernelc: built %s with %s and %s\n", out, tc.version, pa.version)
 		return 0, nil
 	}
 
@@ -84,7 +88,7 @@ func buildCommand(ctx context.Context, root, out string, check bool, stdout, std
 	}
 	defer os.RemoveAll(tmp)
 	fresh := filepath.Join(tmp, "build")
-	if err := buildTree(ctx, tc, kernelsDir, fresh, stderr); err != nil {
+	if err := buildTree(ctx, tc, pa, kernelsDir, fresh, stderr); err != nil {
 		return 2, err
 	}
 	if check {

@@ -161,6 +161,27 @@ func TestMissingCompiler(t *testing.T) {
 	require.Contains(t, stderr, "clang-19 and lld-19")
 }
 
+// TestMissingOrOtherPTXAS proves a missing ptxas, or one of another
+// version (whose cubins would differ), is a clear error naming deps.sh.
+func TestMissingOrOtherPTXAS(t *testing.T) {
+	t.Setenv("HIPGO_PTXAS", "no-such-ptxas-for-hipgo")
+	_, err := findPTXAS(context.Background(), repoRoot)
+	require.ErrorIs(t, err, errToolchain)
+	require.ErrorContains(t, err, "scripts/deps.sh")
+
+	other := filepath.Join(t.TempDir(), "ptxas")
+	require.NoError(t, os.WriteFile(other, []byte("#!/bin/sh\necho 'Cuda compilation tools, release 13.0, V13.0.48'\n"), 0o755))
+	t.Setenv("HIPGO_PTXAS", other)
+	_, err = findPTXAS(context.Background(), repoRoot)
+	require.ErrorIs(t, err, errToolchain)
+	require.ErrorContains(t, err, "V13.0.48")
+	require.ErrorContains(t, err, "want ptxas V12.9.86")
+
+	t.Setenv("HIPGO_PTXAS", "")
+	pa, err := findPTXAS(context.Background(), filepath.Join(t.TempDir(), "no-cache-here"))
+	require.ErrorIs(t, err, errToolchain, "without HIPGO_PTXAS it is .cache/cuda/ptxas under the root: %v", pa)
+}
+
 // TestUsageErrors proves bad command lines exit 2 with a message.
 func TestUsageErrors(t *testing.T) {
 	for _, args := range [][]string{{"-nosuchflag"}, {"-json"}, {"extra"}, {"-check", "-out", "x"}} {
@@ -226,10 +247,12 @@ func copyTree(t *testing.T, src, dst string) {
 // -check lists every damaged, missing and extra file and exits 1; a rebuild
 // repairs them; after it the copy's artifacts and manifest entries equal the
 // committed ones byte for byte, which also proves the build does not depend
-// on the directory it runs in. It needs clang-19 and lld-19.
+// on the directory it runs in. It needs clang-19, lld-19 and the pinned
+// ptxas (scripts/deps.sh).
 func TestCheckAndRebuild(t *testing.T) {
 	testenv.LookPath(t, "clang-19")
 	testenv.LookPath(t, "ld.lld-19")
+	t.Setenv("HIPGO_PTXAS", testenv.CacheFile(t, "HIPGO_PTXAS", "cuda/ptxas"))
 	root := t.TempDir()
 	src := filepath.Join(root, "kernels", "src")
 	build := filepath.Join(root, "kernels", "build")
@@ -247,12 +270,18 @@ func TestCheckAndRebuild(t *testing.T) {
 	b[len(b)/2] ^= 1
 	require.NoError(t, os.WriteFile(hsaco, b, 0o644))
 	require.NoError(t, os.Remove(filepath.Join(build, "testkernels", "sm_80.ptx")))
+	cub := filepath.Join(build, "testkernels", "sm_90a.cubin")
+	b, err = os.ReadFile(cub)
+	require.NoError(t, err)
+	b[len(b)/2] ^= 1
+	require.NoError(t, os.WriteFile(cub, b, 0o644))
 	writeFile(t, filepath.Join(build, "testkernels", "stale.hsaco"), "x")
 
 	code, _, stderr := runKernelc(t, "-check", "-root", root)
 	require.Equal(t, 1, code, stderr)
 	require.Contains(t, stderr, "testkernels/gfx1100.hsaco (content differs)")
 	require.Contains(t, stderr, "testkernels/sm_80.ptx (missing)")
+	require.Contains(t, stderr, "testkernels/sm_90a.cubin (content differs)")
 	require.Contains(t, stderr, "testkernels/stale.hsaco (not produced by the build)")
 	require.Contains(t, stderr, "manifest.json (missing)")
 
@@ -274,6 +303,7 @@ func TestCheckAndRebuild(t *testing.T) {
 	m2, err := manifest.Parse(theirs)
 	require.NoError(t, err)
 	require.Equal(t, m2.Toolchain, m1.Toolchain)
+	require.Equal(t, m2.CubinToolchain, m1.CubinToolchain)
 	var committedTK []manifest.Artifact
 	for _, a := range m2.Artifacts {
 		if a.Module == "testkernels" {

@@ -90,3 +90,52 @@ func (tc *toolchain) run(ctx context.Context, dir string, args []string) (string
 	}
 	return stderr.String(), nil
 }
+
+// ptxasVersion is the one ptxas the cubins are built with: the build is
+// byte-reproducible only with one compiler. scripts/deps.sh fetches it
+// from PyPI (nvidia-cuda-nvcc-cu12 12.9.86, pinned by hash).
+const ptxasVersion = "V12.9.86"
+
+// ptxas is NVIDIA's PTX assembler, which turns the sm_90a PTX into the
+// cubin an H100 or H200 loads without compiling anything.
+type ptxas struct {
+	path    string
+	version string // the "Cuda compilation tools" line of --version
+}
+
+// findPTXAS locates ptxas: HIPGO_PTXAS, else .cache/cuda/ptxas under root,
+// where scripts/deps.sh puts it; it must be version ptxasVersion.
+func findPTXAS(ctx context.Context, root string) (*ptxas, error) {
+	const hint = "run scripts/deps.sh (it fetches ptxas " + ptxasVersion + " from PyPI's nvidia-cuda-nvcc-cu12 into .cache/cuda/ptxas), or set HIPGO_PTXAS to that binary"
+	p := os.Getenv("HIPGO_PTXAS")
+	if p == "" {
+		p = filepath.Join(root, ".cache", "cuda", "ptxas")
+	}
+	out, err := exec.CommandContext(ctx, p, "--version").Output()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s --version: %w; %s", errToolchain, p, err, hint)
+	}
+	var line string
+	for l := range strings.SplitSeq(string(out), "\n") {
+		if strings.HasPrefix(l, "Cuda compilation tools") {
+			line = strings.TrimSpace(l)
+		}
+	}
+	if !strings.HasSuffix(line, ", "+ptxasVersion) {
+		return nil, fmt.Errorf("%w: %s is %q, want ptxas %s (the cubins are reproducible only with one ptxas); %s", errToolchain, p, line, ptxasVersion, hint)
+	}
+	return &ptxas{path: p, version: "ptxas: " + line}, nil
+}
+
+// run assembles in (a .ptx file) into out for arch, in a clean environment.
+func (pa *ptxas) run(ctx context.Context, arch, in, out string) error {
+	cmd := exec.CommandContext(ctx, pa.path, "-arch="+arch, "-O3", "-o", out, in)
+	cmd.Env = cleanEnv()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	cmd.Stdout = &stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("ptxas -arch=%s %s: %w\n%s", arch, filepath.Base(in), err, strings.TrimSpace(stderr.String()))
+	}
+	return nil
+}
