@@ -26,6 +26,7 @@ type Device struct {
 	// .NotifyReportsSuccess), so it lands events; else it only wakes the
 	// monitor.
 	notifyLands bool
+	cudaJIT     bool // LoadModule skips the cubins (EnvCUDAJIT)
 
 	lost atomic.Pointer[FaultError]
 	mon  *monitor
@@ -51,6 +52,7 @@ func newDevice(drv driver.Device, cfg config) *Device {
 		waitSpin:    cfg.waitSpin,
 		notify:      !cfg.noCallbacks,
 		notifyLands: info.NotifyReportsSuccess,
+		cudaJIT:     cfg.cudaJIT,
 		streams:     map[*Stream]struct{}{},
 	}
 	if !cfg.waitSpinSet {

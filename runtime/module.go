@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/hipgo/hipgo/kernels"
 	"github.com/hipgo/hipgo/runtime/driver"
 )
 
@@ -43,6 +44,7 @@ type Module struct {
 	drv    driver.Module
 	specs  map[string]KernelSpec
 	target string // the artifact's arch (LoadModule), "" for LoadImage
+	format kernels.Format
 
 	mu       sync.Mutex
 	kernels  map[string]*Kernel

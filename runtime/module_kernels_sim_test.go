@@ -1,13 +1,17 @@
 package runtime_test
 
 import (
+	"bytes"
 	"context"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/hipgo/hipgo/internal/simgpu"
+	"github.com/hipgo/hipgo/kernels"
 	"github.com/hipgo/hipgo/runtime"
 	"github.com/hipgo/hipgo/runtime/driver"
 )
@@ -17,8 +21,10 @@ import (
 // the driver refuses that image (a driver older than CUDA 12.0 knows no
 // PTX ISA 8.0), LoadModule loads the generic sm_90 PTX instead; when the
 // driver refuses both, the error carries both refusals. An sm_80 device
-// never tries sm_90a.
+// never tries sm_90a. (HIPGO_CUDA_JIT=1 leaves the cubin out: the cubin's
+// own fallback is TestLoadModuleLoadsTheCubinOnItsSM's.)
 func TestLoadModuleFallsBackToGenericPTXWhereTheDriverRefusesSM90a(t *testing.T) {
+	t.Setenv(runtime.EnvCUDAJIT, "1")
 	open := func(t *testing.T, arch string, refuse int64) (*runtime.Device, *atomic.Int64) {
 		t.Helper()
 		var loads atomic.Int64
@@ -58,4 +64,82 @@ func TestLoadModuleFallsBackToGenericPTXWhereTheDriverRefusesSM90a(t *testing.T)
 	_, err = dev.LoadModule("testkernels")
 	require.ErrorIs(t, err, simgpu.CodeInvalidValue, "sm_80 PTX is generic: nothing to fall back to")
 	require.EqualValues(t, 1, loads.Load())
+}
+
+// TestLoadModuleLoadsTheCubinOnItsSM: an sm_90 device is handed the shipped
+// sm_90a cubin (machine code, so the driver compiles nothing) and
+// Module.Format says so; where the driver refuses the cubin it gets the
+// sm_90a PTX; where it refuses both, the error carries both refusals;
+// HIPGO_CUDA_JIT=1 hands it the PTX at once; an sm_89 device, for which
+// nothing but PTX is shipped, never sees a cubin; any other value of
+// HIPGO_CUDA_JIT is an error from Open.
+func TestLoadModuleLoadsTheCubinOnItsSM(t *testing.T) {
+	// image names what the driver was handed: "cubin" (an ELF), else the
+	// PTX's .target.
+	image := func(b []byte) string {
+		if bytes.HasPrefix(b, []byte("\x7fELF")) {
+			return "cubin"
+		}
+		_, rest, ok := strings.Cut(string(b), "\n.target ")
+		require.True(t, ok, "PTX text")
+		target, _, _ := strings.Cut(rest, "\n")
+		return target
+	}
+	open := func(t *testing.T, arch string, refuse ...string) (*runtime.Device, *[]string) {
+		t.Helper()
+		var loads []string
+		drv := simgpu.New(simgpu.Config{Devices: 1, Kind: driver.CUDA, Format: driver.PTX, Arch: arch,
+			Kernels: []simgpu.KernelDef{simgpu.FillU32}, OnLoadModule: func(b []byte) error {
+				what := image(b)
+				loads = append(loads, what)
+				if slices.Contains(refuse, what) {
+					return simgpu.CodeInvalidValue
+				}
+				return nil
+			}})
+		dev, err := runtime.Open(context.Background(), runtime.WithDrivers(drv))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = dev.Close() })
+		return dev, &loads
+	}
+
+	dev, loads := open(t, "sm_90")
+	m, err := dev.LoadModule("testkernels")
+	require.NoError(t, err)
+	require.Equal(t, kernels.FormatCubin, m.Format())
+	require.Equal(t, "sm_90a", m.Target())
+	require.Equal(t, []string{"cubin"}, *loads)
+	_, err = m.Kernel("fill_u32")
+	require.NoError(t, err, "the cubin's kernels are described by its PTX's launch facts")
+
+	dev, loads = open(t, "sm_90", "cubin")
+	m, err = dev.LoadModule("testkernels")
+	require.NoError(t, err)
+	require.Equal(t, kernels.FormatPTX, m.Format(), "the PTX after the cubin's refusal")
+	require.Equal(t, "sm_90a", m.Target())
+	require.Equal(t, []string{"cubin", "sm_90a"}, *loads)
+
+	dev, loads = open(t, "sm_90", "cubin", "sm_90a", "sm_90")
+	_, err = dev.LoadModule("testkernels")
+	require.ErrorIs(t, err, simgpu.CodeInvalidValue)
+	require.Equal(t, []string{"cubin", "sm_90a", "sm_90"}, *loads)
+	require.Equal(t, 3, strings.Count(err.Error(), simgpu.CodeInvalidValue.Error()), "every refusal in the error: %v", err)
+
+	dev, loads = open(t, "sm_89")
+	m, err = dev.LoadModule("testkernels")
+	require.NoError(t, err)
+	require.Equal(t, kernels.FormatPTX, m.Format())
+	require.Equal(t, []string{"sm_80"}, *loads, "no cubin runs on sm_89")
+
+	t.Setenv(runtime.EnvCUDAJIT, "1")
+	dev, loads = open(t, "sm_90")
+	m, err = dev.LoadModule("testkernels")
+	require.NoError(t, err)
+	require.Equal(t, kernels.FormatPTX, m.Format())
+	require.Equal(t, []string{"sm_90a"}, *loads)
+
+	t.Setenv(runtime.EnvCUDAJIT, "yes")
+	_, err = runtime.Open(context.Background(), runtime.WithDrivers(simgpu.New(simgpu.Config{Devices: 1})))
+	require.ErrorIs(t, err, runtime.ErrInvalidArgument)
+	require.ErrorContains(t, err, `HIPGO_CUDA_JIT="yes"`)
 }

@@ -23,6 +23,11 @@ const (
 	// default (DefaultWaitSpin, or HostWaitSpin where the device runs on the
 	// host). An invalid or negative value is an error from Open.
 	EnvWaitSpin = "HIPGO_GPU_WAIT_SPIN"
+	// EnvCUDAJIT "1" makes LoadModule hand a CUDA GPU the PTX even where a
+	// cubin is shipped for it, so the driver compiles the kernels (see
+	// LoadModule); empty or "0" loads the cubin. Any other value is an error
+	// from Open.
+	EnvCUDAJIT = "HIPGO_CUDA_JIT"
 )
 
 // DefaultWaitSpin is how long a Wait polls its event before it sleeps on a
@@ -49,6 +54,7 @@ type config struct {
 	waitSpin    time.Duration
 	waitSpinSet bool
 	noCallbacks bool
+	cudaJIT     bool
 	drivers     []driver.Driver
 }
 
@@ -147,6 +153,13 @@ func Open(ctx context.Context, opts ...Option) (*Device, error) {
 		cfg.waitSpin, cfg.waitSpinSet = spin, true
 	} else if cfg.waitSpin < 0 {
 		return nil, fmt.Errorf("wait spin %v is negative: %w", cfg.waitSpin, ErrInvalidArgument)
+	}
+	switch v := strings.TrimSpace(os.Getenv(EnvCUDAJIT)); v {
+	case "", "0":
+	case "1":
+		cfg.cudaJIT = true
+	default:
+		return nil, fmt.Errorf("%s=%q: want 1 (compile the PTX) or 0 (load the shipped cubin): %w", EnvCUDAJIT, v, ErrInvalidArgument)
 	}
 	if cfg.ordinal < 0 {
 		return nil, fmt.Errorf("device ordinal %d is negative: %w", cfg.ordinal, ErrInvalidArgument)

@@ -129,6 +129,9 @@ type Config struct {
 	// "EventQuery"), "BeginCapture", "EndCapture", "GraphLaunch",
 	// "GraphDestroy", "SetMaxDynamicShared".
 	OnCall func(call string) error
+	// OnLoadModule, when set, sees every image LoadModule is given (after
+	// OnCall has let the call through); an error refuses the image.
+	OnLoadModule func(image []byte) error
 }
 
 // DefaultMaxSharedOptin is the simulated device's default
@@ -449,6 +452,11 @@ func (d *Device) Close() error {
 func (d *Device) LoadModule(image []byte) (driver.Module, error) {
 	if err := d.call("LoadModule"); err != nil {
 		return nil, err
+	}
+	if d.cfg.OnLoadModule != nil {
+		if err := d.cfg.OnLoadModule(image); err != nil {
+			return nil, err
+		}
 	}
 	return &module{dev: d, name: string(image)}, nil
 }
