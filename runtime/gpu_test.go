@@ -19,6 +19,7 @@ import (
 
 	"github.com/hipgo/hipgo/internal/faultprobe"
 	"github.com/hipgo/hipgo/internal/testenv"
+	"github.com/hipgo/hipgo/kernels"
 	"github.com/hipgo/hipgo/runtime"
 	"github.com/hipgo/hipgo/runtime/driver"
 )
@@ -293,4 +294,64 @@ func TestGPUTimeGPUMeasuresTheWorkOnTheDevice(t *testing.T) {
 	require.NoError(t, err)
 	require.Less(t, empty, spin/4)
 	t.Logf("2 ms spin timed at %v on the GPU; nothing timed at %v", got, empty)
+}
+
+// TestGPUModulesLoadTheCubinShippedForTheirSM: on a GPU for which the
+// modules ship a cubin (sm_90: the H100 and H200), LoadModule hands the
+// driver machine code for every module, and HIPGO_CUDA_JIT=1 the PTX; the
+// test kernels fill a buffer the same either way. The load times are logged
+// (the driver's compile cache may hold the PTX's from an earlier run).
+func TestGPUModulesLoadTheCubinShippedForTheirSM(t *testing.T) {
+	mods, err := kernels.Modules()
+	require.NoError(t, err)
+	fill := func(jit string) []uint32 {
+		t.Setenv(runtime.EnvCUDAJIT, jit)
+		dev, err := runtime.Open(context.Background())
+		if errors.Is(err, runtime.ErrNoDevice) {
+			testenv.NeedGPU(t, err)
+		}
+		require.NoError(t, err)
+		defer func() { require.NoError(t, dev.Close()) }()
+		if dev.Backend() != driver.CUDA {
+			t.Skipf("backend %s: cubins are for CUDA", dev.Backend())
+		}
+		arch := dev.Info().Target
+		if arch == "" {
+			arch = dev.Info().Arch
+		}
+		var tk *runtime.Module
+		for _, name := range mods {
+			want := kernels.FormatPTX
+			if _, err := kernels.Resolve(name, kernels.FormatCubin, arch); err == nil && jit != "1" {
+				want = kernels.FormatCubin
+			}
+			start := time.Now()
+			m, err := dev.LoadModule(name)
+			require.NoError(t, err, name)
+			t.Logf("HIPGO_CUDA_JIT=%s: %s loaded as %s (%s) in %v", jit, name, m.Format(), m.Target(), time.Since(start))
+			require.Equal(t, want, m.Format(), name)
+			if name == "testkernels" {
+				tk = m
+			}
+		}
+		require.NotNil(t, tk)
+		k, err := tk.Kernel("fill_u32")
+		require.NoError(t, err)
+		s, err := dev.NewStream()
+		require.NoError(t, err)
+		defer s.Close()
+		const n = 4096
+		a, err := dev.Alloc(4 * n)
+		require.NoError(t, err)
+		defer a.Free()
+		cfg := runtime.LaunchConfig{Grid: runtime.Dim3{X: 4, Y: 1, Z: 1}, Block: runtime.Dim3{X: 256, Y: 1, Z: 1}}
+		require.NoError(t, s.Launch(k, cfg, a, uint32(0xC0B1), uint32(n)))
+		require.NoError(t, s.Synchronize(context.Background()))
+		got := make([]uint32, n)
+		require.NoError(t, runtime.Download(a, got))
+		return got
+	}
+	machine, jit := fill("0"), fill("1")
+	require.Equal(t, jit, machine)
+	require.EqualValues(t, 0xC0B1, machine[4095])
 }
