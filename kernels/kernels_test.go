@@ -22,7 +22,7 @@ import (
 // The AMDGPU targets and PTX arches every module ships (the project's
 // target list in shared/DESIGN.md).
 var (
-	wantAMD = []string{"gfx90a", "gfx942", "gfx1030", "gfx1100", "gfx1101", "gfx1102", "gfx1150", "gfx1151", "gfx1200", "gfx1201"}
+	wantAMD   = []string{"gfx90a", "gfx942", "gfx1030", "gfx1100", "gfx1101", "gfx1102", "gfx1150", "gfx1151", "gfx1200", "gfx1201"}
 	wantPTX   = []string{"sm_80", "sm_90", "sm_90a"}
 	wantCubin = []string{"sm_90a"}
 )

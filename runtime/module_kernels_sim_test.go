@@ -28,17 +28,12 @@ func TestLoadModuleFallsBackToGenericPTXWhereTheDriverRefusesSM90a(t *testing.T)
 	open := func(t *testing.T, arch string, refuse int64) (*runtime.Device, *atomic.Int64) {
 		t.Helper()
 		var loads atomic.Int64
-		drv := simgpu.New(simgpu.Config{Devices: 1, Kind: driver.CUDA, Format: driver.PTX, Arch: arch,
-			Kernels: []simgpu.KernelDef{simgpu.FillU32}, OnCall: func(call string) error {
-				if call == "LoadModule" && loads.Add(1) <= refuse {
-					return simgpu.CodeInvalidValue
-				}
-				return nil
-			}})
-		dev, err := runtime.Open(context.Background(), runtime.WithDrivers(drv))
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = dev.Close() })
-		return dev, &loads
+		return openSimCUDA(t, arch, func([]byte) error {
+			if loads.Add(1) <= refuse {
+				return simgpu.CodeInvalidValue
+			}
+			return nil
+		}), &loads
 	}
 
 	dev, loads := open(t, "sm_90", 0)
@@ -88,19 +83,14 @@ func TestLoadModuleLoadsTheCubinOnItsSM(t *testing.T) {
 	open := func(t *testing.T, arch string, refuse ...string) (*runtime.Device, *[]string) {
 		t.Helper()
 		var loads []string
-		drv := simgpu.New(simgpu.Config{Devices: 1, Kind: driver.CUDA, Format: driver.PTX, Arch: arch,
-			Kernels: []simgpu.KernelDef{simgpu.FillU32}, OnLoadModule: func(b []byte) error {
-				what := image(b)
-				loads = append(loads, what)
-				if slices.Contains(refuse, what) {
-					return simgpu.CodeInvalidValue
-				}
-				return nil
-			}})
-		dev, err := runtime.Open(context.Background(), runtime.WithDrivers(drv))
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = dev.Close() })
-		return dev, &loads
+		return openSimCUDA(t, arch, func(b []byte) error {
+			what := image(b)
+			loads = append(loads, what)
+			if slices.Contains(refuse, what) {
+				return simgpu.CodeInvalidValue
+			}
+			return nil
+		}), &loads
 	}
 
 	dev, loads := open(t, "sm_90")
@@ -142,4 +132,16 @@ func TestLoadModuleLoadsTheCubinOnItsSM(t *testing.T) {
 	_, err = runtime.Open(context.Background(), runtime.WithDrivers(simgpu.New(simgpu.Config{Devices: 1})))
 	require.ErrorIs(t, err, runtime.ErrInvalidArgument)
 	require.ErrorContains(t, err, `HIPGO_CUDA_JIT="yes"`)
+}
+
+// openSimCUDA opens a simulated CUDA device of arch whose driver passes
+// every image LoadModule is given to onLoad (an error refuses it).
+func openSimCUDA(t *testing.T, arch string, onLoad func(image []byte) error) *runtime.Device {
+	t.Helper()
+	drv := simgpu.New(simgpu.Config{Devices: 1, Kind: driver.CUDA, Format: driver.PTX, Arch: arch,
+		Kernels: []simgpu.KernelDef{simgpu.FillU32}, OnLoadModule: onLoad})
+	dev, err := runtime.Open(context.Background(), runtime.WithDrivers(drv))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = dev.Close() })
+	return dev
 }
