@@ -194,44 +194,27 @@ func buildTree(ctx context.Context, tc *toolchain, pa *ptxas, kernelsDir, outDir
 	}
 	jobs := plan(mods)
 
-	// clang is single-threaded; run as many as there are CPUs.
-	errs := make([]error, len(jobs))
 	warns := make([]string, len(jobs))
-	sem := make(chan struct{}, runtime.NumCPU())
-	var wg sync.WaitGroup
-	for i, j := range jobs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			args := append(append([]string(nil), j.args[:len(j.args)-1]...),
-				"-o", filepath.Join(outDir, filepath.FromSlash(j.rel)), j.args[len(j.args)-1])
-			warns[i], errs[i] = tc.run(ctx, kernelsDir, args)
-		}()
-	}
-	wg.Wait()
+	err = runAll(len(jobs), func(i int) (err error) {
+		j := jobs[i]
+		args := append(append([]string(nil), j.args[:len(j.args)-1]...),
+			"-o", filepath.Join(outDir, filepath.FromSlash(j.rel)), j.args[len(j.args)-1])
+		warns[i], err = tc.run(ctx, kernelsDir, args)
+		return err
+	})
 	for i, w := range warns {
 		if w = strings.TrimSpace(w); w != "" {
 			fmt.Fprintf(log, "kernelc: %s (%s): %s\n", jobs[i].module, jobs[i].arch, w)
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
+	if err != nil {
 		return err
 	}
 	cubins := cubinPlan(mods)
-	errs = make([]error, len(cubins))
-	for i, j := range cubins {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			errs[i] = pa.run(ctx, j.arch, filepath.Join(outDir, filepath.FromSlash(j.source)), filepath.Join(outDir, filepath.FromSlash(j.rel)))
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := runAll(len(cubins), func(i int) error {
+		j := cubins[i]
+		return pa.run(ctx, j.arch, filepath.Join(outDir, filepath.FromSlash(j.source)), filepath.Join(outDir, filepath.FromSlash(j.rel)))
+	}); err != nil {
 		return err
 	}
 
@@ -277,6 +260,25 @@ func buildTree(ctx context.Context, tc *toolchain, pa *ptxas, kernelsDir, outDir
 		return err
 	}
 	return os.WriteFile(filepath.Join(outDir, manifestName), enc, 0o644)
+}
+
+// runAll runs job(0) to job(n-1), as many at once as there are CPUs (the
+// compilers are single-threaded), and joins their errors.
+func runAll(n int, job func(i int) error) error {
+	errs := make([]error, n)
+	sem := make(chan struct{}, runtime.NumCPU())
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			errs[i] = job(i)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 func digest(b []byte) string {
