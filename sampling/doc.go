@@ -5,7 +5,9 @@
 // Which function to call:
 //   - logits on a GPU: NewSampler(dev) once per device, then Sampler.Sample
 //     per step. It routes each call to a kernel or the CPU fallback, and only
-//     the tokens (4 bytes per row) need come back to the host.
+//     the tokens (4 bytes per row) need come back to the host. Preload
+//     loads the kernels' module at once, where the first draw would
+//     otherwise wait for the driver to compile it.
 //   - logits on the host: Argpartition (top-k, top-p, min-p) or Categorical
 //     (temperature only).
 //   - GumbelMax and Rejection (Sampler methods) are the kernels' direct entry

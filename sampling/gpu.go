@@ -141,9 +141,9 @@ func WithPolicy(p Policy) SamplerOption {
 	return func(c *samplerConfig) { c.policy = &p }
 }
 
-// NewSampler returns a sampler for dev. Nothing is loaded until a kernel
-// entry point is called, so a device without a port gets the typed refusal
-// from that call.
+// NewSampler returns a sampler for dev. Nothing is loaded until Preload or
+// a kernel entry point is called, so a device without a port gets the typed
+// refusal from that call.
 func NewSampler(dev *runtime.Device, opts ...SamplerOption) *Sampler {
 	b := Backend(dev.Backend())
 	var c samplerConfig
@@ -155,6 +155,31 @@ func NewSampler(dev *runtime.Device, opts ...SamplerOption) *Sampler {
 		p = *c.policy
 	}
 	return &Sampler{dev: dev, backend: b, router: NewRouter(b, p), kernels: map[string]*runtime.Kernel{}}
+}
+
+// Preload loads the module of the sampler kernels dev's backend has ports
+// for, and looks up every one of them, now rather than at the first call
+// that needs one. Where the driver compiles that module (CUDA's PTX on a
+// GPU the shipped machine code is not for: about a second on the H200;
+// Metal's source) the compile then lands here, at load, instead of on a
+// server's first request. A second call, and the entry points after it,
+// load nothing. A backend without a port returns nil: its entry points
+// still give their typed refusal.
+func (sm *Sampler) Preload() error {
+	sm.mu.Lock()
+	defer sm.mu.Unlock()
+	for _, ports := range []Ports{GumbelMaxPorts(), RejectionPorts()} {
+		port := ports.For(sm.backend)
+		if port == nil {
+			continue
+		}
+		for _, name := range port.Kernels {
+			if _, err := sm.kernel(port, name); err != nil {
+				return fmt.Errorf("sampling: loading %s: %w", name, err)
+			}
+		}
+	}
+	return nil
 }
 
 // Router is the sampler's production router (counters, verification ring).

@@ -161,6 +161,11 @@ func New(ctx context.Context, dev *runtime.Device, cfg Config, w *Weights, opts 
 		return nil, err
 	}
 	b.sampler = sampling.NewSampler(dev)
+	// The sampler's module now, with the forward's, not at the first token
+	// (where the driver compiles it, a second of the first request).
+	if err := b.sampler.Preload(); err != nil {
+		return nil, fmt.Errorf("gpu: %w", err)
+	}
 	if err := b.upload(ctx, w); err != nil {
 		return nil, err
 	}
