@@ -7,7 +7,7 @@
 //	                                  listing every file that differs by any byte
 //	go run ./tools/kernelc -out DIR   build the whole tree into DIR instead
 //	go run ./tools/kernelc -inspect FILE [-json]
-//	                                  print the metadata of an .hsaco or .ptx file
+//	                                  print the metadata of an .hsaco, .cubin or .ptx file
 //
 // Every kernels/src/M.cu is a module M: it is compiled as HIP for each AMDGPU
 // target (a raw code object, build/M/<gfx>.hsaco) and as CUDA for each PTX

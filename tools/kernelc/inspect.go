@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,14 +10,30 @@ import (
 	"strings"
 
 	"github.com/hipgo/hipgo/kernels/codeobj"
+	"github.com/hipgo/hipgo/kernels/cubin"
 	"github.com/hipgo/hipgo/kernels/ptx"
 )
 
-// inspectFile prints the parsed metadata of an HSACO (ELF magic) or PTX file.
+// emCUDA is e_machine of an NVIDIA cubin (an ELF file like an HSACO).
+const emCUDA = 190
+
+// inspectFile prints the parsed metadata of an HSACO or a cubin (ELF
+// magic; e_machine tells them apart) or a PTX file.
 func inspectFile(w io.Writer, path string, asJSON bool) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return err
+	}
+	if bytes.HasPrefix(b, []byte("\x7fELF")) && len(b) >= 20 && binary.LittleEndian.Uint16(b[18:]) == emCUDA {
+		f, err := cubin.Parse(b)
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		if asJSON {
+			return writeJSON(w, f)
+		}
+		printCubin(w, path, f)
+		return nil
 	}
 	if bytes.HasPrefix(b, []byte("\x7fELF")) {
 		f, err := codeobj.Parse(b)
@@ -72,6 +89,13 @@ func printCodeObject(w io.Writer, path string, f *codeobj.File) {
 			}
 			fmt.Fprintf(w, "  arg %d: offset %d size %d %s %s\n", i, a.Offset, a.Size, a.ValueKind, strings.Join(extra, " "))
 		}
+	}
+}
+
+func printCubin(w io.Writer, path string, f *cubin.File) {
+	fmt.Fprintf(w, "%s: NVIDIA cubin for %s (from PTX for compute_%d), %d kernels\n", path, f.Arch(), f.Virtual, len(f.Entries))
+	for _, e := range f.Entries {
+		fmt.Fprintf(w, "kernel %s\n", e)
 	}
 }
 

@@ -22,7 +22,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl.SetOutput(stderr)
 	check := fl.Bool("check", false, "rebuild into a temporary directory and fail, listing every file of kernels/build that differs")
 	out := fl.String("out", "", "build the whole artifact tree into this directory instead of kernels/build")
-	inspect := fl.String("inspect", "", "print the metadata of this .hsaco or .ptx file and exit")
+	inspect := fl.String("inspect", "", "print the metadata of this .hsaco, .cubin or .ptx file and exit")
 	asJSON := fl.Bool("json", false, "with -inspect: print JSON")
 	root := fl.String("root", "", "repository root (default: the nearest parent directory holding kernels/src)")
 	if err := fl.Parse(args); err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hipgo/hipgo/internal/testenv"
 	"github.com/hipgo/hipgo/kernels/codeobj"
+	"github.com/hipgo/hipgo/kernels/cubin"
 	"github.com/hipgo/hipgo/kernels/manifest"
 	"github.com/hipgo/hipgo/kernels/ptx"
 )
@@ -228,6 +229,22 @@ func TestInspect(t *testing.T) {
 	code, out, _ = runKernelc(t, "-inspect", pf)
 	require.Equal(t, 0, code)
 	require.Contains(t, out, ".maxntid [256 1 1]")
+
+	cf := filepath.Join(repoRoot, "kernels", "build", "testkernels", "sm_90a.cubin")
+	code, out, stderr = runKernelc(t, "-inspect", cf, "-json")
+	require.Equal(t, 0, code, stderr)
+	var gotCubin cubin.File
+	require.NoError(t, json.Unmarshal([]byte(out), &gotCubin))
+	b, err = os.ReadFile(cf)
+	require.NoError(t, err)
+	wantCubin, err := cubin.Parse(b)
+	require.NoError(t, err)
+	require.Equal(t, *wantCubin, gotCubin)
+
+	code, out, _ = runKernelc(t, "-inspect", cf)
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "NVIDIA cubin for sm_90a (from PTX for compute_90)")
+	require.Contains(t, out, "kernel bounded_fill_u32")
 }
 
 // copyTree copies the regular files under src to dst.
