@@ -97,7 +97,7 @@ func buildCommand(ctx context.Context, root, out string, check bool, stdout, std
 			return 2, err
 		}
 		if len(diffs) == 0 {
-			fmt.Fprintf(stdout, "kernelc: kernels/build matches a fresh build (%s)\n", tc.version)
+			fmt.Fprintf(stdout, "kernelc: kernels/build matches a fresh build (%s; %s)\n", tc.version, pa.version)
 			return 0, nil
 		}
 		fmt.Fprintf(stderr, "kernelc: kernels/build differs from a fresh build in %d file(s):\n", len(diffs))
@@ -117,7 +117,7 @@ func buildCommand(ctx context.Context, root, out string, check bool, stdout, std
 	for _, d := range diffs {
 		fmt.Fprintf(stdout, "kernelc: updated %s\n", d)
 	}
-	fmt.Fprintf(stdout, "kernelc: kernels/build is up to date (%d file(s) changed, %s)\n", len(diffs), tc.version)
+	fmt.Fprintf(stdout, "kernelc: kernels/build is up to date (%d file(s) changed, %s; %s)\n", len(diffs), tc.version, pa.version)
 	return 0, nil
 }
 

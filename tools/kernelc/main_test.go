@@ -305,8 +305,11 @@ func TestCheckAndRebuild(t *testing.T) {
 	code, stdout, stderr := runKernelc(t, "-root", root)
 	require.Equal(t, 0, code, stderr)
 	require.Contains(t, stdout, "updated testkernels/gfx1100.hsaco")
-	code, _, stderr = runKernelc(t, "-check", "-root", root)
+	require.Contains(t, stdout, "ptxas: Cuda compilation tools, release 12.9, V12.9.86", "the rebuild names both tools")
+	code, stdout, stderr = runKernelc(t, "-check", "-root", root)
 	require.Equal(t, 0, code, stderr)
+	require.Contains(t, stdout, "matches a fresh build (")
+	require.Contains(t, stdout, "ptxas: Cuda compilation tools, release 12.9, V12.9.86", "the check names both tools")
 
 	diffs, err := diffTrees(filepath.Join(build, "testkernels"), filepath.Join(committed, "testkernels"))
 	require.NoError(t, err)
