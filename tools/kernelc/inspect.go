@@ -24,36 +24,33 @@ func inspectFile(w io.Writer, path string, asJSON bool) error {
 	if err != nil {
 		return err
 	}
-	if bytes.HasPrefix(b, []byte("\x7fELF")) && len(b) >= 20 && binary.LittleEndian.Uint16(b[18:]) == emCUDA {
-		f, err := cubin.Parse(b)
-		if err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
-		if asJSON {
-			return writeJSON(w, f)
-		}
-		printCubin(w, path, f)
-		return nil
+	switch {
+	case bytes.HasPrefix(b, []byte("\x7fELF")) && len(b) >= 20 && binary.LittleEndian.Uint16(b[18:]) == emCUDA:
+		return show(w, path, b, asJSON, cubin.Parse, printCubin)
+	case bytes.HasPrefix(b, []byte("\x7fELF")):
+		return show(w, path, b, asJSON, codeobj.Parse, printCodeObject)
 	}
-	if bytes.HasPrefix(b, []byte("\x7fELF")) {
-		f, err := codeobj.Parse(b)
+	ptxParse := func(b []byte) (*ptx.Module, error) {
+		m, err := ptx.Parse(b)
 		if err != nil {
-			return fmt.Errorf("%s: %w", path, err)
+			return nil, fmt.Errorf("not a code object (no ELF magic) and not PTX: %w", err)
 		}
-		if asJSON {
-			return writeJSON(w, f)
-		}
-		printCodeObject(w, path, f)
-		return nil
+		return m, nil
 	}
-	m, err := ptx.Parse(b)
+	return show(w, path, b, asJSON, ptxParse, printPTX)
+}
+
+// show prints what parse reads from b, as JSON or as print writes it.
+func show[T any](w io.Writer, path string, b []byte, asJSON bool, parse func([]byte) (*T, error),
+	print func(io.Writer, string, *T)) error {
+	f, err := parse(b)
 	if err != nil {
-		return fmt.Errorf("%s: not a code object (no ELF magic) and not PTX: %w", path, err)
+		return fmt.Errorf("%s: %w", path, err)
 	}
 	if asJSON {
-		return writeJSON(w, m)
+		return writeJSON(w, f)
 	}
-	printPTX(w, path, m)
+	print(w, path, f)
 	return nil
 }
 

@@ -198,53 +198,44 @@ func TestUsageErrors(t *testing.T) {
 // TestInspect proves -inspect prints what the parsers read: as JSON equal to
 // codeobj.Parse / ptx.Parse of the file, and as text naming each kernel.
 func TestInspect(t *testing.T) {
-	hsaco := filepath.Join(repoRoot, "kernels", "build", "testkernels", "gfx1100.hsaco")
-	code, out, stderr := runKernelc(t, "-inspect", hsaco, "-json")
-	require.Equal(t, 0, code, stderr)
-	var got codeobj.File
-	require.NoError(t, json.Unmarshal([]byte(out), &got))
-	b, err := os.ReadFile(hsaco)
-	require.NoError(t, err)
-	want, err := codeobj.Parse(b)
-	require.NoError(t, err)
-	want.Metadata = nil
-	require.Equal(t, *want, got)
-
-	code, out, _ = runKernelc(t, "-inspect", hsaco)
+	dir := filepath.Join(repoRoot, "kernels", "build", "testkernels")
+	hsaco := filepath.Join(dir, "gfx1100.hsaco")
+	requireInspectJSON(t, hsaco, codeobj.Parse, func(f *codeobj.File) { f.Metadata = nil })
+	code, out, _ := runKernelc(t, "-inspect", hsaco)
 	require.Equal(t, 0, code)
 	require.Contains(t, out, "kernel bounded_fill_u32")
 	require.Contains(t, out, "max 256 threads per block")
 
-	pf := filepath.Join(repoRoot, "kernels", "build", "testkernels", "sm_90.ptx")
-	code, out, stderr = runKernelc(t, "-inspect", pf, "-json")
-	require.Equal(t, 0, code, stderr)
-	var gotPTX ptx.Module
-	require.NoError(t, json.Unmarshal([]byte(out), &gotPTX))
-	b, err = os.ReadFile(pf)
-	require.NoError(t, err)
-	wantPTX, err := ptx.Parse(b)
-	require.NoError(t, err)
-	require.Equal(t, *wantPTX, gotPTX)
-
+	pf := filepath.Join(dir, "sm_90.ptx")
+	requireInspectJSON(t, pf, ptx.Parse, nil)
 	code, out, _ = runKernelc(t, "-inspect", pf)
 	require.Equal(t, 0, code)
 	require.Contains(t, out, ".maxntid [256 1 1]")
 
-	cf := filepath.Join(repoRoot, "kernels", "build", "testkernels", "sm_90a.cubin")
-	code, out, stderr = runKernelc(t, "-inspect", cf, "-json")
-	require.Equal(t, 0, code, stderr)
-	var gotCubin cubin.File
-	require.NoError(t, json.Unmarshal([]byte(out), &gotCubin))
-	b, err = os.ReadFile(cf)
-	require.NoError(t, err)
-	wantCubin, err := cubin.Parse(b)
-	require.NoError(t, err)
-	require.Equal(t, *wantCubin, gotCubin)
-
+	cf := filepath.Join(dir, "sm_90a.cubin")
+	requireInspectJSON(t, cf, cubin.Parse, nil)
 	code, out, _ = runKernelc(t, "-inspect", cf)
 	require.Equal(t, 0, code)
 	require.Contains(t, out, "NVIDIA cubin for sm_90a (from PTX for compute_90)")
 	require.Contains(t, out, "kernel bounded_fill_u32")
+}
+
+// requireInspectJSON: -inspect path -json prints what parse reads from the
+// file (after normalize, where the JSON leaves a field out).
+func requireInspectJSON[T any](t *testing.T, path string, parse func([]byte) (*T, error), normalize func(*T)) {
+	t.Helper()
+	code, out, stderr := runKernelc(t, "-inspect", path, "-json")
+	require.Equal(t, 0, code, stderr)
+	var got T
+	require.NoError(t, json.Unmarshal([]byte(out), &got))
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	want, err := parse(b)
+	require.NoError(t, err)
+	if normalize != nil {
+		normalize(want)
+	}
+	require.Equal(t, *want, got)
 }
 
 // copyTree copies the regular files under src to dst.
