@@ -62,6 +62,14 @@ func span(data []byte, off, n uint64, what string) ([]byte, error) {
 	return data[off : off+n], nil
 }
 
+// IsCUDA reports whether data is an ELF file for EM_CUDA: a cubin, as
+// opposed to another ELF such as an AMDGPU code object. Parse checks the
+// rest.
+func IsCUDA(data []byte) bool {
+	return len(data) >= headerSize && bytes.Equal(data[:4], []byte("\x7fELF")) &&
+		binary.LittleEndian.Uint16(data[18:]) == machineCUDA
+}
+
 // Parse reads a cubin: an ELF64 little-endian file for EM_CUDA with the CUDA
 // OS/ABI. Its e_flags carry the SM in bits 0-7, the PTX's in bits 16-23.
 func Parse(data []byte) (*File, error) {

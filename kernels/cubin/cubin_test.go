@@ -72,3 +72,13 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestIsCUDA tells a cubin from the other artifacts: the shipped cubin is
+// CUDA's, an HSACO (ELF for AMDGPU), PTX text and a cut header are not.
+func TestIsCUDA(t *testing.T) {
+	good := readBuilt(t, "testkernels/sm_90a.cubin")
+	require.True(t, IsCUDA(good))
+	require.False(t, IsCUDA(readBuilt(t, "testkernels/gfx1100.hsaco")))
+	require.False(t, IsCUDA(readBuilt(t, "testkernels/sm_90a.ptx")))
+	require.False(t, IsCUDA(good[:19]))
+}

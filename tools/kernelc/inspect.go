@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,9 +13,6 @@ import (
 	"github.com/hipgo/hipgo/kernels/ptx"
 )
 
-// emCUDA is e_machine of an NVIDIA cubin (an ELF file like an HSACO).
-const emCUDA = 190
-
 // inspectFile prints the parsed metadata of an HSACO or a cubin (ELF
 // magic; e_machine tells them apart) or a PTX file.
 func inspectFile(w io.Writer, path string, asJSON bool) error {
@@ -25,7 +21,7 @@ func inspectFile(w io.Writer, path string, asJSON bool) error {
 		return err
 	}
 	switch {
-	case bytes.HasPrefix(b, []byte("\x7fELF")) && len(b) >= 20 && binary.LittleEndian.Uint16(b[18:]) == emCUDA:
+	case cubin.IsCUDA(b):
 		return show(w, path, b, asJSON, cubin.Parse, printCubin)
 	case bytes.HasPrefix(b, []byte("\x7fELF")):
 		return show(w, path, b, asJSON, codeobj.Parse, printCodeObject)
