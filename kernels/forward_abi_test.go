@@ -44,6 +44,9 @@ var forwardABI = func() map[string]struct {
 		m["rmsnorm_"+w] = k{[]int{8, 8, 8, 4, 4, 4}, 256}
 		m["rmsnorm_fused_"+w] = k{[]int{8, 8, 8, 8, 8, 4, 4, 4, 4, 8, 4}, 256}
 		m["matmul_"+w] = k{[]int{8, 8, 8, 8, 4, 4, 4, 4}, 256}
+		// rmsnorm_W and matmul_W's one row in one launch: y, x, w, bias,
+		// nw, in, n, eps, silu.
+		m["norm_matvec_"+w] = k{[]int{8, 8, 8, 8, 8, 4, 4, 4, 4}, 256}
 	}
 	for _, w := range []string{"f16", "bf16"} { // the tensor-core matmul: 16-bit weights only
 		m["matmul_tc_"+w] = k{[]int{8, 8, 8, 8, 4, 4, 4, 4}, 256}

@@ -55,6 +55,12 @@ namespace fw_metal {
                     uint32_t out, uint32_t accumulate) {                                                          \
     alignas(16) static float xs[FW_MM_TK * FW_MM_PITCH], ws[FW_MM_TK * FW_MM_PITCH];                              \
     ::matmul_##SUF(y, x, w, bias, rows, in, out, accumulate, xs, ws, TG);                                         \
+  }                                                                                                               \
+  void norm_matvec_##SUF(float* y, const float* x, const W* w, const float* bias, const W* nw, uint32_t in,       \
+                         uint32_t n, float eps, uint32_t silu) {                                                  \
+    alignas(16) static float xn[FW_NV_MAX_IN];                                                                    \
+    static float part[FW_NORM_THREADS / 32];                                                                      \
+    ::norm_matvec_##SUF(y, x, w, bias, nw, in, n, eps, silu, xn, part, TG);                                       \
   }
 FW_METAL_WEIGHT(f32, float)
 FW_METAL_WEIGHT(f16, fw_f16)
@@ -218,7 +224,11 @@ using namespace hostemu_driver;
       {"matmul_" #SUF, {FW_MM_THREADS, [](std::vector<Arg>& a) {                                            \
                           FWK(matmul_##SUF)(P<float>(a, 0), P<float>(a, 1), P<W>(a, 2), P<float>(a, 3), U(a, 4), U(a, 5), \
                                        U(a, 6), U(a, 7));                                                   \
-                        }}}
+                        }}},                                                                                \
+      {"norm_matvec_" #SUF, {FW_MM_THREADS, [](std::vector<Arg>& a) {                                       \
+                               FWK(norm_matvec_##SUF)(P<float>(a, 0), P<float>(a, 1), P<W>(a, 2), P<float>(a, 3), \
+                                                      P<W>(a, 4), U(a, 5), U(a, 6), F(a, 7), U(a, 8));      \
+                             }}}
 
 #define TC_KERNEL(SUF)                                                                                      \
   {"matmul_tc_" #SUF, {FW_TC_THREADS, [](std::vector<Arg>& a) {                                             \

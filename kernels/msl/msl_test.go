@@ -63,6 +63,7 @@ func TestForwardKernelsSignatures(t *testing.T) {
 	}
 	require.ElementsMatch(t, []string{"rope_f32", "kv_store_f32", "rope_kv_store_f32", "attention_f32", "attention_long_f32", "attention_gqa_f32", "attention_bykey_f32", "attention_bykey128_f32", "attention_warps_f32", "rope_attention_warps_f32", "attention_prefill_f32", "silu_mul_f32", "add_f32", "copy_rows_f32",
 		"embed_f32", "embed_f16", "embed_bf16", "rmsnorm_f32", "rmsnorm_f16", "rmsnorm_bf16", "rmsnorm_fused_f32", "rmsnorm_fused_f16", "rmsnorm_fused_bf16", "matmul_f32", "matmul_f16", "matmul_bf16",
+		"norm_matvec_f32", "norm_matvec_f16", "norm_matvec_bf16",
 		"matmul_tc_f16", "matmul_tc_bf16", "tc_split_x_f16", "tc_split_x_bf16", "matmul_tcx_f16", "matmul_tcx_bf16",
 		"wg_split_x_f16", "wg_split_x_bf16", "wg_silu_split_x_f16", "wg_silu_split_x_bf16", "matmul_wg_f16", "matmul_wg_bf16", "matmul_wgs_f16", "matmul_wgs_bf16"}, names)
 

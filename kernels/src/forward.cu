@@ -457,6 +457,159 @@ DEVICE void matmul(float* y, const float* x, const W* w, const float* bias, uint
 }
 
 // =====================================================================
+// norm_matvec_W: rmsnorm_W and then matmul_W over one row, in one launch
+// (a batch-1 decode step's norm and the product after it):
+//   y[o] = xn . w[o] (+ bias[o]) for o < n, xn = rmsnorm_W(x, nw, eps),
+// with x [in] f32, w [n, in] and nw [in] of type W, bias [n] f32 or null;
+// y's bytes are what rmsnorm_W and then matmul_W (1 row, no accumulate)
+// write. Every block sums the row's squares in rmsnorm_W's order and holds
+// xn in shared memory, then its 32-lane groups take one output each, in
+// matvec_tile's order. With silu (w [2 n, in]) it writes silu_mul_f32's
+// output of that product instead: y[i] = silu(g) * u, g and u outputs i and
+// n + i, each group taking both rows. in is at most FW_NV_MAX_IN (the host
+// checks; past it the kernel writes nothing). The first lap of weights is
+// loaded before the wait for the kernel ahead: no kernel writes weights.
+// Block FW_MM_THREADS (= FW_NORM_THREADS: rmsnorm_W's block sum), grid
+// ceil(n / 8).
+// =====================================================================
+#define FW_NV_MAX_IN (FW_NORM_THREADS * FW_NORM_CACHED)
+static_assert(FW_MM_THREADS == FW_NORM_THREADS, "norm_matvec_W sums squares as rmsnorm_W's block does");
+
+// fw_raw8: eight consecutive weights as loaded, not yet widened (two
+// 16-byte loads for f32, one for the 16-bit types), so that a load's use
+// can wait past the code between them; fw_unpack8 widens them as
+// fw_stream8 does.
+template <typename W>
+struct fw_raw8 {
+  fw_u32x4 v[sizeof(W) == 4 ? 2 : 1];
+};
+template <typename W>
+DEVICE void fw_stream_raw8(const W* p, fw_raw8<W>& r) {
+  r.v[0] = fw_stream16(p);
+  if (sizeof(W) == 4) r.v[sizeof(W) == 4 ? 1 : 0] = fw_stream16((const float*)p + 4);
+}
+DEVICE void fw_unpack8(const fw_raw8<float>& r, float* o) {
+  for (int i = 0; i < 4; ++i) o[i] = fw_u2f(r.v[0].v[i]), o[4 + i] = fw_u2f(r.v[1].v[i]);
+}
+DEVICE void fw_unpack8(const fw_raw8<fw_bf16>& r, float* o) {
+  for (int i = 0; i < 4; ++i) o[2 * i] = fw_u2f(r.v[0].v[i] << 16), o[2 * i + 1] = fw_u2f(r.v[0].v[i] & 0xffff0000u);
+}
+DEVICE void fw_unpack8(const fw_raw8<fw_f16>& r, float* o) {
+  for (int i = 0; i < 4; ++i)
+    o[2 * i] = fw_f16_f32(r.v[0].v[i] & 0xffffu), o[2 * i + 1] = fw_f16_f32(r.v[0].v[i] >> 16);
+}
+
+// norm_matvec: R rows of w a 32-lane group (2 with silu), each lap of
+// loads 8 / R deep (the registers of matvec_tile's 8; a row's sums run in
+// its order whatever the laps), the first lap loaded before the wait. On
+// the H200 (1B shape, batch 1) that ran level with a first lap of 4 under
+// launch bounds of 3 blocks an SM, and 3% faster than no early lap (the
+// numbers: docs/generate.md). xn: FW_NV_MAX_IN floats of shared memory.
+template <uint32_t R, typename W>
+DEVICE void norm_matvec(float* y, const float* x, const W* w, const float* bias, const W* nw, uint32_t in,
+                        uint32_t n, float eps, float* xn) {
+  constexpr uint32_t LAP = 8 / R, PRE = LAP;
+  const uint32_t tid = thread_idx_x(), lane = tid & 31u;
+  const uint32_t o = block_idx_x() * FW_MM_GROUPS + tid / 32;
+  const bool live = o < n && in <= FW_NV_MAX_IN;
+  // matmul_W's test for the vector path (xn, in shared memory, is aligned
+  // as every activation buffer of the backend is).
+  const bool vec = (in % 8u) == 0 && fw_aligned16(w);
+  const uint32_t chunks = in / 8u;
+  const W* wr[R];
+#pragma unroll
+  for (uint32_t r = 0; r < R; ++r) wr[r] = w + (uint64_t)(o + r * n) * in;
+  const bool early = PRE > 0 && live && vec && lane + 32u * (PRE - 1) < chunks;
+  fw_raw8<W> pre[R][PRE > 0 ? PRE : 1];
+  if (early) {
+#pragma unroll
+    for (uint32_t r = 0; r < R; ++r)
+#pragma unroll
+      for (uint32_t j = 0; j < PRE; ++j) fw_stream_raw8(wr[r] + (uint64_t)(lane + 32u * j) * 8u, pre[r][j]);
+  }
+  fw_early_start();
+  if (in > FW_NV_MAX_IN) return;  // the whole block
+  // rmsnorm_W's cached path (in fits it): every load of the row issued
+  // before any is used.
+  {
+    float xv[FW_NORM_CACHED], wv[FW_NORM_CACHED];
+    rmsnorm_load(xv, wv, x, nw, in);
+    rmsnorm_scale(xv, wv, in, eps);
+#pragma unroll
+    for (uint32_t k = 0; k < FW_NORM_CACHED; ++k)
+      if (tid + k * FW_NORM_THREADS < in) xn[tid + k * FW_NORM_THREADS] = xv[k];
+  }
+  block_sync();
+  if (!live) return;  // whole 32-groups: no block_sync below
+  float acc[R];
+#pragma unroll
+  for (uint32_t r = 0; r < R; ++r) acc[r] = 0.0f;
+  if (vec) {
+    uint32_t k = lane;
+    if (early) {
+#pragma unroll
+      for (uint32_t r = 0; r < R; ++r)
+#pragma unroll
+        for (uint32_t j = 0; j < PRE; ++j) {
+          float wv[8];
+          fw_unpack8(pre[r][j], wv);
+          matvec_fma<1>(&acc[r], wv, xn, in, k + 32u * j, 1);
+        }
+      k += 32u * PRE;
+    }
+    for (; k + 32u * (LAP - 1) < chunks; k += 32u * LAP) {
+      fw_raw8<W> cur[R][LAP];
+#pragma unroll
+      for (uint32_t r = 0; r < R; ++r)
+#pragma unroll
+        for (uint32_t j = 0; j < LAP; ++j) fw_stream_raw8(wr[r] + (uint64_t)(k + 32u * j) * 8u, cur[r][j]);
+#pragma unroll
+      for (uint32_t r = 0; r < R; ++r)
+#pragma unroll
+        for (uint32_t j = 0; j < LAP; ++j) {
+          float wv[8];
+          fw_unpack8(cur[r][j], wv);
+          matvec_fma<1>(&acc[r], wv, xn, in, k + 32u * j, 1);
+        }
+    }
+    if (LAP > 4) {
+      for (; k + 96u < chunks; k += 128u) {
+        float wv[4][8];
+#pragma unroll
+        for (uint32_t j = 0; j < 4; ++j) fw_stream8(wr[0] + (uint64_t)(k + 32u * j) * 8u, wv[j]);
+#pragma unroll
+        for (uint32_t j = 0; j < 4; ++j) matvec_fma<1>(&acc[0], wv[j], xn, in, k + 32u * j, 1);
+      }
+    }
+    for (; k < chunks; k += 32u) {
+#pragma unroll
+      for (uint32_t r = 0; r < R; ++r) {
+        float wv[8];
+        fw_stream8(wr[r] + (uint64_t)k * 8u, wv);
+        matvec_fma<1>(&acc[r], wv, xn, in, k, 1);
+      }
+    }
+  } else {
+    for (uint32_t k = lane; k < in; k += 32) {
+#pragma unroll
+      for (uint32_t r = 0; r < R; ++r) acc[r] += fw_to_f32(wr[r][k]) * xn[k];
+    }
+  }
+  float v[R];
+#pragma unroll
+  for (uint32_t r = 0; r < R; ++r) v[r] = fw_group_sum(acc[r]);
+  if (lane != 0) return;
+  if (R == 1) {
+    fw_mm_store(y, bias, o, o, v[0], 0);
+    return;
+  }
+  // silu_mul_f32 of what matmul_W would have stored at o and n + o.
+  float g = v[0], u = v[R - 1];
+  if (bias) g += bias[o], u += bias[n + o];
+  y[o] = g / (1.0f + mf_expf(-g)) * u;
+}
+
+// =====================================================================
 // matmul_tc_W (W = bf16, f16): matmul_W's arguments and semantics (y [rows,
 // out] (+)= x [rows, in] . w[out, in]^T (+ bias), f32 accumulation) on the
 // tensor cores: warp-level mma.sync m16n8k16 with f32 accumulators, A = the
@@ -3387,6 +3540,16 @@ KERNEL KBOUNDS(FW_COPY_THREADS) void copy_rows_f32(float* dst, const float* src,
                                                   uint32_t accumulate) {                                      \
     fw_early_start();                                                                                         \
     matmul(y, x, w, bias, rows, in, out, accumulate);                                                         \
+  }                                                                                                           \
+  KERNEL KBOUNDS(FW_MM_THREADS) void norm_matvec_##SUF(float* y, const float* x, const W* w, const float* bias, \
+                                                       const W* nw, uint32_t in, uint32_t n, float eps,       \
+                                                       uint32_t silu) {                                       \
+    /* norm_matvec waits for the kernel ahead itself, after its first loads. */                               \
+    __shared__ __attribute__((aligned(16))) float xn[FW_NV_MAX_IN];                                           \
+    if (silu)                                                                                                 \
+      norm_matvec<2>(y, x, w, bias, nw, in, n, eps, xn);                                                      \
+    else                                                                                                      \
+      norm_matvec<1>(y, x, w, bias, nw, in, n, eps, xn);                                                      \
   }
 
 FW_WEIGHT_KERNELS(f32, float)

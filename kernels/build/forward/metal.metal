@@ -380,6 +380,84 @@ static inline void fw_matmul(device float* y, device const float* x, device cons
 }
 
 // =====================================================================
+// norm_matvec_W (see forward.cu): rmsnorm_W, then matmul_W over one row
+// (silu: silu_mul_f32 of that product), the bytes of those launches. xn
+// holds the normalized row (FW_NV_MAX_IN floats). Block FW_MM_THREADS,
+// grid ceil(n / 8).
+// =====================================================================
+#define FW_NV_MAX_IN (FW_NORM_THREADS * 16)
+
+// fw_matvec_fma_tg: fw_matvec_fma<1> with the row in threadgroup memory.
+static inline float fw_matvec_fma_tg(float d, thread const float* wv, threadgroup const float* xr, uint k) {
+  threadgroup const packed_float4* xp = (threadgroup const packed_float4*)(xr + (ulong)k * 8u);
+  const packed_float4 a = xp[0], b = xp[1];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) d += wv[i] * a[i];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) d += wv[4 + i] * b[i];
+  return d;
+}
+
+template <uint R, typename W>
+static inline void fw_norm_matvec(device float* y, device const float* x, device const W* w, device const float* bias,
+                                  device const W* nw, uint in, uint n, float eps, threadgroup float* xn,
+                                  threadgroup float* part, uint tid, uint blk) {
+  if (in > FW_NV_MAX_IN) return;  // the whole block
+  const uint lane = tid & 31u;
+  const uint o = blk * FW_MM_GROUPS + tid / 32;
+  float ss = 0.0f;
+  for (uint i = tid; i < in; i += FW_NORM_THREADS) ss += x[i] * x[i];
+  ss = fw_block_sum<FW_NORM_THREADS>(ss, part, tid);
+  const float inv = 1.0f / sqrt(ss / (float)in + eps);
+  for (uint i = tid; i < in; i += FW_NORM_THREADS) xn[i] = fw_to_f32(nw[i]) * (x[i] * inv);
+  block_sync();
+  if (o >= n) return;  // whole SIMD groups: no block_sync below
+  float acc[R];
+  device const W* wr[R];
+#pragma unroll
+  for (uint r = 0; r < R; ++r) acc[r] = 0.0f, wr[r] = w + (ulong)(o + r * n) * in;
+  if ((in % 8u) == 0) {
+    const uint chunks = in / 8u;
+    uint k = lane;
+    for (; k + 96u < chunks; k += 128u) {
+      float wv[R][4][8];
+#pragma unroll
+      for (uint r = 0; r < R; ++r)
+#pragma unroll
+        for (uint j = 0; j < 4; ++j) fw_load8(wr[r] + (ulong)(k + 32u * j) * 8u, wv[r][j]);
+#pragma unroll
+      for (uint r = 0; r < R; ++r)
+#pragma unroll
+        for (uint j = 0; j < 4; ++j) acc[r] = fw_matvec_fma_tg(acc[r], wv[r][j], xn, k + 32u * j);
+    }
+    for (; k < chunks; k += 32u) {
+#pragma unroll
+      for (uint r = 0; r < R; ++r) {
+        float wv[8];
+        fw_load8(wr[r] + (ulong)k * 8u, wv);
+        acc[r] = fw_matvec_fma_tg(acc[r], wv, xn, k);
+      }
+    }
+  } else {
+    for (uint k = lane; k < in; k += 32) {
+#pragma unroll
+      for (uint r = 0; r < R; ++r) acc[r] += fw_to_f32(wr[r][k]) * xn[k];
+    }
+  }
+  float v[R];
+#pragma unroll
+  for (uint r = 0; r < R; ++r) v[r] = fw_group_sum(acc[r]);
+  if (lane != 0) return;
+  if (R == 1) {
+    fw_mm_store(y, bias, o, o, v[0], 0u);
+    return;
+  }
+  float g = v[0], u = v[R - 1];
+  if (bias) g += bias[o], u += bias[n + o];
+  y[o] = g / (1.0f + mf_expf(-g)) * u;
+}
+
+// =====================================================================
 // rope_f32 (see forward.cu). Block FW_ROPE_THREADS, grid tokens.
 // =====================================================================
 [[max_total_threads_per_threadgroup(256)]]
@@ -2060,15 +2138,34 @@ static inline void fw_rmsnorm_fused(device float* out, device float* x, device c
     fw_matmul<W>(y, x, w, bias, rows, in, out, accumulate, xs, ws, tid, blk);                                 \
   }
 
+#define FW_NORM_MATVEC_KERNEL(NAME, W)                                                                        \
+  [[max_total_threads_per_threadgroup(256)]]                                                                  \
+  kernel void NAME(device float* y [[buffer(0)]], device const float* x [[buffer(1)]],                        \
+                   device const W* w [[buffer(2)]], device const float* bias [[buffer(3)]],                   \
+                   device const W* nw [[buffer(4)]], constant uint& in [[buffer(5)]],                         \
+                   constant uint& n [[buffer(6)]], constant float& eps [[buffer(7)]],                         \
+                   constant uint& silu [[buffer(8)]],                                                         \
+                   threadgroup float* xn [[threadgroup(0)]] /* hipgo: 16384 bytes */,                         \
+                   threadgroup float* part [[threadgroup(1)]] /* hipgo: 32 bytes */,                          \
+                   uint tid [[thread_position_in_threadgroup]], uint blk [[threadgroup_position_in_grid]]) {  \
+    if (silu)                                                                                                 \
+      fw_norm_matvec<2, W>(y, x, w, bias, nw, in, n, eps, xn, part, tid, blk);                                \
+    else                                                                                                      \
+      fw_norm_matvec<1, W>(y, x, w, bias, nw, in, n, eps, xn, part, tid, blk);                                \
+  }
+
 FW_EMBED_KERNEL(embed_f32, float)
 FW_RMSNORM_KERNEL(rmsnorm_f32, float)
 FW_RMSNORM_FUSED_KERNEL(rmsnorm_fused_f32, float)
 FW_MATMUL_KERNEL(matmul_f32, float)
+FW_NORM_MATVEC_KERNEL(norm_matvec_f32, float)
 FW_EMBED_KERNEL(embed_f16, fw_f16)
 FW_RMSNORM_KERNEL(rmsnorm_f16, fw_f16)
 FW_RMSNORM_FUSED_KERNEL(rmsnorm_fused_f16, fw_f16)
 FW_MATMUL_KERNEL(matmul_f16, fw_f16)
+FW_NORM_MATVEC_KERNEL(norm_matvec_f16, fw_f16)
 FW_EMBED_KERNEL(embed_bf16, fw_bf16)
 FW_RMSNORM_KERNEL(rmsnorm_bf16, fw_bf16)
 FW_RMSNORM_FUSED_KERNEL(rmsnorm_fused_bf16, fw_bf16)
 FW_MATMUL_KERNEL(matmul_bf16, fw_bf16)
+FW_NORM_MATVEC_KERNEL(norm_matvec_bf16, fw_bf16)

@@ -268,3 +268,63 @@ func TestRoPEAttentionWarpsImage(t *testing.T) {
 		}
 	})
 }
+
+// TestNormMatvec: norm_matvec_W writes, bit for bit, what rmsnorm_W and
+// then matmul_W write for one row (and, with silu, silu_mul_f32 after
+// them), on both sources: rows of in that take matvec_tile's laps of 8
+// loads, of 4, single loads and the scalar path (in % 8 != 0), outputs that
+// leave a block's groups idle, a bias, and in past FW_NV_MAX_IN, where it
+// writes nothing.
+func TestNormMatvec(t *testing.T) {
+	rng := rand.New(rand.NewPCG(41, 42))
+	for _, dtype := range []string{"f32", "bf16", "f16"} {
+		for i, in := range []int{2048, 4096, 576, 1000, 7, 2056, 64} {
+			n, silu, withBias := []int{19, 8, 24, 13, 5, 9, 1}[i], i%2 == 1, i%3 == 0
+			t.Run(fmt.Sprintf("%s/in%d/n%d/silu=%v/bias=%v", dtype, in, n, silu, withBias), func(t *testing.T) {
+				N := n
+				if silu {
+					N = 2 * n
+				}
+				x := F32s(randF32(rng, in, 2))
+				w := makeWeights(rng, dtype, N*in, 0.05)
+				nw := makeWeights(rng, dtype, in, 1)
+				var bias Arg = Null{}
+				if withBias {
+					bias = F32s(randF32(rng, N, 1))
+				}
+				const eps = float32(1e-5)
+				y, xb, gu := F32s(make([]float32, n)), F32s(make([]float32, in)), F32s(make([]float32, N))
+				fused := []Launch{{"norm_matvec_" + dtype, (n + 7) / 8, []Arg{y, x, w.buf, bias, nw.buf, U32(in), U32(n), F32(eps), U32(b2u(silu))}}}
+				unfused := []Launch{{"rmsnorm_" + dtype, 1, []Arg{xb, x, nw.buf, U32(1), U32(in), F32(eps)}}}
+				if silu {
+					unfused = append(unfused, Launch{"matmul_" + dtype, (N + 7) / 8, []Arg{gu, xb, w.buf, bias, U32(1), U32(in), U32(N), U32(0)}},
+						Launch{"silu_mul_f32", (n + 255) / 256, []Arg{y, gu, U32(1), U32(n)}})
+				} else {
+					unfused = append(unfused, Launch{"matmul_" + dtype, (N + 7) / 8, []Arg{y, xb, w.buf, bias, U32(1), U32(in), U32(N), U32(0)}})
+				}
+				outs := runSeqs(t, [][]Launch{fused, unfused}, y)
+				requireSameBytes(t, outs, true, "norm_matvec_"+dtype)
+				for _, v := range outs[0][0][0].Floats() {
+					require.False(t, math.IsNaN(float64(v)) || v == 0, "every output written")
+				}
+			})
+		}
+		t.Run(dtype+"/in4100", func(t *testing.T) {
+			const in, n = 4100, 3
+			sentinel := []float32{-7, -7, -7}
+			y := F32s(sentinel)
+			w, nw := makeWeights(rng, dtype, n*in, 0.05), makeWeights(rng, dtype, in, 1)
+			outs := runAll(t, Launch{"norm_matvec_" + dtype, 1, []Arg{y, F32s(randF32(rng, in, 1)), w.buf, Null{}, nw.buf, U32(in), U32(n), F32(1e-5), U32(0)}}, true, y)
+			each(t, outs, func(t *testing.T, b []*Buf) {
+				require.Equal(t, sentinel, b[0].Floats(), "past FW_NV_MAX_IN nothing is written")
+			})
+		})
+	}
+}
+
+func b2u(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
