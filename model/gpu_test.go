@@ -453,11 +453,16 @@ func TestGPURoPEInAttentionMatchesTheCPU(t *testing.T) {
 }
 
 // TestGPUFusedKernelsGiveTheUnfusedLogits proves on the device that the
-// fused rope_kv_store_f32 (the default) gives the same bytes as rope_f32
-// and kv_store_f32 (HIPGO_GPU_FUSED=0): every logit of a 64-token prompt
-// and of 16 batch-1 decode steps is equal, bit for bit.
+// fused kernels (the default) give the same bytes as the launches they
+// replace (HIPGO_GPU_FUSED=0): rope_kv_store_f32 for rope_f32 and
+// kv_store_f32, and in the batch-1 steps norm_matvec_W for each layer's
+// norms and the products after them (gate|up's with silu_mul_f32). Every
+// logit of a 64-token prompt and of 16 batch-1 decode steps is equal, bit
+// for bit, and in those steps the fused model launched rmsnorm_W for the
+// final norm only, and no silu_mul_f32.
 func TestGPUFusedKernelsGiveTheUnfusedLogits(t *testing.T) {
 	dev := openGPU(t)
+	t.Setenv(EnvGPUGraphs, "0") // count plain launches
 	for _, c := range gpuCases(t) {
 		t.Run(c.name, func(t *testing.T) {
 			fm, err := c.load(WithDevice(dev))
@@ -470,9 +475,27 @@ func TestGPUFusedKernelsGiveTheUnfusedLogits(t *testing.T) {
 			fs, us := fm.NewSession(), um.NewSession()
 			defer fs.Close()
 			defer us.Close()
-			forwardBoth(t, us, fs, testTokens(64, c.vocab), 16, c.vocab, func(step int, want, got []float32) {
+			fused, unfused := fm.be.(*gpuBackend).b.Launched, um.be.(*gpuBackend).b.Launched
+			count := func(launched func(string) int64, kernel string) (n int64) {
+				for _, dt := range []string{"f32", "f16", "bf16"} {
+					n += launched(kernel + "_" + dt)
+				}
+				return n
+			}
+			const steps = 16
+			var norms, unfusedNorms, silus int64
+			forwardBoth(t, us, fs, testTokens(64, c.vocab), steps, c.vocab, func(step int, want, got []float32) {
 				require.Equalf(t, want, got, "logits of step %d (-1: the prompt)", step)
+				if step == -1 {
+					norms, unfusedNorms, silus = count(fused, "rmsnorm"), count(unfused, "rmsnorm"), fused("silu_mul_f32")
+				}
 			})
+			layers := int64(fm.Config().NumLayers)
+			require.Equal(t, steps*(2*layers+1), count(unfused, "rmsnorm")-unfusedNorms, "the unfused steps' norms")
+			require.Equal(t, int64(steps), count(fused, "rmsnorm")-norms, "the fused steps' norms: the final one only")
+			require.Equal(t, silus, fused("silu_mul_f32"), "a batch-1 step of the fused model launched silu_mul_f32")
+			require.Equal(t, steps*2*layers, count(fused, "norm_matvec"))
+			require.Zero(t, count(unfused, "norm_matvec"))
 		})
 	}
 }

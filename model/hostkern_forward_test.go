@@ -11,6 +11,7 @@ import (
 	"github.com/hipgo/hipgo/model/internal/cpu"
 	"github.com/hipgo/hipgo/model/internal/hostkern"
 	"github.com/hipgo/hipgo/model/modeltest"
+	"github.com/hipgo/hipgo/model/safetensors"
 	"github.com/stretchr/testify/require"
 )
 
@@ -131,6 +132,30 @@ func (f *kernelForward) matmul(y, x *hostkern.Buf, rows int, m *cpu.Matrix, bias
 	f.launch("matmul_"+s, grid, y, x, w, optBias(bias), hostkern.U32(rows), hostkern.U32(m.Cols), hostkern.U32(m.Rows), a)
 }
 
+// normMatvec: y = rmsnorm(x, nw) · mᵀ (+ bias) for one row in one launch
+// (norm_matvec_W, as the GPU backend runs a batch-1 step's layer norms
+// with the products after them; launch.go normMatvec); with silu, silu_mul_f32 of
+// that product (m is gate|up). A bf16 model's norm weights go as bf16, as
+// on the device: they are bf16 values.
+func (f *kernelForward) normMatvec(y, x *hostkern.Buf, nw []float32, m *cpu.Matrix, bias []float32, silu bool) {
+	s, w := f.weight(m)
+	nb := hostkern.F32s(nw)
+	if s == "bf16" {
+		h := make([]uint16, len(nw))
+		for i, v := range nw {
+			h[i] = safetensors.Float32ToBF16(v)
+			require.Equal(f.t, v, safetensors.BF16ToFloat32(h[i]), "a bf16 model's norm weight %d", i)
+		}
+		nb = hostkern.U16s(h)
+	}
+	n, flag := m.Rows, hostkern.U32(0)
+	if silu {
+		n, flag = n/2, 1
+	}
+	f.launch("norm_matvec_"+s, (n+7)/8, y, x, w, optBias(bias), nb, hostkern.U32(m.Cols), hostkern.U32(n),
+		hostkern.F32(float32(f.cfg.RMSNormEps)), flag)
+}
+
 func (f *kernelForward) rmsnorm(out, x *hostkern.Buf, rows int, w []float32) {
 	f.launch("rmsnorm_f32", rows, out, x, hostkern.F32s(w), hostkern.U32(rows), hostkern.U32(len(w)), hostkern.F32(float32(f.cfg.RMSNormEps)))
 }
@@ -165,8 +190,12 @@ func (f *kernelForward) step(seqs []int, tokens []uint32) [][]float32 {
 	f.launch("embed_"+es, T, x, table, hostkern.U32s(tokens), hostkern.U32(T), hostkern.U32(D), hostkern.U32(c.VocabSize))
 	for l := range w.layers {
 		lw := &w.layers[l]
-		f.rmsnorm(h, x, T, lw.attnNorm)
-		f.matmul(qkv, h, T, &lw.qkv, lw.qkvBias, false)
+		if T == 1 {
+			f.normMatvec(qkv, x, lw.attnNorm, &lw.qkv, lw.qkvBias, false)
+		} else {
+			f.rmsnorm(h, x, T, lw.attnNorm)
+			f.matmul(qkv, h, T, &lw.qkv, lw.qkvBias, false)
+		}
 		// As the GPU backend (launch.go positions): rope of q's and k's heads
 		// and the kv store in one launch.
 		f.launch("rope_kv_store_f32", T, qkv, f.kc[l], f.vc[l], posB, f.invFreq, slotsB, hostkern.U32(T), hostkern.U32(H),
@@ -185,9 +214,13 @@ func (f *kernelForward) step(seqs []int, tokens []uint32) [][]float32 {
 			hostkern.U32(T), hostkern.U32(H), hostkern.U32(KV), hostkern.U32(hd), hostkern.U32(qkvD),
 			hostkern.F32(float32(1/math.Sqrt(float64(hd)))))
 		f.matmul(x, att, T, &lw.o, lw.oBias, true)
-		f.rmsnorm(h, x, T, lw.mlpNorm)
-		f.matmul(gu, h, T, &lw.gateUp, lw.gateUpBias, false)
-		f.launch("silu_mul_f32", (T*I+255)/256, act, gu, hostkern.U32(T), hostkern.U32(I))
+		if T == 1 {
+			f.normMatvec(act, x, lw.mlpNorm, &lw.gateUp, lw.gateUpBias, true)
+		} else {
+			f.rmsnorm(h, x, T, lw.mlpNorm)
+			f.matmul(gu, h, T, &lw.gateUp, lw.gateUpBias, false)
+			f.launch("silu_mul_f32", (T*I+255)/256, act, gu, hostkern.U32(T), hostkern.U32(I))
+		}
 		f.matmul(x, act, T, &lw.down, lw.downBias, true)
 	}
 	rows := make([]uint32, len(order))
@@ -302,6 +335,14 @@ func hostKernelForwardMatchesCPU(t *testing.T, d *hostkern.Driver) {
 					require.NoError(t, err)
 					check(fmt.Sprintf("decode step %d, sequence %d at position %d", step, s, sessions[s].Len()-1), got[s], want)
 				}
+			}
+			// Batch-1 steps: each layer's norms run with the products after
+			// them (norm_matvec_W).
+			for step := range 2 {
+				tok := uint32((step*13 + 4) % V)
+				want, err := sessions[1].Forward(context.Background(), []uint32{tok}, false)
+				require.NoError(t, err)
+				check(fmt.Sprintf("batch-1 step %d at position %d", step, sessions[1].Len()-1), f.step([]int{1}, []uint32{tok})[0], want)
 			}
 			t.Logf("max |kernel - cpu| / max|logit| = %.2g", worst)
 		})

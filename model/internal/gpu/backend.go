@@ -48,8 +48,10 @@ type Options struct {
 	// and attention_warps_f32 where rope_attention_warps_f32 would (see
 	// ropeInAttention), silu_mul_f32 and wg_split_x_W where
 	// wg_silu_split_x_W (see siluInSplit) or gate|up would make down's
-	// image (see siluImage), and wg_split_x_W where the attention would
-	// make o's (see oImage); the results are the same bytes.
+	// image (see siluImage), wg_split_x_W where the attention would
+	// make o's (see oImage), and rmsnorm_W, matmul_W and silu_mul_f32 where
+	// norm_matvec_W would do them (see normMatvec); the results are the
+	// same bytes.
 	NoFusedKernels bool
 	// NoWarpgroupMMA keeps the tc_split_x_W + matmul_tcx_W pair where
 	// matmul_wgs_W would run (see wgSplitK).
@@ -205,6 +207,22 @@ func (b *Backend) kernelNames() []string {
 	}
 	if b.fuse {
 		names["rope_kv_store_f32"] = true
+		// normMatvec's kernels, where a norm and the product after it are
+		// of one unquantized type.
+		var pairs [][2]matrix
+		for _, l := range b.w.layers {
+			if l.qkvParts == nil {
+				pairs = append(pairs, [2]matrix{l.qkv, l.attnNorm})
+			}
+			if l.gateUpParts == nil {
+				pairs = append(pairs, [2]matrix{l.gateUp, l.mlpNorm})
+			}
+		}
+		for _, p := range pairs {
+			if p[0].dtype == p[1].dtype && !p[0].dtype.Quantized() {
+				names["norm_matvec_"+p[0].dtype.Suffix()] = true
+			}
+		}
 	} else {
 		names["rope_f32"], names["kv_store_f32"] = true, true
 	}

@@ -26,9 +26,11 @@
 //
 // A layer is 9 launches: rope of q and k and the kv store are one,
 // rope_kv_store_f32; where down runs on the warpgroup MMA (below), its x
-// is split from gate|up with silu in the same launch, wg_silu_split_x_W
+// is split from gate|up with silu in the same launch, wg_silu_split_x_W;
+// in a batch-1 step each layer norm runs in the product after it,
+// norm_matvec_W, gate|up's with silu_mul_f32 too (launch.go's normMatvec)
 // (Options.NoFusedKernels, or HIPGO_GPU_FUSED=0 through package model,
-// launches the plain kernels for both; the same bytes).
+// launches the plain kernels for all of these; the same bytes).
 //
 // Matrix products: from 2 rows on CUDA the 16-bit weights go through the
 // tensor cores (the tc_split_x_W + matmul_tcx_W pair below 512 rows,

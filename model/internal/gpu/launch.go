@@ -232,6 +232,11 @@ const (
 	// against 12.5 over 144 keys), and 65 to 255 were not measured.
 	bykey128MinBlocks = 256
 
+	// norm_matvec_W (forward.cu): in at most FW_NV_MAX_IN (its row in
+	// shared memory), one output per 32-lane group, 8 a block.
+	nvMaxIn   = 4096
+	nvOutputs = 8
+
 	ewThreads = 256
 	maxEWGrid = 65535 // the elementwise kernels stride over the grid
 )
@@ -325,6 +330,33 @@ func (b *Backend) productRoute(rows, in, out int, w matrix) route {
 		return route{kind: routeTC}
 	}
 	return route{kind: routePair}
+}
+
+// normMatvec: a product of rows rows over w, after the norm of its x with
+// nw, runs in one launch with that norm (norm_matvec_W; normMatvecLaunch):
+// one row on matmul_W's route (productRoute), in at most nvMaxIn, w and nw
+// of one unquantized type, and the fused kernels on. The backend asks it
+// for a batch-1 step's q|k|v and gate|up (that one with silu_mul_f32 too),
+// not for the LM head, where each of its thousands of blocks would read
+// and sum the row again. On the H200 (decodebench, batch 1, builds
+// alternating; docs/generate.md) the 1B shape ran 1155 tokens/s against
+// 1108 and SmolLM-135M's 1427 against 1250; with the LM head's norm in it
+// too the 1B shape ran 1116.
+func (b *Backend) normMatvec(rows, in int, w, nw matrix) bool {
+	return b.fuse && rows == 1 && in <= nvMaxIn && w.dtype == nw.dtype && !w.dtype.Quantized() &&
+		b.productRoute(rows, in, 0, w).kind == routeMatmul
+}
+
+// normMatvecLaunch writes y [n] = rmsnorm(x [in], nw) . w^T (+ bias) for
+// one row, or with silu (w [2n, in], gate then up) silu_mul_f32's output
+// of that product: the bytes of rmsnorm_W, matmul_W (and silu_mul_f32).
+func (b *Backend) normMatvecLaunch(y, x runtime.DevicePtr, w matrix, bias runtime.DevicePtr, nw matrix, in, n int, silu bool) error {
+	s := uint32(0)
+	if silu {
+		s = 1
+	}
+	return b.launch("norm_matvec_"+w.dtype.Suffix(), g1(ceilDiv(n, nvOutputs)), y, x, w.buf, bias, nw.buf,
+		u32(in), u32(n), b.cfg.Eps, s)
 }
 
 // partials is a residual product's partial sums left in b.sc.wgPart for the

@@ -386,9 +386,21 @@ func (b *Backend) forward(ctx context.Context, p *plan) error {
 			case b.siluInSplit(n, w.down, foldDown):
 				siluFrom = gu
 			}
+			// A batch-1 step's norms run in the products after them
+			// (normMatvec), gate|up's with silu_mul_f32.
+			normQKV := left.n == 0 && qkvSplit == 0 && qkvKS == 0 && w.qkvParts == nil && b.normMatvec(n, D, w.qkv, w.attnNorm)
+			var normGU bool // decided once o has run (its partials)
 			steps := []func() error{
-				func() error { return b.rmsnorm(xb, x, w.attnNorm, n, left, qkvSplit) },
+				func() error {
+					if normQKV {
+						return nil
+					}
+					return b.rmsnorm(xb, x, w.attnNorm, n, left, qkvSplit)
+				},
 				func() (err error) {
+					if normQKV {
+						return b.normMatvecLaunch(qkv, x, w.qkv, ptrOf(w.qkvBias), w.attnNorm, D, c.qkvDim(), false)
+					}
 					if qkvKS > 0 {
 						qkvLeft, err = b.leaveParts(xb, 0, w.qkv, ptrOf(w.qkvBias), n, D, c.qkvDim(), qkvKS, b.normImage(qkvSplit != 0))
 						return err
@@ -411,15 +423,25 @@ func (b *Backend) forward(ctx context.Context, p *plan) error {
 					left, err = b.residualProduct(x, att, w.o, w.oBias, n, qD, D, true, 0, oImg)
 					return err
 				},
-				func() error { return b.rmsnorm(xb, x, w.mlpNorm, n, left, guSplit) },
 				func() error {
+					normGU = left.n == 0 && guSplit == 0 && siluImg == 0 && siluFrom == 0 && w.gateUpParts == nil &&
+						b.normMatvec(n, D, w.gateUp, w.mlpNorm)
+					if normGU {
+						return nil
+					}
+					return b.rmsnorm(xb, x, w.mlpNorm, n, left, guSplit)
+				},
+				func() error {
+					if normGU {
+						return b.normMatvecLaunch(act, x, w.gateUp, ptrOf(w.gateUpBias), w.mlpNorm, D, I, true)
+					}
 					if siluImg != 0 {
 						return b.gateUpSilu(siluImg, xb, w, n, guSplit != 0)
 					}
 					return b.projection(gu, xb, w.gateUp, w.gateUpParts, c.gateUpRows(), w.gateUpBias, n, D, guSplit != 0)
 				},
 				func() error {
-					if siluFrom != 0 || siluImg != 0 {
+					if siluFrom != 0 || siluImg != 0 || normGU {
 						return nil
 					}
 					return b.siluMul(act, gu, n)

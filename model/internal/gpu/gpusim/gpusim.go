@@ -169,7 +169,8 @@ func forwardKernels() []simgpu.KernelDef {
 			simgpu.KernelDef{Name: "embed_" + dt.suffix(), ParamSizes: []int{8, 8, 8, 4, 4, 4}, Run: embed(dt)},
 			simgpu.KernelDef{Name: "rmsnorm_" + dt.suffix(), ParamSizes: []int{8, 8, 8, 4, 4, 4}, Run: rmsnorm(dt)},
 			simgpu.KernelDef{Name: "rmsnorm_fused_" + dt.suffix(), ParamSizes: []int{8, 8, 8, 8, 8, 4, 4, 4, 4, 8, 4}, Run: rmsnormFused(dt)},
-			simgpu.KernelDef{Name: "matmul_" + dt.suffix(), ParamSizes: []int{8, 8, 8, 8, 4, 4, 4, 4}, Run: matmul(dt)})
+			simgpu.KernelDef{Name: "matmul_" + dt.suffix(), ParamSizes: []int{8, 8, 8, 8, 4, 4, 4, 4}, Run: matmul(dt)},
+			simgpu.KernelDef{Name: "norm_matvec_" + dt.suffix(), ParamSizes: []int{8, 8, 8, 8, 8, 4, 4, 4, 4}, Run: normMatvec(dt)})
 	}
 	// matmul_tc_W: matmul_W's semantics on the tensor cores (16-bit weights;
 	// the backend launches it on CUDA from 512 rows).
@@ -339,6 +340,59 @@ func rmsnorm(t wtype) simgpu.KernelFunc {
 }
 
 var pool = cpu.NewPool(1)
+
+// norm_matvec_W: y, x, w, bias, nw, in, n, eps, silu. rmsnorm_W's twin of
+// x's one row, then matmul_W's of it into n outputs (silu: 2n, and
+// silu_mul_f32's twin of them into y), as the three launches would. Its
+// grid must be ceil(n / 8) blocks of 256 threads; past in 4096 it writes
+// nothing, as forward.cu's.
+func normMatvec(t wtype) simgpu.KernelFunc {
+	return func(d *simgpu.Device, g, b driver.Dim3, a []uint64, _ <-chan struct{}) error {
+		K, n, silu := int(a[5]), int(a[6]), a[8] != 0
+		if int(g.X)*int(g.Y)*int(g.Z) != (n+7)/8 || b.X*b.Y*b.Z != 256 {
+			return simgpu.CodeLaunchFailure
+		}
+		if K > 4096 {
+			return nil
+		}
+		N := n
+		if silu {
+			N = 2 * n
+		}
+		y, err := f32s(d, a[0], n)
+		if err != nil {
+			return err
+		}
+		x, err := f32s(d, a[1], K)
+		if err != nil {
+			return err
+		}
+		m, err := weights(d, t, a[2], N, K)
+		if err != nil {
+			return err
+		}
+		var bias []float32
+		if a[3] != 0 {
+			if bias, err = f32s(d, a[3], N); err != nil {
+				return err
+			}
+		}
+		nw, err := widen(d, t, a[4], K)
+		if err != nil {
+			return err
+		}
+		xn := make([]float32, K)
+		cpu.RMSNorm(xn, x, nw, f32arg(a[7]))
+		if !silu {
+			pool.MatMul(y, xn, 1, m, bias)
+			return nil
+		}
+		gu := make([]float32, N)
+		pool.MatMul(gu, xn, 1, m, bias)
+		cpu.SwiGLU(y, gu[:n], gu[n:])
+		return nil
+	}
+}
 
 // matmul_W: y, x, w, bias, rows, in, out, accumulate. Each row is its own
 // product (as on a GPU, a row's result does not depend on the others).
