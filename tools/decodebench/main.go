@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hipgo/hipgo/model"
+	"github.com/hipgo/hipgo/runtime"
 )
 
 func main() {
@@ -29,6 +30,7 @@ type options struct {
 	batches              []int
 	prompt, gen, prefill int
 	runs                 int
+	watchdog             time.Duration
 }
 
 func parse(args []string) (options, error) {
@@ -42,6 +44,8 @@ func parse(args []string) (options, error) {
 	fs.IntVar(&o.gen, "new", 128, "decode steps timed per run")
 	fs.IntVar(&o.prefill, "prefill", 512, "prompt length of the prefill measurement (0: none)")
 	fs.IntVar(&o.runs, "runs", 3, "runs per measurement; the median is printed")
+	fs.DurationVar(&o.watchdog, "watchdog", 30*time.Second,
+		"bound on each wait for the GPU, so that a hung kernel ends the run with an error (0: none; "+runtime.EnvWatchdog+" overrides it)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -58,11 +62,22 @@ func parse(args []string) (options, error) {
 	switch {
 	case o.prompt < 1 || o.gen < 1 || o.runs < 1 || o.prefill < 0:
 		return o, errors.New("-prompt, -new and -runs must be at least 1, -prefill at least 0")
+	case o.watchdog < 0:
+		return o, fmt.Errorf("-watchdog %v: want 0 or more", o.watchdog)
 	}
 	if o.label == "" {
 		o.label = o.dir
 	}
 	return o, nil
+}
+
+// setWatchdog makes d the runtime's watchdog (runtime.Open reads
+// HIPGO_GPU_WATCHDOG) unless the environment already sets one. Without it a
+// hung kernel stalls a benchmark silently until whoever runs it gives up.
+func setWatchdog(d time.Duration) {
+	if os.Getenv(runtime.EnvWatchdog) == "" && d > 0 {
+		os.Setenv(runtime.EnvWatchdog, d.String())
+	}
 }
 
 // result is one JSON line.
@@ -85,6 +100,7 @@ func run(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	setWatchdog(o.watchdog)
 	ctxLen := max(o.prompt+o.gen+2, o.prefill+2)
 	maxB := slices.Max(o.batches)
 	m, err := model.Load(o.dir, model.WithoutTokenizer(), model.WithDeviceMode(o.device),

@@ -3,13 +3,16 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/hipgo/hipgo/model"
 	"github.com/hipgo/hipgo/model/modeltest"
+	"github.com/hipgo/hipgo/runtime"
 )
 
 func TestBadFlagsAreErrors(t *testing.T) {
@@ -19,6 +22,8 @@ func TestBadFlagsAreErrors(t *testing.T) {
 		{"-model", "x", "-batch", "1,a"},
 		{"-model", "x", "-new", "0"},
 		{"-model", "x", "-prefill", "-1"},
+		{"-model", "x", "-watchdog", "-1s"},
+		{"-model", "x", "-watchdog", "soon"},
 	} {
 		_, err := parse(args)
 		require.Error(t, err, "%v", args)
@@ -58,4 +63,27 @@ func TestPoolHoldsEverySequencesBlocks(t *testing.T) {
 		blocks := (c.ctx + model.KVBlockTokens - 1) / model.KVBlockTokens
 		require.GreaterOrEqual(t, poolTokens(c.b, c.ctx), c.b*blocks*model.KVBlockTokens, "batch %d, context %d", c.b, c.ctx)
 	}
+}
+
+// The watchdog goes to the runtime through HIPGO_GPU_WATCHDOG, 30 s unless
+// the flag or the environment says otherwise; the environment wins.
+func TestWatchdogReachesTheRuntime(t *testing.T) {
+	o, err := parse([]string{"-model", "x"})
+	require.NoError(t, err)
+	t.Setenv(runtime.EnvWatchdog, "")
+	setWatchdog(o.watchdog)
+	require.Equal(t, "30s", os.Getenv(runtime.EnvWatchdog))
+	d, err := runtime.ParseWatchdog(os.Getenv(runtime.EnvWatchdog))
+	require.NoError(t, err)
+	require.Equal(t, 30*time.Second, d)
+
+	t.Setenv(runtime.EnvWatchdog, "5s")
+	setWatchdog(time.Minute)
+	require.Equal(t, "5s", os.Getenv(runtime.EnvWatchdog), "the environment's watchdog is kept")
+
+	t.Setenv(runtime.EnvWatchdog, "")
+	o, err = parse([]string{"-model", "x", "-watchdog", "0"})
+	require.NoError(t, err)
+	setWatchdog(o.watchdog)
+	require.Empty(t, os.Getenv(runtime.EnvWatchdog), "-watchdog 0: none")
 }
