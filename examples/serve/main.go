@@ -44,6 +44,22 @@ func main() {
 
 // run is the whole program; ready, when set, receives the listening
 // address (tests listen on port 0).
+// defaultWatchdog bounds each wait for the GPU: without one a hung kernel
+// holds every request of its step, and every later step, until the process
+// is killed. A decode or prefill step takes milliseconds; loading a model
+// waits seconds at most.
+const defaultWatchdog = time.Minute
+
+// watchdogOptions is the device's watchdog: -watchdog when given, else
+// HIPGO_GPU_WATCHDOG when set (runtime.Open reads it), else the flag's
+// default.
+func watchdogOptions(given bool, d time.Duration, env string) []runtime.Option {
+	if !given && env != "" {
+		return nil
+	}
+	return []runtime.Option{runtime.WithWatchdog(d)}
+}
+
 func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr string)) error {
 	fl := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fl.SetOutput(stderr)
@@ -59,6 +75,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 	kvTokens := fl.Int("kv-tokens", 0, "GPU KV-cache pool in tokens (0: the model's default)")
 	onLoss := fl.String("on-device-loss", "fail", "after the GPU is lost: fail (503 until restarted) or cpu (serve on the CPU)")
 	maxBody := fl.Int64("max-body", 1<<20, "largest request body in bytes")
+	watchdog := fl.Duration("watchdog", defaultWatchdog, "fail a GPU step that waits longer than this (a hung kernel) with a watchdog error instead of holding its requests (0: never; without this flag "+runtime.EnvWatchdog+" sets it when set)")
 	injectFrac := fl.Float64("inject-step-failures", 0, "testing: fail this fraction of batch steps (0: none)")
 	injectSeed := fl.Uint64("inject-seed", 1, "testing: seed of -inject-step-failures")
 	oobAt := fl.Uint64("inject-oob-at-step", 0, "testing, GPU only: at this step launch the runtime's out-of-bounds test kernel, a real device fault (0: never)")
@@ -68,6 +85,11 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 	if fl.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fl.Args())
 	}
+	if *watchdog < 0 {
+		return fmt.Errorf("-watchdog %v: want 0 or more", *watchdog)
+	}
+	given := false
+	fl.Visit(func(f *flag.Flag) { given = given || f.Name == "watchdog" })
 	if *onLoss != "fail" && *onLoss != "cpu" {
 		return fmt.Errorf("-on-device-loss %q is not fail or cpu", *onLoss)
 	}
@@ -109,7 +131,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 	var dev *runtime.Device
 	if *device != model.DeviceCPU {
 		openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		dev, err = runtime.Open(openCtx)
+		dev, err = runtime.Open(openCtx, watchdogOptions(given, *watchdog, os.Getenv(runtime.EnvWatchdog))...)
 		cancel()
 		switch {
 		case err == nil:

@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/hipgo/hipgo/internal/simgpu"
+	"github.com/hipgo/hipgo/runtime"
 )
 
 // TestServeStartsReadyAndShutsDown proves the command serves the demo
@@ -44,7 +47,25 @@ func TestServeStartsReadyAndShutsDown(t *testing.T) {
 	cancel()
 	require.NoError(t, <-done)
 
-	for _, args := range [][]string{{"-on-device-loss", "gpu"}, {"-inject-step-failures", "2"}, {"extra"}} {
+	for _, args := range [][]string{{"-on-device-loss", "gpu"}, {"-inject-step-failures", "2"}, {"extra"}, {"-watchdog", "-1s"}} {
 		require.Error(t, run(context.Background(), args, io.Discard, nil), "%v", args)
 	}
+}
+
+// TestWatchdogOfTheDevice: the device serve opens bounds its waits by
+// -watchdog when given, else by HIPGO_GPU_WATCHDOG when set, else by a
+// minute, so that a hung kernel fails its step instead of holding it.
+func TestWatchdogOfTheDevice(t *testing.T) {
+	open := func(given bool, d time.Duration, env string) time.Duration {
+		t.Setenv(runtime.EnvWatchdog, env)
+		drv := simgpu.New(simgpu.Config{Devices: 1})
+		dev, err := runtime.Open(context.Background(), append(watchdogOptions(given, d, env), runtime.WithDrivers(drv))...)
+		require.NoError(t, err)
+		defer dev.Close()
+		return dev.Watchdog()
+	}
+	require.Equal(t, time.Minute, open(false, defaultWatchdog, ""), "the default")
+	require.Equal(t, 5*time.Second, open(false, defaultWatchdog, "5s"), "the environment without the flag")
+	require.Equal(t, 2*time.Second, open(true, 2*time.Second, "5s"), "the flag over the environment")
+	require.Equal(t, time.Duration(0), open(true, 0, ""), "-watchdog 0: none")
 }
