@@ -505,10 +505,24 @@ DEVICE void fw_unpack8(const fw_raw8<fw_f16>& r, float* o) {
 // the H200 (1B shape, batch 1) that ran level with a first lap of 4 under
 // launch bounds of 3 blocks an SM, and 3% faster than no early lap (the
 // numbers: docs/generate.md). xn: FW_NV_MAX_IN floats of shared memory.
+// norm_matvec_fma: acc[r] += row r's LAP chunks of weights as loaded
+// (raw[r][j], chunk k + 32 j) . xn's, in chunk order.
+template <uint32_t R, uint32_t LAP, typename W>
+DEVICE void norm_matvec_fma(float* acc, const fw_raw8<W> (&raw)[R][LAP], const float* xn, uint32_t in, uint32_t k) {
+#pragma unroll
+  for (uint32_t r = 0; r < R; ++r)
+#pragma unroll
+    for (uint32_t j = 0; j < LAP; ++j) {
+      float wv[8];
+      fw_unpack8(raw[r][j], wv);
+      matvec_fma<1>(&acc[r], wv, xn, in, k + 32u * j, 1);
+    }
+}
+
 template <uint32_t R, typename W>
 DEVICE void norm_matvec(float* y, const float* x, const W* w, const float* bias, const W* nw, uint32_t in,
                         uint32_t n, float eps, float* xn) {
-  constexpr uint32_t LAP = 8 / R, PRE = LAP;
+  constexpr uint32_t LAP = 8 / R;
   const uint32_t tid = thread_idx_x(), lane = tid & 31u;
   const uint32_t o = block_idx_x() * FW_MM_GROUPS + tid / 32;
   const bool live = o < n && in <= FW_NV_MAX_IN;
@@ -519,13 +533,13 @@ DEVICE void norm_matvec(float* y, const float* x, const W* w, const float* bias,
   const W* wr[R];
 #pragma unroll
   for (uint32_t r = 0; r < R; ++r) wr[r] = w + (uint64_t)(o + r * n) * in;
-  const bool early = PRE > 0 && live && vec && lane + 32u * (PRE - 1) < chunks;
-  fw_raw8<W> pre[R][PRE > 0 ? PRE : 1];
+  const bool early = live && vec && lane + 32u * (LAP - 1) < chunks;
+  fw_raw8<W> pre[R][LAP];
   if (early) {
 #pragma unroll
     for (uint32_t r = 0; r < R; ++r)
 #pragma unroll
-      for (uint32_t j = 0; j < PRE; ++j) fw_stream_raw8(wr[r] + (uint64_t)(lane + 32u * j) * 8u, pre[r][j]);
+      for (uint32_t j = 0; j < LAP; ++j) fw_stream_raw8(wr[r] + (uint64_t)(lane + 32u * j) * 8u, pre[r][j]);
   }
   fw_early_start();
   if (in > FW_NV_MAX_IN) return;  // the whole block
@@ -547,15 +561,8 @@ DEVICE void norm_matvec(float* y, const float* x, const W* w, const float* bias,
   if (vec) {
     uint32_t k = lane;
     if (early) {
-#pragma unroll
-      for (uint32_t r = 0; r < R; ++r)
-#pragma unroll
-        for (uint32_t j = 0; j < PRE; ++j) {
-          float wv[8];
-          fw_unpack8(pre[r][j], wv);
-          matvec_fma<1>(&acc[r], wv, xn, in, k + 32u * j, 1);
-        }
-      k += 32u * PRE;
+      norm_matvec_fma(acc, pre, xn, in, k);
+      k += 32u * LAP;
     }
     for (; k + 32u * (LAP - 1) < chunks; k += 32u * LAP) {
       fw_raw8<W> cur[R][LAP];
@@ -563,14 +570,7 @@ DEVICE void norm_matvec(float* y, const float* x, const W* w, const float* bias,
       for (uint32_t r = 0; r < R; ++r)
 #pragma unroll
         for (uint32_t j = 0; j < LAP; ++j) fw_stream_raw8(wr[r] + (uint64_t)(k + 32u * j) * 8u, cur[r][j]);
-#pragma unroll
-      for (uint32_t r = 0; r < R; ++r)
-#pragma unroll
-        for (uint32_t j = 0; j < LAP; ++j) {
-          float wv[8];
-          fw_unpack8(cur[r][j], wv);
-          matvec_fma<1>(&acc[r], wv, xn, in, k + 32u * j, 1);
-        }
+      norm_matvec_fma(acc, cur, xn, in, k);
     }
     if (LAP > 4) {
       for (; k + 96u < chunks; k += 128u) {
