@@ -24,7 +24,7 @@
 // on the device and sampling.Sampler draws there; only the token ids (4
 // bytes a sequence) come back.
 //
-// A layer is 9 launches: rope of q and k and the kv store are one,
+// A layer is at most 9 launches: rope of q and k and the kv store are one,
 // rope_kv_store_f32; where down runs on the warpgroup MMA (below), its x
 // is split from gate|up with silu in the same launch, wg_silu_split_x_W;
 // in a batch-1 step each layer norm runs in the product after it,
