@@ -499,12 +499,6 @@ DEVICE void fw_unpack8(const fw_raw8<fw_f16>& r, float* o) {
     o[2 * i] = fw_f16_f32(r.v[0].v[i] & 0xffffu), o[2 * i + 1] = fw_f16_f32(r.v[0].v[i] >> 16);
 }
 
-// norm_matvec: R rows of w a 32-lane group (2 with silu), each lap of
-// loads 8 / R deep (the registers of matvec_tile's 8; a row's sums run in
-// its order whatever the laps), the first lap loaded before the wait. On
-// the H200 (1B shape, batch 1) that ran level with a first lap of 4 under
-// launch bounds of 3 blocks an SM, and 3% faster than no early lap (the
-// numbers: docs/generate.md). xn: FW_NV_MAX_IN floats of shared memory.
 // norm_matvec_fma: acc[r] += row r's LAP chunks of weights as loaded
 // (raw[r][j], chunk k + 32 j) . xn's, in chunk order.
 template <uint32_t R, uint32_t LAP, typename W>
@@ -519,6 +513,12 @@ DEVICE void norm_matvec_fma(float* acc, const fw_raw8<W> (&raw)[R][LAP], const f
     }
 }
 
+// norm_matvec: R rows of w a 32-lane group (2 with silu), each lap of
+// loads 8 / R deep (the registers of matvec_tile's 8; a row's sums run in
+// its order whatever the laps), the first lap loaded before the wait. On
+// the H200 (1B shape, batch 1) that ran level with a first lap of 4 under
+// launch bounds of 3 blocks an SM, and 3% faster than no early lap (the
+// numbers: docs/generate.md). xn: FW_NV_MAX_IN floats of shared memory.
 template <uint32_t R, typename W>
 DEVICE void norm_matvec(float* y, const float* x, const W* w, const float* bias, const W* nw, uint32_t in,
                         uint32_t n, float eps, float* xn) {
