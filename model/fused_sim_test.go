@@ -12,8 +12,9 @@ import (
 // TestSimGPUDecodeStepLaunches counts the forward kernels of one step on
 // the simulated GPU. With the fused kernels (the default) a prefill's
 // layer is 9 launches (rmsnorm, q|k|v, rope_kv_store_f32, attention, o,
-// rmsnorm, gate|up, silu, down) and a decode step's 8 (rope and the kv
-// store inside rope_attention_warps_f32), plus embed, the final norm and
+// rmsnorm, gate|up, silu, down) and a batch-1 decode step's 5 (rope and
+// the kv store inside rope_attention_warps_f32, each norm inside the
+// product after it, norm_matvec_W, with silu in gate|up's), plus embed, the final norm and
 // the LM head, and the row gather where the LM head's rows are not the
 // step's tokens in order (the prefill's last token: 4; a decode step: 3);
 // with HIPGO_GPU_FUSED=0, 10 per layer (rope and the kv store apart).
@@ -31,7 +32,7 @@ func TestSimGPUDecodeStepLaunches(t *testing.T) {
 	for _, c := range []struct {
 		env                 string
 		prefill, decodeStep int // launches a layer
-	}{{"1", 9, 8}, {"0", 10, 10}} {
+	}{{"1", 9, 5}, {"0", 10, 10}} {
 		t.Run("fused="+c.env, func(t *testing.T) {
 			t.Setenv(EnvGPUFused, c.env)
 			t.Setenv(EnvGPULookahead, "0")
@@ -65,8 +66,11 @@ func TestSimGPUDecodeStepLaunches(t *testing.T) {
 				require.Zero(t, faults.Launched("kv_store_f32"))
 				require.Equal(t, int64(L), faults.Launched("rope_kv_store_f32"), "the prefill's layers")
 				require.Equal(t, (steps-1)*int64(L), faults.Launched("rope_attention_warps_f32"), "the decode steps' layers")
+				require.Equal(t, 2*(steps-1)*int64(L), faults.Launched("norm_matvec_f32"), "the decode steps' layer norms")
+				require.Equal(t, 2*int64(L)+1+steps-1, faults.Launched("rmsnorm_f32"), "the prefill's norms and the decode steps' final ones")
 			} else {
 				require.Zero(t, faults.Launched("rope_kv_store_f32"))
+				require.Zero(t, faults.Launched("norm_matvec_f32"))
 				require.Equal(t, steps*int64(L), faults.Launched("rope_f32"))
 				require.Equal(t, steps*int64(L), faults.Launched("kv_store_f32"))
 			}
