@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -212,8 +213,13 @@ type Device struct {
 	ordinal int
 	kernels map[string]KernelDef
 
-	mu     sync.Mutex
-	mem    map[driver.Ptr][]byte
+	mu  sync.Mutex
+	mem map[driver.Ptr][]byte
+	// bases: mem's keys in increasing order, so that Bytes finds the
+	// allocation around an address by binary search (kernel twins look up
+	// memory per head and per row; a scan of mem made that the simulated
+	// device's main cost once a model had allocated its buffers).
+	bases  []driver.Ptr
 	used   uint64
 	next   driver.Ptr
 	faultE atomic.Pointer[Code]
@@ -342,6 +348,9 @@ func (d *Device) Alloc(n uint64) (driver.Ptr, error) {
 	}
 	p := d.next
 	d.next += driver.Ptr((n + 255) &^ 255)
+	if _, ok := d.mem[p]; !ok { // a zero-byte allocation does not move next
+		d.bases = append(d.bases, p) // next only grows: bases stays sorted
+	}
 	d.mem[p] = make([]byte, n)
 	d.used += n
 	return p, nil
@@ -359,6 +368,8 @@ func (d *Device) Free(p driver.Ptr) error {
 	}
 	d.used -= uint64(len(b))
 	delete(d.mem, p)
+	i, _ := slices.BinarySearch(d.bases, p)
+	d.bases = slices.Delete(d.bases, i, i+1)
 	return nil
 }
 
@@ -368,11 +379,18 @@ func (d *Device) Free(p driver.Ptr) error {
 func (d *Device) Bytes(p driver.Ptr, n uint64) ([]byte, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	for base, b := range d.mem {
-		if p >= base && uint64(p-base)+n <= uint64(len(b)) {
-			off := uint64(p - base)
-			return b[off : off+n], nil
-		}
+	// The last allocation at or below p is the only one that can hold it.
+	i, found := slices.BinarySearch(d.bases, p)
+	if !found {
+		i--
+	}
+	if i < 0 {
+		return nil, CodeIllegalAddr
+	}
+	base := d.bases[i]
+	b := d.mem[base]
+	if off := uint64(p - base); off+n <= uint64(len(b)) {
+		return b[off : off+n], nil
 	}
 	return nil, CodeIllegalAddr
 }
