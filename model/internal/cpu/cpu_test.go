@@ -263,3 +263,40 @@ func TestPoolLimit(t *testing.T) {
 	}
 	require.Equal(t, 4, p.WithLimit(99).Workers())
 }
+
+// TestBF16ToF32EveryPattern: each of the 65536 bf16 values (NaN payloads,
+// infinities, subnormals and signed zeros included) widens to the float32
+// whose high half is its bits and low half zero, through the active loop
+// and the generic one, at lengths around the assembly's 8-value steps and
+// at an odd offset, and BF16ToF32 writes len(dst) values, no more.
+func TestBF16ToF32EveryPattern(t *testing.T) {
+	src := make([]uint16, 1<<16)
+	for i := range src {
+		src[i] = uint16(i)
+	}
+	for name, widen := range map[string]func([]float32, []uint16){"active": BF16ToF32, "generic": widenBF16Generic} {
+		t.Run(name, func(t *testing.T) {
+			dst := make([]float32, len(src)+1)
+			dst[len(src)] = 7
+			widen(dst[:len(src)], src)
+			for i, v := range dst[:len(src)] {
+				if math.Float32bits(v) != uint32(i)<<16 {
+					require.Failf(t, "wrong widening", "bf16 %#04x: float32 bits %#08x, want %#08x", i, math.Float32bits(v), uint32(i)<<16)
+				}
+			}
+			require.Equal(t, float32(7), dst[len(src)], "past len(dst)")
+			widen(nil, src) // nothing to write
+			for _, n := range []int{1, 7, 8, 9, 15, 16, 17, 33} {
+				for i := range dst[:n+2] {
+					dst[i] = -1
+				}
+				widen(dst[1:1+n], src[0x3f80+3:])
+				require.Equal(t, float32(-1), dst[0], "n %d: before dst", n)
+				require.Equal(t, float32(-1), dst[1+n], "n %d: past len(dst)", n)
+				for i, v := range dst[1 : 1+n] {
+					require.Equal(t, uint32(0x3f80+3+i)<<16, math.Float32bits(v), "n %d, value %d", n, i)
+				}
+			}
+		})
+	}
+}

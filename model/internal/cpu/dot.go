@@ -3,6 +3,7 @@ package cpu
 import (
 	"fmt"
 	"math"
+	"unsafe"
 
 	"github.com/hipgo/hipgo/model/internal/quant"
 )
@@ -112,10 +113,22 @@ func dotBF16Generic(x []float32, w []uint16) float32 {
 }
 
 // BF16ToF32 widens src into dst (len(dst) elements).
-func BF16ToF32(dst []float32, src []uint16) {
+func BF16ToF32(dst []float32, src []uint16) { widenBF16(dst, src[:len(dst)]) }
+
+// widenBF16 is BF16ToF32's loop: the AVX2 one where dot_amd64.go finds it
+// (exact either way, so SetKernels leaves it alone).
+var widenBF16 = widenBF16Generic
+
+func widenBF16Generic(dst []float32, src []uint16) {
+	if len(dst) == 0 {
+		return
+	}
 	src = src[:len(dst)]
+	// Written as dst's bits: under -race, math.Float32frombits is a checked
+	// unsafe conversion per element (checkptr).
+	bits := unsafe.Slice((*uint32)(unsafe.Pointer(&dst[0])), len(dst))
 	for i, u := range src {
-		dst[i] = bf16(u)
+		bits[i] = uint32(u) << 16
 	}
 }
 

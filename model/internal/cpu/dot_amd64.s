@@ -280,3 +280,21 @@ bpfdone:
 	VZEROUPPER
 	MOVSS X0, ret+24(FP)
 	RET
+
+// func widenBF16AVX2(dst *float32, src *uint16, n int)
+// dst[i] = src[i] << 16 as float32 bits, i < n (a multiple of 8, > 0).
+TEXT ·widenBF16AVX2(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+
+wloop:
+	VPMOVZXWD (SI), Y0
+	VPSLLD $16, Y0, Y0
+	VMOVDQU Y0, (DI)
+	ADDQ $16, SI
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JNZ  wloop
+	VZEROUPPER
+	RET
