@@ -220,13 +220,14 @@ func TestSimGPUTensorCoreMatmulFromTwoRows(t *testing.T) {
 func TestSimGPUWarpgroupProducts(t *testing.T) {
 	ctx := context.Background()
 	spec := warpgroupSpec()
-	cm := loadSpec(t, spec)
+	files := specFS(t, spec)
+	cm := loadFiles(t, files)
 	run := func(t *testing.T, n int) (wg, wgs, tcx int64) {
 		prompt := testTokens(n, spec.Vocab)
 		want, err := cm.NewSession().Forward(ctx, prompt, false)
 		require.NoError(t, err)
 		faults := &gpusim.Faults{}
-		m := loadSpec(t, spec, WithDevice(simDevice(t, faults)))
+		m := loadFiles(t, files, WithDevice(simDevice(t, faults)))
 		s := m.NewSession()
 		defer s.Close()
 		got, err := s.Forward(ctx, prompt, false)
@@ -268,7 +269,8 @@ func TestSimGPUFoldedAdds(t *testing.T) {
 	ctx := context.Background()
 	spec := foldSpec()
 	prompt := testTokens(32, spec.Vocab)
-	cm := loadSpec(t, spec)
+	files := specFS(t, spec)
+	cm := loadFiles(t, files)
 	for _, c := range []struct {
 		fold, fused string
 		all         bool
@@ -283,7 +285,7 @@ func TestSimGPUFoldedAdds(t *testing.T) {
 			want, err := cm.NewSession().Forward(ctx, prompt, c.all)
 			require.NoError(t, err)
 			faults := &gpusim.Faults{}
-			m := loadSpec(t, spec, WithDevice(simDevice(t, faults)))
+			m := loadFiles(t, files, WithDevice(simDevice(t, faults)))
 			defer func() { require.NoError(t, m.Close()) }()
 			s := m.NewSession()
 			defer s.Close()

@@ -36,7 +36,15 @@ func specFS(t testing.TB, s modeltest.Spec) fstest.MapFS {
 // loadSpec loads a random model without a tokenizer.
 func loadSpec(t testing.TB, s modeltest.Spec, opts ...Option) *Model {
 	t.Helper()
-	m, err := LoadFS(specFS(t, s), append([]Option{WithoutTokenizer()}, opts...)...)
+	return loadFiles(t, specFS(t, s), opts...)
+}
+
+// loadFiles loads specFS's files without a tokenizer: a test that loads one
+// large spec several times writes its weights once (generating them is
+// most of such a test's time under -race).
+func loadFiles(t testing.TB, fsys fstest.MapFS, opts ...Option) *Model {
+	t.Helper()
+	m, err := LoadFS(fsys, append([]Option{WithoutTokenizer()}, opts...)...)
 	require.NoError(t, err)
 	return m
 }
