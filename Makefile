@@ -36,8 +36,10 @@ test-nocgo:
 	CGO_ENABLED=0 $(GO) test -count=1 ./...
 
 # The race detector needs cgo, so this pass exercises purego's cgo path.
-# On CI's 2 cores the model package takes about 500 s under -race, close to
-# go test's default 10-minute limit per package: 20 minutes leaves room.
+# On 2 cores the model package takes about 430 s under -race (2026-12-04,
+# hostkern's 280 s beside it), near go test's default 10-minute limit per
+# package: 20 minutes leaves room. Tests that check many values call
+# require only on a miss; its stack walk per value costs most under -race.
 test-race:
 	$(GO) test -count=1 -race -timeout 20m ./...
 

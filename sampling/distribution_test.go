@@ -45,7 +45,9 @@ func drawCounts(t *testing.T, s sampler, row []float32, p Params, n int, seed ui
 		b := min(B, n-done)
 		require.NoError(t, s.run(tokens[:b], logits[:b*V], b, V, p, KeyFromSeed(seed, step)))
 		for _, tok := range tokens[:b] {
-			require.Less(t, int(tok), V)
+			if int(tok) >= V { // require per draw (a stack walk each) was half the test's time
+				require.Less(t, int(tok), V)
+			}
 			counts[tok]++
 		}
 		done += b
