@@ -78,14 +78,7 @@ func requireMatMulTC(t *testing.T, got, x []float32, w wdata, y0, b, ref []float
 			}
 			tol := split + gamma*terms + 1e-30
 			g := float64(got[r*out+o])
-			// require only on a miss: its call per element (a stack walk for
-			// t.Helper) was most of the big cases' time under -race. A NaN
-			// fails every <= here and require's too.
-			if !(math.Abs(g-sum) <= tol && math.Abs(cpuv-sum) <= tol+math.Abs(cpuv)*u32 && math.Abs(g-cpuv) <= 2*tol+math.Abs(cpuv)*u32) {
-				require.LessOrEqualf(t, math.Abs(g-sum), tol, "row %d out %d: kernel %v, exact %v", r, o, g, sum)
-				require.LessOrEqualf(t, math.Abs(cpuv-sum), tol+math.Abs(cpuv)*u32, "row %d out %d: cpu %v, exact %v", r, o, cpuv, sum)
-				require.LessOrEqualf(t, math.Abs(g-cpuv), 2*tol+math.Abs(cpuv)*u32, "row %d out %d: kernel %v, cpu %v", r, o, g, cpuv)
-			}
+			requireProduct(t, r, o, g, cpuv, sum, tol)
 			worst = max(worst, math.Abs(g-sum)/tol)
 		}
 	}
