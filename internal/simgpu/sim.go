@@ -1,6 +1,7 @@
 package simgpu
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -187,7 +188,7 @@ func (d *Driver) Open(ordinal int) (driver.Device, error) {
 		}
 	}
 	dev := &Device{
-		cfg: d.cfg, ordinal: ordinal, mem: map[driver.Ptr][]byte{},
+		cfg: d.cfg, ordinal: ordinal,
 		next: 0x1000_0000, stop: make(chan struct{}), release: make(chan struct{}),
 		kernels: map[string]KernelDef{}, sharedLimits: map[string]int{},
 	}
@@ -213,13 +214,12 @@ type Device struct {
 	ordinal int
 	kernels map[string]KernelDef
 
-	mu  sync.Mutex
-	mem map[driver.Ptr][]byte
-	// bases: mem's keys in increasing order, so that Bytes finds the
-	// allocation around an address by binary search (kernel twins look up
-	// memory per head and per row; a scan of mem made that the simulated
+	mu sync.Mutex
+	// mem: the live allocations in increasing address order, so that Bytes
+	// finds the one around an address by binary search (kernel twins look
+	// up memory per head and per row; a scan made that the simulated
 	// device's main cost once a model had allocated its buffers).
-	bases  []driver.Ptr
+	mem    []allocation
 	used   uint64
 	next   driver.Ptr
 	faultE atomic.Pointer[Code]
@@ -348,10 +348,12 @@ func (d *Device) Alloc(n uint64) (driver.Ptr, error) {
 	}
 	p := d.next
 	d.next += driver.Ptr((n + 255) &^ 255)
-	if _, ok := d.mem[p]; !ok { // a zero-byte allocation does not move next
-		d.bases = append(d.bases, p) // next only grows: bases stays sorted
+	a := allocation{p, make([]byte, n)}
+	if k := len(d.mem); k > 0 && d.mem[k-1].base == p {
+		d.mem[k-1] = a // a zero-byte allocation does not move next
+	} else {
+		d.mem = append(d.mem, a) // next only grows: mem stays sorted
 	}
-	d.mem[p] = make([]byte, n)
 	d.used += n
 	return p, nil
 }
@@ -362,14 +364,12 @@ func (d *Device) Free(p driver.Ptr) error {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	b, ok := d.mem[p]
+	i, ok := d.find(p)
 	if !ok {
 		return CodeInvalidValue
 	}
-	d.used -= uint64(len(b))
-	delete(d.mem, p)
-	i, _ := slices.BinarySearch(d.bases, p)
-	d.bases = slices.Delete(d.bases, i, i+1)
+	d.used -= uint64(len(d.mem[i].b))
+	d.mem = slices.Delete(d.mem, i, i+1)
 	return nil
 }
 
@@ -380,19 +380,30 @@ func (d *Device) Bytes(p driver.Ptr, n uint64) ([]byte, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	// The last allocation at or below p is the only one that can hold it.
-	i, found := slices.BinarySearch(d.bases, p)
+	i, found := d.find(p)
 	if !found {
 		i--
 	}
 	if i < 0 {
 		return nil, CodeIllegalAddr
 	}
-	base := d.bases[i]
-	b := d.mem[base]
-	if off := uint64(p - base); off+n <= uint64(len(b)) {
-		return b[off : off+n], nil
+	a := d.mem[i]
+	if off := uint64(p - a.base); off+n <= uint64(len(a.b)) {
+		return a.b[off : off+n], nil
 	}
 	return nil, CodeIllegalAddr
+}
+
+// allocation is one Alloc's memory, at base.
+type allocation struct {
+	base driver.Ptr
+	b    []byte
+}
+
+// find returns the index of the allocation at base p, or where one would
+// go and false (under mu).
+func (d *Device) find(p driver.Ptr) (int, bool) {
+	return slices.BinarySearchFunc(d.mem, p, func(a allocation, p driver.Ptr) int { return cmp.Compare(a.base, p) })
 }
 
 func (d *Device) CopyHtoD(dst driver.Ptr, src unsafe.Pointer, n uint64) error {
