@@ -14,10 +14,11 @@ import (
 // layer is 9 launches (rmsnorm, q|k|v, rope_kv_store_f32, attention, o,
 // rmsnorm, gate|up, silu, down) and a batch-1 decode step's 5 (rope and
 // the kv store inside rope_attention_warps_f32, each norm inside the
-// product after it, norm_matvec_W, with silu in gate|up's), plus embed, the final norm and
-// the LM head, and the row gather where the LM head's rows are not the
-// step's tokens in order (the prefill's last token: 4; a decode step: 3);
-// with HIPGO_GPU_FUSED=0, 10 per layer (rope and the kv store apart).
+// product after it, norm_matvec_W, with silu in gate|up's), plus embed,
+// the final norm and the LM head, and the row gather where the LM head's
+// rows are not the step's tokens in order (the prefill's last token: 4; a
+// decode step: 3); with HIPGO_GPU_FUSED=0, 10 per layer (rope and the kv
+// store apart).
 // The first decode step captures its graph (the simulation counts its
 // kernels at capture and again at the replay), so the count is taken on
 // the replayed steps after it. Greedy tokens are the
