@@ -29,11 +29,14 @@
 //     driver for sm_90 and 12.0 or newer for sm_90a; runtime.LoadModule
 //     falls back to sm_90 where the driver refuses the sm_90a PTX).
 //   - cubin: machine code that ptxas compiled from one PTX artifact (its
-//     Source), shipped for sm_90a only; a device of exactly that sm ("sm_90"
-//     or "sm_90a") takes it, nothing else does. runtime.LoadModule loads it
-//     in place of the PTX, so an H100 or H200 starts without the driver
-//     compiling megabytes of PTX, and falls back to the PTX where the driver
-//     refuses it.
+//     Source), shipped for sm_80 and sm_90a. The arch-specific sm_90a runs
+//     on its own sm alone ("sm_90" or "sm_90a" takes it); the plain sm_80
+//     runs on its major revision at or above its minor (sm_80, sm_86,
+//     sm_87, sm_89), as NVIDIA guarantees for machine code; no cubin runs
+//     across major revisions (sm_100 and sm_120 get PTX), and "compute_90"
+//     or a family target take none. runtime.LoadModule loads it in place of
+//     the PTX, so the GPU starts without the driver compiling megabytes of
+//     PTX, and falls back to the PTX where the driver refuses it.
 //   - msl: one source for every Apple GPU; arch is ignored.
 //
 // Otherwise Load returns a *NoBinaryError (errors.Is(err, ErrNoBinary))

@@ -189,16 +189,31 @@ func Resolve(module string, format Format, arch string) (Artifact, error) {
 			return cands[best].Clone(), nil
 		}
 	case FormatCubin:
-		// Machine code runs on its own SM: only a device that names exactly
-		// that SM takes it (no "compute_90", no family "sm_100f").
+		// Machine code runs on the compute capabilities NVIDIA guarantees:
+		// an arch-specific cubin (sm_90a) on its own SM alone, a plain one
+		// (sm_80) on its major revision at or above its minor (sm_86,
+		// sm_89), never across majors. Only a device that names an SM takes
+		// one (no "compute_90", no family "sm_100f"); the closest wins.
 		want, ok := smNumber(arch)
 		if !ok || !plainSM(arch) {
 			break
 		}
-		for _, a := range cands {
-			if sm, ok := smNumber(a.Arch); ok && sm == want {
-				return a.Clone(), nil
+		best, bestRank := -1, -1
+		for i, a := range cands {
+			sm, ok := smNumber(a.Arch)
+			if !ok || sm/10 != want/10 || sm > want || (archSpecific(a.Arch) && sm != want) {
+				continue
 			}
+			rank := 2 * sm
+			if archSpecific(a.Arch) {
+				rank++
+			}
+			if rank > bestRank {
+				best, bestRank = i, rank
+			}
+		}
+		if best >= 0 {
+			return cands[best].Clone(), nil
 		}
 	}
 	return Artifact{}, noBinary()

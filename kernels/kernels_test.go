@@ -24,7 +24,7 @@ import (
 var (
 	wantAMD   = []string{"gfx90a", "gfx942", "gfx1030", "gfx1100", "gfx1101", "gfx1102", "gfx1150", "gfx1151", "gfx1200", "gfx1201"}
 	wantPTX   = []string{"sm_80", "sm_90", "sm_90a"}
-	wantCubin = []string{"sm_90a"}
+	wantCubin = []string{"sm_80", "sm_90a"}
 )
 
 // TestManifestMatchesEmbeddedArtifacts proves the manifest is the truth
@@ -165,9 +165,13 @@ func TestArchMatching(t *testing.T) {
 		{FormatCubin, "sm_90a", "sm_90a"},
 		{FormatCubin, "compute_90", ""}, // generic PTX asks for no machine code
 		{FormatCubin, "sm_90f", ""},
-		{FormatCubin, "sm_91", ""}, // machine code runs on its own SM only
-		{FormatCubin, "sm_89", ""},
-		{FormatCubin, "sm_80", ""},
+		{FormatCubin, "sm_91", ""}, // sm_90a's machine code runs on 9.0 alone, sm_80's not across majors
+		{FormatCubin, "sm_80", "sm_80"},
+		{FormatCubin, "sm_86", "sm_80"}, // a plain cubin runs at or above its minor revision
+		{FormatCubin, "sm_87", "sm_80"},
+		{FormatCubin, "sm_89", "sm_80"},
+		{FormatCubin, "compute_80", ""},
+		{FormatCubin, "sm_75", ""},
 		{FormatCubin, "sm_100", ""},
 		{FormatCubin, "sm_120", ""},
 		{FormatCubin, "gfx942", ""},

@@ -15,8 +15,9 @@ var ErrNoBinary = kernels.ErrNoBinary
 // choosing the artifact for the device's arch, and describes each kernel from
 // the artifact's metadata so every launch can be checked against it.
 //
-// On a CUDA GPU for which the module ships a cubin (machine code for exactly
-// its SM: sm_90a for the H100 and H200) it loads the cubin, so the driver
+// On a CUDA GPU for which the module ships a cubin (machine code that runs
+// on its SM: sm_90a for the H100 and H200, sm_80 for compute capability
+// 8.x; package kernels has the rules) it loads the cubin, so the driver
 // compiles nothing; where the driver refuses it (a driver older than the
 // ptxas that built it), or EnvCUDAJIT is "1", it loads the PTX, which the
 // driver compiles (cached by the driver across runs). Where the chosen PTX is

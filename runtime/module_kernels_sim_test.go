@@ -12,6 +12,7 @@ import (
 
 	"github.com/hipgo/hipgo/internal/simgpu"
 	"github.com/hipgo/hipgo/kernels"
+	"github.com/hipgo/hipgo/kernels/cubin"
 	"github.com/hipgo/hipgo/runtime"
 	"github.com/hipgo/hipgo/runtime/driver"
 )
@@ -65,15 +66,19 @@ func TestLoadModuleFallsBackToGenericPTXWhereTheDriverRefusesSM90a(t *testing.T)
 // sm_90a cubin (machine code, so the driver compiles nothing) and
 // Module.Format says so; where the driver refuses the cubin it gets the
 // sm_90a PTX; where it refuses both, the error carries both refusals;
-// HIPGO_CUDA_JIT=1 hands it the PTX at once; an sm_89 device, for which
-// nothing but PTX is shipped, never sees a cubin; any other value of
+// HIPGO_CUDA_JIT=1 hands it the PTX at once. An sm_89 device gets the sm_80
+// cubin (machine code runs on its major revision at or above its minor),
+// and the sm_80 PTX where the driver refuses it; an sm_100 device, for
+// which no machine code is shipped, never sees a cubin. Any other value of
 // HIPGO_CUDA_JIT is an error from Open.
 func TestLoadModuleLoadsTheCubinOnItsSM(t *testing.T) {
-	// image names what the driver was handed: "cubin" (an ELF), else the
-	// PTX's .target.
+	// image names what the driver was handed: "cubin sm_XX" (an ELF, with
+	// the SM its machine code is for), else the PTX's .target.
 	image := func(b []byte) string {
 		if bytes.HasPrefix(b, []byte("\x7fELF")) {
-			return "cubin"
+			f, err := cubin.Parse(b)
+			require.NoError(t, err)
+			return "cubin " + f.Arch()
 		}
 		_, rest, ok := strings.Cut(string(b), "\n.target ")
 		require.True(t, ok, "PTX text")
@@ -98,28 +103,42 @@ func TestLoadModuleLoadsTheCubinOnItsSM(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, kernels.FormatCubin, m.Format())
 	require.Equal(t, "sm_90a", m.Target())
-	require.Equal(t, []string{"cubin"}, *loads)
+	require.Equal(t, []string{"cubin sm_90a"}, *loads)
 	_, err = m.Kernel("fill_u32")
 	require.NoError(t, err, "the cubin's kernels are described by its PTX's launch facts")
 
-	dev, loads = open(t, "sm_90", "cubin")
+	dev, loads = open(t, "sm_90", "cubin sm_90a")
 	m, err = dev.LoadModule("testkernels")
 	require.NoError(t, err)
 	require.Equal(t, kernels.FormatPTX, m.Format(), "the PTX after the cubin's refusal")
 	require.Equal(t, "sm_90a", m.Target())
-	require.Equal(t, []string{"cubin", "sm_90a"}, *loads)
+	require.Equal(t, []string{"cubin sm_90a", "sm_90a"}, *loads)
 
-	dev, loads = open(t, "sm_90", "cubin", "sm_90a", "sm_90")
+	dev, loads = open(t, "sm_90", "cubin sm_90a", "sm_90a", "sm_90")
 	_, err = dev.LoadModule("testkernels")
 	require.ErrorIs(t, err, simgpu.CodeInvalidValue)
-	require.Equal(t, []string{"cubin", "sm_90a", "sm_90"}, *loads)
+	require.Equal(t, []string{"cubin sm_90a", "sm_90a", "sm_90"}, *loads)
 	require.Equal(t, 3, strings.Count(err.Error(), simgpu.CodeInvalidValue.Error()), "every refusal in the error: %v", err)
 
 	dev, loads = open(t, "sm_89")
 	m, err = dev.LoadModule("testkernels")
 	require.NoError(t, err)
+	require.Equal(t, kernels.FormatCubin, m.Format())
+	require.Equal(t, "sm_80", m.Target())
+	require.Equal(t, []string{"cubin sm_80"}, *loads, "sm_80's machine code runs on sm_89")
+
+	dev, loads = open(t, "sm_86", "cubin sm_80")
+	m, err = dev.LoadModule("testkernels")
+	require.NoError(t, err)
+	require.Equal(t, kernels.FormatPTX, m.Format(), "the PTX after the cubin's refusal")
+	require.Equal(t, "sm_80", m.Target())
+	require.Equal(t, []string{"cubin sm_80", "sm_80"}, *loads)
+
+	dev, loads = open(t, "sm_100")
+	m, err = dev.LoadModule("testkernels")
+	require.NoError(t, err)
 	require.Equal(t, kernels.FormatPTX, m.Format())
-	require.Equal(t, []string{"sm_80"}, *loads, "no cubin runs on sm_89")
+	require.Equal(t, []string{"sm_90"}, *loads, "no machine code runs across major revisions")
 
 	t.Setenv(runtime.EnvCUDAJIT, "1")
 	dev, loads = open(t, "sm_90")

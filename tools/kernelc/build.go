@@ -53,10 +53,12 @@ var amdTargets = []amdTarget{
 var ptxArches = []string{"sm_80", "sm_90", "sm_90a"}
 
 // cubinArches are the PTX arches also shipped as machine code (ptxas's
-// cubin of that PTX): sm_90a, for the H100 and H200, which then start
-// without the driver compiling megabytes of PTX at every cold start. Other
-// GPUs JIT-compile their PTX as before.
-var cubinArches = []string{"sm_90a"}
+// cubin of that PTX), so a GPU starts without the driver compiling
+// megabytes of PTX at every cold start: sm_80 for compute capability 8.x
+// (A100, A10, L4, L40, RTX 30 and 40 series: a plain cubin runs on its
+// major revision at or above its minor), sm_90a for the H100 and H200.
+// Other GPUs (sm_100 and later) JIT-compile their PTX.
+var cubinArches = []string{"sm_80", "sm_90a"}
 
 const manifestName = "manifest.json"
 

@@ -11,9 +11,10 @@
 //
 // Every kernels/src/M.cu is a module M: it is compiled as HIP for each AMDGPU
 // target (a raw code object, build/M/<gfx>.hsaco) and as CUDA for each PTX
-// arch (build/M/<sm>.ptx), whose sm_90a PTX NVIDIA's ptxas 12.9.86 (the
-// one scripts/deps.sh fetches into .cache/cuda/ptxas, or HIPGO_PTXAS)
-// assembles into build/M/sm_90a.cubin; a kernels/src/M.metal is copied to
+// arch (build/M/<sm>.ptx), whose sm_80 and sm_90a PTX NVIDIA's ptxas
+// 12.9.86 (the one scripts/deps.sh fetches into .cache/cuda/ptxas, or
+// HIPGO_PTXAS) assembles into build/M/sm_80.cubin and build/M/sm_90a.cubin
+// (cubinArches says why); a kernels/src/M.metal is copied to
 // build/M/metal.metal. The output is byte-reproducible: clang runs in
 // kernels/ on the relative path src/M.cu with a fixed -cuid, a clean
 // environment and no timestamps, so two builds on machines with the same

@@ -218,6 +218,11 @@ func TestInspect(t *testing.T) {
 	require.Equal(t, 0, code)
 	require.Contains(t, out, "NVIDIA cubin for sm_90a (from PTX for compute_90)")
 	require.Contains(t, out, "kernel bounded_fill_u32")
+
+	code, out, _ = runKernelc(t, "-inspect", filepath.Join(dir, "sm_80.cubin"))
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "NVIDIA cubin for sm_80 (from PTX for compute_80)")
+	require.Contains(t, out, "kernel bounded_fill_u32")
 }
 
 // requireInspectJSON: -inspect path -json prints what parse reads from the
