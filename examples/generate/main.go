@@ -39,6 +39,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/signal"
+	"strconv"
 	"time"
 
 	"github.com/hipgo/hipgo/model"
@@ -64,6 +65,14 @@ func main() {
 	}
 }
 
+// decimal is the float64 of f's shortest decimal form, so that a float32
+// default prints as it is written (0.95, not 0.949999988079071) and parses
+// back to the same float32.
+func decimal(f float32) float64 {
+	d, _ := strconv.ParseFloat(strconv.FormatFloat(float64(f), 'g', -1, 32), 64)
+	return d
+}
+
 // usageError is a flag the flag package rejected and has already reported.
 type usageError struct{ error }
 
@@ -77,10 +86,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	dir := fl.String("model", "", "model directory (config.json, model.safetensors, tokenizer.json) or GGUF file; empty: the embedded demo model")
 	prompt := fl.String("prompt", "And God said", "prompt text")
 	n := fl.Int("n", def.MaxTokens, "maximum tokens to generate (0: until EOS or the context is full)")
-	temp := fl.Float64("temp", float64(def.Temperature), "temperature (0: greedy)")
+	temp := fl.Float64("temp", decimal(def.Temperature), "temperature (0: greedy)")
 	topK := fl.Int("top-k", def.TopK, "keep the k most probable tokens (0: off)")
-	topP := fl.Float64("top-p", float64(def.TopP), "keep the smallest set of tokens with this probability, in (0, 1] (1: off)")
-	minP := fl.Float64("min-p", float64(def.MinP), "keep tokens at least this fraction as probable as the best (0: off)")
+	topP := fl.Float64("top-p", decimal(def.TopP), "keep the smallest set of tokens with this probability, in (0, 1] (1: off)")
+	minP := fl.Float64("min-p", decimal(def.MinP), "keep tokens at least this fraction as probable as the best (0: off)")
 	seed := fl.Int64("seed", -1, "random seed, 0 or more (-1: pick one and print it)")
 	threads := fl.Int("threads", 0, "parallelism of each CPU matrix product (0: GOMAXPROCS)")
 	device := fl.String("device", model.DeviceAuto, "where to run: auto (the GPU when one is usable), cpu, gpu or mlx")

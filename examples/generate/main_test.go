@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"flag"
 	"os"
 	"strings"
 	"testing"
@@ -245,4 +246,20 @@ func TestRunStop(t *testing.T) {
 	require.NoError(t, run(context.Background(), append(args, "-stop", "never-appears", "-stop", stop), &out, &errOut))
 	require.Equal(t, "Amen"+want+"\n", out.String())
 	require.Contains(t, errOut.String(), "stopped: stop")
+}
+
+// TestUsageShowsDefaultsAsWritten: -h prints the float32 defaults as they
+// are written (0.95, not 0.949999988079071), and each parses back to the
+// default itself.
+func TestUsageShowsDefaultsAsWritten(t *testing.T) {
+	var out, errOut bytes.Buffer
+	require.ErrorIs(t, run(context.Background(), []string{"-h"}, &out, &errOut), flag.ErrHelp)
+	usage := errOut.String()
+	require.Contains(t, usage, "(default 0.95)")
+	require.Contains(t, usage, "(default 0.8)")
+	require.NotContains(t, usage, "0.9499")
+	require.NotContains(t, usage, "0.8000")
+	for _, f := range []float32{0.95, 0.8, 0.05, 1e-7, 0.1} {
+		require.Equal(t, f, float32(decimal(f)))
+	}
 }

@@ -37,10 +37,29 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stderr, nil); err != nil {
-		fmt.Fprintln(os.Stderr, "serve:", err)
-		os.Exit(1)
+		os.Exit(exitCode(err, os.Stderr))
 	}
 }
+
+// exitCode is the status for run's error, which it reports on stderr unless
+// the flag package already has: 0 for -h, 2 for a flag it rejected, 1 for
+// anything else.
+func exitCode(err error, stderr io.Writer) int {
+	var ue usageError
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &ue):
+		return 2
+	}
+	fmt.Fprintln(stderr, "serve:", err)
+	return 1
+}
+
+// usageError is a flag the flag package rejected and has already reported.
+type usageError struct{ error }
+
+func (e usageError) Unwrap() error { return e.error }
 
 // run is the whole program; ready, when set, receives the listening
 // address (tests listen on port 0).
@@ -63,7 +82,7 @@ func watchdogOptions(given bool, d time.Duration, env string) []runtime.Option {
 func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr string)) error {
 	fl := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fl.SetOutput(stderr)
-	dir := fl.String("model", "", "model directory (config.json, model.safetensors, tokenizer.json); empty: the embedded demo model")
+	dir := fl.String("model", "", "model directory (config.json, model.safetensors, tokenizer.json) or GGUF file; empty: the embedded demo model")
 	device := fl.String("device", model.DeviceAuto, "where to run: auto (the GPU when one is usable), cpu or gpu")
 	addr := fl.String("addr", "127.0.0.1:8080", "listen address (loopback by default; use :8080 to listen on every interface)")
 	apiKey := fl.String("api-key", "", "require Authorization: Bearer KEY on /v1/* (default: none)")
@@ -80,7 +99,10 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 	injectSeed := fl.Uint64("inject-seed", 1, "testing: seed of -inject-step-failures")
 	oobAt := fl.Uint64("inject-oob-at-step", 0, "testing, GPU only: at this step launch the runtime's out-of-bounds test kernel, a real device fault (0: never)")
 	if err := fl.Parse(args); err != nil {
-		return err
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err}
 	}
 	if fl.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fl.Args())

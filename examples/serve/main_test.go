@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"net/http"
@@ -68,4 +69,24 @@ func TestWatchdogOfTheDevice(t *testing.T) {
 	require.Equal(t, 5*time.Second, open(false, defaultWatchdog, "5s"), "the environment without the flag")
 	require.Equal(t, 2*time.Second, open(true, 2*time.Second, "5s"), "the flag over the environment")
 	require.Equal(t, time.Duration(0), open(true, 0, ""), "-watchdog 0: none")
+}
+
+// TestExitCodes: -h exits 0 with the usage alone, a flag the flag package
+// rejects exits 2 without a second report, and any other error exits 1
+// naming the command.
+func TestExitCodes(t *testing.T) {
+	var usage bytes.Buffer
+	err := run(context.Background(), []string{"-h"}, &usage, nil)
+	require.Contains(t, usage.String(), "-max-batch")
+	var report bytes.Buffer
+	require.Equal(t, 0, exitCode(err, &report))
+	require.Empty(t, report.String())
+
+	err = run(context.Background(), []string{"-no-such-flag"}, &usage, nil)
+	require.Equal(t, 2, exitCode(err, &report))
+	require.Empty(t, report.String(), "the flag package has reported it")
+
+	err = run(context.Background(), []string{"extra"}, io.Discard, nil)
+	require.Equal(t, 1, exitCode(err, &report))
+	require.Equal(t, "serve: unexpected arguments [\"extra\"]\n", report.String())
 }

@@ -20,10 +20,29 @@ import (
 
 func main() {
 	if err := run(os.Args[1:], os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "decodebench:", err)
-		os.Exit(1)
+		os.Exit(exitCode(err, os.Stderr))
 	}
 }
+
+// exitCode is the status for run's error, which it reports on stderr unless
+// the flag package already has: 0 for -h, 2 for a flag it rejected, 1 for
+// anything else.
+func exitCode(err error, stderr io.Writer) int {
+	var ue usageError
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &ue):
+		return 2
+	}
+	fmt.Fprintln(stderr, "decodebench:", err)
+	return 1
+}
+
+// usageError is a flag the flag package rejected and has already reported.
+type usageError struct{ error }
+
+func (e usageError) Unwrap() error { return e.error }
 
 type options struct {
 	dir, device, label   string
@@ -47,7 +66,10 @@ func parse(args []string) (options, error) {
 	fs.DurationVar(&o.watchdog, "watchdog", 30*time.Second,
 		"bound on each wait for the GPU, so that a hung kernel ends the run with an error (0: none; "+runtime.EnvWatchdog+" overrides it)")
 	if err := fs.Parse(args); err != nil {
-		return o, err
+		if errors.Is(err, flag.ErrHelp) {
+			return o, err
+		}
+		return o, usageError{err}
 	}
 	if o.dir == "" {
 		return o, errors.New("-model is required")

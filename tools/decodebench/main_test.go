@@ -87,3 +87,17 @@ func TestWatchdogReachesTheRuntime(t *testing.T) {
 	setWatchdog(o.watchdog)
 	require.Empty(t, os.Getenv(runtime.EnvWatchdog), "-watchdog 0: none")
 }
+
+// TestExitCodes: -h exits 0, a flag the flag package rejects exits 2
+// without a second report, and any other error exits 1 naming the command.
+func TestExitCodes(t *testing.T) {
+	var report bytes.Buffer
+	_, err := parse([]string{"-h"})
+	require.Equal(t, 0, exitCode(err, &report))
+	_, err = parse([]string{"-no-such-flag"})
+	require.Equal(t, 2, exitCode(err, &report))
+	require.Empty(t, report.String(), "the flag package has reported it")
+	_, err = parse([]string{"-model", "x", "-batch", "0"})
+	require.Equal(t, 1, exitCode(err, &report))
+	require.Equal(t, "decodebench: -batch \"0\": want positive integers\n", report.String())
+}
