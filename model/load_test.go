@@ -3,6 +3,7 @@ package model
 import (
 	"bytes"
 	"context"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -137,6 +138,13 @@ func TestBadCheckpoints(t *testing.T) {
 		_, err := Load(t.TempDir())
 		require.ErrorIs(t, err, ErrConfig)
 		require.Contains(t, err.Error(), ConfigFile)
+	})
+	t.Run("no such path", func(t *testing.T) {
+		missing := filepath.Join(t.TempDir(), "llama")
+		_, err := Load(missing)
+		require.ErrorIs(t, err, ErrConfig)
+		require.ErrorIs(t, err, fs.ErrNotExist)
+		require.Equal(t, "model: "+missing+": no model directory or GGUF file: stat "+missing+": no such file or directory", err.Error())
 	})
 	t.Run("config disagrees with weights", func(t *testing.T) {
 		other := spec

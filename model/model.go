@@ -90,7 +90,12 @@ const TokenizerFile = "tokenizer.json"
 // the CPU the weights kept in the file's dtype are read in place, so the
 // file stays mapped while the model is reachable (model/safetensors).
 func Load(path string, opts ...Option) (*Model, error) {
-	if st, err := os.Stat(path); err == nil && !st.IsDir() {
+	st, err := os.Stat(path)
+	if err != nil {
+		// Name the path itself, not the config.json it would have held.
+		return nil, &ConfigError{File: path, Reason: "no model directory or GGUF file", Err: err}
+	}
+	if !st.IsDir() {
 		return LoadGGUF(path, opts...)
 	}
 	dir := path
