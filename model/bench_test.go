@@ -2,11 +2,13 @@ package model
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 
 	"github.com/hipgo/hipgo/internal/testenv"
 	"github.com/hipgo/hipgo/mlx"
+	"github.com/hipgo/hipgo/model/internal/cpu"
 	"github.com/hipgo/hipgo/model/modeltest"
 )
 
@@ -90,16 +92,32 @@ func BenchmarkDecodeDemoShaped(b *testing.B) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
 }
 
-// BenchmarkPrefillSmolLM135M measures prompt processing of 128 tokens.
+// BenchmarkPrefillSmolLM135M measures prompt processing of 128 and 512
+// tokens (bf16 weights), with the CPU's row-by-row products (avx2-rows) and
+// its tiled ones (avx2) side by side where both exist.
 func BenchmarkPrefillSmolLM135M(b *testing.B) {
+	defer func() { _ = cpu.SetKernels(cpu.SIMD()) }()
+	sets := []string{cpu.SIMD()}
+	if cpu.SetKernels("avx2-rows") == nil {
+		sets = []string{"avx2-rows", "avx2"}
+	}
 	m := smol(b, WeightsAuto)
-	prompt := testTokens(128, 49152)
-	for b.Loop() {
-		if _, err := m.NewSession().Forward(context.Background(), prompt, false); err != nil {
-			b.Fatal(err)
+	for _, n := range []int{128, 512} {
+		prompt := testTokens(n, 49152)
+		for _, set := range sets {
+			b.Run(fmt.Sprintf("%d/%s", n, set), func(b *testing.B) {
+				if err := cpu.SetKernels(set); err != nil {
+					b.Fatal(err)
+				}
+				for b.Loop() {
+					if _, err := m.NewSession().Forward(context.Background(), prompt, false); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(b.N*len(prompt))/b.Elapsed().Seconds(), "tokens/s")
+			})
 		}
 	}
-	b.ReportMetric(float64(b.N*len(prompt))/b.Elapsed().Seconds(), "tokens/s")
 }
 
 // BenchmarkMLXDecodeSmolLM135M is BenchmarkDecodeSmolLM135M on the MLX

@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"runtime"
 	"testing"
@@ -114,14 +115,18 @@ func kernelNames() []string {
 	return names
 }
 
-// BenchmarkPrefillQuant measures a prefill-shaped product (64 inputs,
-// 1536x1536 weights) for bf16 and quantized weights on the shared pool:
-// quantized rows are widened once per tile of inputs.
+// BenchmarkPrefillQuant measures prefill-shaped products (16, 64 and 512
+// inputs, 1536x1536 weights) for f32, bf16 and quantized weights on the
+// shared pool, with the row-by-row products (avx2-rows) and the tiled ones
+// (avx2) side by side where both exist.
 func BenchmarkPrefillQuant(b *testing.B) {
-	const rows, cols, T = 1536, 1536, 64
+	defer func() { _ = SetKernels(SIMD()) }()
+	sets := []string{SIMD()}
+	if _, ok := variants["avx2-rows"]; ok {
+		sets = []string{"avx2-rows", "avx2"}
+	}
+	const rows, cols = 1536, 1536
 	r := rand.New(rand.NewPCG(3, 3))
-	x := randVec(r, T*cols)
-	out := make([]float32, T*rows)
 	formats := map[string]Matrix{
 		"f32":  {Rows: rows, Cols: cols, F32: randVec(r, rows*cols)},
 		"bf16": {Rows: rows, Cols: cols, BF16: toBF16(randVec(r, rows*cols))},
@@ -129,13 +134,22 @@ func BenchmarkPrefillQuant(b *testing.B) {
 	for _, t := range []quant.Type{quant.Q8_0, quant.Q4_1, quant.Q4_K, quant.Q6_K} {
 		formats[t.String()] = Matrix{Rows: rows, Cols: cols, Q: randQuant(r, t, rows, cols), QType: t}
 	}
-	for _, name := range []string{"f32", "bf16", "Q8_0", "Q4_1", "Q4_K", "Q6_K"} {
-		w := formats[name]
-		b.Run(name, func(b *testing.B) {
-			for b.Loop() {
-				Shared().MatMul(out, x, T, &w, nil)
+	for _, T := range []int{16, 64, 512} {
+		x := randVec(r, T*cols)
+		out := make([]float32, T*rows)
+		for _, name := range []string{"f32", "bf16", "Q8_0", "Q4_1", "Q4_K", "Q6_K"} {
+			w := formats[name]
+			for _, set := range sets {
+				b.Run(fmt.Sprintf("T%d/%s/%s", T, name, set), func(b *testing.B) {
+					if err := SetKernels(set); err != nil {
+						b.Fatal(err)
+					}
+					for b.Loop() {
+						Shared().MatMul(out, x, T, &w, nil)
+					}
+					b.ReportMetric(float64(2*rows*cols*T)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+				})
 			}
-			b.ReportMetric(float64(2*rows*cols*T)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-		})
+		}
 	}
 }

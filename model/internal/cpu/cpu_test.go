@@ -224,16 +224,21 @@ func TestKernelVariants(t *testing.T) {
 	for name := range variants {
 		require.NoError(t, SetKernels(name))
 		require.Equal(t, name, SIMD())
-		for _, tc := range []struct{ rows, cols, T int }{{1, 5, 1}, {67, 40, 1}, {66, 37, 1}, {9, 13, 6}} {
+		for _, tc := range []struct{ rows, cols, T int }{{1, 5, 1}, {67, 40, 1}, {66, 37, 1}, {9, 13, 6}, {13, 37, 8}, {20, 9, 33}} {
 			for _, bf := range []bool{false, true} {
 				checkMatMul(t, r, p, tc.rows, tc.cols, tc.T, bf, name)
 			}
 		}
-		require.Equal(t, name, quant.Kernels(), "quant follows cpu")
+		wantQuant := name
+		if name == "avx2-rows" {
+			wantQuant = "avx2"
+		}
+		require.Equal(t, wantQuant, quant.Kernels(), "quant follows cpu")
 		for _, typ := range []quant.Type{quant.Q4_0, quant.Q4_1, quant.Q8_0, quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.F16} {
 			elems, _ := quant.BlockSize(typ)
 			checkMatMulQuant(t, r, p, typ, 33, 3*max(elems, 32), 1)
 			checkMatMulQuant(t, r, p, typ, 9, 3*max(elems, 32), 5)
+			checkMatMulQuant(t, r, p, typ, 7, 3*max(elems, 32), 17)
 		}
 	}
 	require.Error(t, SetKernels("nope"))
@@ -298,5 +303,34 @@ func TestBF16ToF32EveryPattern(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestTileKernel proves the active set's tile kernel equals its Go
+// definition to float32 rounding, over depths around its loop (0, 1, odd,
+// long) and row strides wider than the depth; and that it reads only the
+// extents it is given (the slices end exactly there).
+func TestTileKernel(t *testing.T) {
+	if gemm6x16 == nil {
+		t.Skipf("kernel set %s has no tile kernel", SIMD())
+	}
+	r := rand.New(rand.NewPCG(9, 10))
+	for _, tc := range []struct{ k, ldw int }{{0, 0}, {1, 1}, {1, 7}, {7, 7}, {37, 40}, {576, 576}, {1000, 1003}} {
+		xt := randVec(r, tc.k*gemmT)
+		w := randVec(r, (gemmJ-1)*tc.ldw+tc.k)
+		var got, want [gemmJ * gemmT]float32
+		for i := range got {
+			got[i] = float32(math.NaN()) // every output is written
+		}
+		gemm6x16(xt, w, tc.k, tc.ldw, &got)
+		gemm6x16Generic(xt, w, tc.k, tc.ldw, &want)
+		for i := range got {
+			row, col := i/gemmT, i%gemmT
+			var mag float64
+			for kk := range tc.k {
+				mag += math.Abs(float64(w[row*tc.ldw+kk]) * float64(xt[kk*gemmT+col]))
+			}
+			require.InDelta(t, want[i], got[i], 1e-6*mag, "k=%d ldw=%d row %d column %d", tc.k, tc.ldw, row, col)
+		}
 	}
 }

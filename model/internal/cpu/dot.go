@@ -32,22 +32,27 @@ type kernels struct {
 	dot     func(a, b []float32) float32
 	dotBF16 func(x []float32, w []uint16) float32
 	dot4    func(w, x []float32, stride int, out *[4]float32)
+	gemm    func(xt, w []float32, k, ldw int, acc *[gemmJ * gemmT]float32) // nil: no tiled product
 }
 
-var variants = map[string]kernels{"generic": {dotGeneric, dotBF16Generic, dot4Generic}}
+var variants = map[string]kernels{"generic": {dotGeneric, dotBF16Generic, dot4Generic, nil}}
 
 // SetKernels selects a kernel set by name, for measurements (the hfcompare
-// tool and benchmarks): "generic" everywhere, and "avx2" and
-// "avx2-prefetch" where AVX2 and FMA are present. The default is chosen at
-// start-up (dot_amd64.go). It selects package quant's set of the same name
-// too (its generic set where quant has no such set). Not safe to call while
-// products run.
+// tool and benchmarks): "generic" everywhere, and "avx2", "avx2-prefetch"
+// and "avx2-rows" (avx2 without the tiled prefill products) where AVX2 and
+// FMA are present. The default is chosen at start-up (dot_amd64.go). It
+// selects package quant's set of the same name too, "avx2" for
+// "avx2-rows" (its generic set where quant has no such set). Not safe to
+// call while products run.
 func SetKernels(name string) error {
 	k, ok := variants[name]
 	if !ok {
 		return fmt.Errorf("cpu: no kernel set %q on this machine", name)
 	}
-	dot, dotBF16, dot4, simd = k.dot, k.dotBF16, k.dot4, name
+	dot, dotBF16, dot4, gemm6x16, simd = k.dot, k.dotBF16, k.dot4, k.gemm, name
+	if name == "avx2-rows" {
+		name = "avx2"
+	}
 	if quant.SetKernels(name) != nil {
 		_ = quant.SetKernels("generic")
 	}

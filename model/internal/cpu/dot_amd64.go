@@ -20,6 +20,9 @@ func dot4AVX2(w, x *float32, n, stride int, out *[4]float32)
 //go:noescape
 func widenBF16AVX2(dst *float32, src *uint16, n int)
 
+//go:noescape
+func gemm6x16AVX2(xt, w *float32, k, ldw int, acc *[gemmJ * gemmT]float32)
+
 func init() {
 	if !cpuid.AVX2FMA() {
 		return
@@ -27,8 +30,11 @@ func init() {
 	// Besides speed, the assembly keeps -race's per-element checks out of
 	// the CPU references' bf16 prefill products.
 	widenBF16 = widenBF16Asm
-	variants["avx2"] = kernels{dotAsm, dotBF16Asm, dot4Asm}
-	variants["avx2-prefetch"] = kernels{dotAsmPF, dotBF16AsmPF, dot4Asm}
+	variants["avx2"] = kernels{dotAsm, dotBF16Asm, dot4Asm, gemmAsm}
+	variants["avx2-prefetch"] = kernels{dotAsmPF, dotBF16AsmPF, dot4Asm, gemmAsm}
+	// The row-by-row prefill products (dot4) without the tiled ones, to
+	// measure the two side by side.
+	variants["avx2-rows"] = kernels{dotAsm, dotBF16Asm, dot4Asm, nil}
 	// Decode streams every weight once per token from memory. A software
 	// prefetch 1 KB ahead raised single-core bandwidth on the Intel Xeon we
 	// measured (the H200 host: f32 8.9 -> 10.1 GB/s, bf16 6.3 -> 9.6 GB/s;
@@ -114,6 +120,18 @@ func dot4Asm(w, x []float32, stride int, out *[4]float32) {
 			out[r] += w[i] * x[r*stride+i]
 		}
 	}
+}
+
+// gemmAsm checks the extents gemm6x16AVX2 reads: k values of each of the
+// gemmJ rows ldw apart, and k columns of the tile.
+func gemmAsm(xt, w []float32, k, ldw int, acc *[gemmJ * gemmT]float32) {
+	if k <= 0 {
+		*acc = [gemmJ * gemmT]float32{}
+		return
+	}
+	_ = xt[k*gemmT-1]
+	_ = w[(gemmJ-1)*ldw+k-1]
+	gemm6x16AVX2(&xt[0], &w[0], k, ldw, acc)
 }
 
 func widenBF16Asm(dst []float32, src []uint16) {

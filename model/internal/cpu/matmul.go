@@ -99,6 +99,10 @@ const tileT = 32
 // quant.DotRow when T == 1 (decode); for prefill each row is widened once
 // per tile into a per-worker buffer, as bf16 rows are.
 func (p *Pool) MatMul(out, x []float32, T int, w *Matrix, bias []float32) {
+	if gemm6x16 != nil && T >= gemmMinT {
+		p.matMulTiles(out, x, T, w, bias)
+		return
+	}
 	K, N := w.Cols, w.Rows
 	rb := 0 // bytes per quantized row; shapes were validated at load
 	if w.Q != nil {
