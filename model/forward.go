@@ -226,15 +226,9 @@ func (s *cpuSequence) attention(T, pos0 int, q []float32, kv *kvCache, out []flo
 			qh := q[t*H*hd+h*hd : t*H*hd+(h+1)*hd]
 			off := (h / group) * hd
 			sc := scores[:n]
-			for j := range n {
-				sc[j] = cpu.Dot(qh, kv.k[j*kvD+off:j*kvD+off+hd]) * scale
-			}
+			cpu.Scores(sc, qh, kv.k[off:], kvD, scale)
 			cpu.Softmax(sc)
-			o := out[t*H*hd+h*hd : t*H*hd+(h+1)*hd]
-			clear(o)
-			for j, p := range sc {
-				cpu.Axpy(p, kv.v[j*kvD+off:j*kvD+off+hd], o)
-			}
+			cpu.WeightedRows(out[t*H*hd+h*hd:t*H*hd+(h+1)*hd], sc, kv.v[off:], kvD)
 		}
 	})
 }

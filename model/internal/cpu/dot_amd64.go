@@ -21,6 +21,12 @@ func dot4AVX2(w, x *float32, n, stride int, out *[4]float32)
 func widenBF16AVX2(dst *float32, src *uint16, n int)
 
 //go:noescape
+func weightedRows64AVX2(o, p, v *float32, n, stride int)
+
+//go:noescape
+func weightedRows8AVX2(o, p, v *float32, n, stride int)
+
+//go:noescape
 func gemm6x16AVX2(xt, w *float32, k, ldw int, acc *[gemmJ * gemmT]float32)
 
 func init() {
@@ -30,6 +36,7 @@ func init() {
 	// Besides speed, the assembly keeps -race's per-element checks out of
 	// the CPU references' bf16 prefill products.
 	widenBF16 = widenBF16Asm
+	weightedRows = weightedRowsAsm
 	variants["avx2"] = kernels{dotAsm, dotBF16Asm, dot4Asm, gemmAsm}
 	variants["avx2-prefetch"] = kernels{dotAsmPF, dotBF16AsmPF, dot4Asm, gemmAsm}
 	// The row-by-row prefill products (dot4) without the tiled ones, to
@@ -132,6 +139,20 @@ func gemmAsm(xt, w []float32, k, ldw int, acc *[gemmJ * gemmT]float32) {
 	_ = xt[k*gemmT-1]
 	_ = w[(gemmJ-1)*ldw+k-1]
 	gemm6x16AVX2(&xt[0], &w[0], k, ldw, acc)
+}
+
+// weightedRowsAsm runs the 64-column kernel, then the 8-column one, over
+// o; WeightedRows has checked v's extent. Columns past the last 8 are
+// summed in Go.
+func weightedRowsAsm(o, p, v []float32, stride int) {
+	c := 0
+	for ; c+64 <= len(o); c += 64 {
+		weightedRows64AVX2(&o[c], &p[0], &v[c], len(p), stride)
+	}
+	for ; c+8 <= len(o); c += 8 {
+		weightedRows8AVX2(&o[c], &p[0], &v[c], len(p), stride)
+	}
+	weightedColumns(o, p, v, stride, c)
 }
 
 func widenBF16Asm(dst []float32, src []uint16) {
