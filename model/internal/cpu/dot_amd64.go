@@ -27,6 +27,12 @@ func weightedRows64AVX2(o, p, v *float32, n, stride int)
 func weightedRows8AVX2(o, p, v *float32, n, stride int)
 
 //go:noescape
+func expShiftAVX2(dst, src *float32, n int, shift float32)
+
+//go:noescape
+func swigluAVX2(out, gate, up *float32, n int)
+
+//go:noescape
 func gemm6x16AVX2(xt, w *float32, k, ldw int, acc *[gemmJ * gemmT]float32)
 
 func init() {
@@ -37,6 +43,7 @@ func init() {
 	// the CPU references' bf16 prefill products.
 	widenBF16 = widenBF16Asm
 	weightedRows = weightedRowsAsm
+	expShift, swiglu = expShiftAsm, swigluAsm
 	variants["avx2"] = kernels{dotAsm, dotBF16Asm, dot4Asm, gemmAsm}
 	variants["avx2-prefetch"] = kernels{dotAsmPF, dotBF16AsmPF, dot4Asm, gemmAsm}
 	// The row-by-row prefill products (dot4) without the tiled ones, to
@@ -153,6 +160,28 @@ func weightedRowsAsm(o, p, v []float32, stride int) {
 		weightedRows8AVX2(&o[c], &p[0], &v[c], len(p), stride)
 	}
 	weightedColumns(o, p, v, stride, c)
+}
+
+// The exp kernels take multiples of 4 elements; the Go loops do the rest.
+
+func expShiftAsm(dst, src []float32, shift float32) {
+	n := len(dst)
+	src = src[:n]
+	m := n &^ 3
+	if m > 0 {
+		expShiftAVX2(&dst[0], &src[0], m, shift)
+	}
+	expShiftGeneric(dst[m:], src[m:], shift)
+}
+
+func swigluAsm(out, gate, up []float32) {
+	n := len(out)
+	gate, up = gate[:n], up[:n]
+	m := n &^ 3
+	if m > 0 {
+		swigluAVX2(&out[0], &gate[0], &up[0], m)
+	}
+	swigluGeneric(out[m:], gate[m:], up[m:])
 }
 
 func widenBF16Asm(dst []float32, src []uint16) {

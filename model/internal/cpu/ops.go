@@ -47,10 +47,9 @@ func Softmax(x []float32) {
 			m = v
 		}
 	}
+	expShift(x, x, m)
 	var sum float64
-	for i, v := range x {
-		e := Exp(v - m)
-		x[i] = e
+	for _, e := range x {
 		sum += float64(e)
 	}
 	inv := float32(1 / sum)
@@ -61,6 +60,26 @@ func Softmax(x []float32) {
 
 // SwiGLU writes silu(gate) * up to out: silu(g) = g / (1 + exp(-g)).
 func SwiGLU(out, gate, up []float32) {
+	swiglu(out, gate[:len(out)], up[:len(out)])
+}
+
+// expShift and swiglu are Softmax's and SwiGLU's loops: the AVX2 ones
+// where dot_amd64.go finds them, which give the Go loops' values to the bit
+// (see EXP4 in exp_amd64.s).
+var (
+	expShift = expShiftGeneric
+	swiglu   = swigluGeneric
+)
+
+// expShiftGeneric sets dst[i] = Exp(src[i] - shift); dst may be src.
+func expShiftGeneric(dst, src []float32, shift float32) {
+	src = src[:len(dst)]
+	for i, v := range src {
+		dst[i] = Exp(v - shift)
+	}
+}
+
+func swigluGeneric(out, gate, up []float32) {
 	gate, up = gate[:len(out)], up[:len(out)]
 	for i, g := range gate {
 		out[i] = g / (1 + Exp(-g)) * up[i]
