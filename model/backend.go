@@ -48,11 +48,70 @@ type sequence interface {
 	release()
 }
 
-// step on the CPU runs each sequence in turn and samples on the CPU:
-// sampling's Argpartition keyed by the item's key (with no filter active it
-// draws exactly as Categorical).
+// step on the CPU runs the items with a prompt (more than one token) each
+// in turn, then the one-token items together (decodeRows: each weight is
+// read once for all of them), and samples on the CPU: sampling's
+// Argpartition keyed by the item's key (with no filter active it draws
+// exactly as Categorical).
 func (b *cpuBackend) step(ctx context.Context, items []stepItem, out []uint32) error {
-	return hostStep(ctx, b.cfg.VocabSize, items, out)
+	var one, rest []int
+	for i, it := range items {
+		if _, ok := it.seq.(*cpuSequence); ok && len(it.tokens) == 1 {
+			one = append(one, i)
+		} else {
+			rest = append(rest, i)
+		}
+	}
+	if len(one) < 2 {
+		return hostStep(ctx, b.cfg.VocabSize, items, out)
+	}
+	for _, i := range rest {
+		if err := hostStep(ctx, b.cfg.VocabSize, items[i:i+1], out[i:i+1]); err != nil {
+			return err
+		}
+	}
+	for start := 0; start < len(one); start += decodeRows {
+		if err := b.decode(ctx, items, one[start:min(len(one), start+decodeRows)], out); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// decodeRows bounds the sequences one batched decode pass takes, and so its
+// scratch memory.
+const decodeRows = 64
+
+// decode advances the one-token items idx together: one forward pass with
+// a row for each, every sequence's cache reserved first, so that a
+// sequence out of context fails the step before any of them moves.
+func (b *cpuBackend) decode(ctx context.Context, items []stepItem, idx []int, out []uint32) error {
+	V := b.cfg.VocabSize
+	rows := make([]cpuRow, len(idx))
+	tokens := make([]uint32, len(idx))
+	for j, i := range idx {
+		s := items[i].seq.(*cpuSequence)
+		if err := s.reserve(1); err != nil {
+			return err
+		}
+		rows[j], tokens[j] = cpuRow{s, s.n}, items[i].tokens[0]
+	}
+	sc, _ := b.decodeScratch.Get().(*cpuScratch)
+	if sc == nil {
+		sc = new(cpuScratch)
+	}
+	defer b.decodeScratch.Put(sc)
+	sc.ensure(b, len(rows))
+	logits := make([]float32, len(rows)*V)
+	if err := guardWeights(func() error { return b.pass(ctx, sc, rows, tokens, true, logits) }); err != nil {
+		return err
+	}
+	for j, i := range idx {
+		if err := sampling.Argpartition(out[i:i+1], logits[j*V:(j+1)*V], 1, V, []sampling.Params{items[i].params}, items[i].key); err != nil {
+			return fmt.Errorf("model: sampling: %w", err)
+		}
+	}
+	return nil
 }
 
 // hostStep is step for sequences whose logits are on the host.

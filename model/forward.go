@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"runtime/debug"
+	"sync"
+	"sync/atomic"
 
 	"github.com/hipgo/hipgo/model/internal/cpu"
 )
@@ -16,6 +18,11 @@ type cpuBackend struct {
 	pool    *cpu.Pool
 	chunks  int       // parallel ranges per loop
 	invFreq []float32 // RoPE inverse frequencies, headDim/2
+	// decodeScratch holds *cpuScratch for batched decode passes.
+	decodeScratch sync.Pool
+	// passes counts forward passes (tests check that a batched decode step
+	// is one).
+	passes atomic.Int64
 }
 
 func newCPUBackend(cfg *Config, w *weights, pool *cpu.Pool, threads int) *cpuBackend {
@@ -32,7 +39,6 @@ func (b *cpuBackend) newSequence(capacity int) sequence {
 	c := b.cfg
 	s := &cpuSequence{b: b, capacity: capacity}
 	s.kv = make([]kvCache, c.NumLayers)
-	s.scores = make([][]float32, b.chunks)
 	return s
 }
 
@@ -46,31 +52,49 @@ type cpuSequence struct {
 	capacity int
 	n        int // tokens in the cache
 	kv       []kvCache
-	// scratch, sized for prefillChunk tokens on first use
-	x, xb, qkv, att, gu, act, q []float32
-	cos, sin                    []float32
-	scores                      [][]float32 // per parallel range
-	parts                       []float32   // one unfused projection's output
+	scratch  cpuScratch // its prompt's and its own steps' activations
 }
 
 func (s *cpuSequence) len() int { return s.n }
 
-func (s *cpuSequence) ensureScratch() {
-	if s.x != nil {
+// cpuRow is one row of a forward pass: a token of seq at position pos. A
+// sequence's prompt is rows of one sequence at consecutive positions; a
+// batched decode step is one row of each sequence.
+type cpuRow struct {
+	seq *cpuSequence
+	pos int
+}
+
+// cpuScratch is one forward pass's activations, sized for the most rows it
+// has run (prefillChunk for a sequence's own passes).
+type cpuScratch struct {
+	size                        int
+	x, xb, qkv, att, gu, act, q []float32
+	cos, sin                    []float32
+	scores                      [][]float32 // per parallel range
+	parts                       []float32   // one unfused projection's output
+	rows                        []cpuRow
+}
+
+func (p *cpuScratch) ensure(b *cpuBackend, T int) {
+	if p.size >= T {
 		return
 	}
-	c := s.b.cfg
-	T := prefillChunk
+	c := b.cfg
 	qD, kvD := c.NumHeads*c.HeadDim, c.NumKVHeads*c.HeadDim
-	s.x = make([]float32, T*c.HiddenSize)
-	s.xb = make([]float32, T*max(c.HiddenSize, qD))
-	s.qkv = make([]float32, T*(qD+2*kvD))
-	s.q = make([]float32, T*qD)
-	s.att = make([]float32, T*qD)
-	s.gu = make([]float32, T*2*c.IntermediateSize)
-	s.act = make([]float32, T*c.IntermediateSize)
-	s.cos = make([]float32, T*c.HeadDim/2)
-	s.sin = make([]float32, T*c.HeadDim/2)
+	p.size = T
+	p.x = make([]float32, T*c.HiddenSize)
+	p.xb = make([]float32, T*max(c.HiddenSize, qD))
+	p.qkv = make([]float32, T*(qD+2*kvD))
+	p.q = make([]float32, T*qD)
+	p.att = make([]float32, T*qD)
+	p.gu = make([]float32, T*2*c.IntermediateSize)
+	p.act = make([]float32, T*c.IntermediateSize)
+	p.cos = make([]float32, T*c.HeadDim/2)
+	p.sin = make([]float32, T*c.HeadDim/2)
+	if p.scores == nil {
+		p.scores = make([][]float32, b.chunks)
+	}
 }
 
 // grow makes room for n tokens in every layer's cache.
@@ -89,9 +113,10 @@ func (s *cpuSequence) grow(n int) {
 	}
 }
 
-func (s *cpuSequence) forward(ctx context.Context, tokens []uint32, all bool, logits []float32) (err error) {
-	// Weights read in place from a mapped file fault if the file is
-	// truncated under the model: an error, not the end of the process.
+// guardWeights runs fn, turning a fault while it reads weights in place
+// from a mapped file (truncated under the model) into an error, not the
+// end of the process.
+func guardWeights(fn func() error) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
@@ -102,11 +127,27 @@ func (s *cpuSequence) forward(ctx context.Context, tokens []uint32, all bool, lo
 			err = fmt.Errorf("model: %w: reading the weights faulted at %#x (%v): was the checkpoint file truncated or rewritten while loaded? Load it again", ErrWeights, addr, r)
 		}
 	}()
-	if s.n+len(tokens) > s.capacity {
-		return &ContextError{Tokens: s.n + len(tokens), Context: s.capacity, What: "sequence"}
+	return fn()
+}
+
+// reserve checks that n more tokens fit the sequence and makes room for them.
+func (s *cpuSequence) reserve(n int) error {
+	if s.n+n > s.capacity {
+		return &ContextError{Tokens: s.n + n, Context: s.capacity, What: "sequence"}
 	}
-	s.ensureScratch()
-	s.grow(s.n + len(tokens))
+	s.grow(s.n + n)
+	return nil
+}
+
+func (s *cpuSequence) forward(ctx context.Context, tokens []uint32, all bool, logits []float32) error {
+	return guardWeights(func() error { return s.forwardChunks(ctx, tokens, all, logits) })
+}
+
+func (s *cpuSequence) forwardChunks(ctx context.Context, tokens []uint32, all bool, logits []float32) error {
+	if err := s.reserve(len(tokens)); err != nil {
+		return err
+	}
+	s.scratch.ensure(s.b, prefillChunk)
 	V := s.b.cfg.VocabSize
 	for start := 0; start < len(tokens); start += prefillChunk {
 		chunk := tokens[start:min(len(tokens), start+prefillChunk)]
@@ -125,19 +166,32 @@ func (s *cpuSequence) forward(ctx context.Context, tokens []uint32, all bool, lo
 	return nil
 }
 
-// step runs up to prefillChunk tokens through every layer. On cancellation
-// the cache length is left unchanged, so the keys written so far are unused.
+// step runs up to prefillChunk tokens of the sequence through every layer.
 func (s *cpuSequence) step(ctx context.Context, tokens []uint32, all bool, logits []float32) error {
-	b, c, w := s.b, s.b.cfg, s.b.w
+	rows := s.scratch.rows[:0]
+	for t := range tokens {
+		rows = append(rows, cpuRow{s, s.n + t})
+	}
+	s.scratch.rows = rows
+	return s.b.pass(ctx, &s.scratch, rows, tokens, all, logits)
+}
+
+// pass runs one token a row through every layer, in the rows' sequences'
+// caches (reserved for them), and writes the logits of every row when all
+// is set, else of the last. Each sequence's length becomes its last row's
+// position plus one; on cancellation the lengths are left unchanged, so
+// the keys written so far are unused.
+func (b *cpuBackend) pass(ctx context.Context, sc *cpuScratch, rows []cpuRow, tokens []uint32, all bool, logits []float32) error {
+	b.passes.Add(1)
+	c, w := b.cfg, b.w
 	T, D := len(tokens), c.HiddenSize
 	H, KV, hd := c.NumHeads, c.NumKVHeads, c.HeadDim
 	qD, kvD := H*hd, KV*hd
 	qkvD := qD + 2*kvD
 	I := c.IntermediateSize
 	eps := float32(c.RMSNormEps)
-	pos0 := s.n
 
-	x := s.x[:T*D]
+	x := sc.x[:T*D]
 	for t, id := range tokens {
 		if err := w.embed.Row(x[t*D:(t+1)*D], int(id)); err != nil {
 			return err // ids were checked against the vocabulary; unreachable
@@ -146,52 +200,54 @@ func (s *cpuSequence) step(ctx context.Context, tokens []uint32, all bool, logit
 	// Angles are inv_freq*position rounded to float32, as transformers
 	// computes them, then cos and sin of that angle.
 	half := hd / 2
-	for t := range T {
-		p := float32(pos0 + t)
+	for t, r := range rows {
+		p := float32(r.pos)
 		for i, f := range b.invFreq {
 			a := float64(f * p)
-			s.cos[t*half+i] = float32(math.Cos(a))
-			s.sin[t*half+i] = float32(math.Sin(a))
+			sc.cos[t*half+i] = float32(math.Cos(a))
+			sc.sin[t*half+i] = float32(math.Sin(a))
 		}
 	}
 
-	xb, qkv, q, att := s.xb[:T*D], s.qkv[:T*qkvD], s.q[:T*qD], s.att[:T*qD]
-	gu, act := s.gu[:T*2*I], s.act[:T*I]
+	xb, qkv, q, att := sc.xb[:T*D], sc.qkv[:T*qkvD], sc.q[:T*qD], sc.att[:T*qD]
+	gu, act := sc.gu[:T*2*I], sc.act[:T*I]
 	for l := range w.layers {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		lw := &w.layers[l]
-		kv := &s.kv[l]
 		for t := range T {
 			cpu.RMSNorm(xb[t*D:(t+1)*D], x[t*D:(t+1)*D], lw.attnNorm, eps)
 		}
-		b.project(qkv, xb, T, &lw.qkv, lw.qkvParts, lw.qkvBias, &s.parts)
-		for t := range T {
+		b.project(qkv, xb, T, &lw.qkv, lw.qkvParts, lw.qkvBias, &sc.parts)
+		for t, r := range rows {
 			row := qkv[t*qkvD : (t+1)*qkvD]
 			qt := q[t*qD : (t+1)*qD]
 			copy(qt, row[:qD])
-			cos, sin := s.cos[t*half:(t+1)*half], s.sin[t*half:(t+1)*half]
+			cos, sin := sc.cos[t*half:(t+1)*half], sc.sin[t*half:(t+1)*half]
 			cpu.RoPE(qt, H, hd, cos, sin)
-			k := kv.k[(pos0+t)*kvD : (pos0+t+1)*kvD]
+			kv := &r.seq.kv[l]
+			k := kv.k[r.pos*kvD : (r.pos+1)*kvD]
 			copy(k, row[qD:qD+kvD])
 			cpu.RoPE(k, KV, hd, cos, sin)
-			copy(kv.v[(pos0+t)*kvD:(pos0+t+1)*kvD], row[qD+kvD:])
+			copy(kv.v[r.pos*kvD:(r.pos+1)*kvD], row[qD+kvD:])
 		}
-		s.attention(T, pos0, q, kv, att)
+		b.attention(sc, rows, l, q, att)
 		b.pool.MatMul(xb, att, T, &lw.o, lw.oBias)
 		add(x, xb)
 		for t := range T {
 			cpu.RMSNorm(xb[t*D:(t+1)*D], x[t*D:(t+1)*D], lw.mlpNorm, eps)
 		}
-		b.project(gu, xb, T, &lw.gateUp, lw.gateUpParts, lw.gateUpBias, &s.parts)
+		b.project(gu, xb, T, &lw.gateUp, lw.gateUpParts, lw.gateUpBias, &sc.parts)
 		for t := range T {
 			cpu.SwiGLU(act[t*I:(t+1)*I], gu[t*2*I:t*2*I+I], gu[t*2*I+I:(t+1)*2*I])
 		}
 		b.pool.MatMul(xb, act, T, &lw.down, lw.downBias)
 		add(x, xb)
 	}
-	s.n += T
+	for _, r := range rows {
+		r.seq.n = r.pos + 1
+	}
 	if logits == nil {
 		return nil
 	}
@@ -206,23 +262,25 @@ func (s *cpuSequence) step(ctx context.Context, tokens []uint32, all bool, logit
 	return nil
 }
 
-// attention computes causal grouped-query attention for T new queries at
-// positions pos0.. against the cache, one (token, head) pair per work item.
-func (s *cpuSequence) attention(T, pos0 int, q []float32, kv *kvCache, out []float32) {
-	c := s.b.cfg
+// attention computes causal grouped-query attention for each row's query
+// against layer l of its sequence's cache (keys 0 to its position), one
+// (row, head) pair per work item.
+func (b *cpuBackend) attention(scr *cpuScratch, rows []cpuRow, l int, q, out []float32) {
+	c := b.cfg
 	H, hd := c.NumHeads, c.HeadDim
 	kvD := c.NumKVHeads * hd
 	group := H / c.NumKVHeads
 	scale := float32(1 / math.Sqrt(float64(hd)))
-	s.b.pool.ForChunks(T*H, s.b.chunks, 1, func(chunk, lo, hi int) {
-		scores := s.scores[chunk]
-		if cap(scores) < pos0+T {
-			scores = make([]float32, 0, max(pos0+T, 2*cap(scores)))
-			s.scores[chunk] = scores
-		}
+	b.pool.ForChunks(len(rows)*H, b.chunks, 1, func(chunk, lo, hi int) {
 		for item := lo; item < hi; item++ {
 			t, h := item/H, item%H
-			n := pos0 + t + 1 // causal: keys 0..pos0+t
+			n := rows[t].pos + 1 // causal: keys 0..pos
+			kv := &rows[t].seq.kv[l]
+			scores := scr.scores[chunk]
+			if cap(scores) < n {
+				scores = make([]float32, 0, max(n, 2*cap(scores)))
+				scr.scores[chunk] = scores
+			}
 			qh := q[t*H*hd+h*hd : t*H*hd+(h+1)*hd]
 			off := (h / group) * hd
 			sc := scores[:n]
