@@ -224,7 +224,7 @@ func TestKernelVariants(t *testing.T) {
 	for name := range variants {
 		require.NoError(t, SetKernels(name))
 		require.Equal(t, name, SIMD())
-		for _, tc := range []struct{ rows, cols, T int }{{1, 5, 1}, {67, 40, 1}, {66, 37, 1}, {9, 13, 6}, {13, 37, 8}, {20, 9, 33}} {
+		for _, tc := range []struct{ rows, cols, T int }{{1, 5, 1}, {67, 40, 1}, {66, 37, 1}, {9, 13, 6}, {7, 40, 5}, {5, 51, 7}, {13, 37, 8}, {20, 9, 33}} {
 			for _, bf := range []bool{false, true} {
 				checkMatMul(t, r, p, tc.rows, tc.cols, tc.T, bf, name)
 			}

@@ -18,10 +18,11 @@ func DotBF16(x []float32, w []uint16) float32 { return dotBF16(x, w) }
 // by dot_amd64.go when AVX2 and FMA are present); the generic versions are
 // the portable reference and the fallback.
 var (
-	dot     = dotGeneric
-	dotBF16 = dotBF16Generic
-	dot4    = dot4Generic
-	simd    = "generic"
+	dot      = dotGeneric
+	dotBF16  = dotBF16Generic
+	dot4     = dot4Generic
+	dot4BF16 func(w []uint16, x []float32, stride int, out *[4]float32)
+	simd     = "generic"
 )
 
 // SIMD names the active kernel set (see SetKernels).
@@ -33,9 +34,12 @@ type kernels struct {
 	dotBF16 func(x []float32, w []uint16) float32
 	dot4    func(w, x []float32, stride int, out *[4]float32)
 	gemm    func(xt, w []float32, k, ldw int, acc *[gemmJ * gemmT]float32) // nil: no tiled product
+	// dot4BF16 is dot4 over a bf16 row, widened in registers; nil: MatMul
+	// widens the row into a buffer first.
+	dot4BF16 func(w []uint16, x []float32, stride int, out *[4]float32)
 }
 
-var variants = map[string]kernels{"generic": {dotGeneric, dotBF16Generic, dot4Generic, nil}}
+var variants = map[string]kernels{"generic": {dotGeneric, dotBF16Generic, dot4Generic, nil, nil}}
 
 // SetKernels selects a kernel set by name, for measurements (the hfcompare
 // tool and benchmarks): "generic" everywhere, and "avx2", "avx2-prefetch"
@@ -49,7 +53,7 @@ func SetKernels(name string) error {
 	if !ok {
 		return fmt.Errorf("cpu: no kernel set %q on this machine", name)
 	}
-	dot, dotBF16, dot4, gemm6x16, simd = k.dot, k.dotBF16, k.dot4, k.gemm, name
+	dot, dotBF16, dot4, gemm6x16, dot4BF16, simd = k.dot, k.dotBF16, k.dot4, k.gemm, k.dot4BF16, name
 	if name == "avx2-rows" {
 		name = "avx2"
 	}

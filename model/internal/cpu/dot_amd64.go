@@ -21,6 +21,9 @@ func dot4AVX2(w, x *float32, n, stride int, out *[4]float32)
 func widenBF16AVX2(dst *float32, src *uint16, n int)
 
 //go:noescape
+func dot4BF16AVX2(w *uint16, x *float32, n, stride int, out *[4]float32)
+
+//go:noescape
 func weightedRows64AVX2(o, p, v *float32, n, stride int)
 
 //go:noescape
@@ -44,11 +47,11 @@ func init() {
 	widenBF16 = widenBF16Asm
 	weightedRows = weightedRowsAsm
 	expShift, swiglu = expShiftAsm, swigluAsm
-	variants["avx2"] = kernels{dotAsm, dotBF16Asm, dot4Asm, gemmAsm}
-	variants["avx2-prefetch"] = kernels{dotAsmPF, dotBF16AsmPF, dot4Asm, gemmAsm}
-	// The row-by-row prefill products (dot4) without the tiled ones, to
-	// measure the two side by side.
-	variants["avx2-rows"] = kernels{dotAsm, dotBF16Asm, dot4Asm, nil}
+	variants["avx2"] = kernels{dotAsm, dotBF16Asm, dot4Asm, gemmAsm, dot4BF16Asm}
+	variants["avx2-prefetch"] = kernels{dotAsmPF, dotBF16AsmPF, dot4Asm, gemmAsm, dot4BF16Asm}
+	// The products of several inputs as they were before the tile kernel
+	// and dot4BF16 (dot4 over widened rows), to measure them side by side.
+	variants["avx2-rows"] = kernels{dotAsm, dotBF16Asm, dot4Asm, nil, nil}
 	// Decode streams every weight once per token from memory. A software
 	// prefetch 1 KB ahead raised single-core bandwidth on the Intel Xeon we
 	// measured (the H200 host: f32 8.9 -> 10.1 GB/s, bf16 6.3 -> 9.6 GB/s;
@@ -132,6 +135,22 @@ func dot4Asm(w, x []float32, stride int, out *[4]float32) {
 	for i := m; i < n; i++ {
 		for r := range 4 {
 			out[r] += w[i] * x[r*stride+i]
+		}
+	}
+}
+
+func dot4BF16Asm(w []uint16, x []float32, stride int, out *[4]float32) {
+	n := len(w)
+	_ = x[3*stride+n-1] // the fourth row must be in bounds
+	m := n &^ 7
+	if m > 0 {
+		dot4BF16AVX2(&w[0], &x[0], m, stride, out)
+	} else {
+		*out = [4]float32{}
+	}
+	for i := m; i < n; i++ {
+		for r := range 4 {
+			out[r] += bf16(w[i]) * x[r*stride+i]
 		}
 	}
 }

@@ -298,3 +298,73 @@ wloop:
 	JNZ  wloop
 	VZEROUPPER
 	RET
+
+// func dot4BF16AVX2(w *uint16, x *float32, n, stride int, out *[4]float32)
+// dot4AVX2 with bfloat16 weights, widened in registers as dotBF16AVX2 does:
+// a decode step of a few sequences reads each weight row from memory once
+// into registers, with no float32 copy of it written and read back.
+TEXT ·dot4BF16AVX2(SB), NOSPLIT, $0-40
+	MOVQ w+0(FP), SI
+	MOVQ x+8(FP), R8
+	MOVQ n+16(FP), CX
+	MOVQ stride+24(FP), DX
+	SHLQ $2, DX
+	LEAQ (R8)(DX*1), R9
+	LEAQ (R9)(DX*1), R10
+	LEAQ (R10)(DX*1), R11
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+
+b4x16:
+	CMPQ CX, $16
+	JL   b4x8
+	VPMOVZXWD (SI), Y8
+	VPMOVZXWD 16(SI), Y9
+	VPSLLD $16, Y8, Y8
+	VPSLLD $16, Y9, Y9
+	VFMADD231PS (R8), Y8, Y0
+	VFMADD231PS 32(R8), Y9, Y4
+	VFMADD231PS (R9), Y8, Y1
+	VFMADD231PS 32(R9), Y9, Y5
+	VFMADD231PS (R10), Y8, Y2
+	VFMADD231PS 32(R10), Y9, Y6
+	VFMADD231PS (R11), Y8, Y3
+	VFMADD231PS 32(R11), Y9, Y7
+	ADDQ $32, SI
+	ADDQ $64, R8
+	ADDQ $64, R9
+	ADDQ $64, R10
+	ADDQ $64, R11
+	SUBQ $16, CX
+	JMP  b4x16
+
+b4x8:
+	CMPQ CX, $8
+	JL   b4done
+	VPMOVZXWD (SI), Y8
+	VPSLLD $16, Y8, Y8
+	VFMADD231PS (R8), Y8, Y0
+	VFMADD231PS (R9), Y8, Y1
+	VFMADD231PS (R10), Y8, Y2
+	VFMADD231PS (R11), Y8, Y3
+
+b4done:
+	VADDPS Y4, Y0, Y0
+	VADDPS Y5, Y1, Y1
+	VADDPS Y6, Y2, Y2
+	VADDPS Y7, Y3, Y3
+	VHADDPS Y1, Y0, Y0
+	VHADDPS Y3, Y2, Y2
+	VHADDPS Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	MOVQ out+32(FP), DI
+	VMOVUPS X0, (DI)
+	VZEROUPPER
+	RET

@@ -99,7 +99,7 @@ const tileT = 32
 // quant.DotRow when T == 1 (decode); for prefill each row is widened once
 // per tile into a per-worker buffer, as bf16 rows are.
 func (p *Pool) MatMul(out, x []float32, T int, w *Matrix, bias []float32) {
-	if gemm6x16 != nil && T >= gemmMinT {
+	if useTiles(T, w) {
 		p.matMulTiles(out, x, T, w, bias)
 		return
 	}
@@ -134,6 +134,23 @@ func (p *Pool) MatMul(out, x []float32, T int, w *Matrix, bias []float32) {
 					row = wide
 				case T == 1:
 					out[j] = dotBF16(x[:K], w.BF16[j*K:(j+1)*K]) + b
+					continue
+				case dot4BF16 != nil:
+					// Straight from the bf16 row: one read of it from
+					// memory, into registers, for the first four inputs.
+					brow := w.BF16[j*K : (j+1)*K]
+					t := t0
+					for ; t+4 <= t1; t += 4 {
+						var o [4]float32
+						dot4BF16(brow, x[t*K:(t+4)*K], K, &o)
+						out[t*N+j] = o[0] + b
+						out[(t+1)*N+j] = o[1] + b
+						out[(t+2)*N+j] = o[2] + b
+						out[(t+3)*N+j] = o[3] + b
+					}
+					for ; t < t1; t++ {
+						out[t*N+j] = dotBF16(x[t*K:(t+1)*K], brow) + b
+					}
 					continue
 				default:
 					BF16ToF32(wide, w.BF16[j*K:(j+1)*K])
