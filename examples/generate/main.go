@@ -42,6 +42,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/hipgo/hipgo/internal/cli"
 	"github.com/hipgo/hipgo/model"
 	"github.com/hipgo/hipgo/model/chat"
 )
@@ -50,18 +51,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(0)
-		}
-		var ue usageError
-		if errors.As(err, &ue) {
-			os.Exit(2) // the flag package has printed the error and the usage
-		}
-		fmt.Fprintln(os.Stderr, "generate:", err)
-		if errors.Is(err, context.Canceled) {
-			os.Exit(130)
-		}
-		os.Exit(1)
+		os.Exit(cli.ExitCode("generate", err, os.Stderr))
 	}
 }
 
@@ -72,11 +62,6 @@ func decimal(f float32) float64 {
 	d, _ := strconv.ParseFloat(strconv.FormatFloat(float64(f), 'g', -1, 32), 64)
 	return d
 }
-
-// usageError is a flag the flag package rejected and has already reported.
-type usageError struct{ error }
-
-func (e usageError) Unwrap() error { return e.error }
 
 // run is the whole program, separated from main so tests can drive it.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -103,11 +88,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		stops = append(stops, s)
 		return nil
 	})
-	if err := fl.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usageError{err}
+	if err := cli.Parse(fl, args); err != nil {
+		return err
 	}
 	if fl.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q (the prompt goes in -prompt)", fl.Args())

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hipgo/hipgo/internal/cli"
 	"github.com/hipgo/hipgo/mlx"
 	"github.com/hipgo/hipgo/model"
 	"github.com/hipgo/hipgo/model/chat"
@@ -209,7 +210,7 @@ func TestRunChecksFlagsFirst(t *testing.T) {
 
 	var out, errOut bytes.Buffer
 	err := run(ctx, []string{"-n", "abc"}, &out, &errOut)
-	var ue usageError
+	var ue cli.UsageError
 	require.ErrorAs(t, err, &ue) // main exits 2 without printing it again
 	require.Equal(t, 1, strings.Count(errOut.String(), `invalid value "abc" for flag -n`), errOut.String())
 	require.ErrorAs(t, run(ctx, []string{"-stop", ""}, &out, &errOut), &ue)

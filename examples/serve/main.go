@@ -27,6 +27,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hipgo/hipgo/internal/cli"
 	"github.com/hipgo/hipgo/model"
 	"github.com/hipgo/hipgo/model/scheduler"
 	"github.com/hipgo/hipgo/runtime"
@@ -37,29 +38,9 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stderr, nil); err != nil {
-		os.Exit(exitCode(err, os.Stderr))
+		os.Exit(cli.ExitCode("serve", err, os.Stderr))
 	}
 }
-
-// exitCode is the status for run's error, which it reports on stderr unless
-// the flag package already has: 0 for -h, 2 for a flag it rejected, 1 for
-// anything else.
-func exitCode(err error, stderr io.Writer) int {
-	var ue usageError
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		return 0
-	case errors.As(err, &ue):
-		return 2
-	}
-	fmt.Fprintln(stderr, "serve:", err)
-	return 1
-}
-
-// usageError is a flag the flag package rejected and has already reported.
-type usageError struct{ error }
-
-func (e usageError) Unwrap() error { return e.error }
 
 // run is the whole program; ready, when set, receives the listening
 // address (tests listen on port 0).
@@ -98,11 +79,8 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 	injectFrac := fl.Float64("inject-step-failures", 0, "testing: fail this fraction of batch steps (0: none)")
 	injectSeed := fl.Uint64("inject-seed", 1, "testing: seed of -inject-step-failures")
 	oobAt := fl.Uint64("inject-oob-at-step", 0, "testing, GPU only: at this step launch the runtime's out-of-bounds test kernel, a real device fault (0: never)")
-	if err := fl.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usageError{err}
+	if err := cli.Parse(fl, args); err != nil {
+		return err
 	}
 	if fl.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fl.Args())

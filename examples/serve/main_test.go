@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hipgo/hipgo/internal/cli"
 	"github.com/hipgo/hipgo/internal/simgpu"
 	"github.com/hipgo/hipgo/runtime"
 )
@@ -79,14 +80,14 @@ func TestExitCodes(t *testing.T) {
 	err := run(context.Background(), []string{"-h"}, &usage, nil)
 	require.Contains(t, usage.String(), "-max-batch")
 	var report bytes.Buffer
-	require.Equal(t, 0, exitCode(err, &report))
+	require.Equal(t, 0, cli.ExitCode("serve", err, &report))
 	require.Empty(t, report.String())
 
 	err = run(context.Background(), []string{"-no-such-flag"}, &usage, nil)
-	require.Equal(t, 2, exitCode(err, &report))
+	require.Equal(t, 2, cli.ExitCode("serve", err, &report))
 	require.Empty(t, report.String(), "the flag package has reported it")
 
 	err = run(context.Background(), []string{"extra"}, io.Discard, nil)
-	require.Equal(t, 1, exitCode(err, &report))
+	require.Equal(t, 1, cli.ExitCode("serve", err, &report))
 	require.Equal(t, "serve: unexpected arguments [\"extra\"]\n", report.String())
 }

@@ -14,35 +14,16 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hipgo/hipgo/internal/cli"
 	"github.com/hipgo/hipgo/model"
 	"github.com/hipgo/hipgo/runtime"
 )
 
 func main() {
 	if err := run(os.Args[1:], os.Stdout); err != nil {
-		os.Exit(exitCode(err, os.Stderr))
+		os.Exit(cli.ExitCode("decodebench", err, os.Stderr))
 	}
 }
-
-// exitCode is the status for run's error, which it reports on stderr unless
-// the flag package already has: 0 for -h, 2 for a flag it rejected, 1 for
-// anything else.
-func exitCode(err error, stderr io.Writer) int {
-	var ue usageError
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		return 0
-	case errors.As(err, &ue):
-		return 2
-	}
-	fmt.Fprintln(stderr, "decodebench:", err)
-	return 1
-}
-
-// usageError is a flag the flag package rejected and has already reported.
-type usageError struct{ error }
-
-func (e usageError) Unwrap() error { return e.error }
 
 type options struct {
 	dir, device, label   string
@@ -65,11 +46,8 @@ func parse(args []string) (options, error) {
 	fs.IntVar(&o.runs, "runs", 3, "runs per measurement; the median is printed")
 	fs.DurationVar(&o.watchdog, "watchdog", 30*time.Second,
 		"bound on each wait for the GPU, so that a hung kernel ends the run with an error (0: none; "+runtime.EnvWatchdog+" overrides it)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return o, err
-		}
-		return o, usageError{err}
+	if err := cli.Parse(fs, args); err != nil {
+		return o, err
 	}
 	if o.dir == "" {
 		return o, errors.New("-model is required")

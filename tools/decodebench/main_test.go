@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hipgo/hipgo/internal/cli"
 	"github.com/hipgo/hipgo/model"
 	"github.com/hipgo/hipgo/model/modeltest"
 	"github.com/hipgo/hipgo/runtime"
@@ -93,11 +94,11 @@ func TestWatchdogReachesTheRuntime(t *testing.T) {
 func TestExitCodes(t *testing.T) {
 	var report bytes.Buffer
 	_, err := parse([]string{"-h"})
-	require.Equal(t, 0, exitCode(err, &report))
+	require.Equal(t, 0, cli.ExitCode("decodebench", err, &report))
 	_, err = parse([]string{"-no-such-flag"})
-	require.Equal(t, 2, exitCode(err, &report))
+	require.Equal(t, 2, cli.ExitCode("decodebench", err, &report))
 	require.Empty(t, report.String(), "the flag package has reported it")
 	_, err = parse([]string{"-model", "x", "-batch", "0"})
-	require.Equal(t, 1, exitCode(err, &report))
+	require.Equal(t, 1, cli.ExitCode("decodebench", err, &report))
 	require.Equal(t, "decodebench: -batch \"0\": want positive integers\n", report.String())
 }
