@@ -138,40 +138,39 @@ func (p *Pool) MatMul(out, x []float32, T int, w *Matrix, bias []float32) {
 				case dot4BF16 != nil:
 					// Straight from the bf16 row: one read of it from
 					// memory, into registers, for the first four inputs.
-					brow := w.BF16[j*K : (j+1)*K]
-					t := t0
-					for ; t+4 <= t1; t += 4 {
-						var o [4]float32
-						dot4BF16(brow, x[t*K:(t+4)*K], K, &o)
-						out[t*N+j] = o[0] + b
-						out[(t+1)*N+j] = o[1] + b
-						out[(t+2)*N+j] = o[2] + b
-						out[(t+3)*N+j] = o[3] + b
-					}
-					for ; t < t1; t++ {
-						out[t*N+j] = dotBF16(x[t*K:(t+1)*K], brow) + b
-					}
+					rowProducts(out, x, w.BF16[j*K:(j+1)*K], N, j, t0, t1, b, dot4BF16, dotBF16)
 					continue
 				default:
 					BF16ToF32(wide, w.BF16[j*K:(j+1)*K])
 					row = wide
 				}
-				t := t0
-				for ; t+4 <= t1; t += 4 {
-					var o [4]float32
-					dot4(row, x[t*K:(t+4)*K], K, &o)
-					out[t*N+j] = o[0] + b
-					out[(t+1)*N+j] = o[1] + b
-					out[(t+2)*N+j] = o[2] + b
-					out[(t+3)*N+j] = o[3] + b
-				}
-				for ; t < t1; t++ {
-					out[t*N+j] = dot(row, x[t*K:(t+1)*K]) + b
-				}
+				rowProducts(out, x, row, N, j, t0, t1, b, dot4, dotRow)
 			}
 		}
 	})
 }
+
+// rowProducts writes out[t*N+j] = x[t] · row + b for t0 <= t < t1, four
+// inputs a call of four and the rest one by one.
+func rowProducts[E float32 | uint16](out, x []float32, row []E, N, j, t0, t1 int, b float32,
+	four func(w []E, x []float32, stride int, out *[4]float32), one func(x []float32, w []E) float32) {
+	K := len(row)
+	t := t0
+	for ; t+4 <= t1; t += 4 {
+		var o [4]float32
+		four(row, x[t*K:(t+4)*K], K, &o)
+		out[t*N+j] = o[0] + b
+		out[(t+1)*N+j] = o[1] + b
+		out[(t+2)*N+j] = o[2] + b
+		out[(t+3)*N+j] = o[3] + b
+	}
+	for ; t < t1; t++ {
+		out[t*N+j] = one(x[t*K:(t+1)*K], row) + b
+	}
+}
+
+// dotRow is dot with rowProducts' argument order.
+func dotRow(x, row []float32) float32 { return dot(row, x) }
 
 func fillNaN(v []float32) {
 	nan := float32(math.NaN())
