@@ -162,58 +162,20 @@ func Resolve(module string, format Format, arch string) (Artifact, error) {
 			}
 		}
 	case FormatPTX:
-		want, ok := smNumber(arch)
-		if !ok {
-			break
-		}
-		// Rank sm*2, +1 for an arch-specific artifact, which only a device
-		// of exactly that sm may take ("sm_90" or "sm_90a" for sm_90a).
-		best, bestRank := -1, -1
-		for i, a := range cands {
-			sm, ok := smNumber(a.Arch)
-			if !ok || sm > want {
-				continue
-			}
-			rank := 2 * sm
-			if archSpecific(a.Arch) {
-				if sm != want || !plainSM(arch) {
-					continue
-				}
-				rank++
-			}
-			if rank > bestRank {
-				best, bestRank = i, rank
-			}
-		}
-		if best >= 0 {
-			return cands[best].Clone(), nil
+		if i := closestSM(cands, arch, false); i >= 0 {
+			return cands[i].Clone(), nil
 		}
 	case FormatCubin:
 		// Machine code runs on the compute capabilities NVIDIA guarantees:
 		// an arch-specific cubin (sm_90a) on its own SM alone, a plain one
 		// (sm_80) on its major revision at or above its minor (sm_86,
 		// sm_89), never across majors. Only a device that names an SM takes
-		// one (no "compute_90", no family "sm_100f"); the closest wins.
-		want, ok := smNumber(arch)
-		if !ok || !plainSM(arch) {
+		// one (no "compute_90", no family "sm_100f").
+		if !plainSM(arch) {
 			break
 		}
-		best, bestRank := -1, -1
-		for i, a := range cands {
-			sm, ok := smNumber(a.Arch)
-			if !ok || sm/10 != want/10 || sm > want || (archSpecific(a.Arch) && sm != want) {
-				continue
-			}
-			rank := 2 * sm
-			if archSpecific(a.Arch) {
-				rank++
-			}
-			if rank > bestRank {
-				best, bestRank = i, rank
-			}
-		}
-		if best >= 0 {
-			return cands[best].Clone(), nil
+		if i := closestSM(cands, arch, true); i >= 0 {
+			return cands[i].Clone(), nil
 		}
 	}
 	return Artifact{}, noBinary()
@@ -236,6 +198,36 @@ func Load(module string, format Format, arch string) ([]byte, []KernelInfo, erro
 		return nil, nil, fmt.Errorf("kernels: %w: %s is %d bytes, the manifest says %d", ErrCorrupt, a.Path, len(image), a.Size)
 	}
 	return image, a.Kernels, nil
+}
+
+// closestSM is the index in cands of the NVIDIA artifact a device of arch
+// takes, or -1: the highest sm not above the device's, ranked sm*2, +1 for
+// an arch-specific artifact, which only a device of exactly that sm may
+// take ("sm_90" or "sm_90a" for sm_90a); with sameMajor (machine code) only
+// an sm of the device's major revision.
+func closestSM(cands []Artifact, arch string, sameMajor bool) int {
+	want, ok := smNumber(arch)
+	if !ok {
+		return -1
+	}
+	best, bestRank := -1, -1
+	for i, a := range cands {
+		sm, ok := smNumber(a.Arch)
+		if !ok || sm > want || sameMajor && sm/10 != want/10 {
+			continue
+		}
+		rank := 2 * sm
+		if archSpecific(a.Arch) {
+			if sm != want || !plainSM(arch) {
+				continue
+			}
+			rank++
+		}
+		if rank > bestRank {
+			best, bestRank = i, rank
+		}
+	}
+	return best
 }
 
 // amdProcessor reduces an AMDGPU target id ("gfx90a:sramecc+:xnack-",

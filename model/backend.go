@@ -102,7 +102,10 @@ func (b *cpuBackend) decode(ctx context.Context, items []stepItem, idx []int, ou
 	}
 	defer b.decodeScratch.Put(sc)
 	sc.ensure(b, len(rows))
-	logits := make([]float32, len(rows)*V)
+	if cap(sc.logits) < len(rows)*V {
+		sc.logits = make([]float32, len(rows)*V)
+	}
+	logits := sc.logits[:len(rows)*V]
 	if err := guardWeights(func() error { return b.pass(ctx, sc, rows, tokens, true, logits) }); err != nil {
 		return err
 	}

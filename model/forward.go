@@ -74,6 +74,7 @@ type cpuScratch struct {
 	scores                      [][]float32 // per parallel range
 	parts                       []float32   // one unfused projection's output
 	rows                        []cpuRow
+	logits                      []float32 // a batched decode step's, a row each
 }
 
 func (p *cpuScratch) ensure(b *cpuBackend, T int) {

@@ -37,9 +37,12 @@ type kernels struct {
 	// dot4BF16 is dot4 over a bf16 row, widened in registers; nil: MatMul
 	// widens the row into a buffer first.
 	dot4BF16 func(w []uint16, x []float32, stride int, out *[4]float32)
+	// quant names package quant's kernel set to select with this one; ""
+	// means the set of the same name.
+	quant string
 }
 
-var variants = map[string]kernels{"generic": {dotGeneric, dotBF16Generic, dot4Generic, nil, nil}}
+var variants = map[string]kernels{"generic": {dot: dotGeneric, dotBF16: dotBF16Generic, dot4: dot4Generic}}
 
 // SetKernels selects a kernel set by name, for measurements (the hfcompare
 // tool and benchmarks): "generic" everywhere, and "avx2", "avx2-prefetch"
@@ -54,8 +57,8 @@ func SetKernels(name string) error {
 		return fmt.Errorf("cpu: no kernel set %q on this machine", name)
 	}
 	dot, dotBF16, dot4, gemm6x16, dot4BF16, simd = k.dot, k.dotBF16, k.dot4, k.gemm, k.dot4BF16, name
-	if name == "avx2-rows" {
-		name = "avx2"
+	if k.quant != "" {
+		name = k.quant
 	}
 	if quant.SetKernels(name) != nil {
 		_ = quant.SetKernels("generic")

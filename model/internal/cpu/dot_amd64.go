@@ -47,11 +47,11 @@ func init() {
 	widenBF16 = widenBF16Asm
 	weightedRows = weightedRowsAsm
 	expShift, swiglu = expShiftAsm, swigluAsm
-	variants["avx2"] = kernels{dotAsm, dotBF16Asm, dot4Asm, gemmAsm, dot4BF16Asm}
-	variants["avx2-prefetch"] = kernels{dotAsmPF, dotBF16AsmPF, dot4Asm, gemmAsm, dot4BF16Asm}
+	variants["avx2"] = kernels{dot: dotAsm, dotBF16: dotBF16Asm, dot4: dot4Asm, gemm: gemmAsm, dot4BF16: dot4BF16Asm}
+	variants["avx2-prefetch"] = kernels{dot: dotAsmPF, dotBF16: dotBF16AsmPF, dot4: dot4Asm, gemm: gemmAsm, dot4BF16: dot4BF16Asm}
 	// The products of several inputs as they were before the tile kernel
 	// and dot4BF16 (dot4 over widened rows), to measure them side by side.
-	variants["avx2-rows"] = kernels{dotAsm, dotBF16Asm, dot4Asm, nil, nil}
+	variants["avx2-rows"] = kernels{dot: dotAsm, dotBF16: dotBF16Asm, dot4: dot4Asm, quant: "avx2"}
 	// Decode streams every weight once per token from memory. A software
 	// prefetch 1 KB ahead raised single-core bandwidth on the Intel Xeon we
 	// measured (the H200 host: f32 8.9 -> 10.1 GB/s, bf16 6.3 -> 9.6 GB/s;

@@ -94,10 +94,12 @@ func (m *Matrix) Row(dst []float32, j int) error {
 const tileT = 32
 
 // MatMul computes out[t*Rows+j] = x[t] · W[j] + bias[j] for t < T, where x
-// holds T rows of Cols values. Rows of W are split over the pool; each weight
-// row is read once per tile of tileT inputs. Quantized rows go through
-// quant.DotRow when T == 1 (decode); for prefill each row is widened once
-// per tile into a per-worker buffer, as bf16 rows are.
+// holds T rows of Cols values. Where useTiles says so it runs the tiled
+// product (gemm.go). Otherwise rows of W are split over the pool and each
+// weight row is read once per tile of tileT inputs: through dotBF16 or
+// quant.DotRow when T == 1 (decode); for more inputs a bf16 row through
+// dot4BF16 where the kernel set has it, else widened (as quantized rows
+// are) once per tile into a per-worker buffer for dot4.
 func (p *Pool) MatMul(out, x []float32, T int, w *Matrix, bias []float32) {
 	if useTiles(T, w) {
 		p.matMulTiles(out, x, T, w, bias)
@@ -110,7 +112,7 @@ func (p *Pool) MatMul(out, x []float32, T int, w *Matrix, bias []float32) {
 	}
 	p.For(N, 4*p.workers, 16, func(lo, hi int) {
 		var wide []float32 // a bf16 or quantized row widened once, reused across the tile
-		if w.F32 == nil && T > 1 {
+		if T > 1 && (w.Q != nil || w.BF16 != nil && dot4BF16 == nil) {
 			wide = make([]float32, K)
 		}
 		for t0 := 0; t0 < T; t0 += tileT {
