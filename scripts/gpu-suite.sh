@@ -33,8 +33,8 @@
 #             against the weight-read floor and torch (tools/gpubench/forward_kernels.py)
 #   qforward  the quantized kernels' PTX (kernels/src/qforward.cu: Q4_0 Q4_1 Q8_0
 #             Q4_K Q5_K Q6_K) against numpy-dequantized weights and PyTorch float64
-#             products, and matmul_Q at SmolLM2-135M / Llama-3-8B decode shapes
-#             against the copy floor (tools/gpubench/qforward_kernels.py); then
+#             products, and the products at Llama-3.2-1B / SmolLM2-135M / Llama-3-8B
+#             decode shapes against the copy floor (tools/gpubench/qforward_kernels.py); then
 #             examples/generate -chat on the real SmolLM2-135M-Instruct Q4_1 GGUF
 #             (98362432 bytes, sha256 b179c952...): -device gpu against -device
 #             cpu, greedy, the same reply expected. The GGUF is $HIPGO_GGUF, or

@@ -1,15 +1,16 @@
-// qforward.cu: the forward kernels over GGUF's quantized weights: matmul and
-// the embedding gather for Q4_0, Q4_1, Q8_0, Q4_K, Q5_K and Q6_K weights
-// kept in ggml's block layout on the device (no float copy of a matrix is
-// ever made: each 32-weight unit is decoded in registers inside the
-// product), and scatter_cols_f32, which places the output of an unfused
+// qforward.cu: the forward kernels over GGUF's quantized weights: the
+// products (matvec and matmul) and the embedding gather for Q4_0, Q4_1,
+// Q8_0, Q4_K, Q5_K and Q6_K weights kept in ggml's block layout on the
+// device (no float copy of a matrix is ever made: weights are decoded in
+// registers inside the product), and scatter_cols_f32, which places the output of an unfused
 // projection into its columns of the fused q|k|v or gate|up activations.
 // One text, compiled as HIP for every AMDGPU target and as CUDA for NVPTX
 // (portable.h), and on the host by model/internal/hostkern's emulation test
 // (HIPGO_HOST_SHIM names the header that stands in for portable.h there).
 //
-// The semantics and launch shapes are matmul_W's and embed_W's in
-// FORWARD_ABI.md (forward.cu), with W one of q4_0, q4_1, q8_0, q4_k, q5_k,
+// The semantics are matmul_W's and embed_W's in FORWARD_ABI.md
+// (forward.cu), the products' launch shapes below (matvec_Q, matmul_Q),
+// with W one of q4_0, q4_1, q8_0, q4_k, q5_k,
 // q6_k and the weight pointer a byte pointer to the rows' blocks: a [out,
 // in] matrix is out rows of in/block_elems blocks each, row-major, exactly
 // the GGUF tensor's bytes. in (hidden for embed) must be a multiple of the
@@ -36,15 +37,19 @@ typedef __INT8_TYPE__ qf_i8;
 #define QF_MM_THREADS 256
 #define QF_SCATTER_THREADS 256
 
-// matmul tiling, as matmul_W's: rows < QF_MM_GEMM_ROWS take the matvec path
-// (each 32-lane group one output, QF_MM_VEC_ROWS input rows per block),
-// more take a QF_MM_TILE x QF_MM_TILE tile through shared memory, one
-// 32-wide unit of in at a time.
+// The products' tiling (matvec_Q, matmul_Q below): matvec_Q gives each
+// 32-lane group one output and a block QF_MM_VEC_ROWS input rows; matmul_Q
+// a block a QF_MM_TILE x QF_MM_TILE tile through shared memory, one 32-wide
+// unit of in at a time. The backend switches at QF_MM_GEMM_ROWS rows.
 #define QF_MM_GROUPS (QF_MM_THREADS / 32)
 #define QF_MM_VEC_ROWS 8
 #define QF_MM_GEMM_ROWS 64
 #define QF_MM_TILE 64
 #define QF_UNIT 32
+// Pieces (8 weights) a lane loads before it decodes any (matvec path).
+#ifndef QF_MV_UNROLL
+#define QF_MV_UNROLL 4
+#endif
 
 
 // qf_early_start: the first statement of every kernel here. The kernel after
@@ -60,15 +65,17 @@ DEVICE void qf_early_start() {
 }
 
 DEVICE float qf_u2f(uint32_t x) { return __builtin_bit_cast(float, x); }
-DEVICE uint32_t qf_f2u(float x) { return __builtin_bit_cast(uint32_t, x); }
-// IEEE binary16 to float32, exact (subnormals included).
-DEVICE float qf_f16(uint32_t h) {
-  const uint32_t sign = (h & 0x8000u) << 16;
-  const uint32_t ex = (h >> 10) & 0x1fu;
-  const uint32_t man = h & 0x3ffu;
-  if (ex == 0) return qf_u2f(qf_f2u((float)man * 5.96046448e-08f) | sign);
-  if (ex == 31) return qf_u2f(sign | 0x7f800000u | (man << 13));
-  return qf_u2f(sign | ((ex + 112u) << 23) | (man << 13));
+// IEEE binary16 to float32, exact (subnormals included): the hardware's
+// conversion (cvt.f32.f16, v_cvt_f32_f16), not integer steps and an
+// int-to-float conversion.
+DEVICE float qf_f16(uint32_t h) { return (float)__builtin_bit_cast(_Float16, (uint16_t)h); }
+// qf_int: (float)((int32_t)q - bias) for 0 <= q < 2^23 and 0 <= bias <= q's
+// bound, exactly, without an int-to-float conversion (a quarter-rate
+// instruction on NVIDIA GPUs, which would bound the products): 0x4B000000|q
+// is the float 2^23 + q, and the difference of two floats whose exact value
+// is a small integer is that integer.
+DEVICE float qf_int(uint32_t q, uint32_t bias) {
+  return qf_u2f(0x4B000000u | q) - qf_u2f(0x4B000000u + bias);
 }
 // qf_mul: a product rounded to float32 before any add that uses it. The
 // CUDA compile contracts a*b+c into an FMA in the backend whatever the
@@ -108,6 +115,27 @@ struct qf_q4_0 {
       }
     }
   }
+  // Piece p < 4: bytes [4p, 4p+4) of the nibbles: weights 4p.. (low
+  // nibbles) and 16+4p.. (high).
+  static constexpr uint32_t PIECES = 4;
+  struct Raw {
+    uint32_t d, q;
+  };
+  QF_MEMBER Raw load(const uint8_t* b, uint32_t p) {
+    return {qf_ld16(b), qf_ld16(b + 2 + 4 * p) | qf_ld16(b + 4 + 4 * p) << 16};
+  }
+  QF_MEMBER uint32_t off0(uint32_t p) { return 4 * p; }
+  QF_MEMBER uint32_t off1(uint32_t p) { return 16 + 4 * p; }
+  QF_MEMBER void piece(const Raw& r, uint32_t, float* v) {
+#pragma clang fp contract(off)
+    const float d = qf_f16(r.d);
+#pragma unroll
+    for (uint32_t k = 0; k < 4; ++k) {
+      const uint32_t q = (r.q >> (8 * k)) & 0xffu;
+      v[k] = d * qf_int(q & 15u, 8);
+      v[k + 4] = d * qf_int(q >> 4, 8);
+    }
+  }
 };
 
 // Q4_1: d, m (f16), nibbles as Q4_0; weight d*q + m.
@@ -127,6 +155,24 @@ struct qf_q4_1 {
       }
     }
   }
+  // Pieces as Q4_0's.
+  static constexpr uint32_t PIECES = 4;
+  struct Raw {
+    uint32_t dm, q;
+  };
+  QF_MEMBER Raw load(const uint8_t* b, uint32_t p) { return {qf_ld32(b), qf_ld32(b + 4 + 4 * p)}; }
+  QF_MEMBER uint32_t off0(uint32_t p) { return 4 * p; }
+  QF_MEMBER uint32_t off1(uint32_t p) { return 16 + 4 * p; }
+  QF_MEMBER void piece(const Raw& r, uint32_t, float* v) {
+#pragma clang fp contract(off)
+    const float d = qf_f16(r.dm & 0xffffu), m = qf_f16(r.dm >> 16);
+#pragma unroll
+    for (uint32_t k = 0; k < 4; ++k) {
+      const uint32_t q = (r.q >> (8 * k)) & 0xffu;
+      v[k] = qf_mul(d, qf_int(q & 15u, 0)) + m;
+      v[k + 4] = qf_mul(d, qf_int(q >> 4, 0)) + m;
+    }
+  }
 };
 
 // Q8_0: d (f16), 32 int8; weight q*d.
@@ -142,6 +188,27 @@ struct qf_q8_0 {
       v[2 * i + 1] = (float)(qf_i8)(w >> 8) * d;
     }
   }
+  // Piece p < 4: weights [8p, 8p+8).
+  static constexpr uint32_t PIECES = 4;
+  struct Raw {
+    uint32_t d, q0, q1;
+  };
+  QF_MEMBER Raw load(const uint8_t* b, uint32_t p) {
+    const uint8_t* q = b + 2 + 8 * p;
+    return {qf_ld16(b), qf_ld16(q) | qf_ld16(q + 2) << 16, qf_ld16(q + 4) | qf_ld16(q + 6) << 16};
+  }
+  QF_MEMBER uint32_t off0(uint32_t p) { return 8 * p; }
+  QF_MEMBER uint32_t off1(uint32_t p) { return 8 * p + 4; }
+  QF_MEMBER void piece(const Raw& r, uint32_t, float* v) {
+#pragma clang fp contract(off)
+    const float d = qf_f16(r.d);
+#pragma unroll
+    for (uint32_t k = 0; k < 4; ++k) {
+      // The byte's int8 value plus 128 is its bits with the sign flipped.
+      v[k] = qf_int(((r.q0 >> (8 * k)) & 0xffu) ^ 0x80u, 128) * d;
+      v[k + 4] = qf_int(((r.q1 >> (8 * k)) & 0xffu) ^ 0x80u, 128) * d;
+    }
+  }
 };
 
 // The 6-bit scale and min of sub-block j of a Q4_K/Q5_K block's 12 packed
@@ -153,6 +220,20 @@ DEVICE void qf_scale_min(const uint8_t* s, uint32_t j, uint32_t* sc, uint32_t* m
   } else {
     *sc = (s[j + 4] & 0xfu) | ((s[j - 4] >> 6) << 4);
     *m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+  }
+}
+
+// qf_scale_min_w: qf_scale_min from the 12 scale bytes held as three
+// little-endian words (no indexed array: a register file has no index).
+DEVICE void qf_scale_min_w(uint32_t s0, uint32_t s1, uint32_t s2, uint32_t j, uint32_t* sc, uint32_t* m) {
+  const uint32_t sh = 8 * (j & 3u);
+  const uint32_t a = (s0 >> sh) & 0xffu, b = (s1 >> sh) & 0xffu, c = (s2 >> sh) & 0xffu;
+  if (j < 4) {
+    *sc = a & 63u;
+    *m = b & 63u;
+  } else {
+    *sc = (c & 0xfu) | ((a >> 6) << 4);
+    *m = (c >> 4) | ((b >> 6) << 4);
   }
 }
 
@@ -174,6 +255,30 @@ struct qf_q4_k {
       const uint32_t w = qf_ld32(qs + 4 * i) >> sh;
 #pragma unroll
       for (uint32_t k = 0; k < 4; ++k) v[4 * i + k] = qf_mul(d1, (float)((w >> (8 * k)) & 15u)) - m1;
+    }
+  }
+  // Piece p < 32: bytes [4l, 4l+4) of nibble chunk c (c = p/8, l = p%8):
+  // weights 64c+4l.. of sub-block 2c (low nibbles) and 64c+32+4l.. of
+  // sub-block 2c+1 (high).
+  static constexpr uint32_t PIECES = 32;
+  struct Raw {
+    uint32_t dm, s0, s1, s2, q;
+  };
+  QF_MEMBER Raw load(const uint8_t* b, uint32_t p) {
+    return {qf_ld32(b), qf_ld32(b + 4), qf_ld32(b + 8), qf_ld32(b + 12), qf_ld32(b + 16 + 4 * p)};
+  }
+  QF_MEMBER uint32_t off0(uint32_t p) { return 64 * (p / 8) + 4 * (p % 8); }
+  QF_MEMBER uint32_t off1(uint32_t p) { return off0(p) + 32; }
+  QF_MEMBER void piece(const Raw& r, uint32_t p, float* v) {
+#pragma clang fp contract(off)
+    const float d = qf_f16(r.dm & 0xffffu), dmin = qf_f16(r.dm >> 16);
+#pragma unroll
+    for (uint32_t h = 0; h < 2; ++h) {
+      uint32_t sc, m;
+      qf_scale_min_w(r.s0, r.s1, r.s2, 2 * (p / 8) + h, &sc, &m);
+      const float d1 = d * qf_int(sc, 0), m1 = qf_mul(dmin, qf_int(m, 0));
+#pragma unroll
+      for (uint32_t k = 0; k < 4; ++k) v[4 * h + k] = qf_mul(d1, qf_int((r.q >> (8 * k + 4 * h)) & 15u, 0)) - m1;
     }
   }
 };
@@ -198,6 +303,34 @@ struct qf_q5_k {
       for (uint32_t k = 0; k < 4; ++k) {
         const uint32_t q = ((w >> (8 * k)) & 15u) | (((h >> (8 * k)) & 1u) << 4);
         v[4 * i + k] = qf_mul(d1, (float)q) - m1;
+      }
+    }
+  }
+  // Pieces as Q4_K's; the fifth bits of weight 4l+k of sub-blocks 2c and
+  // 2c+1 are bits 2c and 2c+1 of qh[4l+k].
+  static constexpr uint32_t PIECES = 32;
+  struct Raw {
+    uint32_t dm, s0, s1, s2, h, q;
+  };
+  QF_MEMBER Raw load(const uint8_t* b, uint32_t p) {
+    return {qf_ld32(b), qf_ld32(b + 4), qf_ld32(b + 8), qf_ld32(b + 12), qf_ld32(b + 16 + 4 * (p % 8)),
+            qf_ld32(b + 48 + 4 * p)};
+  }
+  QF_MEMBER uint32_t off0(uint32_t p) { return 64 * (p / 8) + 4 * (p % 8); }
+  QF_MEMBER uint32_t off1(uint32_t p) { return off0(p) + 32; }
+  QF_MEMBER void piece(const Raw& r, uint32_t p, float* v) {
+#pragma clang fp contract(off)
+    const float d = qf_f16(r.dm & 0xffffu), dmin = qf_f16(r.dm >> 16);
+#pragma unroll
+    for (uint32_t h = 0; h < 2; ++h) {
+      const uint32_t j = 2 * (p / 8) + h;
+      uint32_t sc, m;
+      qf_scale_min_w(r.s0, r.s1, r.s2, j, &sc, &m);
+      const float d1 = d * qf_int(sc, 0), m1 = qf_mul(dmin, qf_int(m, 0));
+#pragma unroll
+      for (uint32_t k = 0; k < 4; ++k) {
+        const uint32_t q = ((r.q >> (8 * k + 4 * h)) & 15u) | (((r.h >> (8 * k + j)) & 1u) << 4);
+        v[4 * h + k] = qf_mul(d1, qf_int(q, 0)) - m1;
       }
     }
   }
@@ -226,6 +359,38 @@ struct qf_q6_k {
       for (uint32_t e = 0; e < 2; ++e) {
         const int32_t q = (int32_t)(((lo >> (8 * e)) & 15u) | (((hi >> (8 * e)) & 3u) << 4)) - 32;
         v[2 * i + e] = (i < 8 ? d0 : d1) * (float)q;
+      }
+    }
+  }
+  // Piece p < 32 (h = p/16, s = (p/8)%2, l = p%8): bytes [4l, 4l+4) of
+  // ql[64h + 32s ..] and of qh[32h ..], which hold weights 4l.. of
+  // sub-blocks 4h+s (low nibbles, qh bits 2s) and 4h+s+2 (high nibbles,
+  // qh bits 2s+4).
+  static constexpr uint32_t PIECES = 32;
+  struct Raw {
+    uint32_t ql, qh, sc, d;
+  };
+  QF_MEMBER Raw load(const uint8_t* b, uint32_t p) {
+    const uint32_t h = p / 16, s = (p / 8) % 2, l = p % 8;
+    const uint8_t* ql = b + 64 * h + 32 * s + 4 * l;
+    const uint8_t* qh = b + 128 + 32 * h + 4 * l;
+    const uint8_t* sc = b + 192 + 8 * h + l / 4 + 2 * s;
+    return {qf_ld16(ql) | qf_ld16(ql + 2) << 16, qf_ld16(qh) | qf_ld16(qh + 2) << 16, sc[0] | (uint32_t)sc[4] << 8,
+            qf_ld16(b + 208)};
+  }
+  QF_MEMBER uint32_t off0(uint32_t p) { return 128 * (p / 16) + 32 * ((p / 8) % 2) + 4 * (p % 8); }
+  QF_MEMBER uint32_t off1(uint32_t p) { return off0(p) + 64; }
+  QF_MEMBER void piece(const Raw& r, uint32_t p, float* v) {
+#pragma clang fp contract(off)
+    const uint32_t s = (p / 8) % 2;
+    const float d = qf_f16(r.d);
+#pragma unroll
+    for (uint32_t h = 0; h < 2; ++h) {
+      const float dh = d * qf_int(((r.sc >> (8 * h)) & 0xffu) ^ 0x80u, 128);
+#pragma unroll
+      for (uint32_t k = 0; k < 4; ++k) {
+        const uint32_t q = ((r.ql >> (8 * k + 4 * h)) & 15u) | (((r.qh >> (8 * k + 2 * s + 4 * h)) & 3u) << 4);
+        v[4 * h + k] = dh * qf_int(q, 32);
       }
     }
   }
@@ -282,31 +447,42 @@ DEVICE void qembed(float* out, const uint8_t* table, const uint32_t* tokens, uin
   const uint32_t id = tokens[t];
   float* o = out + (uint64_t)t * hidden;
   const uint8_t* row = table + (uint64_t)id * qf_row_bytes<Q>(hidden);
-  for (uint32_t u = thread_idx_x(); u < hidden / QF_UNIT; u += QF_EMBED_THREADS) {
-    float v[QF_UNIT];
+  for (uint32_t p = thread_idx_x(); p < hidden / 8; p += QF_EMBED_THREADS) {
+    const uint32_t pp = p % Q::PIECES, base = (p / Q::PIECES) * (QF_UNIT * Q::UNITS);
+    float v[8];
     if (id < vocab) {
-      qf_unit<Q>(row, u, v);
+      Q::piece(Q::load(row + (uint64_t)(p / Q::PIECES) * Q::BYTES, pp), pp, v);
     } else {
 #pragma unroll
-      for (uint32_t i = 0; i < QF_UNIT; ++i) v[i] = 0.0f;
+      for (uint32_t i = 0; i < 8; ++i) v[i] = 0.0f;
     }
 #pragma unroll
-    for (uint32_t i = 0; i < QF_UNIT; ++i) o[(uint64_t)u * QF_UNIT + i] = v[i];
+    for (uint32_t i = 0; i < 4; ++i) {
+      o[base + Q::off0(pp) + i] = v[i];
+      o[base + Q::off1(pp) + i] = v[4 + i];
+    }
   }
 }
 
 // =====================================================================
-// matmul_Q: y[r, o] (+)= x[r] . dequant(w row o) (+ bias[o]) for r < rows,
-// o < out; x [rows, in] f32, bias [out] f32 or null, f32 accumulation;
-// accumulate != 0 adds into y. Block QF_MM_THREADS (256). Grid, as
-// matmul_W's:
-//   rows <  64: ceil(out / 8) * ceil(rows / 8)    (matvec path)
-//   rows >= 64: ceil(out / 64) * ceil(rows / 64)  (tiled path)
-// Matvec path: block b takes outputs [8c, 8c+8) with c = b / ceil(rows/8)
-// and input rows [8s, 8s+8) with s = b % ceil(rows/8); each 32-lane group
-// streams one weight row once, lane i taking units i, i+32, ... (the
-// group's lanes read neighbouring blocks together), decodes each unit once
-// and applies it to up to 8 input rows. Tiled path: block b computes the
+// matvec_Q and matmul_Q: y[r, o] (+)= x[r] . dequant(w row o) (+ bias[o])
+// for r < rows, o < out; x [rows, in] f32, bias [out] f32 or null, f32
+// accumulation; accumulate != 0 adds into y. Block QF_MM_THREADS (256).
+// Both compute the same for any rows; the backend launches matvec_Q below
+// QF_MM_GEMM_ROWS (64) rows and matmul_Q from there.
+//
+// matvec_Q, grid ceil(out / 8) * ceil(rows / 8): block b takes outputs
+// [8c, 8c+8) with c = b / ceil(rows/8) and input rows [8s, 8s+8) with
+// s = b % ceil(rows/8) (the blocks of one output group are neighbours, so
+// their weight reads meet in L2). Each 32-lane group streams one weight row
+// once, in pieces of 8 weights (each type's PIECES per block): lane i takes
+// pieces i, i+32, ..., so the group's loads of a step are consecutive
+// bytes, and the x values a piece meets are two runs of 4, which the lanes
+// read as consecutive 16-byte loads. A lane issues the loads of
+// QF_MV_UNROLL pieces before it decodes any, decodes each piece once and
+// applies it to up to 8 input rows.
+//
+// matmul_Q, grid ceil(out / 64) * ceil(rows / 64): block b computes the
 // 64 x 64 tile of rows [64s, 64s+64) and outputs [64c, 64c+64),
 // s = b % ceil(rows/64), c = b / ceil(rows/64), one unit of in at a time:
 // 64 threads decode the tile's 64 weight units into shared memory while
@@ -323,35 +499,50 @@ DEVICE void qmatvec(float* y, const float* x, const uint8_t* w, const float* bia
   if (o >= out) return;  // whole 32-groups leave together: no block_sync below
   const uint32_t r0 = s * QF_MM_VEC_ROWS;
   const uint32_t nr = rows - r0 < QF_MM_VEC_ROWS ? rows - r0 : QF_MM_VEC_ROWS;
-  const uint32_t units = in / QF_UNIT;
+  const uint32_t pieces = in / 8;
   const uint8_t* wr = w + (uint64_t)o * qf_row_bytes<Q>(in);
   const float* xr = x + (uint64_t)r0 * in;
   const bool vec = ((__UINTPTR_TYPE__)x & 15u) == 0;
-  float acc[QF_MM_VEC_ROWS];
+  // Two accumulators a row (alternate pieces) halve the chain of
+  // dependent fused multiply-adds.
+  float acc[2][QF_MM_VEC_ROWS];
 #pragma unroll
-  for (int r = 0; r < QF_MM_VEC_ROWS; ++r) acc[r] = 0.0f;
-  for (uint32_t u = lane; u < units; u += 32) {
-    float v[QF_UNIT];
-    qf_unit<Q>(wr, u, v);
+  for (int r = 0; r < QF_MM_VEC_ROWS; ++r) acc[0][r] = acc[1][r] = 0.0f;
+  for (uint32_t p0 = lane; p0 < pieces; p0 += 32 * QF_MV_UNROLL) {
+    // Every load of the step's pieces first, so that they are in flight
+    // together.
+    typename Q::Raw raw[QF_MV_UNROLL] = {};
 #pragma unroll
-    for (uint32_t r = 0; r < QF_MM_VEC_ROWS; ++r) {
-      if (r < nr) {
-        const float* xp = xr + (uint64_t)r * in + (uint64_t)u * QF_UNIT;
-        float d = acc[r];
+    for (uint32_t u = 0; u < QF_MV_UNROLL; ++u) {
+      const uint32_t p = p0 + 32 * u;
+      if (p < pieces) raw[u] = Q::load(wr + (uint64_t)(p / Q::PIECES) * Q::BYTES, p % Q::PIECES);
+    }
 #pragma unroll
-        for (uint32_t i = 0; i < QF_UNIT / 4; ++i) {
-          const qf_f32x4 a = qf_load4(xp + 4 * i, vec);
+    for (uint32_t u = 0; u < QF_MV_UNROLL; ++u) {
+      const uint32_t p = p0 + 32 * u;
+      if (p >= pieces) break;
+      const uint32_t pp = p % Q::PIECES, base = (p / Q::PIECES) * (QF_UNIT * Q::UNITS);
+      float v[8];
+      Q::piece(raw[u], pp, v);
 #pragma unroll
-          for (uint32_t e = 0; e < 4; ++e) d = __builtin_fmaf(v[4 * i + e], a.v[e], d);
+      for (uint32_t r = 0; r < QF_MM_VEC_ROWS; ++r) {
+        if (r < nr) {
+          const float* xp = xr + (uint64_t)r * in + base;
+          const qf_f32x4 a0 = qf_load4(xp + Q::off0(pp), vec), a1 = qf_load4(xp + Q::off1(pp), vec);
+          float d = acc[u & 1][r];
+#pragma unroll
+          for (uint32_t e = 0; e < 4; ++e) d = __builtin_fmaf(v[e], a0.v[e], d);
+#pragma unroll
+          for (uint32_t e = 0; e < 4; ++e) d = __builtin_fmaf(v[4 + e], a1.v[e], d);
+          acc[u & 1][r] = d;
         }
-        acc[r] = d;
       }
     }
   }
 #pragma unroll
   for (uint32_t r = 0; r < QF_MM_VEC_ROWS; ++r) {
     if (r >= nr) break;  // nr is the same for the whole block
-    const float v = qf_group_sum(acc[r]);
+    const float v = qf_group_sum(acc[0][r] + acc[1][r]);
     if (lane == 0) qf_store(y, bias, (uint64_t)(r0 + r) * out + o, o, v, accumulate);
   }
 }
@@ -419,16 +610,6 @@ DEVICE void qmatmul_tiled(float* y, const float* x, const uint8_t* w, const floa
   }
 }
 
-template <class Q>
-DEVICE void qmatmul(float* y, const float* x, const uint8_t* w, const float* bias, uint32_t rows, uint32_t in,
-                    uint32_t out, uint32_t accumulate) {
-  if (in % (QF_UNIT * Q::UNITS) != 0) return;
-  if (rows >= QF_MM_GEMM_ROWS)
-    qmatmul_tiled<Q>(y, x, w, bias, rows, in, out, accumulate);
-  else
-    qmatvec<Q>(y, x, w, bias, rows, in, out, accumulate);
-}
-
 // =====================================================================
 // scatter_cols_f32: dst[r*dst_stride + dst_off + c] = src[r*cols + c] for
 // r < rows, c < cols (an unfused projection's output into its columns of
@@ -451,11 +632,17 @@ KERNEL KBOUNDS(QF_SCATTER_THREADS) void scatter_cols_f32(float* dst, const float
     qf_early_start();                                                                                         \
     qembed<Q>(out, table, tokens, n, hidden, vocab);                                                         \
   }                                                                                                          \
+  KERNEL KBOUNDS(QF_MM_THREADS) void matvec_##SUF(float* y, const float* x, const uint8_t* w,                \
+                                                  const float* bias, uint32_t rows, uint32_t in, uint32_t out, \
+                                                  uint32_t accumulate) {                                      \
+    qf_early_start();                                                                                         \
+    if (in % (QF_UNIT * Q::UNITS) == 0) qmatvec<Q>(y, x, w, bias, rows, in, out, accumulate);               \
+  }                                                                                                          \
   KERNEL KBOUNDS(QF_MM_THREADS) void matmul_##SUF(float* y, const float* x, const uint8_t* w,                \
                                                   const float* bias, uint32_t rows, uint32_t in, uint32_t out, \
                                                   uint32_t accumulate) {                                      \
     qf_early_start();                                                                                         \
-    qmatmul<Q>(y, x, w, bias, rows, in, out, accumulate);                                                    \
+    if (in % (QF_UNIT * Q::UNITS) == 0) qmatmul_tiled<Q>(y, x, w, bias, rows, in, out, accumulate);         \
   }
 
 QF_KERNELS(q4_0, qf_q4_0)

@@ -1,8 +1,8 @@
-// qforward.metal: the kernels of qforward.cu (matmul and the embedding
+// qforward.metal: the kernels of qforward.cu (the products and the embedding
 // gather over GGUF's Q4_0, Q4_1, Q8_0, Q4_K, Q5_K and Q6_K blocks, and
 // scatter_cols_f32) in MSL, kept parallel to it: same kernel names,
-// argument lists, launch shapes (QF_*_THREADS blocks, matmul_W's grid
-// rule) and arithmetic in the same order. Differences are spelling only,
+// argument lists, launch shapes (QF_*_THREADS blocks, the products' grid
+// rules) and arithmetic in the same order. Differences are spelling only,
 // as in forward.metal:
 //   - thread and threadgroup indices arrive as Metal attributes and are
 //     passed down; shared memory is threadgroup buffers sized in
@@ -16,8 +16,8 @@
 //   - x is read with packed vectors (element alignment): qforward.cu's
 //     16-byte loads and its four scalar loads read the same values, so
 //     the results do not depend on alignment on either side;
-//   - the block formats are structs with enum sizes and a static unit()
-//     decoder; the helpers carry a qf_ prefix.
+//   - the block formats are structs with enum sizes and static unit(),
+//     load() and piece() decoders; the helpers carry a qf_ prefix.
 // Each kernel declares its 256-thread block with
 // [[max_total_threads_per_threadgroup(256)]]. Weights are a byte pointer to
 // the GGUF tensor's blocks, 4-byte aligned (16- and 32-bit loads inside the
@@ -40,6 +40,8 @@ using namespace metal;
 #define QF_MM_GEMM_ROWS 64
 #define QF_MM_TILE 64
 #define QF_UNIT 32
+// Pieces a lane loads before it decodes any (qforward.cu's QF_MV_UNROLL).
+#define QF_MV_UNROLL 4
 // Row pitch of the tiled path's staged units (xs[k][r], ws[k][o]).
 #define QF_MM_PITCH (QF_MM_TILE + 4)
 
@@ -54,6 +56,8 @@ static inline float qf_f16(uint h) {
   return qf_u2f(sign | ((ex + 112u) << 23) | (man << 13));
 }
 static inline float qf_mul(float a, float b) { return a * b; }
+// (float)((int)q - bias), as qforward.cu's qf_int computes it.
+static inline float qf_int(uint q, uint bias) { return (float)((int)q - (int)bias); }
 static inline uint qf_ld16(device const uchar* p) { return *(device const ushort*)p; }
 static inline uint qf_ld32(device const uchar* p) { return *(device const uint*)p; }
 
@@ -73,6 +77,24 @@ struct qf_q4_0 {
       }
     }
   }
+  enum : uint { PIECES = 4 };
+  struct Raw {
+    uint d, q;
+  };
+  static Raw load(device const uchar* b, uint p) {
+    return {qf_ld16(b), qf_ld16(b + 2 + 4 * p) | qf_ld16(b + 4 + 4 * p) << 16};
+  }
+  static uint off0(uint p) { return 4 * p; }
+  static uint off1(uint p) { return 16 + 4 * p; }
+  static void piece(thread const Raw& r, uint, thread float* v) {
+    const float d = qf_f16(r.d);
+#pragma unroll
+    for (uint k = 0; k < 4; ++k) {
+      const uint q = (r.q >> (8 * k)) & 0xffu;
+      v[k] = d * qf_int(q & 15u, 8);
+      v[k + 4] = d * qf_int(q >> 4, 8);
+    }
+  }
 };
 
 struct qf_q4_1 {
@@ -90,6 +112,22 @@ struct qf_q4_1 {
       }
     }
   }
+  enum : uint { PIECES = 4 };
+  struct Raw {
+    uint dm, q;
+  };
+  static Raw load(device const uchar* b, uint p) { return {qf_ld32(b), qf_ld32(b + 4 + 4 * p)}; }
+  static uint off0(uint p) { return 4 * p; }
+  static uint off1(uint p) { return 16 + 4 * p; }
+  static void piece(thread const Raw& r, uint, thread float* v) {
+    const float d = qf_f16(r.dm & 0xffffu), m = qf_f16(r.dm >> 16);
+#pragma unroll
+    for (uint k = 0; k < 4; ++k) {
+      const uint q = (r.q >> (8 * k)) & 0xffu;
+      v[k] = qf_mul(d, qf_int(q & 15u, 0)) + m;
+      v[k + 4] = qf_mul(d, qf_int(q >> 4, 0)) + m;
+    }
+  }
 };
 
 struct qf_q8_0 {
@@ -103,6 +141,24 @@ struct qf_q8_0 {
       v[2 * i + 1] = (float)(char)(w >> 8) * d;
     }
   }
+  enum : uint { PIECES = 4 };
+  struct Raw {
+    uint d, q0, q1;
+  };
+  static Raw load(device const uchar* b, uint p) {
+    device const uchar* q = b + 2 + 8 * p;
+    return {qf_ld16(b), qf_ld16(q) | qf_ld16(q + 2) << 16, qf_ld16(q + 4) | qf_ld16(q + 6) << 16};
+  }
+  static uint off0(uint p) { return 8 * p; }
+  static uint off1(uint p) { return 8 * p + 4; }
+  static void piece(thread const Raw& r, uint, thread float* v) {
+    const float d = qf_f16(r.d);
+#pragma unroll
+    for (uint k = 0; k < 4; ++k) {
+      v[k] = qf_int(((r.q0 >> (8 * k)) & 0xffu) ^ 0x80u, 128) * d;
+      v[k + 4] = qf_int(((r.q1 >> (8 * k)) & 0xffu) ^ 0x80u, 128) * d;
+    }
+  }
 };
 
 static inline void qf_scale_min(device const uchar* s, uint j, thread uint* sc, thread uint* m) {
@@ -112,6 +168,18 @@ static inline void qf_scale_min(device const uchar* s, uint j, thread uint* sc, 
   } else {
     *sc = (s[j + 4] & 0xfu) | ((s[j - 4] >> 6) << 4);
     *m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+  }
+}
+
+static inline void qf_scale_min_w(uint s0, uint s1, uint s2, uint j, thread uint* sc, thread uint* m) {
+  const uint sh = 8 * (j & 3u);
+  const uint a = (s0 >> sh) & 0xffu, b = (s1 >> sh) & 0xffu, c = (s2 >> sh) & 0xffu;
+  if (j < 4) {
+    *sc = a & 63u;
+    *m = b & 63u;
+  } else {
+    *sc = (c & 0xfu) | ((a >> 6) << 4);
+    *m = (c >> 4) | ((b >> 6) << 4);
   }
 }
 
@@ -129,6 +197,26 @@ struct qf_q4_k {
       const uint w = qf_ld32(qs + 4 * i) >> sh;
 #pragma unroll
       for (uint k = 0; k < 4; ++k) v[4 * i + k] = qf_mul(d1, (float)((w >> (8 * k)) & 15u)) - m1;
+    }
+  }
+  enum : uint { PIECES = 32 };
+  struct Raw {
+    uint dm, s0, s1, s2, q;
+  };
+  static Raw load(device const uchar* b, uint p) {
+    return {qf_ld32(b), qf_ld32(b + 4), qf_ld32(b + 8), qf_ld32(b + 12), qf_ld32(b + 16 + 4 * p)};
+  }
+  static uint off0(uint p) { return 64 * (p / 8) + 4 * (p % 8); }
+  static uint off1(uint p) { return off0(p) + 32; }
+  static void piece(thread const Raw& r, uint p, thread float* v) {
+    const float d = qf_f16(r.dm & 0xffffu), dmin = qf_f16(r.dm >> 16);
+#pragma unroll
+    for (uint h = 0; h < 2; ++h) {
+      uint sc, m;
+      qf_scale_min_w(r.s0, r.s1, r.s2, 2 * (p / 8) + h, &sc, &m);
+      const float d1 = d * qf_int(sc, 0), m1 = qf_mul(dmin, qf_int(m, 0));
+#pragma unroll
+      for (uint k = 0; k < 4; ++k) v[4 * h + k] = qf_mul(d1, qf_int((r.q >> (8 * k + 4 * h)) & 15u, 0)) - m1;
     }
   }
 };
@@ -153,6 +241,31 @@ struct qf_q5_k {
       }
     }
   }
+  enum : uint { PIECES = 32 };
+  struct Raw {
+    uint dm, s0, s1, s2, h, q;
+  };
+  static Raw load(device const uchar* b, uint p) {
+    return {qf_ld32(b), qf_ld32(b + 4), qf_ld32(b + 8), qf_ld32(b + 12), qf_ld32(b + 16 + 4 * (p % 8)),
+            qf_ld32(b + 48 + 4 * p)};
+  }
+  static uint off0(uint p) { return 64 * (p / 8) + 4 * (p % 8); }
+  static uint off1(uint p) { return off0(p) + 32; }
+  static void piece(thread const Raw& r, uint p, thread float* v) {
+    const float d = qf_f16(r.dm & 0xffffu), dmin = qf_f16(r.dm >> 16);
+#pragma unroll
+    for (uint h = 0; h < 2; ++h) {
+      const uint j = 2 * (p / 8) + h;
+      uint sc, m;
+      qf_scale_min_w(r.s0, r.s1, r.s2, j, &sc, &m);
+      const float d1 = d * qf_int(sc, 0), m1 = qf_mul(dmin, qf_int(m, 0));
+#pragma unroll
+      for (uint k = 0; k < 4; ++k) {
+        const uint q = ((r.q >> (8 * k + 4 * h)) & 15u) | (((r.h >> (8 * k + j)) & 1u) << 4);
+        v[4 * h + k] = qf_mul(d1, qf_int(q, 0)) - m1;
+      }
+    }
+  }
 };
 
 struct qf_q6_k {
@@ -172,6 +285,33 @@ struct qf_q6_k {
       for (uint e = 0; e < 2; ++e) {
         const int q = (int)(((lo >> (8 * e)) & 15u) | (((hi >> (8 * e)) & 3u) << 4)) - 32;
         v[2 * i + e] = (i < 8 ? d0 : d1) * (float)q;
+      }
+    }
+  }
+  enum : uint { PIECES = 32 };
+  struct Raw {
+    uint ql, qh, sc, d;
+  };
+  static Raw load(device const uchar* b, uint p) {
+    const uint h = p / 16, s = (p / 8) % 2, l = p % 8;
+    device const uchar* ql = b + 64 * h + 32 * s + 4 * l;
+    device const uchar* qh = b + 128 + 32 * h + 4 * l;
+    device const uchar* sc = b + 192 + 8 * h + l / 4 + 2 * s;
+    return {qf_ld16(ql) | qf_ld16(ql + 2) << 16, qf_ld16(qh) | qf_ld16(qh + 2) << 16, sc[0] | (uint)sc[4] << 8,
+            qf_ld16(b + 208)};
+  }
+  static uint off0(uint p) { return 128 * (p / 16) + 32 * ((p / 8) % 2) + 4 * (p % 8); }
+  static uint off1(uint p) { return off0(p) + 64; }
+  static void piece(thread const Raw& r, uint p, thread float* v) {
+    const uint s = (p / 8) % 2;
+    const float d = qf_f16(r.d);
+#pragma unroll
+    for (uint h = 0; h < 2; ++h) {
+      const float dh = d * qf_int(((r.sc >> (8 * h)) & 0xffu) ^ 0x80u, 128);
+#pragma unroll
+      for (uint k = 0; k < 4; ++k) {
+        const uint q = ((r.ql >> (8 * k + 4 * h)) & 15u) | (((r.qh >> (8 * k + 2 * s + 4 * h)) & 3u) << 4);
+        v[4 * h + k] = dh * qf_int(q, 32);
       }
     }
   }
@@ -211,22 +351,27 @@ static inline void qf_embed(device float* out, device const uchar* table, device
   const uint id = tokens[t];
   device float* o = out + (ulong)t * hidden;
   device const uchar* row = table + (ulong)id * qf_row_bytes<Q>(hidden);
-  for (uint u = tid; u < hidden / QF_UNIT; u += QF_EMBED_THREADS) {
-    float v[QF_UNIT];
+  for (uint p = tid; p < hidden / 8; p += QF_EMBED_THREADS) {
+    const uint pp = p % Q::PIECES, base = (p / Q::PIECES) * (QF_UNIT * Q::UNITS);
+    float v[8];
     if (id < vocab) {
-      qf_unit<Q>(row, u, v);
+      const typename Q::Raw r = Q::load(row + (ulong)(p / Q::PIECES) * Q::BYTES, pp);
+      Q::piece(r, pp, v);
     } else {
 #pragma unroll
-      for (uint i = 0; i < QF_UNIT; ++i) v[i] = 0.0f;
+      for (uint i = 0; i < 8; ++i) v[i] = 0.0f;
     }
 #pragma unroll
-    for (uint i = 0; i < QF_UNIT; ++i) o[(ulong)u * QF_UNIT + i] = v[i];
+    for (uint i = 0; i < 4; ++i) {
+      o[base + Q::off0(pp) + i] = v[i];
+      o[base + Q::off1(pp) + i] = v[4 + i];
+    }
   }
 }
 
 // =====================================================================
-// matmul_Q (see qforward.cu for both paths). Block QF_MM_THREADS. Grid:
-// rows < 64: ceil(out/8) * ceil(rows/8); rows >= 64: ceil(out/64) *
+// matvec_Q and matmul_Q (see qforward.cu). Block QF_MM_THREADS. Grid:
+// matvec_Q ceil(out/8) * ceil(rows/8); matmul_Q ceil(out/64) *
 // ceil(rows/64).
 // =====================================================================
 template <class Q>
@@ -240,34 +385,46 @@ static inline void qf_matvec(device float* y, device const float* x, device cons
   if (o >= out) return;  // whole SIMD groups leave together: no block_sync below
   const uint r0 = s * QF_MM_VEC_ROWS;
   const uint nr = rows - r0 < QF_MM_VEC_ROWS ? rows - r0 : QF_MM_VEC_ROWS;
-  const uint units = in / QF_UNIT;
+  const uint pieces = in / 8;
   device const uchar* wr = w + (ulong)o * qf_row_bytes<Q>(in);
   device const float* xr = x + (ulong)r0 * in;
-  float acc[QF_MM_VEC_ROWS];
+  float acc[2][QF_MM_VEC_ROWS];
 #pragma unroll
-  for (int r = 0; r < QF_MM_VEC_ROWS; ++r) acc[r] = 0.0f;
-  for (uint u = lane; u < units; u += 32) {
-    float v[QF_UNIT];
-    qf_unit<Q>(wr, u, v);
+  for (int r = 0; r < QF_MM_VEC_ROWS; ++r) acc[0][r] = acc[1][r] = 0.0f;
+  for (uint p0 = lane; p0 < pieces; p0 += 32 * QF_MV_UNROLL) {
+    typename Q::Raw raw[QF_MV_UNROLL] = {};
 #pragma unroll
-    for (uint r = 0; r < QF_MM_VEC_ROWS; ++r) {
-      if (r < nr) {
-        device const float* xp = xr + (ulong)r * in + (ulong)u * QF_UNIT;
-        float d = acc[r];
+    for (uint u = 0; u < QF_MV_UNROLL; ++u) {
+      const uint p = p0 + 32 * u;
+      if (p < pieces) raw[u] = Q::load(wr + (ulong)(p / Q::PIECES) * Q::BYTES, p % Q::PIECES);
+    }
 #pragma unroll
-        for (uint i = 0; i < QF_UNIT / 4; ++i) {
-          const packed_float4 a = *(device const packed_float4*)(xp + 4 * i);
+    for (uint u = 0; u < QF_MV_UNROLL; ++u) {
+      const uint p = p0 + 32 * u;
+      if (p >= pieces) break;
+      const uint pp = p % Q::PIECES, base = (p / Q::PIECES) * (QF_UNIT * Q::UNITS);
+      float v[8];
+      Q::piece(raw[u], pp, v);
 #pragma unroll
-          for (uint e = 0; e < 4; ++e) d = fma(v[4 * i + e], a[e], d);
+      for (uint r = 0; r < QF_MM_VEC_ROWS; ++r) {
+        if (r < nr) {
+          device const float* xp = xr + (ulong)r * in + base;
+          const packed_float4 a0 = *(device const packed_float4*)(xp + Q::off0(pp));
+          const packed_float4 a1 = *(device const packed_float4*)(xp + Q::off1(pp));
+          float d = acc[u & 1][r];
+#pragma unroll
+          for (uint e = 0; e < 4; ++e) d = fma(v[e], a0[e], d);
+#pragma unroll
+          for (uint e = 0; e < 4; ++e) d = fma(v[4 + e], a1[e], d);
+          acc[u & 1][r] = d;
         }
-        acc[r] = d;
       }
     }
   }
 #pragma unroll
   for (uint r = 0; r < QF_MM_VEC_ROWS; ++r) {
     if (r >= nr) break;  // nr is the same for the whole block
-    const float v = qf_group_sum(acc[r]);
+    const float v = qf_group_sum(acc[0][r] + acc[1][r]);
     if (lane == 0) qf_store(y, bias, (ulong)(r0 + r) * out + o, o, v, accumulate);
   }
 }
@@ -332,17 +489,6 @@ static inline void qf_matmul_tiled(device float* y, device const float* x, devic
   }
 }
 
-template <class Q>
-static inline void qf_matmul(device float* y, device const float* x, device const uchar* w, device const float* bias,
-                             uint rows, uint in, uint out, uint accumulate, threadgroup float* xs,
-                             threadgroup float* ws, uint tid, uint blk) {
-  if (in % (QF_UNIT * Q::UNITS) != 0) return;
-  if (rows >= QF_MM_GEMM_ROWS)
-    qf_matmul_tiled<Q>(y, x, w, bias, rows, in, out, accumulate, xs, ws, tid, blk);
-  else
-    qf_matvec<Q>(y, x, w, bias, rows, in, out, accumulate, tid, blk);
-}
-
 // =====================================================================
 // scatter_cols_f32: dst[r*dst_stride + dst_off + c] = src[r*cols + c].
 // Block QF_SCATTER_THREADS, grid rows.
@@ -360,8 +506,7 @@ kernel void scatter_cols_f32(device float* dst [[buffer(0)]], device const float
 }
 
 // ---- the per-type entry points ----
-// matmul's xs and ws: QF_UNIT * QF_MM_PITCH floats each (the matvec path
-// leaves them unused).
+// matmul's xs and ws: QF_UNIT * QF_MM_PITCH floats each.
 #define QF_EMBED_KERNEL(NAME, Q)                                                                              \
   [[max_total_threads_per_threadgroup(256)]]                                                                 \
   kernel void NAME(device float* out [[buffer(0)]], device const uchar* table [[buffer(1)]],                  \
@@ -369,6 +514,15 @@ kernel void scatter_cols_f32(device float* dst [[buffer(0)]], device const float
                    constant uint& hidden [[buffer(4)]], constant uint& vocab [[buffer(5)]],                   \
                    uint tid [[thread_position_in_threadgroup]], uint blk [[threadgroup_position_in_grid]]) {  \
     qf_embed<Q>(out, table, tokens, n, hidden, vocab, tid, blk);                                              \
+  }
+#define QF_MATVEC_KERNEL(NAME, Q)                                                                             \
+  [[max_total_threads_per_threadgroup(256)]]                                                                 \
+  kernel void NAME(device float* y [[buffer(0)]], device const float* x [[buffer(1)]],                        \
+                   device const uchar* w [[buffer(2)]], device const float* bias [[buffer(3)]],               \
+                   constant uint& rows [[buffer(4)]], constant uint& in [[buffer(5)]],                        \
+                   constant uint& out [[buffer(6)]], constant uint& accumulate [[buffer(7)]],                 \
+                   uint tid [[thread_position_in_threadgroup]], uint blk [[threadgroup_position_in_grid]]) {  \
+    if (in % (QF_UNIT * Q::UNITS) == 0) qf_matvec<Q>(y, x, w, bias, rows, in, out, accumulate, tid, blk);     \
   }
 #define QF_MATMUL_KERNEL(NAME, Q)                                                                             \
   [[max_total_threads_per_threadgroup(256)]]                                                                 \
@@ -379,18 +533,25 @@ kernel void scatter_cols_f32(device float* dst [[buffer(0)]], device const float
                    threadgroup float* xs [[threadgroup(0)]] /* hipgo: 8704 bytes */,                          \
                    threadgroup float* ws [[threadgroup(1)]] /* hipgo: 8704 bytes */,                          \
                    uint tid [[thread_position_in_threadgroup]], uint blk [[threadgroup_position_in_grid]]) {  \
-    qf_matmul<Q>(y, x, w, bias, rows, in, out, accumulate, xs, ws, tid, blk);                                 \
+    if (in % (QF_UNIT * Q::UNITS) == 0)                                                                       \
+      qf_matmul_tiled<Q>(y, x, w, bias, rows, in, out, accumulate, xs, ws, tid, blk);                         \
   }
 
 QF_EMBED_KERNEL(embed_q4_0, qf_q4_0)
+QF_MATVEC_KERNEL(matvec_q4_0, qf_q4_0)
 QF_MATMUL_KERNEL(matmul_q4_0, qf_q4_0)
 QF_EMBED_KERNEL(embed_q4_1, qf_q4_1)
+QF_MATVEC_KERNEL(matvec_q4_1, qf_q4_1)
 QF_MATMUL_KERNEL(matmul_q4_1, qf_q4_1)
 QF_EMBED_KERNEL(embed_q8_0, qf_q8_0)
+QF_MATVEC_KERNEL(matvec_q8_0, qf_q8_0)
 QF_MATMUL_KERNEL(matmul_q8_0, qf_q8_0)
 QF_EMBED_KERNEL(embed_q4_k, qf_q4_k)
+QF_MATVEC_KERNEL(matvec_q4_k, qf_q4_k)
 QF_MATMUL_KERNEL(matmul_q4_k, qf_q4_k)
 QF_EMBED_KERNEL(embed_q5_k, qf_q5_k)
+QF_MATVEC_KERNEL(matvec_q5_k, qf_q5_k)
 QF_MATMUL_KERNEL(matmul_q5_k, qf_q5_k)
 QF_EMBED_KERNEL(embed_q6_k, qf_q6_k)
+QF_MATVEC_KERNEL(matvec_q6_k, qf_q6_k)
 QF_MATMUL_KERNEL(matmul_q6_k, qf_q6_k)

@@ -10,17 +10,21 @@ here on the host in float32 with numpy, following ggml's dequantize_row_*
 gguf-py's gguf.quants.dequantize: --self-test, no GPU needed), and the
 references are PyTorch float64 products over those weights. Checks, one JSON line each
 ("check", "max_rel_err" = max |kernel - ref| / max |ref|, "tol", "ok"):
-embed_Q must equal the dequantized rows exactly (tol 0); matmul_Q (matvec
-and tiled paths, bias and accumulate) must be within 1e-5 of the float64
-product over the dequantized weights. Then matmul_Q is timed at the decode
-shapes of SmolLM2-135M (in = 576 or 1536: the 32-element formats only;
-K-quant rows need a multiple of 256) and Llama-3-8B (one JSON line per case:
-us per call from CUDA-graph replays, the copy floor = bytes moved (weight
-blocks + x + y) / the copy bandwidth measured in this run, and the
-percentage of that floor reached).
+embed_Q must equal the dequantized rows exactly (tol 0); matvec_Q and
+matmul_Q (each at every shape, bias and accumulate) must be within 1e-5 of
+the float64 product over the dequantized weights. Then the product the
+backend launches (matvec_Q below 64 rows) is timed at the decode shapes of
+Llama-3.2-1B, SmolLM2-135M (in = 576 or 1536: the 32-element formats only;
+K-quant rows need a multiple of 256) and Llama-3-8B (one JSON line per case
+and variant: us per call from CUDA-graph replays over copies of the weights
+that pass the L2, the copy floor = bytes moved (weight blocks + x + y) /
+the copy bandwidth measured in this run, and the percentage of that floor
+reached).
 
 QF_CASES=name,... narrows the timed cases, QF_TYPES=q4_0,... the formats,
-QF_SKIP_CHECKS=1 skips the checks. Exits 1 if any check fails.
+QF_ROWS=1,8,... the row counts, QF_VARIANTS=label=path.ptx,... times other
+builds side by side, QF_SKIP_CHECKS=1 skips the checks. Exits 1 if any
+check fails.
 """
 import json
 import math
@@ -60,8 +64,14 @@ def cdiv(a, b):
     return (a + b - 1) // b
 
 
-def mm_grid(rows, out):
-    return cdiv(out, 64) * cdiv(rows, 64) if rows >= 64 else cdiv(out, 8) * cdiv(rows, 8)
+# The products' kernels and grids (kernels/src/qforward.cu): both compute
+# the same for any rows; the backend launches matvec below 64 rows.
+PRODUCTS = {"matvec": lambda rows, out: cdiv(out, 8) * cdiv(rows, 8),
+            "matmul": lambda rows, out: cdiv(out, 64) * cdiv(rows, 64)}
+
+
+def product(rows):
+    return "matvec" if rows < 64 else "matmul"
 
 
 def report(name, got, ref, tol):
@@ -196,16 +206,17 @@ def checks():
             x = torch.randn(rows, k, device=DEV)
             b = torch.randn(n, device=DEV)
             y0 = torch.randn(rows, n, device=DEV)
-            y = y0.clone()
-            f = mod.get_function("matmul_" + typ)
-            f((mm_grid(rows, n),), (256,), (ptr(y), ptr(x), ptr(w), ptr(b), u32(rows), u32(k), u32(n), u32(1)))
-            sync()
-            ref = x.double().cpu() @ wd.T + b.double().cpu() + y0.double().cpu()
-            report(f"matmul_{typ}/{rows}x{k}x{n}/bias+acc", y, ref, 1e-5)
-            y = torch.empty(rows, n, device=DEV)
-            f((mm_grid(rows, n),), (256,), (ptr(y), ptr(x), ptr(w), ptr(None), u32(rows), u32(k), u32(n), u32(0)))
-            sync()
-            report(f"matmul_{typ}/{rows}x{k}x{n}", y, x.double().cpu() @ wd.T, 1e-5)
+            for kind, grid in PRODUCTS.items():
+                f = mod.get_function(f"{kind}_{typ}")
+                y = y0.clone()
+                f((grid(rows, n),), (256,), (ptr(y), ptr(x), ptr(w), ptr(b), u32(rows), u32(k), u32(n), u32(1)))
+                sync()
+                ref = x.double().cpu() @ wd.T + b.double().cpu() + y0.double().cpu()
+                report(f"{kind}_{typ}/{rows}x{k}x{n}/bias+acc", y, ref, 1e-5)
+                y = torch.full((rows, n), float("nan"), device=DEV)
+                f((grid(rows, n),), (256,), (ptr(y), ptr(x), ptr(w), ptr(None), u32(rows), u32(k), u32(n), u32(0)))
+                sync()
+                report(f"{kind}_{typ}/{rows}x{k}x{n}", y, x.double().cpu() @ wd.T, 1e-5)
 
 
 def copy_bw():
@@ -217,6 +228,8 @@ def copy_bw():
 
 
 CASES = [
+    ("llama3.2-1b/qkv", 3072, 2048), ("llama3.2-1b/o", 2048, 2048), ("llama3.2-1b/gate_up", 16384, 2048),
+    ("llama3.2-1b/down", 2048, 8192), ("llama3.2-1b/lm_head", 128256, 2048),
     ("smollm2-135m/qkv", 960, 576), ("smollm2-135m/gate_up", 3072, 576), ("smollm2-135m/down", 576, 1536),
     ("smollm2-135m/lm_head", 49152, 576),
     ("llama3-8b/qkv", 6144, 4096), ("llama3-8b/o", 4096, 4096), ("llama3-8b/gate_up", 28672, 4096),
@@ -224,11 +237,31 @@ CASES = [
 ]
 
 
+def variants():
+    """The modules to time: QF_VARIANTS="label=path.ptx,..." (default: the
+    checked PTX alone, "main"). A module without matvec_Q (a build from
+    before the split) runs its matmul_Q at every row count."""
+    spec = os.environ.get("QF_VARIANTS")
+    if not spec:
+        return [("main", mod)]
+    return [(lbl, cp.RawModule(path=path)) for lbl, path in (v.split("=", 1) for v in spec.split(","))]
+
+
+def kernel(m, rows, typ):
+    kind = product(rows)
+    try:
+        return m.get_function(f"{kind}_{typ}"), PRODUCTS[kind]
+    except Exception:  # an old module: one kernel, both paths
+        return m.get_function(f"matmul_{typ}"), (lambda r, o: PRODUCTS["matvec" if r < 64 else "matmul"](r, o))
+
+
 def timings():
     bw = copy_bw()
     print(json.dumps({"copy_TBps": round(bw, 3)}), flush=True)
     want = os.environ.get("QF_CASES")
     types = os.environ.get("QF_TYPES", ",".join(TYPES)).split(",")
+    rows_list = [int(r) for r in os.environ.get("QF_ROWS", "1,8").split(",")]
+    mods = variants()
     for name, n, k in CASES:
         if want and name not in want.split(","):
             continue
@@ -237,31 +270,40 @@ def timings():
             if k % elems:
                 continue
             nb = n * (k // elems)
-            # random blocks on the device (factors set as in rand_blocks; only the speed matters here)
-            w = torch.randint(0, 256, (nb, nbytes), dtype=torch.uint8, device=DEV)
-            off = 208 if typ == "q6_k" else 0
-            w[:, off:off + 2] = torch.full((nb,), 0.001, dtype=torch.float16, device=DEV).view(torch.uint8).view(nb, 2)
-            if typ in ("q4_1", "q4_k", "q5_k"):
-                w[:, 2:4] = torch.full((nb,), 0.001, dtype=torch.float16, device=DEV).view(torch.uint8).view(nb, 2)
-            fn = mod.get_function("matmul_" + typ)
-            for rows in (1, 8):
+            # Copies of the weights that together pass the L2 (50-60 MB on
+            # an H100/H200), used in turn, so every call reads its weights
+            # from memory. Random blocks with moderate factors: only the
+            # speed matters here.
+            copies = max(1, cdiv(256 << 20, nb * nbytes))
+            ws = []
+            for _ in range(copies):
+                w = torch.randint(0, 256, (nb, nbytes), dtype=torch.uint8, device=DEV)
+                off = 208 if typ == "q6_k" else 0
+                w[:, off:off + 2] = torch.full((nb,), 0.001, dtype=torch.float16, device=DEV).view(torch.uint8).view(nb, 2)
+                if typ in ("q4_1", "q4_k", "q5_k"):
+                    w[:, 2:4] = torch.full((nb,), 0.001, dtype=torch.float16, device=DEV).view(torch.uint8).view(nb, 2)
+                ws.append(w)
+            for rows in rows_list:
                 x = torch.randn(rows, k, device=DEV)
                 y = torch.empty(rows, n, device=DEV)
-                grid = mm_grid(rows, n)
-                args = (ptr(y), ptr(x), ptr(w), ptr(None), u32(rows), u32(k), u32(n), u32(0))
-
-                def ours():
-                    with cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream):
-                        fn((grid,), (256,), args)
-
-                us = graph_us(ours)
                 bytes_ = nb * nbytes + rows * k * 4 + rows * n * 4
                 floor = bytes_ / (bw * 1e6)
-                print(json.dumps({"case": name, "type": typ, "rows": rows, "out": n, "in": k, "us": round(us, 2),
-                                  "floor_us": round(floor, 2), "pct_floor": round(100 * floor / us, 1),
-                                  "GBps": round(bytes_ / us / 1e3, 1)}), flush=True)
-            del w
-    torch.cuda.empty_cache()
+                for label, m in mods:
+                    fn, grid = kernel(m, rows, typ)
+                    turn = [0]
+
+                    def ours():
+                        w = ws[turn[0] % copies]
+                        turn[0] += 1
+                        with cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream):
+                            fn((grid(rows, n),), (256,), (ptr(y), ptr(x), ptr(w), ptr(None), u32(rows), u32(k), u32(n), u32(0)))
+
+                    us = graph_us(ours, reps=max(50, 2 * copies))
+                    print(json.dumps({"variant": label, "case": name, "type": typ, "rows": rows, "out": n, "in": k,
+                                      "us": round(us, 2), "floor_us": round(floor, 2), "pct_floor": round(100 * floor / us, 1),
+                                      "GBps": round(bytes_ / us / 1e3, 1)}), flush=True)
+            del ws
+            torch.cuda.empty_cache()
 
 
 def self_test():

@@ -237,6 +237,11 @@ func (b *Backend) kernelNames() []string {
 			names["rmsnorm_"+m.dtype.Suffix()] = true
 		}
 	}
+	for t := Q4_0; t.Quantized(); t++ {
+		if names["matmul_"+t.Suffix()] {
+			names["matvec_"+t.Suffix()] = true // below 64 rows (quantProduct)
+		}
+	}
 	for _, t := range []DType{F16, BF16} {
 		if names["matmul_"+t.Suffix()] && b.tcCapable(t) {
 			names["matmul_tc_"+t.Suffix()] = true

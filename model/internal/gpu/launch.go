@@ -634,8 +634,7 @@ func ptrOf(buf *runtime.Buffer) runtime.DevicePtr {
 	return buf.Ptr()
 }
 
-// matmulPtr is matmul with the bias as a device pointer (0: none). The
-// quantized kernels (matmul_q4_0, ...) share matmul_W's grid rule.
+// matmulPtr is matmul with the bias as a device pointer (0: none).
 func (b *Backend) matmulPtr(y, x runtime.DevicePtr, w matrix, bias runtime.DevicePtr, rows, in, out int, accumulate bool) error {
 	return b.matmulPtrSplit(y, x, w, bias, rows, in, out, accumulate, false)
 }
@@ -665,7 +664,21 @@ func (b *Backend) matmulPtrSplit(y, x runtime.DevicePtr, w matrix, bias runtime.
 		}
 		return b.launch("matmul_tcx_"+sfx, g1(tcxGrid(rows, out)), y, xs, w.buf, bias, u32(rows), u32(in), u32(out), acc)
 	}
-	return b.launch("matmul_"+w.dtype.Suffix(), g1(matmulGrid(rows, out)), y, x, w.buf, bias, u32(rows), u32(in), u32(out), acc)
+	if w.dtype.Quantized() {
+		name, grid := quantProduct(w.dtype, rows, out)
+		return b.launch(name, g1(grid), y, x, w.buf, bias, u32(rows), u32(in), u32(out), acc)
+	}
+	return b.launch("matmul_"+sfx, g1(matmulGrid(rows, out)), y, x, w.buf, bias, u32(rows), u32(in), u32(out), acc)
+}
+
+// quantProduct is the kernel and grid of a product over quantized weights
+// of type t: matvec_Q, ceil(out/8)*ceil(rows/8) blocks, below 64 rows;
+// matmul_Q, ceil(out/64)*ceil(rows/64), from 64 (kernels/src/qforward.cu).
+func quantProduct(t DType, rows, out int) (string, int) {
+	if rows < mmGemmRows {
+		return "matvec_" + t.Suffix(), ceilDiv(out, mmVecRows) * ceilDiv(rows, mmVecRows)
+	}
+	return "matmul_" + t.Suffix(), ceilDiv(out, mmTile) * ceilDiv(rows, mmTile)
 }
 
 // projection computes a fused projection y [rows, sum(partRows)] = x . w^T

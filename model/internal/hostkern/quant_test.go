@@ -135,14 +135,25 @@ func checkQuantMatMul(t *testing.T, rng *rand.Rand, suffix string, typ quant.Typ
 	if acc {
 		accU = 1
 	}
-	grid := ceilDiv(out, 8) * ceilDiv(rows, 8)
-	if rows >= 64 {
-		grid = ceilDiv(out, 64) * ceilDiv(rows, 64)
+	// matvec_Q and matmul_Q compute the same for any rows (the backend
+	// switches at 64), each with its own grid.
+	for _, k := range []struct {
+		name string
+		grid int
+	}{{"matvec_" + suffix, ceilDiv(out, 8) * ceilDiv(rows, 8)}, {"matmul_" + suffix, ceilDiv(out, 64) * ceilDiv(rows, 64)}} {
+		t.Run(k.name, func(t *testing.T) {
+			// Both texts read x's values whatever its alignment and do
+			// the same fma sequence: the same bytes always.
+			outs := runOn(t, qsources, Launch{k.name, k.grid,
+				[]Arg{yb, xb, &Buf{Data: data}, bArg, U32(rows), U32(in), U32(out), accU}}, true, yb)
+			checkProducts(t, outs, x, w, b, y0, rows, in, out, bias, acc)
+		})
 	}
-	// Both texts read x's values whatever its alignment and do the same
-	// fma sequence: the same bytes always.
-	outs := runOn(t, qsources, Launch{"matmul_" + suffix, grid,
-		[]Arg{yb, xb, &Buf{Data: data}, bArg, U32(rows), U32(in), U32(out), accU}}, true, yb)
+}
+
+// checkProducts: every output is within gamma(in+2) of the exact
+// float64 sum of its products (and bias and y0).
+func checkProducts(t *testing.T, outs [][]*Buf, x, w, b, y0 []float32, rows, in, out int, bias, acc bool) {
 	gamma := float64(in+2) * u32 / (1 - float64(in+2)*u32)
 	each(t, outs, func(t *testing.T, ob []*Buf) {
 		got := ob[0].Floats()
@@ -177,11 +188,13 @@ func checkQuantMatMul(t *testing.T, rng *rand.Rand, suffix string, typ quant.Typ
 // the kernel write nothing (the host checks first; the kernel must not
 // read past the rows).
 func TestQuantMatMulBadIn(t *testing.T) {
-	y0 := []float32{1, 2, 3}
-	yb := F32s(y0)
-	outs := runOn(t, qsources, Launch{"matmul_q4_k", 1,
-		[]Arg{yb, F32s(make([]float32, 100)), &Buf{Data: make([]byte, 144)}, Null{}, U32(1), U32(100), U32(3), U32(0)}}, true, yb)
-	each(t, outs, func(t *testing.T, b []*Buf) { require.Equal(t, y0, b[0].Floats()) })
+	for _, k := range []string{"matvec_q4_k", "matmul_q4_k"} {
+		y0 := []float32{1, 2, 3}
+		yb := F32s(y0)
+		outs := runOn(t, qsources, Launch{k, 1,
+			[]Arg{yb, F32s(make([]float32, 100)), &Buf{Data: make([]byte, 144)}, Null{}, U32(1), U32(100), U32(3), U32(0)}}, true, yb)
+		each(t, outs, func(t *testing.T, b []*Buf) { require.Equal(t, y0, b[0].Floats(), k) })
+	}
 }
 
 // TestScatterCols: an unfused projection's [rows, cols] output lands in

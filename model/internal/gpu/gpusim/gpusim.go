@@ -558,7 +558,7 @@ func wgSiluProduct(d *simgpu.Device, t wtype, a []uint64, rows, in, out int) err
 	return nil
 }
 
-// matmulRows finishes a matmul_W/matmul_Q twin once its weights are in m:
+// matmulRows finishes a matmul_W, matvec_Q or matmul_Q twin once its weights are in m:
 // bias (a[3], 0 for none), then each row's product into y, added when
 // a[7] (accumulate) is set.
 func matmulRows(d *simgpu.Device, a []uint64, m *cpu.Matrix, x, y []float32) error {

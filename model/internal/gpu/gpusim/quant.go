@@ -16,14 +16,16 @@ var quantTypes = []struct {
 }{{"q4_0", quant.Q4_0}, {"q4_1", quant.Q4_1}, {"q8_0", quant.Q8_0}, {"q4_k", quant.Q4_K}, {"q5_k", quant.Q5_K}, {"q6_k", quant.Q6_K}}
 
 // quantKernels are the twins of kernels/src/qforward.cu: embed_Q decodes
-// rows with quant.DequantizeRow, matmul_Q runs the CPU backend's product
-// over the blocks (cpu.Matrix.Q, decoded inside the product), scatter_cols_f32
+// rows with quant.DequantizeRow, matvec_Q and matmul_Q (which compute the
+// same, by different tilings) run the CPU backend's product over the
+// blocks (cpu.Matrix.Q, decoded inside the product), scatter_cols_f32
 // copies columns.
 func quantKernels() []simgpu.KernelDef {
 	ks := []simgpu.KernelDef{{Name: "scatter_cols_f32", ParamSizes: []int{8, 8, 4, 4, 4, 4}, Run: scatterCols}}
 	for _, q := range quantTypes {
 		ks = append(ks,
 			simgpu.KernelDef{Name: "embed_" + q.suffix, ParamSizes: []int{8, 8, 8, 4, 4, 4}, Run: qembed(q.t)},
+			simgpu.KernelDef{Name: "matvec_" + q.suffix, ParamSizes: []int{8, 8, 8, 8, 4, 4, 4, 4}, Run: qmatmul(q.t)},
 			simgpu.KernelDef{Name: "matmul_" + q.suffix, ParamSizes: []int{8, 8, 8, 8, 4, 4, 4, 4}, Run: qmatmul(q.t)})
 	}
 	return ks
@@ -63,8 +65,8 @@ func qembed(t quant.Type) simgpu.KernelFunc {
 	}
 }
 
-// matmul_Q: y, x, w, bias, rows, in, out, accumulate; each row its own
-// product, as matmul_W's twin.
+// matvec_Q and matmul_Q: y, x, w, bias, rows, in, out, accumulate; each
+// row its own product, as matmul_W's twin.
 func qmatmul(t quant.Type) simgpu.KernelFunc {
 	return func(d *simgpu.Device, _, _ driver.Dim3, a []uint64, _ <-chan struct{}) error {
 		rows, K, N := int(a[4]), int(a[5]), int(a[6])
