@@ -202,3 +202,78 @@ func TestSimGPURealSmolLM2ChatMatchesTransformers(t *testing.T) {
 	require.Equal(t, g.Chat.Reply, res.Text)
 	t.Logf("chat reply on the simulated GPU: %q (%d weight bytes on the device)", res.Text, m.bytes)
 }
+
+// TestSimGPUQuantizedPrefillDequantizes: from 64 rows, every quantized
+// layer matrix is decoded once to float16 (dequant_Q) and multiplied on the
+// tensor cores' f16 route, while one-row steps keep the quantized
+// products (matvec_Q): an 80-token prefill gives, to float32
+// accumulation, the logits of the same model with its layer matrices
+// stored as float16 of their decoded weights (on the CPU), and the decode
+// steps after it run matvec_Q (whose products TestSimGPUQuantizedGGUFMatchesTheCPU
+// checks).
+func TestSimGPUQuantizedPrefillDequantizes(t *testing.T) {
+	ctx := context.Background()
+	for i, c := range quantGGUFCases() {
+		t.Run(c.name, func(t *testing.T) {
+			quantized := quantizeGGUF(t, uint64(i+11), c.types)
+			path := ggufFromSpec(t, c.spec, nil, quantized)
+			halves := ggufFromSpec(t, c.spec, nil, func(ts []gguf.Tensor) []gguf.Tensor { return layersAsF16(t, quantized(ts)) })
+			hm, err := Load(halves, WithoutTokenizer())
+			require.NoError(t, err)
+			gm, err := Load(path, WithoutTokenizer(), WithDevice(simDevice(t, nil)))
+			require.NoError(t, err)
+			defer gm.Close()
+			b := gm.be.(*gpuBackend).b
+			prompt := testTokens(80, c.spec.Vocab)
+			hs, gs := hm.NewSession(), gm.NewSession()
+			defer gs.Close()
+			want, err := hs.Forward(ctx, prompt, true)
+			require.NoError(t, err)
+			got, err := gs.Forward(ctx, prompt, true)
+			require.NoError(t, err)
+			d := relDiff32(want, got)
+			t.Logf("prefill of %d tokens against the float16 layers: max|d|/max|logit| = %.2g", len(prompt), d)
+			require.Less(t, d, 1e-5)
+			launched := func(prefix string) (n int64) {
+				for _, s := range []string{"q4_0", "q4_1", "q8_0", "q4_k", "q5_k", "q6_k"} {
+					n += b.Launched(prefix + s)
+				}
+				return n
+			}
+			require.Positive(t, launched("dequant_"), "the prefill's quantized matrices went through dequant_Q")
+			require.Positive(t, b.Launched("matmul_tcx_f16")+b.Launched("matmul_tc_f16")+b.Launched("matmul_wgs_f16"), "and the f16 tensor-core products")
+			before := launched("matvec_")
+			for j := range 4 {
+				got, err := gs.Forward(ctx, []uint32{uint32((j*37 + 3) % c.spec.Vocab)}, false)
+				require.NoError(t, err)
+				require.False(t, slices.ContainsFunc(got, func(v float32) bool { return math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) }), "decode step %d", j)
+			}
+			require.Greater(t, launched("matvec_"), before, "one-row steps keep the quantized products")
+		})
+	}
+}
+
+// layersAsF16 stores every quantized blk.* matrix of a GGUF's tensor list
+// as float16 of its decoded weights (quant.DequantizeRow, rounded to
+// nearest even): the model dequant_Q gives the tensor cores.
+func layersAsF16(t *testing.T, ts []gguf.Tensor) []gguf.Tensor {
+	for i, tt := range ts {
+		typ := quant.Type(tt.Type)
+		if !strings.HasPrefix(tt.Name, "blk.") || len(tt.Dims) != 2 || typ == quant.F32 || typ == quant.F16 || typ == quant.BF16 {
+			continue
+		}
+		cols, rows := int(tt.Dims[0]), int(tt.Dims[1])
+		rb, err := quant.RowBytes(typ, cols)
+		require.NoError(t, err)
+		row := make([]float32, cols)
+		out := make([]byte, 2*rows*cols)
+		for r := range rows {
+			require.NoError(t, quant.DequantizeRow(typ, tt.Data[r*rb:(r+1)*rb], row))
+			for k, v := range row {
+				binary.LittleEndian.PutUint16(out[2*(r*cols+k):], safetensors.Float32ToF16(v))
+			}
+		}
+		ts[i].Type, ts[i].Data = gguf.Type(quant.F16), out
+	}
+	return ts
+}

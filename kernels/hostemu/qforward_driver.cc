@@ -19,6 +19,9 @@ namespace qf_metal {
                    uint32_t vocab) {                                                                             \
     ::embed_##SUF(out, table, tokens, n, hidden, vocab, TG);                                                     \
   }                                                                                                              \
+  void dequant_##SUF(uint16_t* dst, const uint8_t* w, uint32_t out, uint32_t in) {                              \
+    ::dequant_##SUF(dst, w, out, in, TG);                                                                        \
+  }                                                                                                              \
   void matvec_##SUF(float* y, const float* x, const uint8_t* w, const float* bias, uint32_t rows, uint32_t in,   \
                     uint32_t out, uint32_t accumulate) {                                                         \
     ::matvec_##SUF(y, x, w, bias, rows, in, out, accumulate, TG);                                                \
@@ -57,6 +60,9 @@ using namespace hostemu_driver;
     [](std::vector<Arg>& a) {                                                                            \
       QFK(embed_##SUF)(P<float>(a, 0), P<uint8_t>(a, 1), P<uint32_t>(a, 2), U(a, 3), U(a, 4), U(a, 5));         \
     }}},                                                                                                 \
+      {"dequant_" #SUF, {QF_DEQUANT_THREADS, [](std::vector<Arg>& a) {                                   \
+                          QFK(dequant_##SUF)(P<uint16_t>(a, 0), P<uint8_t>(a, 1), U(a, 2), U(a, 3));          \
+                        }}},                                                                             \
       {"matvec_" #SUF, {QF_MM_THREADS, [](std::vector<Arg>& a) {                                         \
                           QFK(matvec_##SUF)(P<float>(a, 0), P<float>(a, 1), P<uint8_t>(a, 2), P<float>(a, 3),  \
                                        U(a, 4), U(a, 5), U(a, 6), U(a, 7));                              \

@@ -36,6 +36,7 @@ typedef __INT8_TYPE__ qf_i8;
 #define QF_EMBED_THREADS 256
 #define QF_MM_THREADS 256
 #define QF_SCATTER_THREADS 256
+#define QF_DEQUANT_THREADS 256
 
 // The products' tiling (matvec_Q, matmul_Q below): matvec_Q gives each
 // 32-lane group one output and a block QF_MM_VEC_ROWS input rows; matmul_Q
@@ -69,6 +70,9 @@ DEVICE float qf_u2f(uint32_t x) { return __builtin_bit_cast(float, x); }
 // conversion (cvt.f32.f16, v_cvt_f32_f16), not integer steps and an
 // int-to-float conversion.
 DEVICE float qf_f16(uint32_t h) { return (float)__builtin_bit_cast(_Float16, (uint16_t)h); }
+// float32 to binary16 bits, rounded to nearest even (cvt.rn.f16.f32,
+// v_cvt_f16_f32).
+DEVICE uint32_t qf_f2h(float x) { return __builtin_bit_cast(uint16_t, (_Float16)x); }
 // qf_int: (float)((int32_t)q - bias) for 0 <= q < 2^23 and 0 <= bias <= q's
 // bound, exactly, without an int-to-float conversion (a quarter-rate
 // instruction on NVIDIA GPUs, which would bound the products): 0x4B000000|q
@@ -409,6 +413,9 @@ DEVICE void qf_unit(const uint8_t* row, uint32_t u, float* v) {
 struct __attribute__((aligned(16))) qf_f32x4 {
   float v[4];
 };
+struct __attribute__((aligned(8))) qf_u32x2 {
+  uint32_t a, b;
+};
 
 // qf_load4: four floats at p, one 16-byte load when vec (p 16-byte
 // aligned), else four (one FMA sequence for both keeps the code small).
@@ -611,6 +618,33 @@ DEVICE void qmatmul_tiled(float* y, const float* x, const uint8_t* w, const floa
 }
 
 // =====================================================================
+// dequant_Q: out[o, k] = f16(dequant(w row o)[k]) for o < out, k < in:
+// the matrix as float16 (each weight decoded as everywhere here, then
+// rounded to nearest even), for the tensor-core products from 64 rows
+// (the backend's prefill route). out is [out, in] halves, 8-byte aligned.
+// Block QF_DEQUANT_THREADS, grid ceil(out * in / 8 / QF_DEQUANT_THREADS):
+// thread i decodes piece i of the matrix (row i / (in/8)).
+// =====================================================================
+template <class Q>
+DEVICE void qdequant(uint16_t* dst, const uint8_t* w, uint32_t out, uint32_t in) {
+  if (in % (QF_UNIT * Q::UNITS) != 0) return;
+  const uint32_t per_row = in / 8;
+  const uint64_t i = global_idx_x();
+  if (i >= (uint64_t)out * per_row) return;
+  const uint32_t o = (uint32_t)(i / per_row), p = (uint32_t)(i % per_row);
+  const uint32_t pp = p % Q::PIECES, blk = p / Q::PIECES;
+  float v[8];
+  Q::piece(Q::load(w + (uint64_t)o * qf_row_bytes<Q>(in) + (uint64_t)blk * Q::BYTES, pp), pp, v);
+  uint16_t* d = dst + (uint64_t)o * in + (uint64_t)blk * (QF_UNIT * Q::UNITS);
+  uint32_t h[4];
+#pragma unroll
+  for (uint32_t e = 0; e < 4; ++e) h[e] = qf_f2h(v[2 * e]) | qf_f2h(v[2 * e + 1]) << 16;
+  // Two runs of 4 halves (8 bytes each): off0 and off1 are multiples of 4.
+  *(qf_u32x2*)(d + Q::off0(pp)) = qf_u32x2{h[0], h[1]};
+  *(qf_u32x2*)(d + Q::off1(pp)) = qf_u32x2{h[2], h[3]};
+}
+
+// =====================================================================
 // scatter_cols_f32: dst[r*dst_stride + dst_off + c] = src[r*cols + c] for
 // r < rows, c < cols (an unfused projection's output into its columns of
 // the q|k|v or gate|up rows). Block QF_SCATTER_THREADS, grid rows.
@@ -643,6 +677,11 @@ KERNEL KBOUNDS(QF_SCATTER_THREADS) void scatter_cols_f32(float* dst, const float
                                                   uint32_t accumulate) {                                      \
     qf_early_start();                                                                                         \
     if (in % (QF_UNIT * Q::UNITS) == 0) qmatmul_tiled<Q>(y, x, w, bias, rows, in, out, accumulate);         \
+  }                                                                                                          \
+  KERNEL KBOUNDS(QF_DEQUANT_THREADS) void dequant_##SUF(uint16_t* dst, const uint8_t* w, uint32_t out,         \
+                                                        uint32_t in) {                                        \
+    qf_early_start();                                                                                         \
+    qdequant<Q>(dst, w, out, in);                                                                            \
   }
 
 QF_KERNELS(q4_0, qf_q4_0)

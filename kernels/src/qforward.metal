@@ -34,6 +34,7 @@ using namespace metal;
 #define QF_EMBED_THREADS 256
 #define QF_MM_THREADS 256
 #define QF_SCATTER_THREADS 256
+#define QF_DEQUANT_THREADS 256
 
 #define QF_MM_GROUPS (QF_MM_THREADS / 32)
 #define QF_MM_VEC_ROWS 8
@@ -490,6 +491,29 @@ static inline void qf_matmul_tiled(device float* y, device const float* x, devic
 }
 
 // =====================================================================
+// dequant_Q (see qforward.cu). Block QF_DEQUANT_THREADS, grid
+// ceil(out * in / 8 / QF_DEQUANT_THREADS).
+// =====================================================================
+template <class Q>
+static inline void qf_dequant(device ushort* dst, device const uchar* w, uint out, uint in, uint tid, uint blk) {
+  if (in % (QF_UNIT * Q::UNITS) != 0) return;
+  const uint per_row = in / 8;
+  const ulong i = (ulong)blk * QF_DEQUANT_THREADS + tid;
+  if (i >= (ulong)out * per_row) return;
+  const uint o = (uint)(i / per_row), p = (uint)(i % per_row);
+  const uint pp = p % Q::PIECES, b = p / Q::PIECES;
+  const typename Q::Raw r = Q::load(w + (ulong)o * qf_row_bytes<Q>(in) + (ulong)b * Q::BYTES, pp);
+  float v[8];
+  Q::piece(r, pp, v);
+  device ushort* d = dst + (ulong)o * in + (ulong)b * (QF_UNIT * Q::UNITS);
+#pragma unroll
+  for (uint e = 0; e < 4; ++e) {
+    d[Q::off0(pp) + e] = as_type<ushort>(half(v[e]));
+    d[Q::off1(pp) + e] = as_type<ushort>(half(v[4 + e]));
+  }
+}
+
+// =====================================================================
 // scatter_cols_f32: dst[r*dst_stride + dst_off + c] = src[r*cols + c].
 // Block QF_SCATTER_THREADS, grid rows.
 // =====================================================================
@@ -524,6 +548,13 @@ kernel void scatter_cols_f32(device float* dst [[buffer(0)]], device const float
                    uint tid [[thread_position_in_threadgroup]], uint blk [[threadgroup_position_in_grid]]) {  \
     if (in % (QF_UNIT * Q::UNITS) == 0) qf_matvec<Q>(y, x, w, bias, rows, in, out, accumulate, tid, blk);     \
   }
+#define QF_DEQUANT_KERNEL(NAME, Q)                                                                            \
+  [[max_total_threads_per_threadgroup(256)]]                                                                 \
+  kernel void NAME(device ushort* dst [[buffer(0)]], device const uchar* w [[buffer(1)]],                     \
+                   constant uint& out [[buffer(2)]], constant uint& in [[buffer(3)]],                         \
+                   uint tid [[thread_position_in_threadgroup]], uint blk [[threadgroup_position_in_grid]]) {  \
+    qf_dequant<Q>(dst, w, out, in, tid, blk);                                                                 \
+  }
 #define QF_MATMUL_KERNEL(NAME, Q)                                                                             \
   [[max_total_threads_per_threadgroup(256)]]                                                                 \
   kernel void NAME(device float* y [[buffer(0)]], device const float* x [[buffer(1)]],                        \
@@ -540,18 +571,24 @@ kernel void scatter_cols_f32(device float* dst [[buffer(0)]], device const float
 QF_EMBED_KERNEL(embed_q4_0, qf_q4_0)
 QF_MATVEC_KERNEL(matvec_q4_0, qf_q4_0)
 QF_MATMUL_KERNEL(matmul_q4_0, qf_q4_0)
+QF_DEQUANT_KERNEL(dequant_q4_0, qf_q4_0)
 QF_EMBED_KERNEL(embed_q4_1, qf_q4_1)
 QF_MATVEC_KERNEL(matvec_q4_1, qf_q4_1)
 QF_MATMUL_KERNEL(matmul_q4_1, qf_q4_1)
+QF_DEQUANT_KERNEL(dequant_q4_1, qf_q4_1)
 QF_EMBED_KERNEL(embed_q8_0, qf_q8_0)
 QF_MATVEC_KERNEL(matvec_q8_0, qf_q8_0)
 QF_MATMUL_KERNEL(matmul_q8_0, qf_q8_0)
+QF_DEQUANT_KERNEL(dequant_q8_0, qf_q8_0)
 QF_EMBED_KERNEL(embed_q4_k, qf_q4_k)
 QF_MATVEC_KERNEL(matvec_q4_k, qf_q4_k)
 QF_MATMUL_KERNEL(matmul_q4_k, qf_q4_k)
+QF_DEQUANT_KERNEL(dequant_q4_k, qf_q4_k)
 QF_EMBED_KERNEL(embed_q5_k, qf_q5_k)
 QF_MATVEC_KERNEL(matvec_q5_k, qf_q5_k)
 QF_MATMUL_KERNEL(matmul_q5_k, qf_q5_k)
+QF_DEQUANT_KERNEL(dequant_q5_k, qf_q5_k)
 QF_EMBED_KERNEL(embed_q6_k, qf_q6_k)
 QF_MATVEC_KERNEL(matvec_q6_k, qf_q6_k)
 QF_MATMUL_KERNEL(matmul_q6_k, qf_q6_k)
+QF_DEQUANT_KERNEL(dequant_q6_k, qf_q6_k)

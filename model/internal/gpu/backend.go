@@ -240,6 +240,9 @@ func (b *Backend) kernelNames() []string {
 	for t := Q4_0; t.Quantized(); t++ {
 		if names["matmul_"+t.Suffix()] {
 			names["matvec_"+t.Suffix()] = true // below 64 rows (quantProduct)
+			if b.tcCapable(F16) {
+				names["dequant_"+t.Suffix()], names["matmul_f16"] = true, true // from 64 (dequantized)
+			}
 		}
 	}
 	for _, t := range []DType{F16, BF16} {
@@ -288,6 +291,37 @@ func (l *deviceLayer) projections() []matrix {
 		return append(out, l.gateUpParts...)
 	}
 	return append(out, l.gateUp)
+}
+
+// quantLayerElems is the size (out * in) of the largest quantized matrix
+// of any layer, 0 where none is quantized.
+func (w *deviceWeights) quantLayerElems(c Config) int {
+	D, I, qD, kvD := c.Hidden, c.Intermediate, c.qDim(), c.kvDim()
+	n := 0
+	add := func(m matrix, elems int) {
+		if m.dtype.Quantized() {
+			n = max(n, elems)
+		}
+	}
+	for _, l := range w.layers {
+		if l.qkvParts != nil {
+			for i, r := range []int{qD, kvD, kvD} {
+				add(l.qkvParts[i], r*D)
+			}
+		} else {
+			add(l.qkv, c.qkvDim()*D)
+		}
+		add(l.o, D*qD)
+		if l.gateUpParts != nil {
+			for _, m := range l.gateUpParts {
+				add(m, I*D)
+			}
+		} else {
+			add(l.gateUp, 2*I*D)
+		}
+		add(l.down, D*I)
+	}
+	return n
 }
 
 // needsQForward: some weight is quantized or some layer unfused.

@@ -64,6 +64,8 @@ const (
 	mmVecRows  = 8  // FW_MM_VEC_ROWS: the matvec path's outputs and input rows per block
 	mmGemmRows = 64 // FW_MM_GEMM_ROWS: from this many rows on, the tiled path
 	mmTile     = 64 // FW_MM_TILE
+	// qfDequantThreads: dequant_Q's block (QF_DEQUANT_THREADS, qforward.cu).
+	qfDequantThreads = 256
 	// tcRows: from this many rows on, bf16 and f16 weights go through the
 	// tensor cores on CUDA (tc_split_x_W + matmul_tcx_W below tcxMaxRows,
 	// matmul_tc_W from it; the warpgroup MMA from wgMinRows). One row
@@ -665,10 +667,33 @@ func (b *Backend) matmulPtrSplit(y, x runtime.DevicePtr, w matrix, bias runtime.
 		return b.launch("matmul_tcx_"+sfx, g1(tcxGrid(rows, out)), y, xs, w.buf, bias, u32(rows), u32(in), u32(out), acc)
 	}
 	if w.dtype.Quantized() {
+		if h, ok, err := b.dequantized(w, rows, in, out); !ok || err != nil {
+			if err != nil {
+				return err
+			}
+		} else {
+			return b.matmulPtrSplit(y, x, h, bias, rows, in, out, accumulate, false)
+		}
 		name, grid := quantProduct(w.dtype, rows, out)
 		return b.launch(name, g1(grid), y, x, w.buf, bias, u32(rows), u32(in), u32(out), acc)
 	}
 	return b.launch("matmul_"+sfx, g1(matmulGrid(rows, out)), y, x, w.buf, bias, u32(rows), u32(in), u32(out), acc)
+}
+
+// dequantized: from 64 rows, where the tensor cores take float16 weights,
+// a layer's quantized matrix is decoded once into float16 (dequant_Q, into
+// scratch.deq) and multiplied there: every weight rounded to the nearest
+// float16 after its exact decoding (a relative change of at most 2^-11),
+// against a product that decodes every weight for every 64-row tile. ok is
+// false where the product stays on the quantized kernels: fewer rows, no
+// tensor cores, or the LM head (a call that keeps every row's logits).
+func (b *Backend) dequantized(w matrix, rows, in, out int) (h matrix, ok bool, err error) {
+	head := w.buf == b.w.lmHead.buf || w.buf == b.w.embed.buf
+	if rows < mmGemmRows || !b.tcCapable(F16) || head || b.sc.deq == nil || b.sc.deq.Size() < 2*in*out {
+		return matrix{}, false, nil
+	}
+	err = b.launch("dequant_"+w.dtype.Suffix(), g1(ceilDiv(out*in/8, qfDequantThreads)), b.sc.deq.Ptr(), w.buf, u32(out), u32(in))
+	return matrix{buf: b.sc.deq, dtype: F16}, true, err
 }
 
 // quantProduct is the kernel and grid of a product over quantized weights

@@ -39,6 +39,7 @@ func (e *CacheFullError) Unwrap() error { return ErrCacheFull }
 type scratch struct {
 	x, xb, qkv, att, gu, act *runtime.Buffer    // one chunk's activations
 	part                     *runtime.Buffer    // one unfused projection part's output (Layer.QKVParts)
+	deq                      *runtime.Buffer    // a quantized layer matrix decoded to float16 (dequantized)
 	xs                       *runtime.Buffer    // x split for matmul_tcx_W, or its image for matmul_wg_W (launch.go)
 	silu                     *runtime.Buffer    // down's image, which gate|up writes itself (siluImage)
 	wgPart, wgCount          *runtime.Buffer    // matmul_wg_W's partial sums and its zeroed group counts
@@ -299,6 +300,11 @@ func (b *Backend) run(ctx context.Context, p *plan) error {
 	}
 	if b.unfused() {
 		if err := b.ensure(&b.sc.part, 4*C*max(qD, I)); err != nil {
+			return err
+		}
+	}
+	if n := b.w.quantLayerElems(c); C >= mmGemmRows && b.tcCapable(F16) && n > 0 {
+		if err := b.ensure(&b.sc.deq, 2*n); err != nil { // dequantized (launch.go)
 			return err
 		}
 	}

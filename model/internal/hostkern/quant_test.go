@@ -213,3 +213,32 @@ func TestScatterCols(t *testing.T) {
 	}
 	each(t, outs, func(t *testing.T, b []*Buf) { require.Equal(t, want, b[0].Floats()) })
 }
+
+// TestQuantDequant: dequant_Q writes each weight as quant.DequantizeRow
+// decodes it, rounded to the nearest float16 (safetensors.Float32ToF16),
+// at every row and column, for shapes whose pieces do not fill the last
+// block of threads.
+func TestQuantDequant(t *testing.T) {
+	rng := rand.New(rand.NewPCG(27, 28))
+	for _, qt := range quantTypes {
+		elems, _ := quant.BlockSize(qt.t)
+		for _, s := range []struct{ out, blocks int }{{1, 1}, {3, 2}, {37, 3}} {
+			in := s.blocks * elems
+			t.Run(fmt.Sprintf("%s/%dx%d", qt.suffix, s.out, in), func(t *testing.T) {
+				data, w := randBlocks(t, rng, qt.t, s.out, in)
+				dst := U16s(make([]uint16, s.out*in))
+				for i := range dst.Data {
+					dst.Data[i] = 0xff // no weight is 0xffff (a NaN): a missed one shows
+				}
+				outs := runOn(t, qsources, Launch{"dequant_" + qt.suffix, ceilDiv(s.out*in/8, 256),
+					[]Arg{dst, &Buf{Data: data}, U32(s.out), U32(in)}}, true, dst)
+				each(t, outs, func(t *testing.T, b []*Buf) {
+					for i, v := range w {
+						got := binary.LittleEndian.Uint16(b[0].Data[2*i:])
+						require.Equalf(t, safetensors.Float32ToF16(v), got, "row %d col %d: %v", i/in, i%in, v)
+					}
+				})
+			})
+		}
+	}
+}

@@ -1,11 +1,13 @@
 package gpusim
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"github.com/hipgo/hipgo/internal/simgpu"
 	"github.com/hipgo/hipgo/model/internal/cpu"
 	"github.com/hipgo/hipgo/model/internal/quant"
+	"github.com/hipgo/hipgo/model/safetensors"
 	"github.com/hipgo/hipgo/runtime/driver"
 )
 
@@ -18,15 +20,16 @@ var quantTypes = []struct {
 // quantKernels are the twins of kernels/src/qforward.cu: embed_Q decodes
 // rows with quant.DequantizeRow, matvec_Q and matmul_Q (which compute the
 // same, by different tilings) run the CPU backend's product over the
-// blocks (cpu.Matrix.Q, decoded inside the product), scatter_cols_f32
-// copies columns.
+// blocks (cpu.Matrix.Q, decoded inside the product), dequant_Q writes the
+// decoded matrix as float16, scatter_cols_f32 copies columns.
 func quantKernels() []simgpu.KernelDef {
 	ks := []simgpu.KernelDef{{Name: "scatter_cols_f32", ParamSizes: []int{8, 8, 4, 4, 4, 4}, Run: scatterCols}}
 	for _, q := range quantTypes {
 		ks = append(ks,
 			simgpu.KernelDef{Name: "embed_" + q.suffix, ParamSizes: []int{8, 8, 8, 4, 4, 4}, Run: qembed(q.t)},
 			simgpu.KernelDef{Name: "matvec_" + q.suffix, ParamSizes: []int{8, 8, 8, 8, 4, 4, 4, 4}, Run: qmatmul(q.t)},
-			simgpu.KernelDef{Name: "matmul_" + q.suffix, ParamSizes: []int{8, 8, 8, 8, 4, 4, 4, 4}, Run: qmatmul(q.t)})
+			simgpu.KernelDef{Name: "matmul_" + q.suffix, ParamSizes: []int{8, 8, 8, 8, 4, 4, 4, 4}, Run: qmatmul(q.t)},
+			simgpu.KernelDef{Name: "dequant_" + q.suffix, ParamSizes: []int{8, 8, 4, 4}, Run: qdequant(q.t)})
 	}
 	return ks
 }
@@ -59,6 +62,36 @@ func qembed(t quant.Type) simgpu.KernelFunc {
 			}
 			if err := quant.DequantizeRow(t, src, row); err != nil {
 				return err
+			}
+		}
+		return nil
+	}
+}
+
+// dequant_Q: dst, w, out, in; each weight quant.DequantizeRow's, rounded
+// to the nearest float16.
+func qdequant(t quant.Type) simgpu.KernelFunc {
+	return func(d *simgpu.Device, _, _ driver.Dim3, a []uint64, _ <-chan struct{}) error {
+		N, K := int(a[2]), int(a[3])
+		rb, err := quant.RowBytes(t, K)
+		if err != nil {
+			return fmt.Errorf("gpusim: dequant_%v: %w", t, err)
+		}
+		src, err := mem(d, a[1], N*rb)
+		if err != nil {
+			return err
+		}
+		dst, err := mem(d, a[0], 2*N*K)
+		if err != nil {
+			return err
+		}
+		row := make([]float32, K)
+		for o := range N {
+			if err := quant.DequantizeRow(t, src[o*rb:(o+1)*rb], row); err != nil {
+				return err
+			}
+			for k, v := range row {
+				binary.LittleEndian.PutUint16(dst[2*(o*K+k):], safetensors.Float32ToF16(v))
 			}
 		}
 		return nil
