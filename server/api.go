@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 )
 
@@ -33,7 +34,7 @@ type common struct {
 
 type chatRequest struct {
 	common
-	Messages            []chatMessage   `json:"messages"`
+	Messages            chatMessages    `json:"messages"`
 	MaxCompletionTokens *int            `json:"max_completion_tokens"`
 	Tools               json.RawMessage `json:"tools"`
 }
@@ -43,6 +44,37 @@ type completionRequest struct {
 	Prompt json.RawMessage `json:"prompt"`
 	Echo   bool            `json:"echo"`
 	BestOf *int            `json:"best_of"`
+}
+
+// chatMessages decodes each message on its own, so that a message of the
+// wrong shape is an error naming it (messages[2].content).
+type chatMessages []chatMessage
+
+func (m *chatMessages) UnmarshalJSON(b []byte) error {
+	if string(bytes.TrimSpace(b)) == "null" {
+		*m = nil
+		return nil
+	}
+	var raw []json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return &fieldError{"messages", "expected an array of messages"}
+	}
+	out := make(chatMessages, len(raw))
+	for i, r := range raw {
+		err := json.Unmarshal(r, &out[i])
+		var te *json.UnmarshalTypeError
+		var fe *fieldError
+		switch {
+		case errors.As(err, &fe):
+			return &fieldError{fmt.Sprintf("messages[%d].%s", i, fe.path), fe.msg}
+		case errors.As(err, &te) && te.Field != "":
+			return &fieldError{fmt.Sprintf("messages[%d].%s", i, te.Field), fmt.Sprintf("expected %s, got JSON %s", jsonKind(te.Type), te.Value)}
+		case err != nil:
+			return &fieldError{fmt.Sprintf("messages[%d]", i), "expected a message object"}
+		}
+	}
+	*m = out
+	return nil
 }
 
 type chatMessage struct {
@@ -73,12 +105,12 @@ func (c *messageContent) UnmarshalJSON(b []byte) error {
 		Text string `json:"text"`
 	}
 	if err := json.Unmarshal(b, &parts); err != nil {
-		return fmt.Errorf("content is neither a string nor an array of parts")
+		return &fieldError{"content", "expected a string or an array of content parts"}
 	}
 	var s string
-	for _, p := range parts {
+	for i, p := range parts {
 		if p.Type != "text" {
-			return fmt.Errorf("content part of type %q: only text parts are supported", p.Type)
+			return &fieldError{fmt.Sprintf("content[%d].type", i), fmt.Sprintf("content part of type %q: only text parts are supported", p.Type)}
 		}
 		s += p.Text
 	}
@@ -104,7 +136,7 @@ func (s *stopField) UnmarshalJSON(b []byte) error {
 	}
 	var many []string
 	if err := json.Unmarshal(b, &many); err != nil {
-		return fmt.Errorf("stop is neither a string nor an array of strings")
+		return &fieldError{"stop", "expected a string or an array of strings"}
 	}
 	*s = many
 	return nil

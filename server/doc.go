@@ -9,10 +9,18 @@
 //	POST /v1/chat/completions   chat, through the model's chat template (or the plain format, see PlainChat)
 //	POST /v1/completions        text completion
 //	GET  /v1/models             the one model served
+//	GET  /v1/models/{id}        that model (404 for others)
 //	GET  /health/live           200 while the process serves HTTP
 //	GET  /health/ready          200 when requests can be served; 503 loading, device lost (with the fault and since when) or guard tripped
 //	GET  /metrics               Prometheus text (client_golang)
 //	GET  /                      a chat page that streams the reply
+//
+// Every request passes guard first: security headers, the Host allow-list
+// (Options.AllowedHosts: DNS rebinding), the Origin check and CORS
+// (Options.CORSOrigins), and OpenAI-shaped 404s and 405s; /v1 requests
+// then need an API key when Options.APIKeys has any and a JSON body, which
+// decode reads strictly (exact key case, no duplicates, one value). Drain
+// starts a graceful shutdown.
 //
 // Both generation endpoints stream with "stream": true as server-sent
 // events ending in "data: [DONE]"; with stream_options.include_usage the

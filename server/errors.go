@@ -21,8 +21,9 @@ type apiError struct {
 	Type       string // invalid_request_error, authentication_error, rate_limit_error, server_error
 	Param      string // the request field, when one is to blame
 	Code       string
-	Class      string // errors_total{class}
-	RetryAfter int    // seconds, for 429 and 503
+	Class      string   // errors_total{class}
+	RetryAfter int      // seconds, for 429 and 503
+	allow      []string // the methods of a 405
 }
 
 func (e *apiError) Error() string { return e.Message }

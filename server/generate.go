@@ -21,23 +21,6 @@ import (
 // maxStops is the OpenAI API's limit on stop strings.
 const maxStops = 4
 
-// decode reads the JSON body into v: a body over the limit, malformed JSON
-// and a field of the wrong type are 400s naming what is wrong.
-func decode(r *http.Request, v any) *apiError {
-	err := json.NewDecoder(r.Body).Decode(v)
-	var mbe *http.MaxBytesError
-	var te *json.UnmarshalTypeError
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &mbe):
-		return badRequest("body", "body_too_large", "the request body exceeds %d bytes", mbe.Limit)
-	case errors.As(err, &te):
-		return badRequest(strings.TrimPrefix(te.Field, "common."), "invalid_type", "expected %s, got JSON %s", te.Type, te.Value)
-	}
-	return badRequest("body", "invalid_json", "the body is not valid JSON: %v", err)
-}
-
 // options validates the fields both endpoints share and maps them onto
 // model.GenerateOptions; the sampling ranges are sampling.Params.Validate's.
 func (s *Server) options(c *common, maxTokens *int, maxTokensField string, defaultMax int) (model.GenerateOptions, *apiError) {
@@ -89,6 +72,9 @@ func (s *Server) options(c *common, maxTokens *int, maxTokensField string, defau
 		maxTokensField = "max_tokens"
 	}
 	o.MaxTokens = defaultMax
+	if defaultMax == 0 {
+		o.MaxTokens = s.opts.DefaultMaxTokens // 0: to the end of the context (fits)
+	}
 	if maxTokens != nil {
 		if *maxTokens < 1 {
 			return o, badRequest(maxTokensField, "invalid_value", "%d must be at least 1", *maxTokens)
@@ -116,6 +102,9 @@ func (s *Server) options(c *common, maxTokens *int, maxTokensField string, defau
 
 // scheduler returns the scheduler, or the 503 of a loading server.
 func (s *Server) scheduler() (*scheduler.Scheduler, *apiError) {
+	if s.draining.Load() {
+		return nil, &apiError{Status: http.StatusServiceUnavailable, Message: "the server is shutting down", Type: "server_error", Code: "shutting_down", Class: "unavailable", RetryAfter: 1}
+	}
 	sch := s.sched.Load()
 	if sch == nil {
 		return nil, &apiError{Status: http.StatusServiceUnavailable, Message: "the model is loading", Type: "server_error", Code: "loading", Class: "loading", RetryAfter: 5}

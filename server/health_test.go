@@ -105,6 +105,7 @@ func TestClientDisconnectFreesTheSlot(t *testing.T) {
 	body := fmt.Sprintf(`{"prompt": "x", "max_tokens": %d, "temperature": 0, "stream": true}`, ts.m.ContextLength()-8)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ts.URL+"/v1/completions", strings.NewReader(body))
 	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, resp.StatusCode)

@@ -20,7 +20,7 @@ const demoName = "hipgo-demo"
 
 // leakOpts ignores the model's shared CPU worker pool, which lives for the
 // process by design.
-var leakOpts = []goleak.Option{goleak.IgnoreTopFunction("github.com/hipgo/hipgo/model/internal/cpu.(*Pool).work")}
+var leakOpts = []goleak.Option{goleak.IgnoreAnyFunction("github.com/hipgo/hipgo/model/internal/cpu.(*Pool).work")}
 
 type testServer struct {
 	*httptest.Server

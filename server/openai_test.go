@@ -26,7 +26,7 @@ func client(ts *testServer, key string) openai.Client {
 // include_usage), the same seed giving the same text both ways, and the
 // text matching what model.Generate gives for the same prompt and seed.
 func TestOpenAIGoClient(t *testing.T) {
-	ts := start(t, scheduler.Config{}, Options{APIKey: "k"})
+	ts := start(t, scheduler.Config{}, Options{APIKeys: []string{"k"}})
 	c := client(ts, "k")
 	ctx := context.Background()
 
@@ -104,7 +104,7 @@ func TestOpenAIGoClientErrors(t *testing.T) {
 		}
 		return nil
 	})
-	ts := start(t, scheduler.Config{MaxFailedSteps: -1}, Options{APIKey: "k"}, faults)
+	ts := start(t, scheduler.Config{MaxFailedSteps: -1}, Options{APIKeys: []string{"k"}}, faults)
 	c := client(ts, "k")
 	params := func() openai.CompletionNewParams {
 		return openai.CompletionNewParams{Model: demoName, Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String("In the beginning")}, MaxTokens: openai.Int(4)}

@@ -25,7 +25,7 @@ func TestPythonOpenAIClient(t *testing.T) {
 	if _, serr := os.Stat(py); serr != nil {
 		testenv.NeedHost(t, errors.New("PyPI openai in .cache/pyopenai (scripts/deps.sh installs it): "+serr.Error()))
 	}
-	ts := start(t, scheduler.Config{}, Options{APIKey: "k"})
+	ts := start(t, scheduler.Config{}, Options{APIKeys: []string{"k"}})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, py, "testdata/openai_client.py")

@@ -1,11 +1,10 @@
 package server
 
 import (
-	"crypto/subtle"
 	"embed"
+	"fmt"
 	"io/fs"
 	"net/http"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -20,10 +19,25 @@ type Options struct {
 	// ModelName is the id clients ask for in "model" and GET /v1/models
 	// lists; a request naming another model is a 400.
 	ModelName string
-	// APIKey, when set, must come as "Authorization: Bearer KEY" on /v1/*.
-	APIKey string
+	// APIKeys, when set, are the keys one of which must come as
+	// "Authorization: Bearer KEY" on /v1/*.
+	APIKeys []string
+	// AllowedHosts, when not nil, are the Host names (without port, "*"
+	// for any) requests may name; others are 403s. A server listening on
+	// a loopback address should allow only LoopbackHosts and the names
+	// its users add: any web page can otherwise reach it through DNS
+	// rebinding.
+	AllowedHosts []string
+	// CORSOrigins are the web origins ("https://app.example", "*" for any)
+	// whose pages may call the API; a request from any other origin but the
+	// server's own is a 403. Default: none.
+	CORSOrigins []string
 	// MaxBodyBytes bounds a request body (default 1 MiB).
 	MaxBodyBytes int64
+	// DefaultMaxTokens bounds a chat reply whose request sets no
+	// max_tokens (0: the rest of the context). Completions default to 16,
+	// as OpenAI's API does.
+	DefaultMaxTokens int
 	// Registry, when set, is where the metrics register (default: a new
 	// registry of the server's own, served at /metrics).
 	Registry *prometheus.Registry
@@ -38,6 +52,9 @@ type Server struct {
 	metrics *metrics
 	mux     *http.ServeMux
 	ids     atomic.Uint64
+	// draining: Drain was called; new generations are 503s.
+	draining atomic.Bool
+	inFlight atomic.Int64 // /v1 requests being handled
 }
 
 //go:embed page
@@ -65,17 +82,29 @@ func New(opts Options) *Server {
 	s.mux.HandleFunc("GET /health/ready", s.ready)
 	s.mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	s.mux.Handle("GET /v1/models", s.api("models", s.models))
+	s.mux.Handle("GET /v1/models/{id}", s.api("models", s.model))
 	s.mux.Handle("POST /v1/chat/completions", s.api("chat", s.chat))
 	s.mux.Handle("POST /v1/completions", s.api("completions", s.completions))
 	return s
 }
 
+// Drain starts a graceful shutdown: /health/ready answers 503
+// ("draining") at once, so a load balancer stops sending, and new
+// generation requests are 503s (shutting_down) before anything runs;
+// requests already admitted go on. The caller waits for InFlight to reach
+// 0 (or its grace to pass), then shuts the HTTP server down.
+func (s *Server) Drain() { s.draining.Store(true) }
+
+// InFlight is how many /v1 requests are being handled now (a drain waits
+// for none).
+func (s *Server) InFlight() int { return int(s.inFlight.Load()) }
+
 // SetScheduler makes the server serve through sch (it is ready from then).
 // The caller closes sch after the HTTP server has shut down.
 func (s *Server) SetScheduler(sch *scheduler.Scheduler) { s.sched.Store(sch) }
 
-// ServeHTTP implements http.Handler.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+// ServeHTTP implements http.Handler (guard, then the routes).
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.guard(w, r) }
 
 // statusWriter remembers the status for the requests metric.
 type statusWriter struct {
@@ -108,14 +137,18 @@ func (w *statusWriter) Flush() {
 func (s *Server) api(endpoint string, h func(http.ResponseWriter, *http.Request) *apiError) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sw := &statusWriter{ResponseWriter: w}
+		s.inFlight.Add(1)
+		defer s.inFlight.Add(-1)
 		defer func() { s.metrics.requests.WithLabelValues(endpoint, http.StatusText(cmpStatus(sw.status))).Inc() }()
-		if s.opts.APIKey != "" {
-			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(s.opts.APIKey)) != 1 {
-				e := &apiError{Status: http.StatusUnauthorized, Message: "missing or wrong API key (Authorization: Bearer KEY)", Type: "authentication_error", Code: "invalid_api_key", Class: "unauthorized"}
-				s.fail(sw, e)
-				return
-			}
+		if !s.keyAllowed(r) {
+			sw.Header().Set("WWW-Authenticate", `Bearer realm="hipgo"`)
+			s.fail(sw, &apiError{Status: http.StatusUnauthorized, Message: "missing or wrong API key (Authorization: Bearer KEY)", Type: "authentication_error", Code: "invalid_api_key", Class: "unauthorized"})
+			return
+		}
+		if r.Method == http.MethodPost && !jsonBody(r) {
+			s.fail(sw, &apiError{Status: http.StatusUnsupportedMediaType, Message: fmt.Sprintf("Content-Type %q: the body must be application/json", r.Header.Get("Content-Type")),
+				Type: "invalid_request_error", Param: "body", Code: "unsupported_media_type", Class: "bad_request"})
+			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes)
 		if e := h(sw, r); e != nil {
@@ -138,13 +171,27 @@ func (s *Server) fail(w http.ResponseWriter, e *apiError) {
 }
 
 func (s *Server) models(w http.ResponseWriter, _ *http.Request) *apiError {
-	writeJSON(w, http.StatusOK, modelList{Object: "list", Data: []modelInfo{{ID: s.opts.ModelName, Object: "model", Created: s.started.Unix(), OwnedBy: "hipgo"}}})
+	writeJSON(w, http.StatusOK, modelList{Object: "list", Data: []modelInfo{s.info()}})
 	return nil
+}
+
+// model is GET /v1/models/{id}: the served model, or a 404.
+func (s *Server) model(w http.ResponseWriter, r *http.Request) *apiError {
+	if id := r.PathValue("id"); id != s.opts.ModelName {
+		return &apiError{Status: http.StatusNotFound, Message: fmt.Sprintf("model %q is not served here (this server serves %q)", id, s.opts.ModelName),
+			Type: "invalid_request_error", Param: "model", Code: "model_not_found", Class: "not_found"}
+	}
+	writeJSON(w, http.StatusOK, s.info())
+	return nil
+}
+
+func (s *Server) info() modelInfo {
+	return modelInfo{ID: s.opts.ModelName, Object: "model", Created: s.started.Unix(), OwnedBy: "hipgo"}
 }
 
 // readiness is the body of /health/ready.
 type readiness struct {
-	Status     string `json:"status"` // ready, loading, unavailable
+	Status     string `json:"status"` // ready, loading, draining, unavailable
 	Backend    string `json:"backend,omitempty"`
 	Fallback   bool   `json:"fallback,omitempty"` // serving on the CPU after the device was lost
 	Reason     string `json:"reason,omitempty"`
@@ -162,6 +209,11 @@ func (s *Server) ready(w http.ResponseWriter, _ *http.Request) {
 	}
 	st := sch.Status()
 	rd := readiness{Status: "ready", Backend: st.Model.Backend(), Fallback: st.FellBack, Queued: st.Queued, Running: st.Running}
+	if s.draining.Load() {
+		rd.Status, rd.Reason = "draining", "the server is shutting down"
+		writeJSON(w, http.StatusServiceUnavailable, rd)
+		return
+	}
 	if st.DeviceLost != nil {
 		rd.DeviceLost = st.DeviceLost.Error()
 		rd.Since = st.LostAt.UTC().Format(time.RFC3339Nano)

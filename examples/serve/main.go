@@ -23,11 +23,13 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/hipgo/hipgo/internal/cli"
+	"github.com/hipgo/hipgo/internal/netlimit"
 	"github.com/hipgo/hipgo/model"
 	"github.com/hipgo/hipgo/model/scheduler"
 	"github.com/hipgo/hipgo/runtime"
@@ -35,9 +37,18 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stderr, nil); err != nil {
+	// The first SIGTERM or SIGINT drains (ctx), a second stops at once (kill).
+	ctx, drain := context.WithCancel(context.Background())
+	kill, stop := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-sigs
+		drain()
+		<-sigs
+		stop()
+	}()
+	if err := run(ctx, kill, os.Args[1:], os.Stderr, nil); err != nil {
 		os.Exit(cli.ExitCode("serve", err, os.Stderr))
 	}
 }
@@ -60,13 +71,26 @@ func watchdogOptions(given bool, d time.Duration, env string) []runtime.Option {
 	return []runtime.Option{runtime.WithWatchdog(d)}
 }
 
-func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr string)) error {
+// run serves until ctx ends, then drains: /health/ready turns 503, new
+// requests are refused, and the ones in flight get -shutdown-grace to
+// finish (less if kill ends first) before they are ended.
+func run(ctx, kill context.Context, args []string, stderr io.Writer, ready func(addr string)) error {
 	fl := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fl.SetOutput(stderr)
 	dir := fl.String("model", "", "model directory (config.json, model.safetensors, tokenizer.json) or GGUF file; empty: the embedded demo model")
 	device := fl.String("device", model.DeviceAuto, "where to run: auto (the GPU when one is usable), cpu or gpu")
 	addr := fl.String("addr", "127.0.0.1:8080", "listen address (loopback by default; use :8080 to listen on every interface)")
-	apiKey := fl.String("api-key", "", "require Authorization: Bearer KEY on /v1/* (default: none)")
+	apiKey := fl.String("api-key", "", "require Authorization: Bearer KEY on /v1/* (default: none; visible in ps: prefer "+envAPIKey+" or -api-key-file)")
+	apiKeyFile := fl.String("api-key-file", "", "file of API keys, one a line (# comments); any of them is accepted")
+	hostsFlag := fl.String("allowed-hosts", "", "comma-separated Host names to answer besides "+strings.Join(server.LoopbackHosts, ", ")+" on a loopback address (any on other addresses unless set; * for any)")
+	corsFlag := fl.String("cors-origins", "", "comma-separated web origins whose pages may call the API (default: none; * for any)")
+	readHeader := fl.Duration("read-header-timeout", 10*time.Second, "longest wait for a request's headers")
+	readTimeout := fl.Duration("read-timeout", time.Minute, "longest wait for a whole request, body included (0: none)")
+	idleTimeout := fl.Duration("idle-timeout", time.Minute, "how long a keep-alive connection may idle between requests")
+	reqTimeout := fl.Duration("request-timeout", 10*time.Minute, "longest a request may run, streams included (0: none)")
+	maxConns := fl.Int("max-conns", 1024, "most connections open at once (more wait to be accepted)")
+	defaultMax := fl.Int("default-max-tokens", 2048, "reply length of a chat request that sets no max_tokens (0: the rest of the context)")
+	grace := fl.Duration("shutdown-grace", 30*time.Second, "on SIGTERM or SIGINT, how long requests in flight may take to finish (a second signal ends them at once)")
 	name := fl.String("name", "", "the model id of the API (default: the directory's name, or hipgo-demo)")
 	ctxLen := fl.Int("ctx", 0, "context length per sequence (0: the model's)")
 	maxBatch := fl.Int("max-batch", 16, "most sequences stepping together")
@@ -96,6 +120,13 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 	if *injectFrac < 0 || *injectFrac > 1 {
 		return fmt.Errorf("-inject-step-failures %g is not in [0, 1]", *injectFrac)
 	}
+	if *maxConns < 1 || *defaultMax < 0 || *readHeader <= 0 || *readTimeout < 0 || *idleTimeout < 0 || *reqTimeout < 0 || *grace < 0 {
+		return errors.New("-max-conns must be at least 1, -read-header-timeout positive, and -default-max-tokens and the other timeouts 0 or more")
+	}
+	keys, err := apiKeys(*apiKey, *apiKeyFile, os.Getenv(envAPIKey))
+	if err != nil {
+		return err
+	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	modelName := *name
 	if modelName == "" {
@@ -105,14 +136,18 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 		}
 	}
 
-	srv := server.New(server.Options{ModelName: modelName, APIKey: *apiKey, MaxBodyBytes: *maxBody})
+	srv := server.New(server.Options{ModelName: modelName, APIKeys: keys, MaxBodyBytes: *maxBody, DefaultMaxTokens: *defaultMax,
+		AllowedHosts: allowedHosts(*addr, *hostsFlag), CORSOrigins: list(*corsFlag)})
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return err
 	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	hs := &http.Server{Handler: withTimeout(srv, *reqTimeout), ReadHeaderTimeout: *readHeader, ReadTimeout: *readTimeout, IdleTimeout: *idleTimeout}
+	if *reqTimeout > 0 {
+		hs.WriteTimeout = *reqTimeout + 10*time.Second // a client that stops reading a stream
+	}
 	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
+	go func() { served <- hs.Serve(netlimit.Listener(ln, *maxConns)) }()
 	log.Info("listening (loading the model)", "addr", ln.Addr().String())
 	if ready != nil {
 		ready(ln.Addr().String())
@@ -174,16 +209,106 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 
 	select {
 	case err = <-served:
+		sch.Close()
+		return err
 	case <-ctx.Done():
 	}
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	log.Info("draining: not ready, admitting nothing new; requests in flight may finish", "in_flight", srv.InFlight(), "grace", grace.String())
+	srv.Drain()
+	graceCtx, cancel := context.WithTimeout(kill, *grace)
 	defer cancel()
-	sch.Close() // ends running streams, so Shutdown does not wait for them
-	err = errors.Join(err, hs.Shutdown(shutdownCtx))
-	if errors.Is(err, http.ErrServerClosed) {
-		err = nil
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for srv.InFlight() > 0 && graceCtx.Err() == nil {
+		select {
+		case <-tick.C:
+		case <-graceCtx.Done():
+		}
 	}
-	return err
+	if n := srv.InFlight(); n > 0 {
+		log.Warn("ending the requests still running", "in_flight", n, "why", context.Cause(graceCtx).Error())
+	}
+	sch.Close() // ends what still runs
+	closeCtx, cancelClose := context.WithTimeout(kill, 5*time.Second)
+	defer cancelClose()
+	if err := hs.Shutdown(closeCtx); err != nil {
+		hs.Close()
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// envAPIKey names the variable that holds an API key (kept out of ps).
+const envAPIKey = "HIPGO_API_KEY"
+
+// apiKeys are the keys of -api-key, -api-key-file (a key a line, # for
+// comments) and HIPGO_API_KEY together.
+func apiKeys(flagKey, file, env string) ([]string, error) {
+	var keys []string
+	for _, k := range []string{flagKey, env} {
+		if k = strings.TrimSpace(k); k != "" {
+			keys = append(keys, k)
+		}
+	}
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("-api-key-file: %w", err)
+		}
+		n := len(keys)
+		for _, line := range strings.Split(string(b), "\n") {
+			if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+				keys = append(keys, line)
+			}
+		}
+		if len(keys) == n {
+			return nil, fmt.Errorf("-api-key-file %s holds no key", file)
+		}
+	}
+	return keys, nil
+}
+
+// allowedHosts is the server's Host allow-list: on a loopback address the
+// loopback names and -allowed-hosts; elsewhere -allowed-hosts alone, or
+// nil (any host) when it is empty.
+func allowedHosts(addr, flagHosts string) []string {
+	extra := list(flagHosts)
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = addr
+	}
+	ip := net.ParseIP(host)
+	if host == "localhost" || (ip != nil && ip.IsLoopback()) {
+		return append(append([]string(nil), server.LoopbackHosts...), extra...)
+	}
+	return extra
+}
+
+// list splits a comma-separated flag, dropping empty entries.
+func list(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// withTimeout bounds each request's run by d (0: none): its context ends
+// then, which ends its generation.
+func withTimeout(h http.Handler, d time.Duration) http.Handler {
+	if d == 0 {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), d)
+		defer cancel()
+		h.ServeHTTP(w, r.WithContext(ctx))
+	})
 }
 
 // injector is the WithStepFaults hook of the testing flags: a seeded

@@ -188,4 +188,4 @@ func TestCancelledRequestFreesItsSlot(t *testing.T) {
 
 // leakOpts ignores the model's shared CPU worker pool, which lives for the
 // process by design.
-var leakOpts = []goleak.Option{goleak.IgnoreTopFunction("github.com/hipgo/hipgo/model/internal/cpu.(*Pool).work")}
+var leakOpts = []goleak.Option{goleak.IgnoreAnyFunction("github.com/hipgo/hipgo/model/internal/cpu.(*Pool).work")}
