@@ -206,6 +206,7 @@ func (s *Scheduler) loop() {
 		for len(seqs) < s.cfg.MaxBatch {
 			var st *Stream
 			if len(seqs) == 0 {
+				s.setRunning(0) // idle until a request comes
 				select {
 				case st = <-s.queue:
 				case <-s.quit:

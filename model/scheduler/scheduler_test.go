@@ -189,3 +189,25 @@ func TestCancelledRequestFreesItsSlot(t *testing.T) {
 // leakOpts ignores the model's shared CPU worker pool, which lives for the
 // process by design.
 var leakOpts = []goleak.Option{goleak.IgnoreAnyFunction("github.com/hipgo/hipgo/model/internal/cpu.(*Pool).work")}
+
+// TestIdleSchedulerRunsNothing: once every request has ended, Status says
+// nothing runs (the running-sequences gauge and /health/ready read it),
+// whatever the batch held at its fullest.
+func TestIdleSchedulerRunsNothing(t *testing.T) {
+	m := demoModel(t)
+	s := New(m, Config{MaxBatch: 8})
+	defer s.Close()
+	var wg sync.WaitGroup
+	for i := range 5 {
+		wg.Go(func() {
+			st, err := s.Submit(context.Background(), req(t, m, "And God said", uint64(i), 3+2*i))
+			require.NoError(t, err)
+			_, end := collect(st)
+			require.NoError(t, end.Err)
+		})
+	}
+	wg.Wait()
+	require.Eventually(t, func() bool { return s.Status().Running == 0 }, 5*time.Second, time.Millisecond,
+		"running stays at %d on an idle scheduler", s.Status().Running)
+	require.Equal(t, 0, s.Status().Queued)
+}
