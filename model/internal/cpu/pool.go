@@ -5,7 +5,15 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"time"
 )
+
+// spin is how long an idle worker polls for the next loop, and a loop's
+// caller for its helpers' last range, before blocking. A decode step runs
+// its products a few tens of microseconds apart, and waking a parked
+// goroutine costs several microseconds each time; polling for longer than
+// a step's gaps only burns the core.
+const spin = 50 * time.Microsecond
 
 // Pool runs parallel loops on a fixed set of worker goroutines shared by
 // every model and session in the process, so concurrent generations share
@@ -15,10 +23,12 @@ type Pool struct {
 	tasks   chan task
 }
 
-// task is one helper's share of a loop: it claims chunks until none are left.
+// task is one helper's share of a loop: it claims chunks until none are
+// left, then counts itself out of left and wg.
 type task struct {
-	run func()
-	wg  *sync.WaitGroup
+	run  func()
+	left *atomic.Int32
+	wg   *sync.WaitGroup
 }
 
 var (
@@ -57,10 +67,53 @@ func (p *Pool) work() {
 	// was truncated under the model) panics instead of killing the process;
 	// ForChunks hands it to its caller.
 	debug.SetPanicOnFault(true)
-	for t := range p.tasks {
+	for {
+		t, ok := p.next()
+		if !ok {
+			return
+		}
 		t.run()
+		t.left.Add(-1)
 		t.wg.Done()
 	}
+}
+
+// next takes the next task: it polls the queue for spin before it blocks
+// on it.
+func (p *Pool) next() (task, bool) {
+	var start time.Time
+	for i := 0; ; i++ {
+		select {
+		case t, ok := <-p.tasks:
+			return t, ok
+		default:
+		}
+		if i&63 == 63 {
+			if start.IsZero() {
+				start = time.Now()
+			} else if time.Since(start) > spin {
+				t, ok := <-p.tasks
+				return t, ok
+			}
+			runtime.Gosched() // let other goroutines of this P run
+		}
+	}
+}
+
+// await returns once left is zero: it polls for spin, then waits on wg.
+func await(left *atomic.Int32, wg *sync.WaitGroup) {
+	var start time.Time
+	for i := 0; left.Load() > 0; i++ {
+		if i&63 == 63 {
+			if start.IsZero() {
+				start = time.Now()
+			} else if time.Since(start) > spin {
+				break
+			}
+			runtime.Gosched()
+		}
+	}
+	wg.Wait()
 }
 
 // FaultAddr reports whether a recovered panic is a memory fault (the
@@ -91,7 +144,9 @@ func (p *Pool) For(n, chunks, grain int, fn func(lo, hi int)) {
 // The caller and up to workers-1 helpers claim ranges from a shared counter,
 // so a loop costs at most workers-1 channel sends however finely it is
 // split, and a helper that starts late (its core busy with another
-// generation) simply claims fewer ranges.
+// generation) simply claims fewer ranges. Idle helpers poll for the next
+// loop, and the caller for the helpers' last range, for spin before they
+// block, so the loops of one step do not pay a goroutine wake-up each.
 func (p *Pool) ForChunks(n, chunks, grain int, fn func(chunk, lo, hi int)) {
 	if n <= 0 {
 		return
@@ -132,13 +187,15 @@ func (p *Pool) ForChunks(n, chunks, grain int, fn func(chunk, lo, hi int)) {
 		run()
 	}
 	var wg sync.WaitGroup
+	var left atomic.Int32
 	helpers := min(p.workers, chunks) - 1
 	wg.Add(helpers)
+	left.Store(int32(helpers))
 	for range helpers {
-		p.tasks <- task{run: helper, wg: &wg}
+		p.tasks <- task{run: helper, left: &left, wg: &wg}
 	}
 	func() {
-		defer wg.Wait() // the helpers are done with fn's data even if run panics
+		defer await(&left, &wg) // the helpers are done with fn's data even if run panics
 		run()
 	}()
 	if fault != nil { // wg.Wait ordered the helpers' writes before this read
