@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/hipgo/hipgo/runtime"
 )
 
 // tolQuant bounds GPU against CPU logits (max|d| / max|logit|) for the
@@ -57,4 +59,12 @@ func TestGPUQuantizedGGUFMatchesTheCPU(t *testing.T) {
 			require.Equal(t, wantRes.Tokens, gotRes.Tokens, "greedy tokens")
 		})
 	}
+}
+
+// TestGPUQuantizedPrefillDequantizes: TestSimGPUQuantizedPrefillDequantizes
+// on the GPU: an 80-token prefill of a quantized model gives the logits of
+// its float16-layer twin on the CPU, and one-row steps run matvec_Q.
+func TestGPUQuantizedPrefillDequantizes(t *testing.T) {
+	dev := openGPU(t)
+	checkPrefillDequantizes(t, func() *runtime.Device { return dev }, tolQuant)
 }

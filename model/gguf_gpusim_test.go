@@ -18,6 +18,7 @@ import (
 	"github.com/hipgo/hipgo/model/internal/quant"
 	"github.com/hipgo/hipgo/model/modeltest"
 	"github.com/hipgo/hipgo/model/safetensors"
+	"github.com/hipgo/hipgo/runtime"
 )
 
 // randQuantBlocks makes rows x cols weights of type t as random blocks whose
@@ -212,6 +213,13 @@ func TestSimGPURealSmolLM2ChatMatchesTransformers(t *testing.T) {
 // steps after it run matvec_Q (whose products TestSimGPUQuantizedGGUFMatchesTheCPU
 // checks).
 func TestSimGPUQuantizedPrefillDequantizes(t *testing.T) {
+	checkPrefillDequantizes(t, func() *runtime.Device { return simDevice(t, nil) }, 1e-5)
+}
+
+// checkPrefillDequantizes is TestSimGPUQuantizedPrefillDequantizes on the
+// devices dev opens (TestGPUQuantizedPrefillDequantizes runs it on a GPU),
+// with the prefill's logits within tol of the float16-layer model's.
+func checkPrefillDequantizes(t *testing.T, dev func() *runtime.Device, tol float64) {
 	ctx := context.Background()
 	for i, c := range quantGGUFCases() {
 		t.Run(c.name, func(t *testing.T) {
@@ -220,7 +228,7 @@ func TestSimGPUQuantizedPrefillDequantizes(t *testing.T) {
 			halves := ggufFromSpec(t, c.spec, nil, func(ts []gguf.Tensor) []gguf.Tensor { return layersAsF16(t, quantized(ts)) })
 			hm, err := Load(halves, WithoutTokenizer())
 			require.NoError(t, err)
-			gm, err := Load(path, WithoutTokenizer(), WithDevice(simDevice(t, nil)))
+			gm, err := Load(path, WithoutTokenizer(), WithDevice(dev()))
 			require.NoError(t, err)
 			defer gm.Close()
 			b := gm.be.(*gpuBackend).b
@@ -233,7 +241,7 @@ func TestSimGPUQuantizedPrefillDequantizes(t *testing.T) {
 			require.NoError(t, err)
 			d := relDiff32(want, got)
 			t.Logf("prefill of %d tokens against the float16 layers: max|d|/max|logit| = %.2g", len(prompt), d)
-			require.Less(t, d, 1e-5)
+			require.Less(t, d, tol)
 			launched := func(prefix string) (n int64) {
 				for _, s := range []string{"q4_0", "q4_1", "q8_0", "q4_k", "q5_k", "q6_k"} {
 					n += b.Launched(prefix + s)
