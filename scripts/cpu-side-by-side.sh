@@ -22,7 +22,8 @@ for round in $(seq "${ROUNDS:-2}"); do
   for f in "$@"; do
     name=$(basename "$f" .gguf)
     for t in $threads; do
-      GOMAXPROCS=$t "$bin/decodebench" -model "$f" -device cpu -batch 1 -prompt 1 -new 128 -prefill 512 -runs 3 -label "$name" 2>/dev/null |
+      { GOMAXPROCS=$t "$bin/decodebench" -model "$f" -device cpu -batch 1 -prompt 1 -new 128 -prefill 512 -runs 3 -label "$name" 2>"$bin/err" ||
+        printf '{"tool":"hipgo","label":"%s","error":%s}\n' "$name" "$(tail -1 "$bin/err" | python3 -c 'import json,sys; print(json.dumps(sys.stdin.read().strip()))')"; } |
         sed "s/^{/{\"round\":$round,\"threads\":$t,\"commit\":\"$commit\",/"
       "$LLAMA_BENCH" -m "$f" -n 128 -p 512 -r 3 -t "$t" -o jsonl 2>/dev/null |
         sed "s/^{/{\"tool\":\"llama.cpp\",\"round\":$round,\"label\":\"$name\",/"
