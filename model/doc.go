@@ -23,7 +23,7 @@
 // Config, llama.cpp's tensor names map to the same weights (llama's q/k rows,
 // which llama.cpp's converter permutes for its interleaved RoPE, are put back
 // for rotate_half), the tokenizer is built from tokenizer.ggml.*, and
-// quantized tensors (Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K) stay in their
+// quantized tensors (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K) stay in their
 // blocks, decoded inside the matrix products (package
 // model/internal/quant), never widened to a float32 copy.
 //

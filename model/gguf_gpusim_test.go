@@ -47,6 +47,12 @@ func randQuantBlocks(t *testing.T, rng *rand.Rand, typ quant.Type, rows, cols in
 			d := 0.04 * (0.5 + rng.Float64())
 			binary.LittleEndian.PutUint16(b, safetensors.Float32ToF16(float32(d)))
 			binary.LittleEndian.PutUint16(b[2:], safetensors.Float32ToF16(float32(-7.5*d)))
+		case quant.Q5_0:
+			f16(b, 0.02)
+		case quant.Q5_1:
+			d := 0.02 * (0.5 + rng.Float64())
+			binary.LittleEndian.PutUint16(b, safetensors.Float32ToF16(float32(d)))
+			binary.LittleEndian.PutUint16(b[2:], safetensors.Float32ToF16(float32(-15.5*d)))
 		case quant.Q4_K:
 			f16(b, 0.0005)
 			f16(b[2:], 0.0005*7.5)
@@ -87,7 +93,7 @@ type quantGGUFCase struct {
 // quantGGUFCases cover every block format: 32-element ones on a llama with
 // GQA and llama3 rope scaling and on a qwen2 with q/k/v biases, K-quants in
 // a tied llama laid out as llama.cpp's Q4_K_M recipe (q|k|v and gate|up of
-// mixed types, unfused).
+// mixed types, unfused), Q5_0 and Q5_1 on the llama (q|k|v unfused).
 func quantGGUFCases() []quantGGUFCase {
 	llama := modeltest.Llama3Tiny() // hidden 64, intermediate 96: 32-element blocks
 	qwen := modeltest.Qwen2Tiny()   // q/k/v biases, untied
@@ -114,6 +120,9 @@ func quantGGUFCases() []quantGGUFCase {
 		// llama.cpp's Q4_K_M recipe: attn_v and ffn_down in Q6_K, the rest Q4_K;
 		// up in Q5_K here so gate|up differ too; the tied table Q6_K.
 		{"tied-q4_k_m-mixed", kq, byName(quant.Q4_K, map[string]quant.Type{"attn_v": quant.Q6_K, "ffn_down": quant.Q6_K, "ffn_up": quant.Q5_K, "token_embd": quant.Q6_K}), true},
+		// llama.cpp's K recipes store rows that are not a multiple of 256
+		// wide in Q5_0 (Q5_1, Q8_0): SmolLM2-135M's Q4_K_M is mostly Q5_0.
+		{"llama-q5_0-q5_1", llama, byName(quant.Q5_0, map[string]quant.Type{"ffn_down": quant.Q5_1, "attn_v": quant.Q5_1, "token_embd": quant.Q5_0, "output.": quant.Q5_1}), true},
 	}
 }
 
@@ -243,7 +252,7 @@ func checkPrefillDequantizes(t *testing.T, dev func() *runtime.Device, tol float
 			t.Logf("prefill of %d tokens against the float16 layers: max|d|/max|logit| = %.2g", len(prompt), d)
 			require.Less(t, d, tol)
 			launched := func(prefix string) (n int64) {
-				for _, s := range []string{"q4_0", "q4_1", "q8_0", "q4_k", "q5_k", "q6_k"} {
+				for _, s := range []string{"q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q4_k", "q5_k", "q6_k"} {
 					n += b.Launched(prefix + s)
 				}
 				return n

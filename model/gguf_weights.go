@@ -32,7 +32,7 @@ func (l *ggufLoader) info(name string, want []int) (gguf.TensorInfo, error) {
 		return info, &TensorError{File: l.f.Name(), Tensor: name, Want: want, Got: got, Reason: "shape does not match the GGUF metadata"}
 	}
 	if !quant.Type(info.Type).Known() {
-		return info, &TensorError{File: l.f.Name(), Tensor: name, Reason: fmt.Sprintf("type %s is not supported (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K)", info.Type)}
+		return info, &TensorError{File: l.f.Name(), Tensor: name, Reason: fmt.Sprintf("type %s is not supported (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)", info.Type)}
 	}
 	return info, nil
 }

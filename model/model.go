@@ -138,7 +138,7 @@ func Load(path string, opts ...Option) (*Model, error) {
 // or qwen2 model: the config from its llama.* or qwen2.* metadata, the
 // tokenizer from tokenizer.ggml.*, the chat template from
 // tokenizer.chat_template, and the weights by llama.cpp's tensor names.
-// Quantized weights (Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K) stay in their block
+// Quantized weights (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K) stay in their block
 // format and are decoded inside the matrix products; F16 stays half
 // precision the same way, BF16 stays bfloat16 and F32 is used as is.
 // WithWeightFormat(WeightsF32) widens everything to float32 instead.

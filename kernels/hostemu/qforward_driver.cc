@@ -33,6 +33,8 @@ namespace qf_metal {
   }
 QF_METAL_KERNELS(q4_0)
 QF_METAL_KERNELS(q4_1)
+QF_METAL_KERNELS(q5_0)
+QF_METAL_KERNELS(q5_1)
 QF_METAL_KERNELS(q8_0)
 QF_METAL_KERNELS(q4_k)
 QF_METAL_KERNELS(q5_k)
@@ -73,7 +75,7 @@ using namespace hostemu_driver;
                         }}}
 
 const std::map<std::string, Kernel> kernels = {
-    QUANT_KERNELS(q4_0), QUANT_KERNELS(q4_1), QUANT_KERNELS(q8_0),
+    QUANT_KERNELS(q4_0), QUANT_KERNELS(q4_1), QUANT_KERNELS(q5_0), QUANT_KERNELS(q5_1), QUANT_KERNELS(q8_0),
     QUANT_KERNELS(q4_k), QUANT_KERNELS(q5_k), QUANT_KERNELS(q6_k),
     {"scatter_cols_f32",
      {QF_SCATTER_THREADS,

@@ -1,16 +1,17 @@
-// qforward.cu: the forward kernels over GGUF's quantized weights: the
-// products (matvec and matmul) and the embedding gather for Q4_0, Q4_1,
-// Q8_0, Q4_K, Q5_K and Q6_K weights kept in ggml's block layout on the
-// device (no float copy of a matrix is ever made: weights are decoded in
-// registers inside the product), and scatter_cols_f32, which places the output of an unfused
-// projection into its columns of the fused q|k|v or gate|up activations.
+// qforward.cu: the forward kernels over GGUF's quantized weights kept in
+// ggml's block layout on the device (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K,
+// Q5_K, Q6_K): the products (matvec_Q decodes the weights in registers;
+// matmul_Q through shared memory), dequant_Q (a float16 copy of a matrix
+// for the tensor cores' prefill products), the embedding gather, and
+// scatter_cols_f32, which places the output of an unfused projection into
+// its columns of the fused q|k|v or gate|up activations.
 // One text, compiled as HIP for every AMDGPU target and as CUDA for NVPTX
 // (portable.h), and on the host by model/internal/hostkern's emulation test
 // (HIPGO_HOST_SHIM names the header that stands in for portable.h there).
 //
 // The semantics are matmul_W's and embed_W's in FORWARD_ABI.md
 // (forward.cu), the products' launch shapes below (matvec_Q, matmul_Q),
-// with W one of q4_0, q4_1, q8_0, q4_k, q5_k,
+// with W one of q4_0, q4_1, q5_0, q5_1, q8_0, q4_k, q5_k,
 // q6_k and the weight pointer a byte pointer to the rows' blocks: a [out,
 // in] matrix is out rows of in/block_elems blocks each, row-major, exactly
 // the GGUF tensor's bytes. in (hidden for embed) must be a multiple of the
@@ -175,6 +176,86 @@ struct qf_q4_1 {
       const uint32_t q = (r.q >> (8 * k)) & 0xffu;
       v[k] = qf_mul(d, qf_int(q & 15u, 0)) + m;
       v[k + 4] = qf_mul(d, qf_int(q >> 4, 0)) + m;
+    }
+  }
+};
+
+// Q5_0: d (f16), qh (32 fifth bits, little-endian), 16 bytes of nibbles;
+// weight i < 16 is the low nibble of byte i with bit i of qh as its fifth
+// bit, weight i+16 the high nibble with bit i+16; weight (q-16)*d.
+struct qf_q5_0 {
+  static constexpr uint32_t BYTES = 22, UNITS = 1;
+  QF_MEMBER void unit(const uint8_t* b, uint32_t, float* v) {
+#pragma clang fp contract(off)
+    const float d = qf_f16(qf_ld16(b));
+    const uint32_t qh = qf_ld16(b + 2) | qf_ld16(b + 4) << 16;
+#pragma unroll
+    for (uint32_t i = 0; i < 8; ++i) {
+      const uint32_t w = qf_ld16(b + 6 + 2 * i);
+#pragma unroll
+      for (uint32_t k = 0; k < 2; ++k) {
+        const uint32_t j = 2 * i + k, q = (w >> (8 * k)) & 0xffu;
+        v[j] = qf_int((q & 15u) | ((qh >> j) & 1u) << 4, 16) * d;
+        v[j + 16] = qf_int((q >> 4) | ((qh >> (j + 16)) & 1u) << 4, 16) * d;
+      }
+    }
+  }
+  // Pieces as Q4_0's.
+  static constexpr uint32_t PIECES = 4;
+  struct Raw {
+    uint32_t d, qh, q;
+  };
+  QF_MEMBER Raw load(const uint8_t* b, uint32_t p) {
+    return {qf_ld16(b), qf_ld16(b + 2) | qf_ld16(b + 4) << 16, qf_ld16(b + 6 + 4 * p) | qf_ld16(b + 8 + 4 * p) << 16};
+  }
+  QF_MEMBER uint32_t off0(uint32_t p) { return 4 * p; }
+  QF_MEMBER uint32_t off1(uint32_t p) { return 16 + 4 * p; }
+  QF_MEMBER void piece(const Raw& r, uint32_t p, float* v) {
+#pragma clang fp contract(off)
+    const float d = qf_f16(r.d);
+#pragma unroll
+    for (uint32_t k = 0; k < 4; ++k) {
+      const uint32_t j = 4 * p + k, q = (r.q >> (8 * k)) & 0xffu;
+      v[k] = qf_int((q & 15u) | ((r.qh >> j) & 1u) << 4, 16) * d;
+      v[k + 4] = qf_int((q >> 4) | ((r.qh >> (j + 16)) & 1u) << 4, 16) * d;
+    }
+  }
+};
+
+// Q5_1: d, m (f16), then qh and nibbles as Q5_0; weight d*q + m.
+struct qf_q5_1 {
+  static constexpr uint32_t BYTES = 24, UNITS = 1;
+  QF_MEMBER void unit(const uint8_t* b, uint32_t, float* v) {
+#pragma clang fp contract(off)
+    const float d = qf_f16(qf_ld16(b)), m = qf_f16(qf_ld16(b + 2));
+    const uint32_t qh = qf_ld32(b + 4);
+#pragma unroll
+    for (uint32_t i = 0; i < 4; ++i) {
+      const uint32_t w = qf_ld32(b + 8 + 4 * i);
+#pragma unroll
+      for (uint32_t k = 0; k < 4; ++k) {
+        const uint32_t j = 4 * i + k, q = (w >> (8 * k)) & 0xffu;
+        v[j] = qf_mul(qf_int((q & 15u) | ((qh >> j) & 1u) << 4, 0), d) + m;
+        v[j + 16] = qf_mul(qf_int((q >> 4) | ((qh >> (j + 16)) & 1u) << 4, 0), d) + m;
+      }
+    }
+  }
+  // Pieces as Q4_0's.
+  static constexpr uint32_t PIECES = 4;
+  struct Raw {
+    uint32_t dm, qh, q;
+  };
+  QF_MEMBER Raw load(const uint8_t* b, uint32_t p) { return {qf_ld32(b), qf_ld32(b + 4), qf_ld32(b + 8 + 4 * p)}; }
+  QF_MEMBER uint32_t off0(uint32_t p) { return 4 * p; }
+  QF_MEMBER uint32_t off1(uint32_t p) { return 16 + 4 * p; }
+  QF_MEMBER void piece(const Raw& r, uint32_t p, float* v) {
+#pragma clang fp contract(off)
+    const float d = qf_f16(r.dm & 0xffffu), m = qf_f16(r.dm >> 16);
+#pragma unroll
+    for (uint32_t k = 0; k < 4; ++k) {
+      const uint32_t j = 4 * p + k, q = (r.q >> (8 * k)) & 0xffu;
+      v[k] = qf_mul(qf_int((q & 15u) | ((r.qh >> j) & 1u) << 4, 0), d) + m;
+      v[k + 4] = qf_mul(qf_int((q >> 4) | ((r.qh >> (j + 16)) & 1u) << 4, 0), d) + m;
     }
   }
 };
@@ -686,6 +767,8 @@ KERNEL KBOUNDS(QF_SCATTER_THREADS) void scatter_cols_f32(float* dst, const float
 
 QF_KERNELS(q4_0, qf_q4_0)
 QF_KERNELS(q4_1, qf_q4_1)
+QF_KERNELS(q5_0, qf_q5_0)
+QF_KERNELS(q5_1, qf_q5_1)
 QF_KERNELS(q8_0, qf_q8_0)
 QF_KERNELS(q4_k, qf_q4_k)
 QF_KERNELS(q5_k, qf_q5_k)

@@ -1,5 +1,5 @@
 // qforward.metal: the kernels of qforward.cu (the products and the embedding
-// gather over GGUF's Q4_0, Q4_1, Q8_0, Q4_K, Q5_K and Q6_K blocks, and
+// gather over GGUF's Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K and Q6_K blocks, and
 // scatter_cols_f32) in MSL, kept parallel to it: same kernel names,
 // argument lists, launch shapes (QF_*_THREADS blocks, the products' grid
 // rules) and arithmetic in the same order. Differences are spelling only,
@@ -127,6 +127,70 @@ struct qf_q4_1 {
       const uint q = (r.q >> (8 * k)) & 0xffu;
       v[k] = qf_mul(d, qf_int(q & 15u, 0)) + m;
       v[k + 4] = qf_mul(d, qf_int(q >> 4, 0)) + m;
+    }
+  }
+};
+
+struct qf_q5_0 {
+  enum : uint { BYTES = 22, UNITS = 1 };
+  static void unit(device const uchar* b, uint, thread float* v) {
+    const float d = qf_f16(qf_ld16(b));
+    const uint qh = qf_ld16(b + 2) | qf_ld16(b + 4) << 16;
+    for (uint i = 0; i < 8; ++i) {
+      const uint w = qf_ld16(b + 6 + 2 * i);
+      for (uint k = 0; k < 2; ++k) {
+        const uint j = 2 * i + k, q = (w >> (8 * k)) & 0xffu;
+        v[j] = qf_int((q & 15u) | ((qh >> j) & 1u) << 4, 16) * d;
+        v[j + 16] = qf_int((q >> 4) | ((qh >> (j + 16)) & 1u) << 4, 16) * d;
+      }
+    }
+  }
+  enum : uint { PIECES = 4 };
+  struct Raw {
+    uint d, qh, q;
+  };
+  static Raw load(device const uchar* b, uint p) {
+    return {qf_ld16(b), qf_ld16(b + 2) | qf_ld16(b + 4) << 16, qf_ld16(b + 6 + 4 * p) | qf_ld16(b + 8 + 4 * p) << 16};
+  }
+  static uint off0(uint p) { return 4 * p; }
+  static uint off1(uint p) { return 16 + 4 * p; }
+  static void piece(thread const Raw& r, uint p, thread float* v) {
+    const float d = qf_f16(r.d);
+    for (uint k = 0; k < 4; ++k) {
+      const uint j = 4 * p + k, q = (r.q >> (8 * k)) & 0xffu;
+      v[k] = qf_int((q & 15u) | ((r.qh >> j) & 1u) << 4, 16) * d;
+      v[k + 4] = qf_int((q >> 4) | ((r.qh >> (j + 16)) & 1u) << 4, 16) * d;
+    }
+  }
+};
+
+struct qf_q5_1 {
+  enum : uint { BYTES = 24, UNITS = 1 };
+  static void unit(device const uchar* b, uint, thread float* v) {
+    const float d = qf_f16(qf_ld16(b)), m = qf_f16(qf_ld16(b + 2));
+    const uint qh = qf_ld32(b + 4);
+    for (uint i = 0; i < 4; ++i) {
+      const uint w = qf_ld32(b + 8 + 4 * i);
+      for (uint k = 0; k < 4; ++k) {
+        const uint j = 4 * i + k, q = (w >> (8 * k)) & 0xffu;
+        v[j] = qf_mul(qf_int((q & 15u) | ((qh >> j) & 1u) << 4, 0), d) + m;
+        v[j + 16] = qf_mul(qf_int((q >> 4) | ((qh >> (j + 16)) & 1u) << 4, 0), d) + m;
+      }
+    }
+  }
+  enum : uint { PIECES = 4 };
+  struct Raw {
+    uint dm, qh, q;
+  };
+  static Raw load(device const uchar* b, uint p) { return {qf_ld32(b), qf_ld32(b + 4), qf_ld32(b + 8 + 4 * p)}; }
+  static uint off0(uint p) { return 4 * p; }
+  static uint off1(uint p) { return 16 + 4 * p; }
+  static void piece(thread const Raw& r, uint p, thread float* v) {
+    const float d = qf_f16(r.dm & 0xffffu), m = qf_f16(r.dm >> 16);
+    for (uint k = 0; k < 4; ++k) {
+      const uint j = 4 * p + k, q = (r.q >> (8 * k)) & 0xffu;
+      v[k] = qf_mul(qf_int((q & 15u) | ((r.qh >> j) & 1u) << 4, 0), d) + m;
+      v[k + 4] = qf_mul(qf_int((q >> 4) | ((r.qh >> (j + 16)) & 1u) << 4, 0), d) + m;
     }
   }
 };
@@ -576,6 +640,14 @@ QF_EMBED_KERNEL(embed_q4_1, qf_q4_1)
 QF_MATVEC_KERNEL(matvec_q4_1, qf_q4_1)
 QF_MATMUL_KERNEL(matmul_q4_1, qf_q4_1)
 QF_DEQUANT_KERNEL(dequant_q4_1, qf_q4_1)
+QF_EMBED_KERNEL(embed_q5_0, qf_q5_0)
+QF_MATVEC_KERNEL(matvec_q5_0, qf_q5_0)
+QF_MATMUL_KERNEL(matmul_q5_0, qf_q5_0)
+QF_DEQUANT_KERNEL(dequant_q5_0, qf_q5_0)
+QF_EMBED_KERNEL(embed_q5_1, qf_q5_1)
+QF_MATVEC_KERNEL(matvec_q5_1, qf_q5_1)
+QF_MATMUL_KERNEL(matmul_q5_1, qf_q5_1)
+QF_DEQUANT_KERNEL(dequant_q5_1, qf_q5_1)
 QF_EMBED_KERNEL(embed_q8_0, qf_q8_0)
 QF_MATVEC_KERNEL(matvec_q8_0, qf_q8_0)
 QF_MATMUL_KERNEL(matmul_q8_0, qf_q8_0)

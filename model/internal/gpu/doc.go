@@ -6,7 +6,7 @@
 //
 // Weights are uploaded once in their file's dtype (f32, f16, bf16), q|k|v and
 // gate|up concatenated as the CPU backend concatenates them. GGUF block
-// formats (Q4_0, Q4_1, Q8_0, Q4_K, Q5_K, Q6_K) are uploaded as their blocks
+// formats (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K) are uploaded as their blocks
 // and run by module qforward (kernels/src/qforward.cu; qforward.metal on
 // Metal), which decodes them
 // inside the products and the embedding gather; a layer whose q, k, v (or

@@ -19,6 +19,8 @@ const (
 	BF16
 	Q4_0
 	Q4_1
+	Q5_0
+	Q5_1
 	Q8_0
 	Q4_K
 	Q5_K
@@ -33,7 +35,7 @@ var dtypes = [...]struct {
 	q      quant.Type
 }{
 	F32: {"f32", quant.F32}, F16: {"f16", quant.F16}, BF16: {"bf16", quant.BF16},
-	Q4_0: {"q4_0", quant.Q4_0}, Q4_1: {"q4_1", quant.Q4_1}, Q8_0: {"q8_0", quant.Q8_0},
+	Q4_0: {"q4_0", quant.Q4_0}, Q4_1: {"q4_1", quant.Q4_1}, Q5_0: {"q5_0", quant.Q5_0}, Q5_1: {"q5_1", quant.Q5_1}, Q8_0: {"q8_0", quant.Q8_0},
 	Q4_K: {"q4_k", quant.Q4_K}, Q5_K: {"q5_k", quant.Q5_K}, Q6_K: {"q6_k", quant.Q6_K},
 }
 

@@ -16,7 +16,7 @@ import (
 var quantTypes = []struct {
 	suffix string
 	t      quant.Type
-}{{"q4_0", quant.Q4_0}, {"q4_1", quant.Q4_1}, {"q8_0", quant.Q8_0}, {"q4_k", quant.Q4_K}, {"q5_k", quant.Q5_K}, {"q6_k", quant.Q6_K}}
+}{{"q4_0", quant.Q4_0}, {"q4_1", quant.Q4_1}, {"q5_0", quant.Q5_0}, {"q5_1", quant.Q5_1}, {"q8_0", quant.Q8_0}, {"q4_k", quant.Q4_K}, {"q5_k", quant.Q5_K}, {"q6_k", quant.Q6_K}}
 
 // randBlocks makes rows rows of n weights of type t: random quants and
 // scales, with the float16 factors set to random moderate values (random
@@ -36,9 +36,9 @@ func randBlocks(t *testing.T, rng *rand.Rand, typ quant.Type, rows, n int) ([]by
 	for off := 0; off < len(data); off += bs {
 		blk := data[off : off+bs]
 		switch typ {
-		case quant.Q4_0, quant.Q8_0:
+		case quant.Q4_0, quant.Q8_0, quant.Q5_0:
 			f16(blk, 0.05)
-		case quant.Q4_1:
+		case quant.Q4_1, quant.Q5_1:
 			f16(blk, 0.05)
 			f16(blk[2:], 0.2)
 		case quant.Q4_K, quant.Q5_K:

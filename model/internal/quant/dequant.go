@@ -77,6 +77,34 @@ func decodeQ4_1(blk []byte, y []float32) {
 	}
 }
 
+// Q5_0: d (f16), qh (32 bits, little-endian), 16 bytes of nibbles; element
+// j (< 16) is the low nibble of byte j with bit j of qh as its fifth bit,
+// element j+16 the high nibble with bit j+16; value d*(q-16).
+func decodeQ5_0(blk []byte, y []float32) {
+	d := f16at(blk)
+	qh := le32(blk[2:])
+	qs := blk[6:22]
+	y = y[:32]
+	for j, b := range qs {
+		h0, h1 := qh>>j&1, qh>>(j+16)&1
+		y[j] = float32(int(uint32(b&0xf)|h0<<4)-16) * d
+		y[j+16] = float32(int(uint32(b>>4)|h1<<4)-16) * d
+	}
+}
+
+// Q5_1: d, m (f16), then qh and nibbles as Q5_0; value d*q + m.
+func decodeQ5_1(blk []byte, y []float32) {
+	d, m := f16at(blk), f16at(blk[2:])
+	qh := le32(blk[4:])
+	qs := blk[8:24]
+	y = y[:32]
+	for j, b := range qs {
+		h0, h1 := qh>>j&1, qh>>(j+16)&1
+		y[j] = float32(float32(uint32(b&0xf)|h0<<4)*d) + m
+		y[j+16] = float32(float32(uint32(b>>4)|h1<<4)*d) + m
+	}
+}
+
 // Q8_0: d (f16), 32 int8; value d*q.
 func decodeQ8_0(blk []byte, y []float32) {
 	d := f16at(blk)

@@ -1,6 +1,7 @@
 // Package quant decodes the weight formats of GGUF files (llama.cpp's ggml
-// block formats) next to plain F32, F16 and BF16: Q8_0, Q4_0, Q4_1 (blocks
-// of 32 elements, one or two float16 constants each) and the K-quants Q4_K,
+// block formats) next to plain F32, F16 and BF16: Q8_0, Q4_0, Q4_1, Q5_0
+// and Q5_1 (blocks of 32 elements, one or two float16 constants each; the
+// Q5 types with a 32-bit word of fifth bits) and the K-quants Q4_K,
 // Q5_K and Q6_K (super-blocks of 256 elements with 6- or 8-bit sub-block
 // scales). Type values are ggml's type ids, as stored in a GGUF tensor info.
 //

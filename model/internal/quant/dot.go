@@ -36,6 +36,8 @@ var generic = kernelSet{dot: [BF16 + 1]func([]byte, []float32) float32{
 	BF16: dotBF16,
 	Q4_0: dotQ4_0,
 	Q4_1: dotQ4_1,
+	Q5_0: dotQ5_0,
+	Q5_1: dotQ5_1,
 	Q8_0: dotQ8_0,
 	Q4_K: dotQ4_K,
 	Q5_K: dotQ5_K,
@@ -46,6 +48,8 @@ var generic = kernelSet{dot: [BF16 + 1]func([]byte, []float32) float32{
 	BF16: dequantBF16,
 	Q4_0: blockwise(Q4_0, decodeQ4_0),
 	Q4_1: blockwise(Q4_1, decodeQ4_1),
+	Q5_0: blockwise(Q5_0, decodeQ5_0),
+	Q5_1: blockwise(Q5_1, decodeQ5_1),
 	Q8_0: blockwise(Q8_0, decodeQ8_0),
 	Q4_K: blockwise(Q4_K, decodeQ4_K),
 	Q5_K: blockwise(Q5_K, decodeQ5_K),
@@ -132,6 +136,41 @@ func dotQ4_1(row []byte, x []float32) float32 {
 	for b := 0; b < len(x)/32; b++ {
 		blk := row[20*b : 20*b+20]
 		slo, shi, xlo, xhi := nibbleSums(blk[4:20], x[32*b:32*b+32])
+		s += f16at(blk)*(slo+shi) + f16at(blk[2:])*(xlo+xhi)
+	}
+	return s
+}
+
+// q5Sums is nibbleSums for a Q5_0/Q5_1 block's 16 nibble bytes and its
+// fifth bits qh: sum(x[j]*q(j)) and sum(x[j+16]*q(j+16)), and the sums of
+// those two runs of x.
+func q5Sums(q []byte, qh uint32, x []float32) (slo, shi, xlo, xhi float32) {
+	x = x[:32]
+	for j, b := range q[:16] {
+		a, c := x[j], x[j+16]
+		slo += a * float32(uint32(b&0xf)|(qh>>j&1)<<4)
+		shi += c * float32(uint32(b>>4)|(qh>>(j+16)&1)<<4)
+		xlo += a
+		xhi += c
+	}
+	return
+}
+
+func dotQ5_0(row []byte, x []float32) float32 {
+	var s float32
+	for b := 0; b < len(x)/32; b++ {
+		blk := row[22*b : 22*b+22]
+		slo, shi, xlo, xhi := q5Sums(blk[6:22], le32(blk[2:]), x[32*b:32*b+32])
+		s += f16at(blk) * ((slo + shi) - 16*(xlo+xhi))
+	}
+	return s
+}
+
+func dotQ5_1(row []byte, x []float32) float32 {
+	var s float32
+	for b := 0; b < len(x)/32; b++ {
+		blk := row[24*b : 24*b+24]
+		slo, shi, xlo, xhi := q5Sums(blk[8:24], le32(blk[4:]), x[32*b:32*b+32])
 		s += f16at(blk)*(slo+shi) + f16at(blk[2:])*(xlo+xhi)
 	}
 	return s

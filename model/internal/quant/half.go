@@ -23,6 +23,11 @@ func halfToFloat(h uint16) float32 {
 
 func le16(b []byte) uint16 { return uint16(b[0]) | uint16(b[1])<<8 }
 
+// le32 reads the little-endian uint32 at b[0:4].
+func le32(b []byte) uint32 {
+	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
+}
+
 // f16at reads the little-endian float16 at b[0:2].
 func f16at(b []byte) float32 { return halfToFloat(le16(b)) }
 

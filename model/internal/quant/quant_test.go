@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-var allTypes = []Type{F32, F16, BF16, Q4_0, Q4_1, Q8_0, Q4_K, Q5_K, Q6_K}
+var allTypes = []Type{F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K}
 
 // refFile names one testdata file and the type of its rows.
 type refFile struct {
@@ -76,7 +76,7 @@ func TestLayoutsMatchGGML(t *testing.T) {
 	}{
 		{F32, 0, "F32", 1, 4}, {F16, 1, "F16", 1, 2}, {Q4_0, 2, "Q4_0", 32, 18}, {Q4_1, 3, "Q4_1", 32, 20},
 		{Q8_0, 8, "Q8_0", 32, 34}, {Q4_K, 12, "Q4_K", 256, 144}, {Q5_K, 13, "Q5_K", 256, 176},
-		{Q6_K, 14, "Q6_K", 256, 210}, {BF16, 30, "BF16", 1, 2},
+		{Q6_K, 14, "Q6_K", 256, 210}, {BF16, 30, "BF16", 1, 2}, {Q5_0, 6, "Q5_0", 32, 22}, {Q5_1, 7, "Q5_1", 32, 24},
 	} {
 		require.Equal(t, tc.id, uint32(tc.t))
 		require.Equal(t, tc.name, tc.t.String())
@@ -87,14 +87,14 @@ func TestLayoutsMatchGGML(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, 3*tc.bytes, rb)
 	}
-	require.Equal(t, "Type(6)", Q5_0ID.String())
-	require.False(t, Q5_0ID.Known())
-	e, b := BlockSize(Q5_0ID)
+	require.Equal(t, "Type(10)", Q2_KID.String())
+	require.False(t, Q2_KID.Known())
+	e, b := BlockSize(Q2_KID)
 	require.Zero(t, e+b)
 }
 
-// Q5_0ID is a real ggml type this package does not decode.
-const Q5_0ID Type = 6
+// Q2_KID is a real ggml type this package does not decode.
+const Q2_KID Type = 10
 
 // TestDequantizeRowMatchesReference proves every type decodes bit-for-bit
 // as the gguf package's numpy reference does, in every kernel set, over
@@ -225,7 +225,7 @@ func TestBadInput(t *testing.T) {
 		n    int // elements
 		want error
 	}{
-		{"unknown Q5_0", Q5_0ID, 22, 32, ErrUnknownType},
+		{"unknown Q2_K", Q2_KID, 84, 256, ErrUnknownType},
 		{"unknown huge id", Type(1 << 31), 4, 1, ErrUnknownType},
 		{"Q4_0 half block", Q4_0, 9, 16, ErrBlockSize},
 		{"Q4_K 255 elements", Q4_K, 144, 255, ErrBlockSize},

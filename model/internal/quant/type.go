@@ -8,13 +8,15 @@ import (
 // Type is a weight format; its values are ggml's type ids (enum ggml_type).
 type Type uint32
 
-// The supported types. The gaps (Q5_0=6, Q8_1=9, Q2_K=10, ...) are ggml
-// types this package does not decode.
+// The supported types. The gaps (Q8_1=9, Q2_K=10, ...) are ggml types this
+// package does not decode.
 const (
 	F32  Type = 0
 	F16  Type = 1
 	Q4_0 Type = 2
 	Q4_1 Type = 3
+	Q5_0 Type = 6
+	Q5_1 Type = 7
 	Q8_0 Type = 8
 	Q4_K Type = 12
 	Q5_K Type = 13
@@ -47,6 +49,8 @@ var layouts = [BF16 + 1]layout{
 	BF16: {"BF16", 0, 2},
 	Q4_0: {"Q4_0", 5, 2 + 16},                   // d, 32 nibbles
 	Q4_1: {"Q4_1", 5, 2 + 2 + 16},               // d, m, 32 nibbles
+	Q5_0: {"Q5_0", 5, 2 + 4 + 16},               // d, 32 fifth bits, 32 nibbles
+	Q5_1: {"Q5_1", 5, 2 + 2 + 4 + 16},           // d, m, 32 fifth bits, 32 nibbles
 	Q8_0: {"Q8_0", 5, 2 + 32},                   // d, 32 int8
 	Q4_K: {"Q4_K", 8, 2 + 2 + 12 + qk/2},        // d, dmin, 8 6-bit scale/min pairs, nibbles
 	Q5_K: {"Q5_K", 8, 2 + 2 + 12 + qk/8 + qk/2}, // as Q4_K plus one high bit per element

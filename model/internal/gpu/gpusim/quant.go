@@ -15,7 +15,7 @@ import (
 var quantTypes = []struct {
 	suffix string
 	t      quant.Type
-}{{"q4_0", quant.Q4_0}, {"q4_1", quant.Q4_1}, {"q8_0", quant.Q8_0}, {"q4_k", quant.Q4_K}, {"q5_k", quant.Q5_K}, {"q6_k", quant.Q6_K}}
+}{{"q4_0", quant.Q4_0}, {"q4_1", quant.Q4_1}, {"q5_0", quant.Q5_0}, {"q5_1", quant.Q5_1}, {"q8_0", quant.Q8_0}, {"q4_k", quant.Q4_K}, {"q5_k", quant.Q5_K}, {"q6_k", quant.Q6_K}}
 
 // quantKernels are the twins of kernels/src/qforward.cu: embed_Q decodes
 // rows with quant.DequantizeRow, matvec_Q and matmul_Q (which compute the

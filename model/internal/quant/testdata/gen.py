@@ -4,7 +4,7 @@
 Needs PyPI's gguf and numpy (pip install gguf==0.19.0 numpy). For each type
 it writes <TYPE>.bin: uint32 n (elements per row), uint32 rows, then the
 rows' bytes in the ggml block format, then the rows dequantized by
-gguf.quants.dequantize as little-endian float32. Q4_0, Q4_1 and Q8_0 rows
+gguf.quants.dequantize as little-endian float32. Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 rows
 come from gguf.quants.quantize of random values (plus random blocks); the
 K-quants, which that package only decodes, are random bytes with finite
 float16 scales, so every code and scale bit pattern occurs.
@@ -43,7 +43,7 @@ def random_blocks(qtype, rows, n):
     raw = rng.integers(0, 256, size=(rows, nb, size), dtype=np.uint8)
     # Byte offsets of the float16 fields in each block (ggml-common.h).
     f16_fields = {
-        T.Q4_0: [0], T.Q4_1: [0, 2], T.Q8_0: [0],
+        T.Q4_0: [0], T.Q4_1: [0, 2], T.Q8_0: [0], T.Q5_0: [0], T.Q5_1: [0, 2],
         T.Q4_K: [0, 2], T.Q5_K: [0, 2], T.Q6_K: [208],
     }[qtype]
     for off in f16_fields:
@@ -89,13 +89,23 @@ def main():
         q = random_blocks(qt, 6, n)
         write(qt.name, n, q, dequantize(q, qt))
 
+    # Added after the others, so that the draws above (and their files)
+    # stay the same.
+    for qt in (T.Q5_0, T.Q5_1):
+        vals = rng.standard_normal((5, n)).astype(np.float32) * np.float32(0.05)
+        vals[1] = 0.25
+        vals[2] = 0
+        vals[3, ::37] *= 100
+        q = np.concatenate([quantize(vals, qt), random_blocks(qt, 3, n)])
+        write(qt.name, n, q, dequantize(q, qt))
+
 
 def fuzz_seeds():
     """Seeds for FuzzDequantizeRow: one real block of each type from the
     files above, in Go's fuzz corpus format."""
     d = os.path.join(HERE, "fuzz", "FuzzDequantizeRow")
     os.makedirs(d, exist_ok=True)
-    for qt in (T.F32, T.F16, T.BF16, T.Q4_0, T.Q4_1, T.Q8_0, T.Q4_K, T.Q5_K, T.Q6_K):
+    for qt in (T.F32, T.F16, T.BF16, T.Q4_0, T.Q4_1, T.Q8_0, T.Q4_K, T.Q5_K, T.Q6_K, T.Q5_0, T.Q5_1):
         with open(os.path.join(HERE, qt.name + ".bin"), "rb") as f:
             raw = f.read()
         elems, size = GGML_QUANT_SIZES[qt]
