@@ -41,6 +41,19 @@ func TestBadInputIsA400NamingTheField(t *testing.T) {
 		{"empty stop", "/v1/completions", `{"prompt": "x", "stop": ["a", ""]}`, "stop", "invalid_value"},
 		{"five stops", "/v1/completions", `{"prompt": "x", "stop": ["a","b","c","d","e"]}`, "stop", "invalid_value"},
 		{"penalty", "/v1/completions", `{"prompt": "x", "presence_penalty": 1}`, "presence_penalty", "unsupported_value"},
+		// Strict bodies: keys in their case and once, one JSON value, and
+		// type errors with the field's path.
+		{"key in another case", "/v1/completions", `{"prompt":"x","max_tokens":2,"MAX_TOKENS":6}`, "MAX_TOKENS", "unknown_field"},
+		{"key twice", "/v1/completions", `{"prompt":"x","max_tokens":2,"max_tokens":6}`, "max_tokens", "duplicate_key"},
+		{"key twice in a message", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x","content":"y"}]}`, "messages[0].content", "duplicate_key"},
+		{"nested key in another case", "/v1/chat/completions", `{"messages":[{"Role":"user","content":"x"}]}`, "messages[0].Role", "unknown_field"},
+		{"trailing data", "/v1/completions", `{"prompt":"x","max_tokens":2} GARBAGE`, "body", "invalid_json"},
+		{"two values", "/v1/completions", `{"prompt":"x"}{"prompt":"y"}`, "body", "invalid_json"},
+		{"messages not an array", "/v1/chat/completions", `{"messages":"hi"}`, "messages", "invalid_type"},
+		{"content a number", "/v1/chat/completions", `{"messages":[{"role":"user","content":5}]}`, "messages[0].content", "invalid_type"},
+		{"role a number", "/v1/chat/completions", `{"messages":[{"role":1,"content":"x"}]}`, "messages[0].role", "invalid_type"},
+		{"an image part", "/v1/chat/completions", `{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]}`, "messages[0].content[0].type", "invalid_type"},
+		{"stop a number", "/v1/completions", `{"prompt":"x","stop":3}`, "stop", "invalid_type"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			status, body := post(t, ts.URL+tc.path, tc.body)
@@ -52,6 +65,8 @@ func TestBadInputIsA400NamingTheField(t *testing.T) {
 			require.Equal(t, tc.code, e.Error.Code)
 			require.Equal(t, "invalid_request_error", e.Error.Type)
 			require.True(t, strings.HasPrefix(e.Error.Message, tc.param+": "), "the message names the field: %s", e.Error.Message)
+			require.NotContains(t, e.Error.Message, "server.", "no Go type names")
+			require.NotContains(t, e.Error.Message, "*int")
 		})
 	}
 	status, body := post(t, ts.URL+"/v1/completions", `{"prompt": "x", "max_tokens": 2}`)

@@ -75,15 +75,8 @@ def main():
     b = (b | (e << np.uint16(7))).astype(np.uint16)
     write("BF16", n, b.view(np.uint8), dequantize(b.view(np.uint8), T.BF16))
 
-    # Types the reference can quantize: realistic rows, a constant row, a
-    # zero row, a row with outliers, then random blocks.
     for qt in (T.Q4_0, T.Q4_1, T.Q8_0):
-        vals = rng.standard_normal((5, n)).astype(np.float32) * np.float32(0.05)
-        vals[1] = 0.25
-        vals[2] = 0
-        vals[3, ::37] *= 100
-        q = np.concatenate([quantize(vals, qt), random_blocks(qt, 3, n)])
-        write(qt.name, n, q, dequantize(q, qt))
+        quantized_rows(qt, n)
 
     for qt in (T.Q4_K, T.Q5_K, T.Q6_K):
         q = random_blocks(qt, 6, n)
@@ -92,12 +85,18 @@ def main():
     # Added after the others, so that the draws above (and their files)
     # stay the same.
     for qt in (T.Q5_0, T.Q5_1):
-        vals = rng.standard_normal((5, n)).astype(np.float32) * np.float32(0.05)
-        vals[1] = 0.25
-        vals[2] = 0
-        vals[3, ::37] *= 100
-        q = np.concatenate([quantize(vals, qt), random_blocks(qt, 3, n)])
-        write(qt.name, n, q, dequantize(q, qt))
+        quantized_rows(qt, n)
+
+
+def quantized_rows(qt, n):
+    """A type the reference can quantize: realistic rows, a constant row, a
+    zero row, a row with outliers, then random blocks."""
+    vals = rng.standard_normal((5, n)).astype(np.float32) * np.float32(0.05)
+    vals[1] = 0.25
+    vals[2] = 0
+    vals[3, ::37] *= 100
+    q = np.concatenate([quantize(vals, qt), random_blocks(qt, 3, n)])
+    write(qt.name, n, q, dequantize(q, qt))
 
 
 def fuzz_seeds():
