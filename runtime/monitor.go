@@ -220,9 +220,19 @@ func (m *monitor) run() {
 	for {
 		m.mu.Lock()
 		if m.stopped || (m.waiters == 0 && len(m.pending) == 0) {
+			// Destroy the reaped handles while still running, so that
+			// Close (which waits for a running monitor to exit) never
+			// tears the driver down under one of these destroys; then
+			// look again, as work may have come meanwhile. Once ended,
+			// leave them (destroyReaped).
+			if reap := m.reap; len(reap) > 0 && m.ended == nil {
+				m.reap = nil
+				m.mu.Unlock()
+				m.destroy(reap)
+				continue
+			}
 			m.running = false
 			m.mu.Unlock()
-			m.destroyReaped()
 			return
 		}
 		streams := make([]*Stream, 0, len(m.active))

@@ -329,3 +329,39 @@ func TestDriverClassesDecideTheError(t *testing.T) {
 	require.NoError(t, r.dev.Lost())
 	r.fillAndCheck(t, s, 3)
 }
+
+// The monitor destroys the handles it reaped as it stops polling, and Close
+// must wait for those destroys: before the fix the monitor said it had
+// stopped before it destroyed them, so Close tore the driver down and
+// returned with a destroy still in it (a real driver's destroy after its
+// context is gone; TestNoDriverCallSeesADestroyedEventHandle saw a handle
+// left live after Close once under load).
+func TestCloseWaitsForTheMonitorsLastDestroys(t *testing.T) {
+	var armed atomic.Bool
+	inDestroy := make(chan struct{})
+	var once sync.Once
+	hook := func(c string) error {
+		if c == "EventDestroy" && armed.Load() {
+			once.Do(func() {
+				close(inDestroy)
+				time.Sleep(100 * time.Millisecond) // Close comes meanwhile
+			})
+		}
+		return nil
+	}
+	r := newRig(t, simgpu.Config{OnCall: hook}, runtime.WithWaitSpin(0))
+	s, err := r.dev.NewStream()
+	require.NoError(t, err)
+	require.NoError(t, s.Launch(r.spin, one, uint64(time.Millisecond), mustAlloc(t, r.dev)))
+	ev, err := s.Record()
+	require.NoError(t, err)
+	armed.Store(true)
+	require.NoError(t, ev.Wait(context.Background()))
+	select {
+	case <-inDestroy:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the monitor never destroyed the settled event's handle")
+	}
+	require.NoError(t, r.dev.Close())
+	require.Zero(t, r.sim.EventsLive.Load(), "every driver event destroyed before Close returned")
+}
