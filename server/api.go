@@ -10,11 +10,14 @@ import (
 // The wire types of the OpenAI API that the server reads and writes.
 
 type streamOptions struct {
-	IncludeUsage bool `json:"include_usage"`
+	IncludeUsage       bool  `json:"include_usage"`
+	IncludeObfuscation *bool `json:"include_obfuscation"` // ignored: the server pads nothing
 }
 
 // common are the fields both generation endpoints take. Pointers tell a
-// field left out from a zero.
+// field left out from a zero. docs/serve.md lists every field with what
+// the server does with it (TestDocsListEveryRequestField); a key that is
+// no field is a 400, as it is in OpenAI's API.
 type common struct {
 	Model            string          `json:"model"`
 	MaxTokens        *int            `json:"max_tokens"`
@@ -29,21 +32,53 @@ type common struct {
 	StreamOptions    *streamOptions  `json:"stream_options"`
 	PresencePenalty  *float64        `json:"presence_penalty"`
 	FrequencyPenalty *float64        `json:"frequency_penalty"`
-	Logprobs         json.RawMessage `json:"logprobs"`
+	LogitBias        json.RawMessage `json:"logit_bias"`
+
+	// Accepted and ignored: they do not change the answer.
+	User             *string         `json:"user"`
+	Metadata         json.RawMessage `json:"metadata"`
+	Store            *bool           `json:"store"`
+	ServiceTier      *string         `json:"service_tier"`
+	PromptCacheKey   *string         `json:"prompt_cache_key"`
+	SafetyIdentifier *string         `json:"safety_identifier"`
 }
 
 type chatRequest struct {
 	common
-	Messages            chatMessages    `json:"messages"`
-	MaxCompletionTokens *int            `json:"max_completion_tokens"`
-	Tools               json.RawMessage `json:"tools"`
+	Messages            chatMessages `json:"messages"`
+	MaxCompletionTokens *int         `json:"max_completion_tokens"`
+
+	// Refused (400 unsupported_value) unless they ask for what the server
+	// does anyway: see chatRefusals.
+	Logprobs         json.RawMessage `json:"logprobs"`
+	TopLogprobs      json.RawMessage `json:"top_logprobs"`
+	ResponseFormat   json.RawMessage `json:"response_format"`
+	Tools            json.RawMessage `json:"tools"`
+	ToolChoice       json.RawMessage `json:"tool_choice"`
+	Functions        json.RawMessage `json:"functions"`
+	FunctionCall     json.RawMessage `json:"function_call"`
+	Audio            json.RawMessage `json:"audio"`
+	Modalities       json.RawMessage `json:"modalities"`
+	ReasoningEffort  json.RawMessage `json:"reasoning_effort"`
+	Verbosity        json.RawMessage `json:"verbosity"`
+	WebSearchOptions json.RawMessage `json:"web_search_options"`
+
+	// Accepted and ignored: without tools there is nothing to call in
+	// parallel, and a prediction only speeds OpenAI's answer up.
+	ParallelToolCalls *bool           `json:"parallel_tool_calls"`
+	Prediction        json.RawMessage `json:"prediction"`
 }
 
 type completionRequest struct {
 	common
 	Prompt json.RawMessage `json:"prompt"`
-	Echo   bool            `json:"echo"`
-	BestOf *int            `json:"best_of"`
+
+	// Refused unless they ask for what the server does anyway: see
+	// completionRefusals.
+	Echo     json.RawMessage `json:"echo"`
+	BestOf   json.RawMessage `json:"best_of"`
+	Logprobs json.RawMessage `json:"logprobs"`
+	Suffix   json.RawMessage `json:"suffix"`
 }
 
 // chatMessages decodes each message on its own, so that a message of the
@@ -80,6 +115,16 @@ func (m *chatMessages) UnmarshalJSON(b []byte) error {
 type chatMessage struct {
 	Role    string         `json:"role"`
 	Content messageContent `json:"content"`
+
+	// Refused unless null: the chat template has no place for them.
+	Name       json.RawMessage `json:"name"`
+	ToolCalls  json.RawMessage `json:"tool_calls"`
+	ToolCallID json.RawMessage `json:"tool_call_id"`
+	// FunctionCall, Refusal and Audio come back from OpenAI in an assistant
+	// message; a client may send them back with the conversation.
+	FunctionCall json.RawMessage `json:"function_call"`
+	Refusal      json.RawMessage `json:"refusal"`
+	Audio        json.RawMessage `json:"audio"`
 }
 
 // messageContent is a string or an array of content parts, of which only

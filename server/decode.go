@@ -14,8 +14,9 @@ import (
 // decode reads the JSON body into v, strictly: a body over the limit,
 // malformed JSON, anything after the value, a key given twice in one
 // object, a key that names a field in another case (encoding/json would
-// take it, so {"max_tokens":2,"MAX_TOKENS":6} would mean 6), and a field of
-// the wrong type are 400s naming what is wrong.
+// take it, so {"max_tokens":2,"MAX_TOKENS":6} would mean 6), a key that
+// names no field (OpenAI's API refuses those too), and a field of the
+// wrong type are 400s naming what is wrong.
 func decode(r *http.Request, v any) *apiError {
 	body, err := io.ReadAll(r.Body)
 	var mbe *http.MaxBytesError
@@ -110,7 +111,8 @@ func elemType(t reflect.Type) reflect.Type {
 
 // checkJSON walks body's tokens against the request type t: one value, no
 // trailing data, no key twice in an object, and, in the objects t
-// describes, no key that matches a field only without case.
+// describes, no key that is not a field or matches one only without case.
+// Free-form values (json.RawMessage, maps) are not t's to describe.
 func checkJSON(body []byte, t reflect.Type) *apiError {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
@@ -144,6 +146,9 @@ func checkJSON(body []byte, t reflect.Type) *apiError {
 				keys[k] = true
 				if want, ok := lower[strings.ToLower(k)]; ok && want != k {
 					return badRequest(at, "unknown_field", "no such field (keys are case-sensitive: %q)", want)
+				}
+				if _, known := fields[k]; fields != nil && !known {
+					return badRequest(at, "unknown_field", "unrecognized field")
 				}
 				if e := walk(at, fields[k]); e != nil {
 					return e

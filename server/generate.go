@@ -40,9 +40,6 @@ func (s *Server) options(c *common, maxTokens *int, maxTokensField string, defau
 			return o, badRequest(p.name, "unsupported_value", "penalties are not supported (only 0)")
 		}
 	}
-	if len(c.Logprobs) > 0 && string(c.Logprobs) != "false" && string(c.Logprobs) != "null" && string(c.Logprobs) != "0" {
-		return o, badRequest("logprobs", "unsupported_value", "logprobs are not supported")
-	}
 	p := sampling.Params{Temperature: 1, TopP: 1}
 	if c.Temperature != nil {
 		p.Temperature = float32(*c.Temperature)
@@ -148,8 +145,8 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) *apiError {
 	if e != nil {
 		return e
 	}
-	if len(req.Tools) > 0 && string(req.Tools) != "null" && string(req.Tools) != "[]" {
-		return badRequest("tools", "unsupported_value", "tools are not supported")
+	if e := refuse(chatRefusals(&req)...); e != nil {
+		return e
 	}
 	if len(req.Messages) == 0 {
 		return badRequest("messages", "invalid_value", "at least one message is required")
@@ -160,6 +157,9 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) *apiError {
 		case "system", "developer", "user", "assistant":
 		default:
 			return badRequest(fmt.Sprintf("messages[%d].role", i), "invalid_value", "role %q is not system, developer, user or assistant", m.Role)
+		}
+		if e := refuse(messageRefusals(fmt.Sprintf("messages[%d]", i), &m)...); e != nil {
+			return e
 		}
 		role := m.Role
 		if role == "developer" {
@@ -221,11 +221,8 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) *apiError {
 	if e != nil {
 		return e
 	}
-	if req.Echo {
-		return badRequest("echo", "unsupported_value", "echo is not supported")
-	}
-	if req.BestOf != nil && *req.BestOf != 1 {
-		return badRequest("best_of", "unsupported_value", "only best_of = 1 is supported")
+	if e := refuse(completionRefusals(&req)...); e != nil {
+		return e
 	}
 	var prompt string
 	var one []string

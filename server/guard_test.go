@@ -162,10 +162,10 @@ func TestAnyOfSeveralKeys(t *testing.T) {
 	}
 }
 
-// TestUnknownKeysAreIgnored: keys the server does not know in any case are
-// ignored, as OpenAI's API ignores them, and so is the case of keys inside
-// free-form values (the strict checks are TestBadInputIsA400NamingTheField's).
-func TestUnknownKeysAreIgnored(t *testing.T) {
+// TestFreeFormValuesAreNotCheckedByKey: the keys inside a free-form value
+// (metadata's) are the client's, so their case is not checked (the strict
+// checks, unknown keys included, are TestBadInputIsA400NamingTheField's).
+func TestFreeFormValuesAreNotCheckedByKey(t *testing.T) {
 	ts := start(t, scheduler.Config{}, Options{})
 	status, body := post(t, ts.URL+"/v1/completions", `{"prompt":"x","max_tokens":2,"user":"u","metadata":{"Prompt":1}}`)
 	require.Equal(t, http.StatusOK, status, body)
