@@ -22,8 +22,15 @@
 // decode reads strictly (exact key case, no duplicates, one value). Drain
 // starts a graceful shutdown.
 //
+// Each request gets an id (the client's X-Request-Id when sane, else a
+// random one), sent back as X-Request-Id and in every error body, and one
+// access-log line on Options.Logger when it ends.
+//
 // Both generation endpoints stream with "stream": true as server-sent
 // events ending in "data: [DONE]"; with stream_options.include_usage the
 // last chunk carries the usage. Errors are OpenAI-shaped
-// {"error":{"message","type","param","code"}}; docs/serve.md has the table.
+// {"error":{"message","type","param","code","request_id"}}; docs/serve.md
+// has the table, and the field policy: every request field is implemented,
+// ignored (it does not change the answer) or a 400 unless it asks for
+// nothing, and a key that is no field is a 400.
 package server

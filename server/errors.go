@@ -28,18 +28,22 @@ type apiError struct {
 
 func (e *apiError) Error() string { return e.Message }
 
+// errorBody is OpenAI's error shape with one field more: request_id, the
+// X-Request-Id of the response, so that an error a user pastes leads to
+// its access-log line.
 type errorBody struct {
 	Error struct {
-		Message string  `json:"message"`
-		Type    string  `json:"type"`
-		Param   *string `json:"param"`
-		Code    string  `json:"code"`
+		Message   string  `json:"message"`
+		Type      string  `json:"type"`
+		Param     *string `json:"param"`
+		Code      string  `json:"code"`
+		RequestID string  `json:"request_id"`
 	} `json:"error"`
 }
 
-func (e *apiError) body() errorBody {
+func (e *apiError) body(requestID string) errorBody {
 	var b errorBody
-	b.Error.Message, b.Error.Type, b.Error.Code = e.Message, e.Type, e.Code
+	b.Error.Message, b.Error.Type, b.Error.Code, b.Error.RequestID = e.Message, e.Type, e.Code, requestID
 	if e.Param != "" {
 		b.Error.Param = &e.Param
 	}
@@ -101,11 +105,11 @@ func errorClass(err error) string {
 }
 
 // writeError writes e as JSON.
-func writeError(w http.ResponseWriter, e *apiError) {
+func writeError(w http.ResponseWriter, e *apiError, requestID string) {
 	if e.RetryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
 	}
-	writeJSON(w, e.Status, e.body())
+	writeJSON(w, e.Status, e.body(requestID))
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

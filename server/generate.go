@@ -253,8 +253,8 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, sch *scheduler.Sche
 	if err != nil {
 		return classify(err)
 	}
-	id := fmt.Sprintf("%s-%d", map[bool]string{true: "chatcmpl", false: "cmpl"}[isChat], s.ids.Add(1))
-	w.Header().Set("X-Request-Id", id)
+	id := map[bool]string{true: "chatcmpl-", false: "cmpl-"}[isChat] + rand.Text()
+	ent := entryOf(r)
 	created := now()
 	if !stream {
 		var text strings.Builder
@@ -267,9 +267,11 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, sch *scheduler.Sche
 			}
 		}
 		s.observe(st, start, end.Err)
+		ent.generated(s.opts.ModelName, st)
 		if end.Err != nil {
 			if errors.Is(end.Err, context.Canceled) || errors.Is(end.Err, context.DeadlineExceeded) {
 				s.metrics.errors.WithLabelValues("cancelled").Inc()
+				ent.err = cancelled
 				return nil // the client is gone
 			}
 			return classify(end.Err)
@@ -315,6 +317,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, sch *scheduler.Sche
 	}
 	if isChat {
 		if err := send(chunk("", "assistant", nil)); err != nil {
+			ent.err = cancelled
 			return nil // the client is gone; its context ends the generation
 		}
 	}
@@ -323,6 +326,8 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, sch *scheduler.Sche
 		if c.Text != "" {
 			if err := send(chunk(c.Text, "", nil)); err != nil {
 				s.observe(st, start, err)
+				ent.generated(s.opts.ModelName, st)
+				ent.err = cancelled
 				return nil
 			}
 		}
@@ -330,16 +335,19 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, sch *scheduler.Sche
 			continue
 		}
 		s.observe(st, start, c.Err)
+		ent.generated(s.opts.ModelName, st)
 		if c.Err != nil {
 			if errors.Is(c.Err, context.Canceled) || errors.Is(c.Err, context.DeadlineExceeded) {
 				s.metrics.errors.WithLabelValues("cancelled").Inc()
+				ent.err = cancelled
 				return nil
 			}
 			// The status is sent; an error event ends the stream (the
 			// OpenAI clients raise it), without [DONE].
 			e := classify(c.Err)
 			s.metrics.errors.WithLabelValues(e.Class).Inc()
-			_ = send(e.body())
+			ent.err = e
+			_ = send(e.body(ent.id))
 			return nil
 		}
 		finish := string(c.Finish)

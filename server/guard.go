@@ -132,10 +132,13 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if _, pattern := s.mux.Handler(r); pattern == "" {
+	_, pattern := s.mux.Handler(r)
+	if pattern == "" {
 		s.reject(w, r, s.noRoute(r))
 		return
 	}
+	_, path, _ := strings.Cut(pattern, " ")
+	entryOf(r).route = strings.TrimSuffix(path, "{$}")
 	s.mux.ServeHTTP(w, r)
 }
 
@@ -160,9 +163,9 @@ func (s *Server) noRoute(r *http.Request) *apiError {
 }
 
 // reject writes e for a request refused before its route.
-func (s *Server) reject(w http.ResponseWriter, _ *http.Request, e *apiError) {
+func (s *Server) reject(w http.ResponseWriter, r *http.Request, e *apiError) {
 	if len(e.allow) > 0 {
 		w.Header().Set("Allow", strings.Join(e.allow, ", "))
 	}
-	s.fail(w, e)
+	s.fail(w, r, e)
 }

@@ -43,6 +43,8 @@ func requireError(t *testing.T, resp *http.Response, body string, status int, co
 	require.NoError(t, json.Unmarshal([]byte(body), &e), body)
 	require.Equal(t, code, e.Error.Code, body)
 	require.NotEmpty(t, e.Error.Message)
+	require.NotEmpty(t, e.Error.RequestID)
+	require.Equal(t, resp.Header.Get("X-Request-Id"), e.Error.RequestID, "the error names its request")
 	return e
 }
 

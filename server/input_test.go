@@ -96,6 +96,7 @@ func TestBadInputIsA400NamingTheField(t *testing.T) {
 			require.Equal(t, tc.param, *e.Error.Param)
 			require.Equal(t, tc.code, e.Error.Code)
 			require.Equal(t, "invalid_request_error", e.Error.Type)
+			require.NotEmpty(t, e.Error.RequestID)
 			require.True(t, strings.HasPrefix(e.Error.Message, tc.param+": "), "the message names the field: %s", e.Error.Message)
 			require.NotContains(t, e.Error.Message, "server.", "no Go type names")
 			require.NotContains(t, e.Error.Message, "*int")

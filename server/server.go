@@ -1,9 +1,11 @@
 package server
 
 import (
+	"context"
 	"embed"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -41,6 +43,9 @@ type Options struct {
 	// Registry, when set, is where the metrics register (default: a new
 	// registry of the server's own, served at /metrics).
 	Registry *prometheus.Registry
+	// Logger receives one access-log line ("request") per request; nil
+	// discards them (a library writes no logs it was not asked for).
+	Logger *slog.Logger
 }
 
 // Server is the API. Until SetScheduler is called it is loading: generation
@@ -51,7 +56,7 @@ type Server struct {
 	started time.Time
 	metrics *metrics
 	mux     *http.ServeMux
-	ids     atomic.Uint64
+	log     *slog.Logger
 	// draining: Drain was called; new generations are 503s.
 	draining atomic.Bool
 	inFlight atomic.Int64 // /v1 requests being handled
@@ -72,7 +77,10 @@ func New(opts Options) *Server {
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
-	s := &Server{opts: opts, started: time.Now(), mux: http.NewServeMux()}
+	s := &Server{opts: opts, started: time.Now(), mux: http.NewServeMux(), log: opts.Logger}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
 	s.metrics = newMetrics(reg, s)
 	page, _ := fs.Sub(pageFS, "page")
 	s.mux.Handle("GET /{$}", http.FileServerFS(page))
@@ -103,8 +111,17 @@ func (s *Server) InFlight() int { return int(s.inFlight.Load()) }
 // The caller closes sch after the HTTP server has shut down.
 func (s *Server) SetScheduler(sch *scheduler.Scheduler) { s.sched.Store(sch) }
 
-// ServeHTTP implements http.Handler (guard, then the routes).
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.guard(w, r) }
+// ServeHTTP implements http.Handler: the request id (the client's
+// X-Request-Id when sane, else a new one) on the response, guard, the
+// route, then the access-log line.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	e := &entry{id: requestID(r.Header.Get("X-Request-Id")), start: time.Now()}
+	w.Header().Set("X-Request-Id", e.id)
+	sw := &statusWriter{ResponseWriter: w}
+	r = r.WithContext(context.WithValue(r.Context(), entryKey{}, e))
+	s.guard(sw, r)
+	s.logRequest(r, cmpStatus(sw.status), e)
+}
 
 // statusWriter remembers the status for the requests metric.
 type statusWriter struct {
@@ -142,17 +159,17 @@ func (s *Server) api(endpoint string, h func(http.ResponseWriter, *http.Request)
 		defer func() { s.metrics.requests.WithLabelValues(endpoint, http.StatusText(cmpStatus(sw.status))).Inc() }()
 		if !s.keyAllowed(r) {
 			sw.Header().Set("WWW-Authenticate", `Bearer realm="hipgo"`)
-			s.fail(sw, &apiError{Status: http.StatusUnauthorized, Message: "missing or wrong API key (Authorization: Bearer KEY)", Type: "authentication_error", Code: "invalid_api_key", Class: "unauthorized"})
+			s.fail(sw, r, &apiError{Status: http.StatusUnauthorized, Message: "missing or wrong API key (Authorization: Bearer KEY)", Type: "authentication_error", Code: "invalid_api_key", Class: "unauthorized"})
 			return
 		}
 		if r.Method == http.MethodPost && !jsonBody(r) {
-			s.fail(sw, &apiError{Status: http.StatusUnsupportedMediaType, Message: fmt.Sprintf("Content-Type %q: the body must be application/json", r.Header.Get("Content-Type")),
+			s.fail(sw, r, &apiError{Status: http.StatusUnsupportedMediaType, Message: fmt.Sprintf("Content-Type %q: the body must be application/json", r.Header.Get("Content-Type")),
 				Type: "invalid_request_error", Param: "body", Code: "unsupported_media_type", Class: "bad_request"})
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes)
 		if e := h(sw, r); e != nil {
-			s.fail(sw, e)
+			s.fail(sw, r, e)
 		}
 	})
 }
@@ -164,10 +181,13 @@ func cmpStatus(s int) int {
 	return s
 }
 
-// fail writes an error response and counts it.
-func (s *Server) fail(w http.ResponseWriter, e *apiError) {
+// fail writes an error response with the request's id, counts it, and
+// notes it for the access log.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, e *apiError) {
 	s.metrics.errors.WithLabelValues(e.Class).Inc()
-	writeError(w, e)
+	ent := entryOf(r)
+	ent.err = e
+	writeError(w, e, ent.id)
 }
 
 func (s *Server) models(w http.ResponseWriter, _ *http.Request) *apiError {

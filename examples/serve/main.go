@@ -103,6 +103,8 @@ func run(ctx, kill context.Context, args []string, stderr io.Writer, ready func(
 	injectFrac := fl.Float64("inject-step-failures", 0, "testing: fail this fraction of batch steps (0: none)")
 	injectSeed := fl.Uint64("inject-seed", 1, "testing: seed of -inject-step-failures")
 	oobAt := fl.Uint64("inject-oob-at-step", 0, "testing, GPU only: at this step launch the runtime's out-of-bounds test kernel, a real device fault (0: never)")
+	logFormat := fl.String("log-format", "text", "log lines on stderr as text (key=value) or json")
+	logLevel := fl.String("log-level", "info", "least level logged: debug (adds the health probes and scrapes), info (a line per request), warn (failures, refused keys and hosts), error")
 	if err := cli.Parse(fl, args); err != nil {
 		return err
 	}
@@ -127,7 +129,10 @@ func run(ctx, kill context.Context, args []string, stderr io.Writer, ready func(
 	if err != nil {
 		return err
 	}
-	log := slog.New(slog.NewTextHandler(stderr, nil))
+	log, err := logger(stderr, *logFormat, *logLevel)
+	if err != nil {
+		return err
+	}
 	modelName := *name
 	if modelName == "" {
 		modelName = "hipgo-demo"
@@ -137,7 +142,7 @@ func run(ctx, kill context.Context, args []string, stderr io.Writer, ready func(
 	}
 
 	srv := server.New(server.Options{ModelName: modelName, APIKeys: keys, MaxBodyBytes: *maxBody, DefaultMaxTokens: *defaultMax,
-		AllowedHosts: allowedHosts(*addr, *hostsFlag), CORSOrigins: list(*corsFlag)})
+		AllowedHosts: allowedHosts(*addr, *hostsFlag), CORSOrigins: list(*corsFlag), Logger: log})
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return err
@@ -227,8 +232,11 @@ func run(ctx, kill context.Context, args []string, stderr io.Writer, ready func(
 	}
 	if n := srv.InFlight(); n > 0 {
 		log.Warn("ending the requests still running", "in_flight", n, "why", context.Cause(graceCtx).Error())
+	} else {
+		log.Info("drained: no request in flight")
 	}
 	sch.Close() // ends what still runs
+	log.Info("closing the listener and the connections")
 	closeCtx, cancelClose := context.WithTimeout(kill, 5*time.Second)
 	defer cancelClose()
 	if err := hs.Shutdown(closeCtx); err != nil {
@@ -239,6 +247,23 @@ func run(ctx, kill context.Context, args []string, stderr io.Writer, ready func(
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// logger is the command's logger: text or json lines on stderr from
+// level up (slog's level names: debug, info, warn, error).
+func logger(stderr io.Writer, format, level string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("-log-level %q is not debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(stderr, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(stderr, opts)), nil
+	}
+	return nil, fmt.Errorf("-log-format %q is not text or json", format)
 }
 
 // envAPIKey names the variable that holds an API key (kept out of ps).

@@ -4,12 +4,15 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -53,7 +56,7 @@ func TestServeStartsReadyAndShutsDown(t *testing.T) {
 	cancel()
 	require.NoError(t, <-done)
 
-	for _, args := range [][]string{{"-on-device-loss", "gpu"}, {"-inject-step-failures", "2"}, {"extra"}, {"-watchdog", "-1s"}} {
+	for _, args := range [][]string{{"-on-device-loss", "gpu"}, {"-inject-step-failures", "2"}, {"extra"}, {"-watchdog", "-1s"}, {"-log-format", "xml"}, {"-log-level", "loud"}} {
 		require.Error(t, run(context.Background(), context.Background(), args, io.Discard, nil), "%v", args)
 	}
 }
@@ -101,15 +104,27 @@ func TestExitCodes(t *testing.T) {
 // (the first SIGTERM), and its result.
 func serving(t *testing.T, args ...string) (base string, drain, kill func(), done <-chan error) {
 	t.Helper()
+	return servingTo(t, io.Discard, args...)
+}
+
+// servingTo is serving with the command's stderr (its logs) going to
+// stderr.
+func servingTo(t *testing.T, stderr io.Writer, args ...string) (base string, drain, kill func(), done <-chan error) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	killCtx, stop := context.WithCancel(context.Background())
 	t.Cleanup(func() { cancel(); stop() })
 	addrs := make(chan string, 1)
 	res := make(chan error, 1)
 	go func() {
-		res <- run(ctx, killCtx, append([]string{"-addr", "127.0.0.1:0", "-device", "cpu"}, args...), io.Discard, func(a string) { addrs <- a })
+		res <- run(ctx, killCtx, append([]string{"-addr", "127.0.0.1:0", "-device", "cpu"}, args...), stderr, func(a string) { addrs <- a })
 	}()
-	base = "http://" + <-addrs
+	select {
+	case a := <-addrs:
+		base = "http://" + a
+	case err := <-res:
+		t.Fatalf("returned before listening: %v", err)
+	}
 	for range 3000 {
 		resp, err := http.Get(base + "/health/ready")
 		require.NoError(t, err)
@@ -251,4 +266,103 @@ func TestHostsOfTheListenAddress(t *testing.T) {
 	require.Nil(t, allowedHosts(":8080", ""))
 	require.Nil(t, allowedHosts("0.0.0.0:8080", " "))
 	require.Equal(t, []string{"api.example", "api2.example"}, allowedHosts("10.0.0.5:80", "api.example, api2.example"))
+}
+
+// syncBuffer is the command's stderr, written from its goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestLogsAreStructured: -log-format json writes one JSON object a line on
+// stderr: the access line of a request (its id, route, status, model and
+// tokens), the health probes at -log-level debug, and the shutdown's
+// phases in order; text is key=value; -log-level warn keeps a refused key
+// and drops a served request.
+func TestLogsAreStructured(t *testing.T) {
+	var logs syncBuffer
+	base, drain, _, done := servingTo(t, &logs, "-log-format", "json", "-log-level", "debug")
+	req, err := http.NewRequest(http.MethodPost, base+"/v1/completions", strings.NewReader(`{"prompt":"And God said","max_tokens":2}`))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Request-Id", "serve-log-1")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "serve-log-1", resp.Header.Get("X-Request-Id"))
+	drain()
+	require.NoError(t, <-done)
+
+	var access, probe map[string]any
+	var phases []string
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var m map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &m), "every line is JSON: %s", line)
+		switch {
+		case m["request_id"] == "serve-log-1":
+			require.Nil(t, access, "one line per request")
+			access = m
+		case m["route"] == "/health/ready" && probe == nil:
+			probe = m
+		case m["msg"] != "request":
+			phases = append(phases, m["msg"].(string))
+		}
+	}
+	require.NotNil(t, access, logs.String())
+	require.Equal(t, "/v1/completions", access["route"])
+	require.EqualValues(t, 200, access["status"])
+	require.Equal(t, "hipgo-demo", access["model"])
+	require.EqualValues(t, 2, access["completion_tokens"])
+	require.Positive(t, access["prompt_tokens"])
+	require.NotNil(t, probe, "the probes at debug level")
+	require.Equal(t, "DEBUG", probe["level"])
+	var shutdown []string
+	for _, p := range phases {
+		if i := slices.IndexFunc([]string{"draining", "drained", "closing", "stopped"}, func(w string) bool { return strings.HasPrefix(p, w) }); i >= 0 {
+			shutdown = append(shutdown, p)
+		}
+	}
+	require.Len(t, shutdown, 4, "%q", phases)
+	for i, w := range []string{"draining", "drained", "closing", "stopped"} {
+		require.True(t, strings.HasPrefix(shutdown[i], w), "phase %d: %q", i, shutdown)
+	}
+
+	var text syncBuffer
+	base, _, _, _ = servingTo(t, &text)
+	resp, err = http.Post(base+"/v1/completions", "application/json", strings.NewReader(`{"prompt":"x","max_tokens":1}`))
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Eventually(t, func() bool {
+		return strings.Contains(text.String(), "msg=request request_id="+resp.Header.Get("X-Request-Id")+" method=POST route=/v1/completions status=200")
+	}, 5*time.Second, time.Millisecond, "text: %s", text.String())
+	require.NotContains(t, text.String(), "route=/health/ready", "probes are debug")
+
+	var warn syncBuffer
+	base, _, _, _ = servingTo(t, &warn, "-log-level", "warn", "-api-key", "k")
+	for _, key := range []string{"k", "wrong"} {
+		req, err := http.NewRequest(http.MethodPost, base+"/v1/completions", strings.NewReader(`{"prompt":"x","max_tokens":1}`))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("X-Request-Id", "warn-"+key)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+	}
+	require.Eventually(t, func() bool { return strings.Contains(warn.String(), "request_id=warn-wrong") }, 5*time.Second, time.Millisecond)
+	require.Contains(t, warn.String(), "level=WARN msg=request request_id=warn-wrong")
+	require.NotContains(t, warn.String(), "request_id=warn-k ", "a served request is info")
 }
