@@ -78,7 +78,8 @@ var generatedID = regexp.MustCompile(`^[A-Z2-7]{26}$`) // crypto/rand.Text
 // TestEveryResponseCarriesARequestID: every response, errors and probes
 // included, has an X-Request-Id: the client's when it is sane (bounded,
 // printable, no spaces), else a new random one that differs per request;
-// every error body carries the same id as error.request_id.
+// every error body carries the same id as error.request_id; completion
+// ids are random.
 func TestEveryResponseCarriesARequestID(t *testing.T) {
 	ts := start(t, scheduler.Config{}, Options{AllowedHosts: LoopbackHosts, APIKeys: []string{"k"}})
 	auth := map[string]string{"Content-Type": "application/json", "Authorization": "Bearer k"}
@@ -112,6 +113,19 @@ func TestEveryResponseCarriesARequestID(t *testing.T) {
 			}
 		})
 	}
+
+	// Completion ids are random too: unique across processes, unlike the
+	// counter they were.
+	var ids []string
+	for range 2 {
+		resp, body := send(t, "POST", ts.URL+"/v1/completions", tiny, auth)
+		require.Equal(t, 200, resp.StatusCode, body)
+		var c completionResponse
+		require.NoError(t, json.Unmarshal([]byte(body), &c))
+		require.Regexp(t, `^cmpl-[A-Z2-7]{26}$`, c.ID)
+		ids = append(ids, c.ID)
+	}
+	require.NotEqual(t, ids[0], ids[1])
 
 	for given, kept := range map[string]bool{
 		"7f3c-client.id_1":                  true,
