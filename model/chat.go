@@ -151,6 +151,12 @@ func (m *Model) endOfTurnID(t *chat.Template) (uint32, bool) {
 // ChatTemplate is the model's chat template, or nil when it has none.
 func (m *Model) ChatTemplate() *chat.Template { return m.chat }
 
+// ChatTemplateError is why the checkpoint's chat template is unusable (its
+// compile error, naming the file it came from), or nil when the model has a
+// template or carries none. Chat and ChatPrompt return it wrapped in
+// ErrNoChatTemplate.
+func (m *Model) ChatTemplateError() error { return m.chatErr }
+
 // EndOfTurnID is the token that ends an assistant's reply under the chat
 // template, when one was found; Chat stops there as at EOS.
 func (m *Model) EndOfTurnID() (uint32, bool) { return m.turnEnd, m.hasTurnEnd }

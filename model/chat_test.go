@@ -147,6 +147,7 @@ func TestChatErrors(t *testing.T) {
 	m, err := Load(dir)
 	require.NoError(t, err)
 	require.Nil(t, m.ChatTemplate())
+	require.NoError(t, m.ChatTemplateError(), "a plain model carries no template: nothing failed")
 	_, err = m.Chat(ctx, msgs, GenerateOptions{MaxTokens: 1}, nil)
 	require.ErrorIs(t, err, ErrNoChatTemplate)
 
@@ -161,6 +162,8 @@ func TestChatErrors(t *testing.T) {
 	require.ErrorIs(t, err, ErrNoChatTemplate)
 	require.ErrorIs(t, err, chat.ErrTemplate)
 	require.ErrorContains(t, err, TokenizerConfigFile)
+	require.ErrorIs(t, m.ChatTemplateError(), chat.ErrTemplate)
+	require.ErrorContains(t, m.ChatTemplateError(), TokenizerConfigFile)
 
 	_, err = Load(dir, WithChatTemplate("{{ oops", chat.Tokens{}))
 	require.ErrorIs(t, err, chat.ErrTemplate)

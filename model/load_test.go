@@ -70,6 +70,27 @@ func TestLoadDirectory(t *testing.T) {
 	}
 }
 
+// TestLoadOfACheckpointFileNamesTheDirectory proves Load given one file of
+// a Hugging Face checkpoint (its weights, a shard, its config or
+// tokenizer) says to pass the directory that holds it, instead of failing
+// to read it as a GGUF file.
+func TestLoadOfACheckpointFileNamesTheDirectory(t *testing.T) {
+	spec := modeltest.SmolLMTiny()
+	spec.ShardTensors = 5
+	dir := t.TempDir()
+	require.NoError(t, modeltest.Write(dir, spec))
+	names, err := filepath.Glob(filepath.Join(dir, "*"))
+	require.NoError(t, err)
+	require.Greater(t, len(names), 3)
+	for _, name := range names {
+		_, err := Load(name)
+		var ce *ConfigError
+		require.ErrorAs(t, err, &ce, name)
+		require.Equal(t, name, ce.File)
+		require.ErrorContains(t, err, "pass the directory that holds it, "+dir, name)
+	}
+}
+
 // TestBadCheckpoints proves each broken checkpoint fails to load with an
 // error that names the file and the tensor (and shapes where they differ),
 // wrapped so errors.Is finds its kind — and never panics.

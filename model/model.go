@@ -9,6 +9,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/hipgo/hipgo/model/chat"
 	"github.com/hipgo/hipgo/model/gguf"
@@ -96,6 +97,9 @@ func Load(path string, opts ...Option) (*Model, error) {
 		return nil, &ConfigError{File: path, Reason: "no model directory or GGUF file", Err: err}
 	}
 	if !st.IsDir() {
+		if checkpointFile(path) {
+			return nil, &ConfigError{File: path, Reason: "is one file of a Hugging Face checkpoint: pass the directory that holds it, " + filepath.Dir(path)}
+		}
 		return LoadGGUF(path, opts...)
 	}
 	dir := path
@@ -132,6 +136,14 @@ func Load(path string, opts ...Option) (*Model, error) {
 		return nil, err
 	}
 	return m, nil
+}
+
+// checkpointFile says whether path names a file of a Hugging Face
+// checkpoint (its weights, config or tokenizer) rather than the checkpoint.
+func checkpointFile(path string) bool {
+	base := filepath.Base(path)
+	return strings.HasSuffix(base, ".safetensors") || base == ConfigFile || base == TokenizerFile ||
+		base == TokenizerConfigFile || base == ChatTemplateFile || base == safetensors.IndexFile
 }
 
 // LoadGGUF reads a GGUF file (llama.cpp's and ollama's format) of a llama
