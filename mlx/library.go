@@ -47,7 +47,8 @@ var (
 // before any other MLX call. It is idempotent: the first result, success or
 // failure, is kept for the life of the process. A missing library is a
 // *dynlib.NotFoundError naming every path tried, one dlopen refuses a
-// *dynlib.RejectedError with its reason; one without a required
+// *dynlib.RejectedError with its reason (a libmlxc whose libmlx cannot be
+// found names it and suggests LD_LIBRARY_PATH); one without a required
 // symbol is a *dynlib.MissingSymbolError.
 func Load() error {
 	l, err := loadOnce.Do(func() (*library, error) { return load() })

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -28,6 +30,10 @@ type Attempt struct {
 	// another architecture, unreadable, a dependency missing); false when
 	// there was nothing to open.
 	Found bool
+	// MissingDependency is the library the file needs that the dynamic
+	// loader could not find (e.g. libmlx.so for libmlxc.so), when that is
+	// why dlopen refused it.
+	MissingDependency string
 }
 
 // NotFoundError says that no candidate of a library could be opened, and
@@ -56,10 +62,13 @@ type RejectedError struct {
 }
 
 func (e *RejectedError) Error() string {
-	var reasons []string
+	var reasons, deps []string
 	for _, a := range e.Tried {
 		if !a.Found {
 			continue
+		}
+		if a.MissingDependency != "" && !slices.Contains(deps, a.MissingDependency) {
+			deps = append(deps, a.MissingDependency)
 		}
 		r := a.Err
 		switch {
@@ -70,8 +79,46 @@ func (e *RejectedError) Error() string {
 		}
 		reasons = append(reasons, r)
 	}
+	if len(deps) > 0 {
+		return fmt.Sprintf("%s: library found but could not be opened: %s (tried %s): it needs %s, which the dynamic loader did not find: "+
+			"add the directory that holds it to %s before the process starts, or give %s a run path (RPATH) to it",
+			e.Library, strings.Join(reasons, "; "), triedPaths(e.Tried), strings.Join(deps, " and "), searchPathVar(), e.Library)
+	}
 	return fmt.Sprintf("%s: library found but could not be opened: %s (tried %s; set %s to the path of a working copy)",
 		e.Library, strings.Join(reasons, "; "), triedPaths(e.Tried), e.EnvVar)
+}
+
+// searchPathVar is the variable the platform's dynamic loader searches for
+// a library's dependencies.
+func searchPathVar() string {
+	if runtime.GOOS == "darwin" {
+		return "DYLD_LIBRARY_PATH"
+	}
+	return "LD_LIBRARY_PATH"
+}
+
+// missingDependency is the dependency a dlopen of path could not find, read
+// from the loader's reason, or "" when the reason is about something else:
+// glibc "DEP: cannot open shared object file: No such file or directory"
+// (DEP not the file itself), musl "Error loading shared library DEP: No
+// such file or directory (needed by PATH)", dyld "dlopen(PATH, 0x0009):
+// Library not loaded: DEP".
+func missingDependency(path, reason string) string {
+	if _, after, ok := strings.Cut(reason, "Library not loaded: "); ok {
+		dep, _, _ := strings.Cut(after, "\n")
+		return strings.TrimSpace(dep)
+	}
+	if strings.Contains(reason, "(needed by ") {
+		if _, after, ok := strings.Cut(reason, "Error loading shared library "); ok {
+			dep, _, _ := strings.Cut(after, ":")
+			return dep
+		}
+	}
+	if dep, ok := strings.CutSuffix(reason, ": cannot open shared object file: No such file or directory"); ok &&
+		dep != path && dep != filepath.Base(path) && !strings.Contains(dep, ": ") {
+		return dep
+	}
+	return ""
 }
 
 // Is makes errors.Is(err, ErrRejected) true.
@@ -136,6 +183,9 @@ func Open(name, envVar string, candidates ...string) (*Library, error) {
 		}
 		a := Attempt{Path: path, Err: err.Error()}
 		a.Found = !missing(path, a.Err)
+		if a.Found {
+			a.MissingDependency = missingDependency(path, a.Err)
+		}
 		found = found || a.Found
 		tried = append(tried, a)
 	}
