@@ -4,6 +4,13 @@
 // attention, RoPE with theta and Llama 3.1 rope scaling), Qwen2 and 2.5
 // (q/k/v biases) and SmolLM-style small models (tied embeddings).
 //
+// Start with Load (a checkpoint directory or a GGUF file) or LoadFS (an
+// embedded model, such as model/demo's), then Model.Generate for text,
+// Model.Chat for a conversation through the chat template, or NewBatch
+// for continuous batching (model/scheduler runs one for a server); Close
+// the model when done. GenerateOptions' zero value is greedy;
+// DefaultGenerateOptions samples.
+//
 // Load (or LoadFS, for an embedded model) reads config.json,
 // model.safetensors (single or sharded; F32, F16 or BF16) and tokenizer.json,
 // validating every tensor's name and shape against the config; a missing or

@@ -3,6 +3,12 @@
 // backend (ROCm, CUDA, Metal; Metal has never run on Apple hardware) behind
 // one driver interface.
 //
+// Start with Open, which returns the first usable GPU (or an *OpenError
+// saying why each backend is unusable); then Device.LoadModule and
+// Module.Kernel for a kernel, Device.NewStream, Device.Alloc,
+// Stream.Launch and Stream.Record; Event.Wait returns nil, a *FaultError
+// (the device is lost), a *WatchdogError or ctx's error (see Example).
+//
 // The contract:
 //   - An Event is Pending, then exactly once Landed or Failed(err). State and
 //     Err never consume the error: every reader, and every waiter, sees it.

@@ -2,6 +2,11 @@
 // rejection sampler kernels' ports, typed refusal and routing, and their CPU
 // references and fallbacks. docs/sampling.md is the full contract.
 //
+// Start with NewSampler(dev) and Sampler.Sample for logits on a GPU, or
+// Argpartition for logits on the host. The kernels' direct entry points
+// (Sampler.GumbelMax, Sampler.Rejection) refuse a backend without a port
+// with a *NoKernelPortError (errors.Is ErrNoKernelPort).
+//
 // Which function to call:
 //   - logits on a GPU: NewSampler(dev) once per device, then Sampler.Sample
 //     per step. It routes each call to a kernel or the CPU fallback, and only

@@ -1,6 +1,11 @@
 // Package server is an OpenAI-compatible HTTP API over a model/scheduler
 // Scheduler: an http.Handler another Go service can mount.
 //
+// Start with New, then SetScheduler with a model/scheduler Scheduler over a
+// loaded model (scheduler.New(m, scheduler.Config{OnStep: srv.OnStep})),
+// and serve the Server as any http.Handler; Drain before shutting down.
+// examples/serve and examples/embed are complete programs.
+//
 // It translates HTTP to the scheduler and back and owns nothing else:
 // batching, device ownership and the failure semantics (a failed step
 // fails only its requests; a lost device ends them; the failed-step guard)
