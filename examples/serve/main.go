@@ -77,6 +77,12 @@ func watchdogOptions(given bool, d time.Duration, env string) []runtime.Option {
 func run(ctx, kill context.Context, args []string, stderr io.Writer, ready func(addr string)) error {
 	fl := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fl.SetOutput(stderr)
+	fl.Usage = func() {
+		fmt.Fprintf(fl.Output(), "serve runs the OpenAI-compatible API (and a chat page) over a llama-family model\n"+
+			"(the embedded demo model unless -model names one), batched on the GPU when one is\n"+
+			"usable, else on the CPU. docs/serve.md describes the API.\n\nusage: go run ./examples/serve [flags]\n\n")
+		fl.PrintDefaults()
+	}
 	dir := fl.String("model", "", "model directory (config.json, model.safetensors, tokenizer.json) or GGUF file; empty: the embedded demo model")
 	device := fl.String("device", model.DeviceAuto, "where to run: auto (the GPU when one is usable), cpu or gpu")
 	addr := fl.String("addr", "127.0.0.1:8080", "listen address (loopback by default; use :8080 to listen on every interface)")

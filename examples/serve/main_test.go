@@ -86,6 +86,7 @@ func TestExitCodes(t *testing.T) {
 	var usage bytes.Buffer
 	err := run(context.Background(), context.Background(), []string{"-h"}, &usage, nil)
 	require.Contains(t, usage.String(), "-max-batch")
+	require.True(t, strings.HasPrefix(usage.String(), "serve runs the OpenAI-compatible API"), "-h opens with what the command does: %q", usage.String())
 	var report bytes.Buffer
 	require.Equal(t, 0, cli.ExitCode("serve", err, &report))
 	require.Empty(t, report.String())
