@@ -15,6 +15,12 @@ func dotQ4_0AVX2(row *byte, x *float32, nb int) float32
 func dotQ4_1AVX2(row *byte, x *float32, nb int) float32
 
 //go:noescape
+func dotQ5_0AVX2(row *byte, x *float32, nb int) float32
+
+//go:noescape
+func dotQ5_1AVX2(row *byte, x *float32, nb int) float32
+
+//go:noescape
 func dotQ4_KAVX2(row *byte, x *float32, nb int) float32
 
 //go:noescape
@@ -34,6 +40,12 @@ func dequantQ4_0AVX2(src *byte, dst *float32, nb int)
 
 //go:noescape
 func dequantQ4_1AVX2(src *byte, dst *float32, nb int)
+
+//go:noescape
+func dequantQ5_0AVX2(src *byte, dst *float32, nb int)
+
+//go:noescape
+func dequantQ5_1AVX2(src *byte, dst *float32, nb int)
 
 //go:noescape
 func dequantQ4_KAVX2(src *byte, dst *float32, nb int)
@@ -81,6 +93,8 @@ func init() {
 	avx2.dot[Q8_0] = func(row []byte, x []float32) float32 { return dotQ8_0AVX2(&row[0], &x[0], len(x)/32) }
 	avx2.dot[Q4_0] = func(row []byte, x []float32) float32 { return dotQ4_0AVX2(&row[0], &x[0], len(x)/32) }
 	avx2.dot[Q4_1] = func(row []byte, x []float32) float32 { return dotQ4_1AVX2(&row[0], &x[0], len(x)/32) }
+	avx2.dot[Q5_0] = func(row []byte, x []float32) float32 { return dotQ5_0AVX2(&row[0], &x[0], len(x)/32) }
+	avx2.dot[Q5_1] = func(row []byte, x []float32) float32 { return dotQ5_1AVX2(&row[0], &x[0], len(x)/32) }
 	avx2.dot[Q4_K] = func(row []byte, x []float32) float32 { return dotQ4_KAVX2(&row[0], &x[0], len(x)/qk) }
 	avx2.dot[Q5_K] = func(row []byte, x []float32) float32 { return dotQ5_KAVX2(&row[0], &x[0], len(x)/qk) }
 	avx2.dot[Q6_K] = func(row []byte, x []float32) float32 { return dotQ6_KAVX2(&row[0], &x[0], len(x)/qk) }
@@ -88,6 +102,8 @@ func init() {
 	avx2.dequant[Q8_0] = func(src []byte, dst []float32) { dequantQ8_0AVX2(&src[0], &dst[0], len(dst)/32) }
 	avx2.dequant[Q4_0] = func(src []byte, dst []float32) { dequantQ4_0AVX2(&src[0], &dst[0], len(dst)/32) }
 	avx2.dequant[Q4_1] = func(src []byte, dst []float32) { dequantQ4_1AVX2(&src[0], &dst[0], len(dst)/32) }
+	avx2.dequant[Q5_0] = func(src []byte, dst []float32) { dequantQ5_0AVX2(&src[0], &dst[0], len(dst)/32) }
+	avx2.dequant[Q5_1] = func(src []byte, dst []float32) { dequantQ5_1AVX2(&src[0], &dst[0], len(dst)/32) }
 	avx2.dequant[Q4_K] = func(src []byte, dst []float32) { dequantQ4_KAVX2(&src[0], &dst[0], len(dst)/qk) }
 	avx2.dequant[Q5_K] = func(src []byte, dst []float32) { dequantQ5_KAVX2(&src[0], &dst[0], len(dst)/qk) }
 	avx2.dequant[Q6_K] = func(src []byte, dst []float32) { dequantQ6_KAVX2(&src[0], &dst[0], len(dst)/qk) }

@@ -304,20 +304,11 @@
 	Q6OUT(q+96, 384, soff+24) \
 	Q6OUT(q+112, 448, soff+28)
 
-// Q41BLOCK adds x . (d*q + m) for the Q4_1 block whose nibbles are at
-// qoff(SI) and x at xoff(DI), d and m broadcast in Y2 and Y3: each weight
-// is one FMA and its product with x another, into four accumulators.
-#define Q41BLOCK(qoff, xoff) \
-	VPMOVZXBD qoff(SI), Y4 \
-	VPMOVZXBD qoff+8(SI), Y6 \
-	VPSRLD $4, Y4, Y5 \
-	VPSRLD $4, Y6, Y7 \
-	VPAND Y15, Y4, Y4 \
-	VPAND Y15, Y6, Y6 \
-	VCVTDQ2PS Y4, Y4 \
-	VCVTDQ2PS Y5, Y5 \
-	VCVTDQ2PS Y6, Y6 \
-	VCVTDQ2PS Y7, Y7 \
+// WSUM adds x . (d*q + m) for one block's float codes in Y4-Y7 (as
+// NIBBLES4 leaves them), x at xoff(DI), d and m broadcast in Y2 and Y3:
+// each weight is one FMA and its product with x another, into four
+// accumulators (Y0, Y1, Y8, Y9).
+#define WSUM(xoff) \
 	VFMADD213PS Y3, Y2, Y4 \
 	VFMADD213PS Y3, Y2, Y5 \
 	VFMADD213PS Y3, Y2, Y6 \
@@ -326,6 +317,64 @@
 	VFMADD231PS xoff+32(DI), Y6, Y1 \
 	VFMADD231PS xoff+64(DI), Y5, Y8 \
 	VFMADD231PS xoff+96(DI), Y7, Y9
+
+// Q41BLOCK adds x . (d*q + m) for the Q4_1 block whose nibbles are at
+// qoff(SI) and x at xoff(DI) (see WSUM).
+#define Q41BLOCK(qoff, xoff) \
+	NIBBLES4(qoff) \
+	WSUM(xoff)
+
+// Q5CONST sets the constants of NIBBLES5: Y15 dwords 0x0F, Y12 dwords
+// 0x10, Y13 dwords 0-7.
+#define Q5CONST \
+	MOVL $15, AX \
+	VMOVD AX, X15 \
+	VPBROADCASTD X15, Y15 \
+	MOVL $0x10, AX \
+	VMOVD AX, X12 \
+	VPBROADCASTD X12, Y12 \
+	VMOVDQU q5lanes<>(SB), Y13
+
+DATA q5lanes<>+0(SB)/8, $0x0000000100000000
+DATA q5lanes<>+8(SB)/8, $0x0000000300000002
+DATA q5lanes<>+16(SB)/8, $0x0000000500000004
+DATA q5lanes<>+24(SB)/8, $0x0000000700000006
+GLOBL q5lanes<>(SB), RODATA|NOPTR, $32
+
+// FIFTH moves bit 8g of each lane of Y10 (lane k: qh >> k, so bit 8g+k of
+// qh) to bit 4 with the shift SH $n and ORs it into the codes R.
+#define FIFTH(SH, n, R) \
+	SH $n, Y10, Y11 \
+	VPAND Y12, Y11, Y11 \
+	VPOR Y11, R, R
+
+// NIBBLES5 widens the 5-bit codes of a Q5_0/Q5_1 block into Y4-Y7 as
+// float32, in NIBBLES4's layout: nibbles at qoff(SI) as NIBBLES4, and bit
+// i of the 32-bit qh at hoff(SI) as bit 4 of element i. Constants from
+// Q5CONST; Y10 and Y11 are scratch.
+#define NIBBLES5(qoff, hoff) \
+	VPMOVZXBD qoff(SI), Y4 \
+	VPMOVZXBD qoff+8(SI), Y6 \
+	VPSRLD $4, Y4, Y5 \
+	VPSRLD $4, Y6, Y7 \
+	VPAND Y15, Y4, Y4 \
+	VPAND Y15, Y6, Y6 \
+	VPBROADCASTD hoff(SI), Y10 \
+	VPSRLVD Y13, Y10, Y10 \
+	FIFTH(VPSLLD, 4, Y4) \
+	FIFTH(VPSRLD, 4, Y6) \
+	FIFTH(VPSRLD, 12, Y5) \
+	FIFTH(VPSRLD, 20, Y7) \
+	VCVTDQ2PS Y4, Y4 \
+	VCVTDQ2PS Y5, Y5 \
+	VCVTDQ2PS Y6, Y6 \
+	VCVTDQ2PS Y7, Y7
+
+// Q51BLOCK adds x . (d*q + m) for the Q5_0/Q5_1 block whose nibbles are
+// at qoff(SI) and fifth bits at hoff(SI) (see NIBBLES5, WSUM).
+#define Q51BLOCK(qoff, hoff, xoff) \
+	NIBBLES5(qoff, hoff) \
+	WSUM(xoff)
 
 // func dotQ8_0AVX2(row *byte, x *float32, nb int) float32
 // Block: d (f16), 32 int8. Sum d * (x . q).
@@ -496,6 +545,115 @@ q41one:
 	Q41BLOCK(4, 0)
 
 q41done:
+	VADDPS Y1, Y0, Y0
+	VADDPS Y9, Y8, Y8
+	VADDPS Y8, Y0, Y0
+	REDUCE
+	VZEROUPPER
+	MOVSS X0, ret+24(FP)
+	RET
+
+// func dotQ5_0AVX2(row *byte, x *float32, nb int) float32
+// Block: d (f16), qh (32 fifth bits), 16 bytes of nibbles; weight
+// d*q - 16d, as Q5_1 with m = -16d. Two blocks per iteration share one
+// float16 conversion.
+TEXT ·dotQ5_0AVX2(SB), NOSPLIT, $32-28
+	MOVQ row+0(FP), SI
+	MOVQ x+8(FP), DI
+	MOVQ nb+16(FP), CX
+	Q5CONST
+	MOVL $0xc1800000, AX // -16.0
+	VMOVD AX, X14
+	VBROADCASTSS X14, X14
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+
+q50pair:
+	CMPQ CX, $2
+	JL   q50one
+	MOVWLZX (SI), AX
+	MOVWLZX 22(SI), BX
+	SHLL $16, BX
+	ORL  BX, AX
+	VMOVD AX, X10
+	VCVTPH2PS X10, X10 // d0 d1
+	VMULPS X14, X10, X11 // -16d0 -16d1
+	VMOVUPS X10, 0(SP)
+	VMOVUPS X11, 8(SP)
+	VBROADCASTSS 0(SP), Y2
+	VBROADCASTSS 8(SP), Y3
+	Q51BLOCK(6, 2, 0)
+	VBROADCASTSS 4(SP), Y2
+	VBROADCASTSS 12(SP), Y3
+	Q51BLOCK(28, 24, 128)
+	ADDQ $44, SI
+	ADDQ $256, DI
+	SUBQ $2, CX
+	JMP  q50pair
+
+q50one:
+	CMPQ CX, $1
+	JL   q50done
+	MOVWLZX (SI), AX
+	VMOVD AX, X10
+	VCVTPH2PS X10, X10
+	VMULPS X14, X10, X11
+	VBROADCASTSS X10, Y2
+	VBROADCASTSS X11, Y3
+	Q51BLOCK(6, 2, 0)
+
+q50done:
+	VADDPS Y1, Y0, Y0
+	VADDPS Y9, Y8, Y8
+	VADDPS Y8, Y0, Y0
+	REDUCE
+	VZEROUPPER
+	MOVSS X0, ret+24(FP)
+	RET
+
+// func dotQ5_1AVX2(row *byte, x *float32, nb int) float32
+// Block: d, m (f16), qh (32 fifth bits), 16 bytes of nibbles. Two blocks
+// per iteration share one float16 conversion of their four constants.
+TEXT ·dotQ5_1AVX2(SB), NOSPLIT, $16-28
+	MOVQ row+0(FP), SI
+	MOVQ x+8(FP), DI
+	MOVQ nb+16(FP), CX
+	Q5CONST
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+
+q51pair:
+	CMPQ CX, $2
+	JL   q51one
+	MOVL (SI), AX
+	MOVL 24(SI), BX
+	SHLQ $32, BX
+	ORQ  BX, AX
+	VMOVQ AX, X10
+	VCVTPH2PS X10, X10 // d0 m0 d1 m1
+	VMOVUPS X10, 0(SP)
+	VBROADCASTSS 0(SP), Y2
+	VBROADCASTSS 4(SP), Y3
+	Q51BLOCK(8, 4, 0)
+	VBROADCASTSS 8(SP), Y2
+	VBROADCASTSS 12(SP), Y3
+	Q51BLOCK(32, 28, 128)
+	ADDQ $48, SI
+	ADDQ $256, DI
+	SUBQ $2, CX
+	JMP  q51pair
+
+q51one:
+	CMPQ CX, $1
+	JL   q51done
+	HALF2(0, Y2, Y3, X10)
+	Q51BLOCK(8, 4, 0)
+
+q51done:
 	VADDPS Y1, Y0, Y0
 	VADDPS Y9, Y8, Y8
 	VADDPS Y8, Y0, Y0
@@ -776,6 +934,71 @@ dq41loop:
 	ADDQ $128, DI
 	DECQ CX
 	JNZ  dq41loop
+	VZEROUPPER
+	RET
+
+// func dequantQ5_0AVX2(src *byte, dst *float32, nb int)
+// As Q4_0: (q - 16) is exact, then one product with d.
+TEXT ·dequantQ5_0AVX2(SB), NOSPLIT, $0-24
+	MOVQ src+0(FP), SI
+	MOVQ dst+8(FP), DI
+	MOVQ nb+16(FP), CX
+	Q5CONST
+	MOVL $0x41800000, AX // 16.0
+	VMOVD AX, X14
+	VBROADCASTSS X14, Y14
+
+dq50loop:
+	MOVWLZX (SI), AX
+	VMOVD AX, X2
+	VCVTPH2PS X2, X2
+	VBROADCASTSS X2, Y2
+	NIBBLES5(6, 2)
+	VSUBPS Y14, Y4, Y4
+	VSUBPS Y14, Y5, Y5
+	VSUBPS Y14, Y6, Y6
+	VSUBPS Y14, Y7, Y7
+	VMULPS Y2, Y4, Y4
+	VMULPS Y2, Y5, Y5
+	VMULPS Y2, Y6, Y6
+	VMULPS Y2, Y7, Y7
+	VMOVUPS Y4, (DI)
+	VMOVUPS Y6, 32(DI)
+	VMOVUPS Y5, 64(DI)
+	VMOVUPS Y7, 96(DI)
+	ADDQ $22, SI
+	ADDQ $128, DI
+	DECQ CX
+	JNZ  dq50loop
+	VZEROUPPER
+	RET
+
+// func dequantQ5_1AVX2(src *byte, dst *float32, nb int)
+TEXT ·dequantQ5_1AVX2(SB), NOSPLIT, $0-24
+	MOVQ src+0(FP), SI
+	MOVQ dst+8(FP), DI
+	MOVQ nb+16(FP), CX
+	Q5CONST
+
+dq51loop:
+	HALF2(0, Y2, Y3, X8)
+	NIBBLES5(8, 4)
+	VMULPS Y2, Y4, Y4
+	VMULPS Y2, Y5, Y5
+	VMULPS Y2, Y6, Y6
+	VMULPS Y2, Y7, Y7
+	VADDPS Y3, Y4, Y4
+	VADDPS Y3, Y5, Y5
+	VADDPS Y3, Y6, Y6
+	VADDPS Y3, Y7, Y7
+	VMOVUPS Y4, (DI)
+	VMOVUPS Y6, 32(DI)
+	VMOVUPS Y5, 64(DI)
+	VMOVUPS Y7, 96(DI)
+	ADDQ $24, SI
+	ADDQ $128, DI
+	DECQ CX
+	JNZ  dq51loop
 	VZEROUPPER
 	RET
 
