@@ -54,7 +54,7 @@ func BenchmarkMatVecQuant(b *testing.B) {
 	r := rand.New(rand.NewPCG(2, 2))
 	x := randVec(r, cols)
 	formats := []string{"f32", "bf16"}
-	for _, t := range []quant.Type{quant.F16, quant.Q8_0, quant.Q6_K, quant.Q5_K, quant.Q4_K, quant.Q4_1, quant.Q4_0} {
+	for _, t := range quantFormats {
 		formats = append(formats, t.String())
 	}
 	def := SIMD()
@@ -71,7 +71,7 @@ func BenchmarkMatVecQuant(b *testing.B) {
 			w = Matrix{Rows: rows, Cols: cols, BF16: toBF16(randVec(r, rows*cols))}
 		default:
 			var t quant.Type
-			for _, c := range []quant.Type{quant.F16, quant.Q8_0, quant.Q6_K, quant.Q5_K, quant.Q4_K, quant.Q4_1, quant.Q4_0} {
+			for _, c := range quantFormats {
 				if c.String() == f {
 					t = c
 				}
@@ -103,6 +103,10 @@ func BenchmarkMatVecQuant(b *testing.B) {
 		}
 	}
 }
+
+// quantFormats are the quantized formats BenchmarkMatVecQuant measures,
+// widest first.
+var quantFormats = []quant.Type{quant.F16, quant.Q8_0, quant.Q6_K, quant.Q5_K, quant.Q5_1, quant.Q5_0, quant.Q4_K, quant.Q4_1, quant.Q4_0}
 
 // kernelNames lists the kernel sets in a stable order.
 func kernelNames() []string {

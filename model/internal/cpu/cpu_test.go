@@ -234,7 +234,7 @@ func TestKernelVariants(t *testing.T) {
 			wantQuant = "avx2"
 		}
 		require.Equal(t, wantQuant, quant.Kernels(), "quant follows cpu")
-		for _, typ := range []quant.Type{quant.Q4_0, quant.Q4_1, quant.Q8_0, quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.F16} {
+		for _, typ := range []quant.Type{quant.Q4_0, quant.Q4_1, quant.Q5_0, quant.Q5_1, quant.Q8_0, quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.F16} {
 			elems, _ := quant.BlockSize(typ)
 			checkMatMulQuant(t, r, p, typ, 33, 3*max(elems, 32), 1)
 			checkMatMulQuant(t, r, p, typ, 9, 3*max(elems, 32), 5)

@@ -12,8 +12,8 @@ import (
 // halfFields are the byte offsets of the float16 scales in one block of
 // each quantized type (ggml-common.h); randQuant writes moderate values there.
 var halfFields = map[quant.Type][]int{
-	quant.F16: {0}, quant.Q4_0: {0}, quant.Q4_1: {0, 2}, quant.Q8_0: {0},
-	quant.Q4_K: {0, 2}, quant.Q5_K: {0, 2}, quant.Q6_K: {208},
+	quant.F16: {0}, quant.Q4_0: {0}, quant.Q4_1: {0, 2}, quant.Q5_0: {0}, quant.Q5_1: {0, 2},
+	quant.Q8_0: {0}, quant.Q4_K: {0, 2}, quant.Q5_K: {0, 2}, quant.Q6_K: {208},
 }
 
 // randQuant returns rows x cols random weights of type t: random codes,
@@ -44,7 +44,7 @@ func randQuant(r *rand.Rand, t quant.Type, rows, cols int) []byte {
 func TestMatMulQuantized(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 10))
 	p := NewPool(3)
-	for _, typ := range []quant.Type{quant.Q4_0, quant.Q4_1, quant.Q8_0, quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.F16} {
+	for _, typ := range []quant.Type{quant.Q4_0, quant.Q4_1, quant.Q5_0, quant.Q5_1, quant.Q8_0, quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.F16} {
 		elems, _ := quant.BlockSize(typ)
 		cols := max(elems, 32) * 2
 		for _, tc := range []struct{ rows, T int }{{1, 1}, {37, 1}, {130, 1}, {19, 3}, {21, 35}} {
@@ -103,7 +103,7 @@ func TestMatrixValidateAndRow(t *testing.T) {
 		{"bf16 long", Matrix{Rows: 2, Cols: 3, BF16: make([]uint16, 7)}, false},
 		{"q short", Matrix{Rows: 2, Cols: 64, Q: q[:len(q)-1], QType: quant.Q8_0}, false},
 		{"q partial block", Matrix{Rows: 2, Cols: 48, Q: q, QType: quant.Q8_0}, false},
-		{"q unknown type", Matrix{Rows: 2, Cols: 64, Q: q, QType: 6}, false},
+		{"q unknown type", Matrix{Rows: 2, Cols: 64, Q: q, QType: 10}, false}, // ggml's Q2_K
 		{"negative", Matrix{Rows: -1, Cols: 3, F32: []float32{}}, false},
 	} {
 		err := tc.m.Validate()
