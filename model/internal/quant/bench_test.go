@@ -43,7 +43,7 @@ func BenchmarkDotRow(b *testing.B) {
 
 // halfFields are the byte offsets of the float16 fields of each type's
 // block (ggml-common.h).
-var halfFields = map[Type][]int{Q4_0: {0}, Q4_1: {0, 2}, Q8_0: {0}, Q4_K: {0, 2}, Q5_K: {0, 2}, Q6_K: {208}}
+var halfFields = map[Type][]int{Q4_0: {0}, Q4_1: {0, 2}, Q5_0: {0}, Q5_1: {0, 2}, Q8_0: {0}, Q4_K: {0, 2}, Q5_K: {0, 2}, Q6_K: {208}}
 
 // randRows returns rows of random codes with normal float16 scales between
 // about 2^-7 and 2^-3 (random float16 bits would include subnormals and
@@ -81,24 +81,32 @@ func randRows(r *rand.Rand, t Type, rows, cols int) []byte {
 }
 
 // BenchmarkDequantizeRow measures widening L2-resident rows (prefill
-// widens each weight row once per tile of inputs).
+// widens each weight row once per tile of inputs), per kernel set.
 func BenchmarkDequantizeRow(b *testing.B) {
 	const rows, cols = 64, 1536
 	r := rand.New(rand.NewPCG(6, 6))
 	dst := make([]float32, cols)
+	def := Kernels()
+	defer func() { _ = SetKernels(def) }()
 	for _, typ := range allTypes {
 		rb, _ := RowBytes(typ, cols)
 		q := randRows(r, typ, rows, cols)
-		b.Run(typ.String(), func(b *testing.B) {
-			b.SetBytes(int64(len(q)))
-			for b.Loop() {
-				for j := range rows {
-					if err := DequantizeRow(typ, q[j*rb:(j+1)*rb], dst); err != nil {
-						b.Fatal(err)
+		for _, name := range []string{"generic", "avx2"} {
+			if _, ok := variants[name]; !ok {
+				continue
+			}
+			b.Run(name+"/"+typ.String(), func(b *testing.B) {
+				_ = SetKernels(name)
+				b.SetBytes(int64(len(q)))
+				for b.Loop() {
+					for j := range rows {
+						if err := DequantizeRow(typ, q[j*rb:(j+1)*rb], dst); err != nil {
+							b.Fatal(err)
+						}
 					}
 				}
-			}
-			b.ReportMetric(float64(rows*cols)*float64(b.N)/b.Elapsed().Seconds()/1e9, "Gelem/s")
-		})
+				b.ReportMetric(float64(rows*cols)*float64(b.N)/b.Elapsed().Seconds()/1e9, "Gelem/s")
+			})
+		}
 	}
 }
