@@ -12,7 +12,7 @@ import (
 // weight copies carry an L2 evict-first policy (stream_copy16 and
 // fw_stream8 in kernels/src); with the default policy they swept the
 // step's activations, KV cache and code out of the L2, and batch-1 decode
-// on the H200 ran 4-6% slower (docs/generate.md, Devices). The sm_90 and
+// on the H200 ran 4-6% slower. The sm_90 and
 // sm_90a PTX must keep the hint in every product decode runs; the sm_80
 // PTX (ISA 7.0) cannot have it (TestShippedPTXUsesOnlyItsISA).
 func TestDecodeProductsStreamTheirWeightsEvictFirst(t *testing.T) {

@@ -155,7 +155,7 @@ func buildGPU(cfg *Config, load func() (*gpu.Weights, error), o options, dev *ru
 // replays a captured graph of each step's kernels, and "0" launches them
 // one by one. On the H200 graphs pay for small models, whose kernels run
 // faster than the host launches them, and cost 1 to 5% for larger ones;
-// "auto" chose that way for both (docs/generate.md).
+// "auto" chose that way for both (docs/generate.md, Devices).
 const EnvGPUGraphs = "HIPGO_GPU_GRAPHS"
 
 // EnvGPUEarlyStart turns early start off when "0": each forward kernel is

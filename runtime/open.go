@@ -35,7 +35,7 @@ const (
 // decode step of a model of up to about 8B parameters in 16 bits on an H200
 // (the 1B shape's batch-1 step waits about 1.1 ms). A Wait that sleeps is
 // woken by the host callback or the monitor, which cost 150-250 µs a step
-// there (720-775 against 863-888 tokens/s at batch 1, docs/generate.md); polling
+// there (720-775 against 863-888 tokens/s at batch 1); polling
 // costs one CPU thread while it lasts (Gosched between queries, so other
 // goroutines still run).
 const DefaultWaitSpin = 10 * time.Millisecond

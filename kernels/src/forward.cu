@@ -84,8 +84,8 @@ struct fw_f16 {
 // runs. Everywhere else it launches as this one ends, which still overlaps its launch with this
 // one's completion, but no kernel's blocks sit resident and waiting with
 // nothing to do: on the H200 that was faster at batch 1, at batch 32 and
-// in prefill than triggering first or after the wait everywhere (the
-// numbers: docs/generate.md, Devices).
+// in prefill than triggering first or after the wait everywhere, as
+// measured end to end.
 DEVICE void fw_early_start() { grid_dependency_wait(); }
 
 // fw_early_start_product_next: fw_early_start, then the trigger, for
@@ -93,7 +93,7 @@ DEVICE void fw_early_start() { grid_dependency_wait(); }
 // product launches while the split runs and copies its first stages of
 // weights (the model's: no kernel writes them) before its own wait. On the
 // H200 that paid at 16 rows, where every product of a layer is the pair,
-// and was level at 32 and 64 (docs/generate.md).
+// and was level at 32 and 64.
 DEVICE void fw_early_start_product_next() {
   grid_dependency_wait();
   grid_launch_dependents();
@@ -517,8 +517,8 @@ DEVICE void norm_matvec_fma(float* acc, const fw_raw8<W> (&raw)[R][LAP], const f
 // loads 8 / R deep (the registers of matvec_tile's 8; a row's sums run in
 // its order whatever the laps), the first lap loaded before the wait. On
 // the H200 (1B shape, batch 1) that ran level with a first lap of 4 under
-// launch bounds of 3 blocks an SM, and 3% faster than no early lap (the
-// numbers: docs/generate.md). xn: FW_NV_MAX_IN floats of shared memory.
+// launch bounds of 3 blocks an SM, and 3% faster than no early lap, end
+// to end. xn: FW_NV_MAX_IN floats of shared memory.
 template <uint32_t R, typename W>
 DEVICE void norm_matvec(float* y, const float* x, const W* w, const float* bias, const W* nw, uint32_t in,
                         uint32_t n, float eps, float* xn) {
@@ -1148,8 +1148,8 @@ DEVICE void matmul_tc(float* y, const float* x, const W* w, const float* bias, u
 // split x into hi/lo in every warp that reads it: per 32-wide chunk of in,
 // each warp loaded 32 rows of f32 x and ran 16 splits (about 160
 // instructions) for its 16 outputs, so the products were bound by issue,
-// not by the weights (about 390 instructions a KB of weights on the H200;
-// docs/generate.md). tc_split_x_W splits x once into xs, the MMA's A
+// not by the weights (about 390 instructions a KB of weights on the
+// H200). tc_split_x_W splits x once into xs, the MMA's A
 // fragments; matmul_tcx_W loads each fragment as one 16-byte read and
 // goes straight to the MMAs.
 //
@@ -1181,7 +1181,7 @@ DEVICE void matmul_tc(float* y, const float* x, const W* w, const float* bias, u
 // first copies of weights before it waits for the kernels ahead, so with
 // tc_split_x_W's early trigger they overlap the split
 // (fw_early_start_product_next). The tiles were picked on the
-// H200 at 16 and 32 rows over the 1B shape's five products (docs/bench).
+// H200 at 16 and 32 rows over the 1B shape's five products.
 // =====================================================================
 #define FW_TCX_MID_OUT 2048  // above this many outputs (below FW_TC_WIDE_OUT), the 16-wide tile
 
@@ -1326,7 +1326,7 @@ DEVICE void matmul_tcx(float* y, const fw_u32x4* xs, const W* w, const float* bi
 // 1 to 64 rows (batched decode) on sm_90a's warpgroup MMA (wgmma), with
 // both operands staged in shared memory by the block: the mma.sync tiles
 // above were bound by feeding their operands through L1 and registers
-// (docs/generate.md), and wgmma reads them from shared memory itself.
+// on the H200, and wgmma reads them from shared memory itself.
 //
 // The product, per warpgroup (4 warps, 128 threads) and m64 tile: D[64
 // outputs x N] += A[64 x 16] . B[16 x N], A = 64 rows of w, B = x's hi and
@@ -1383,7 +1383,7 @@ DEVICE void matmul_tcx(float* y, const fw_u32x4* xs, const W* w, const float* bi
 // only writes its partial sums to ws and leaves: no y, no count, and the
 // adds (the same, in split order) are rmsnorm_fused_W's. On the H200 the
 // last block's adds cost a split product about 4 us at 32 rows
-// (docs/generate.md). With accumulate = FW_WG_SILU (4; in whole, ks >= in,
+// of batched decode. With accumulate = FW_WG_SILU (4; in whole, ks >= in,
 // and out a multiple of 128, else it writes nothing) the product is
 // gate|up, out = 2 inter: block b's two warpgroups take gate's outputs 64
 // b .. 64 b + 63 and up's inter + 64 b .., and instead of y the block
@@ -1983,7 +1983,7 @@ DEVICE void matmul_wg(float* y, const fw_u32x4* xs, const W* w, const float* bia
 // matmul_wg_W's 8 warps each copy a share of every stage, then the whole
 // block waits for the stage and for the MMAs of the one before (a
 // block_sync a stage): on the H200 at 32 rows its copies alone ran 15%
-// faster than the kernel (docs/generate.md). Here, on sm_90a, warpgroup 2
+// faster than the kernel. Here, on sm_90a, warpgroup 2
 // only copies: stage c into slot c % S once the MMAs of stage c - S are
 // done with it (the slot's "empty" mbarrier, 256 arrivals), its copies'
 // completion counted on the slot's "full" mbarrier (129 arrivals: the
@@ -2713,7 +2713,7 @@ KERNEL KBOUNDS(FW_ATTP_THREADS) void attention_prefill_f32(float* out, const flo
 // of more blocks than
 // the GPU has SMs (32 sequences x 8 kv heads on the H200's 132: one wave
 // instead of two) and costs a second pass over chunks of 129 to 256 keys
-// with few blocks (docs/generate.md). The keys go in chunks of the block:
+// with few blocks. The keys go in chunks of the block:
 // thread i scores key j0 + i for every head of the group (its k row read
 // once, the loads issued together, against q in shared memory); the block
 // takes each head's max over the chunk and the sum of exp(score - max)
@@ -2996,7 +2996,7 @@ KERNEL KBOUNDS(FW_ABK128_THREADS) void attention_bykey128_f32(float* out, const 
 // slot of the ring is its own copy of the step's code (registers are
 // named statically), so R sets the code a block runs through: on the H200
 // at 128 threads a ring of 8 made batch-32 decode 8% slower end to end
-// than 4, and 2 was no faster than 4 (docs/generate.md). A context of up
+// than 4, and 2 was no faster than 4. A context of up
 // to U R keys (64 at head_dim <= 64 and 4 heads) so costs about two
 // memory round trips
 // (the table, then k and v together), where attention_bykey waits for k,
@@ -3023,7 +3023,7 @@ KERNEL KBOUNDS(FW_ABK128_THREADS) void attention_bykey128_f32(float* out, const 
 // memory, so twice the key groups a block take half the steps each. At
 // 128 threads (4 warps a block, a ring of 4, 230 registers) decode on the
 // 1B shape ran 1.7% slower at batch 32 and 6% at batch 64 on the H200
-// (docs/generate.md). At the 1B shape it took about half
+// end to end. At the 1B shape it took about half
 // attention_bykey128_f32's time from 144 keys.
 // =====================================================================
 #define FW_ATW_THREADS 256
@@ -3448,7 +3448,7 @@ KERNEL FW_ATW_BOUNDS void attention_warps_f32(float* out, const float* qkv, cons
 // slots[t] (skipped when >= num_slots): rope_kv_store_f32's bytes. Then,
 // after a barrier, attention_warps_f32's body. (Issuing the body's loads
 // of the cached keys before the rotation instead was 8% slower end to end
-// on the H200: docs/generate.md.) Then xs, split: with split 0 the output
+// on the H200.) Then xs, split: with split 0 the output
 // goes to out; with FW_SPLIT_WG_BF16 or FW_SPLIT_WG_F16 (head_dim a
 // multiple of 8, tokens at most FW_WG_MAX_ROWS; otherwise the kernel
 // writes nothing) it goes, instead, to the image wg_split_x_W would make

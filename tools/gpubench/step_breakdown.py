@@ -1,8 +1,8 @@
 """A decode step's kernels, per position in a layer, from ncu's kernel times.
 
-    python3 tools/gpubench/step_breakdown.py docs/bench/decode-kernels-ncu-h200-2026-12-02.tsv
+    python3 tools/gpubench/step_breakdown.py KERNELS.tsv
 
-The input is the TSV in docs/bench (batch, id, kernel, block, grid,
+The input is a TSV (batch, id, kernel, block, grid,
 gpu__time_duration_ns; '#' lines are comments): every kernel of a
 decodebench run under ncu, in launch order. A decode step ends with the
 sampler's kernel (SAMPLER, gumbel_max_f32 by default); the steps are the

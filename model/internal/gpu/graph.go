@@ -79,7 +79,7 @@ const (
 // 640 µs where a step took 1.0 ms on average), and the best chose graphs
 // there in half the runs, which cost 5%. (A step timed alone, with
 // TimeGPU, was a wrong measure too: it found graphs faster at every batch
-// size of the 1B shape; docs/generate.md.)
+// size of the 1B shape.)
 const graphTrialSteps = 9
 
 // graphTrialMargin: graphs take a row count's steps only where their mean
@@ -87,7 +87,7 @@ const graphTrialSteps = 9
 // generation's first steps, over the shortest contexts; on the H200 at
 // batch 32 of the 1B shape it timed graphs 0.7-1.5% faster in four runs
 // out of four where plain launches then ran 1% faster, while SmolLM-135M's
-// graphs won by 35-60% (docs/generate.md).
+// graphs won by 35-60%.
 const graphTrialMargin = 0.02
 
 // graphTrial is the timing of a row count's first decode steps; once
