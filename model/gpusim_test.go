@@ -656,18 +656,46 @@ func TestSimGPUStepFailures(t *testing.T) {
 	}
 
 	t.Run("rejected launch", func(t *testing.T) {
+		// Halfway through the step, after some layers wrote their KV
+		// entries: no sequence advanced, so the step is retryable, and the
+		// retry gives the tokens a step with no failure gives.
+		var alone [][]uint32
+		for i := range 3 {
+			res, err := m.GenerateTokens(ctx, testTokens(3+i, spec.Vocab), GenerateOptions{MaxTokens: 3}, nil)
+			require.NoError(t, err)
+			alone = append(alone, res.Tokens)
+		}
 		b, ids := batchOf(3)
-		_, err := b.Step(ctx)
+		got3 := make([][]uint32, 3)
+		record := func(toks []BatchToken) {
+			require.Len(t, toks, 3)
+			for i, tok := range toks {
+				require.Equal(t, ids[i], tok.Seq)
+				got3[i] = append(got3[i], tok.ID)
+			}
+		}
+		toks, err := b.Step(ctx)
 		require.NoError(t, err)
+		record(toks)
 		faults.Arm(perStep/2, simgpu.CodeInvalidValue)
 		_, err = b.Step(ctx)
 		var be *BatchError
 		require.ErrorAs(t, err, &be)
-		require.ElementsMatch(t, ids, be.Seqs, "every sequence of the step failed")
+		require.True(t, be.Retryable)
+		require.Empty(t, be.Seqs)
 		var le *runtime.LaunchError
 		require.ErrorAs(t, err, &le)
-		require.Zero(t, b.Len(), "failed sequences leave the batch")
+		require.Equal(t, 3, b.Len(), "a retryable failure removes nothing")
 		require.NoError(t, dev.Lost())
+		for range 2 {
+			toks, err := b.Step(ctx)
+			require.NoError(t, err)
+			record(toks)
+		}
+		require.Equal(t, alone, got3)
+		for _, id := range ids {
+			require.NoError(t, b.Remove(id))
+		}
 
 		got, err := m.GenerateTokens(ctx, prompt, opts, nil)
 		require.NoError(t, err)
@@ -675,7 +703,7 @@ func TestSimGPUStepFailures(t *testing.T) {
 		// A batch keeps working for sequences added after the failure.
 		id, err := b.Add(prompt, opts)
 		require.NoError(t, err)
-		toks, err := b.Step(ctx)
+		toks, err = b.Step(ctx)
 		require.NoError(t, err)
 		require.Equal(t, []BatchToken{{Seq: id, ID: want.Tokens[0]}}, toks)
 	})
