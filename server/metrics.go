@@ -19,6 +19,7 @@ type metrics struct {
 	tokensOut  prometheus.Counter
 	batchSize  prometheus.Histogram
 	stepFailed prometheus.Counter
+	stepRetry  prometheus.Counter
 	ttft       prometheus.Histogram
 	tpot       prometheus.Histogram
 	latency    prometheus.Histogram
@@ -31,21 +32,25 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 		tokensIn:   prometheus.NewCounter(prometheus.CounterOpts{Name: "hipgo_prompt_tokens_total", Help: "Prompt tokens of finished requests."}),
 		tokensOut:  prometheus.NewCounter(prometheus.CounterOpts{Name: "hipgo_completion_tokens_total", Help: "Generated tokens of finished requests."}),
 		batchSize:  prometheus.NewHistogram(prometheus.HistogramOpts{Name: "hipgo_batch_size", Help: "Sequences per batch step.", Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128}}),
-		stepFailed: prometheus.NewCounter(prometheus.CounterOpts{Name: "hipgo_failed_steps_total", Help: "Batch steps that failed."}),
+		stepFailed: prometheus.NewCounter(prometheus.CounterOpts{Name: "hipgo_failed_steps_total", Help: "Batch steps that failed, retried ones included."}),
+		stepRetry:  prometheus.NewCounter(prometheus.CounterOpts{Name: "hipgo_step_retries_total", Help: "Failed batch steps run again because they advanced no sequence (a launch rejection, not a device fault)."}),
 		ttft:       prometheus.NewHistogram(prometheus.HistogramOpts{Name: "hipgo_time_to_first_token_seconds", Help: "From the request's arrival to its first generated token.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 16)}),
 		tpot:       prometheus.NewHistogram(prometheus.HistogramOpts{Name: "hipgo_time_per_output_token_seconds", Help: "Mean time between a request's generated tokens after the first.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)}),
 		latency:    prometheus.NewHistogram(prometheus.HistogramOpts{Name: "hipgo_request_duration_seconds", Help: "From a generation request's arrival to its end.", Buckets: prometheus.ExponentialBuckets(0.005, 2, 16)}),
 	}
-	reg.MustRegister(m.requests, m.errors, m.tokensIn, m.tokensOut, m.batchSize, m.stepFailed, m.ttft, m.tpot, m.latency, &stateCollector{s: s})
+	reg.MustRegister(m.requests, m.errors, m.tokensIn, m.tokensOut, m.batchSize, m.stepFailed, m.stepRetry, m.ttft, m.tpot, m.latency, &stateCollector{s: s})
 	return m
 }
 
 // OnStep is the scheduler hook that feeds the batch metrics: pass it as
 // scheduler.Config.OnStep.
-func (s *Server) OnStep(size int, _ time.Duration, err error) {
-	s.metrics.batchSize.Observe(float64(size))
-	if err != nil {
+func (s *Server) OnStep(st scheduler.StepInfo) {
+	s.metrics.batchSize.Observe(float64(st.Seqs))
+	if st.Err != nil {
 		s.metrics.stepFailed.Inc()
+	}
+	if st.Retry {
+		s.metrics.stepRetry.Inc()
 	}
 }
 

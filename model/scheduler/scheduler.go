@@ -27,10 +27,38 @@ type Config struct {
 	// it returns (the same checkpoint on the CPU, say) serves every later
 	// request. Its error, if any, leaves the scheduler unavailable.
 	Fallback func() (*model.Model, error)
-	// OnStep, when set, is called on the scheduler goroutine after each step
-	// with the number of sequences stepped, the step's duration and its
-	// error (a *model.BatchError, or nil). It must not block.
-	OnStep func(size int, d time.Duration, err error)
+	// PrefillBudget is the most prompt tokens one step feeds (default
+	// DefaultPrefillBudget; negative: no bound, every prompt whole in the
+	// step after it joins). Long prompts are fed in slices in the same
+	// steps as the running sequences' decode, the fewest tokens left first
+	// (model.Batch.SetPrefillBudget), so neither a short request behind
+	// long ones nor the sequences decoding wait for a long prefill.
+	PrefillBudget int
+	// StepRetries is how many times a step that failed retryably (a
+	// model.BatchError with Retryable: a launch rejection that advanced no
+	// sequence) is run again before its requests fail (default 2, so 3
+	// tries; negative: none). A sticky fault is never retried.
+	StepRetries int
+	// OnStep, when set, is called on the scheduler goroutine after each
+	// step, a retry included. It must not block.
+	OnStep func(StepInfo)
+}
+
+// DefaultPrefillBudget is Config.PrefillBudget's default: the GPU backend
+// feeds a step's tokens through its layers in chunks of 512 anyway, and on
+// 2 CPU cores a 512-token slice of the demo model takes about 0.13 s.
+const DefaultPrefillBudget = 512
+
+// StepInfo is one step, as Config.OnStep sees it.
+type StepInfo struct {
+	Seqs     int // sequences in the batch
+	Prompt   int // prompt tokens fed (0 when it failed)
+	Duration time.Duration
+	Err      error // a *model.BatchError, or nil
+	// Retry: Err is retryable and the step runs again; else Err failed the
+	// requests it names (or every request in the batch, when retryable
+	// failures ran out of tries).
+	Retry bool
 }
 
 // Errors of Submit and of requests.
@@ -106,6 +134,12 @@ func New(m *model.Model, cfg Config) *Scheduler {
 	if cfg.MaxFailedSteps == 0 {
 		cfg.MaxFailedSteps = 8
 	}
+	if cfg.PrefillBudget == 0 {
+		cfg.PrefillBudget = DefaultPrefillBudget
+	}
+	if cfg.StepRetries == 0 {
+		cfg.StepRetries = 2
+	}
 	s := &Scheduler{cfg: cfg, m: m, queue: make(chan *Stream, cfg.MaxQueue), quit: make(chan struct{}), done: make(chan struct{})}
 	go s.loop()
 	return s
@@ -176,8 +210,12 @@ type running struct {
 
 func (s *Scheduler) loop() {
 	defer close(s.done)
-	m := s.model()
-	batch := m.NewBatch()
+	newBatch := func() *model.Batch {
+		b := s.model().NewBatch()
+		b.SetPrefillBudget(s.cfg.PrefillBudget)
+		return b
+	}
+	batch := newBatch()
 	defer func() { batch.Close() }()
 	seqs := map[model.SeqID]*running{}
 	failedSteps := 0
@@ -187,7 +225,7 @@ func (s *Scheduler) loop() {
 			delete(seqs, id)
 		}
 		batch.Close()
-		batch = s.model().NewBatch()
+		batch = newBatch()
 	}
 	drain := func(err error) {
 		for {
@@ -256,11 +294,16 @@ func (s *Scheduler) loop() {
 		default:
 		}
 
-		size := batch.Len()
-		start := time.Now()
-		toks, err := batch.Step(context.Background())
-		if s.cfg.OnStep != nil {
-			s.cfg.OnStep(size, time.Since(start), err)
+		toks, err := s.step(batch)
+		if be := (*model.BatchError)(nil); errors.As(err, &be) && be.Retryable {
+			// Out of tries: the sequences are still in the batch, and all
+			// of them fail. Down first, as below.
+			failedSteps++
+			if s.cfg.MaxFailedSteps > 0 && failedSteps >= s.cfg.MaxFailedSteps {
+				drain(s.halt(err, failedSteps))
+			}
+			endAll(err)
+			continue
 		}
 		if err != nil {
 			failedSteps++
@@ -325,6 +368,24 @@ func (s *Scheduler) loop() {
 			default:
 				r.st.push(text, r.n, now)
 			}
+		}
+	}
+}
+
+// step runs a step of the batch, again while it fails retryably, up to
+// Config.StepRetries times.
+func (s *Scheduler) step(batch *model.Batch) ([]model.BatchToken, error) {
+	for try := 0; ; try++ {
+		size := batch.Len()
+		start := time.Now()
+		toks, err := batch.Step(context.Background())
+		var be *model.BatchError
+		retry := errors.As(err, &be) && be.Retryable && try < s.cfg.StepRetries
+		if s.cfg.OnStep != nil {
+			s.cfg.OnStep(StepInfo{Seqs: size, Prompt: batch.LastStep().Prompt, Duration: time.Since(start), Err: err, Retry: retry})
+		}
+		if !retry {
+			return toks, err
 		}
 	}
 }

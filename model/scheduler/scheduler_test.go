@@ -17,7 +17,7 @@ import (
 	"github.com/hipgo/hipgo/runtime"
 )
 
-func demoModel(t *testing.T, opts ...model.Option) *model.Model {
+func demoModel(t testing.TB, opts ...model.Option) *model.Model {
 	t.Helper()
 	m, err := model.LoadFS(demo.FS(), opts...)
 	require.NoError(t, err)
