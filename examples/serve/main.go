@@ -101,6 +101,7 @@ func run(ctx, kill context.Context, args []string, stderr io.Writer, ready func(
 	ctxLen := fl.Int("ctx", 0, "context length per sequence (0: the model's)")
 	maxBatch := fl.Int("max-batch", 16, "most sequences stepping together")
 	maxQueue := fl.Int("max-queue", 256, "most requests waiting for a batch slot (more get 429)")
+	prefill := fl.Int("prefill-budget", scheduler.DefaultPrefillBudget, "most prompt tokens a step feeds: long prompts go in slices beside the running requests' decode, the shortest first (-1: every prompt whole)")
 	maxFailed := fl.Int("max-failed-steps", 8, "stop admitting after this many consecutive failed steps (-1: never)")
 	kvTokens := fl.Int("kv-tokens", 0, "GPU KV-cache pool in tokens (0: the model's default)")
 	onLoss := fl.String("on-device-loss", "fail", "after the GPU is lost: fail (503 until restarted) or cpu (serve on the CPU)")
@@ -124,6 +125,9 @@ func run(ctx, kill context.Context, args []string, stderr io.Writer, ready func(
 	fl.Visit(func(f *flag.Flag) { given = given || f.Name == "watchdog" })
 	if *onLoss != "fail" && *onLoss != "cpu" {
 		return fmt.Errorf("-on-device-loss %q is not fail or cpu", *onLoss)
+	}
+	if *prefill == 0 || *prefill < -1 {
+		return fmt.Errorf("-prefill-budget %d: want a positive number of tokens, or -1", *prefill)
 	}
 	if *injectFrac < 0 || *injectFrac > 1 {
 		return fmt.Errorf("-inject-step-failures %g is not in [0, 1]", *injectFrac)
@@ -207,7 +211,7 @@ func run(ctx, kill context.Context, args []string, stderr io.Writer, ready func(
 	defer m.Close()
 	log.Info("model loaded", "model", modelName, "backend", m.Backend(), "seconds", time.Since(start).Seconds(), "context", m.ContextLength())
 
-	cfg := scheduler.Config{MaxBatch: *maxBatch, MaxQueue: *maxQueue, MaxFailedSteps: *maxFailed, OnStep: srv.OnStep}
+	cfg := scheduler.Config{MaxBatch: *maxBatch, MaxQueue: *maxQueue, MaxFailedSteps: *maxFailed, PrefillBudget: *prefill, OnStep: srv.OnStep}
 	if *onLoss == "cpu" {
 		cfg.Fallback = func() (*model.Model, error) {
 			log.Warn("the device is lost: serving on the CPU from now on")

@@ -56,7 +56,7 @@ func TestServeStartsReadyAndShutsDown(t *testing.T) {
 	cancel()
 	require.NoError(t, <-done)
 
-	for _, args := range [][]string{{"-on-device-loss", "gpu"}, {"-inject-step-failures", "2"}, {"extra"}, {"-watchdog", "-1s"}, {"-log-format", "xml"}, {"-log-level", "loud"}} {
+	for _, args := range [][]string{{"-on-device-loss", "gpu"}, {"-inject-step-failures", "2"}, {"extra"}, {"-watchdog", "-1s"}, {"-log-format", "xml"}, {"-log-level", "loud"}, {"-prefill-budget", "0"}, {"-prefill-budget", "-2"}} {
 		require.Error(t, run(context.Background(), context.Background(), args, io.Discard, nil), "%v", args)
 	}
 }
@@ -87,6 +87,7 @@ func TestExitCodes(t *testing.T) {
 	err := run(context.Background(), context.Background(), []string{"-h"}, &usage, nil)
 	require.Contains(t, usage.String(), "-max-batch")
 	require.True(t, strings.HasPrefix(usage.String(), "serve runs the OpenAI-compatible API"), "-h opens with what the command does: %q", usage.String())
+	require.Contains(t, usage.String(), "-prefill-budget")
 	var report bytes.Buffer
 	require.Equal(t, 0, cli.ExitCode("serve", err, &report))
 	require.Empty(t, report.String())
