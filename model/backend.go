@@ -25,6 +25,26 @@ type backend interface {
 	close() error
 }
 
+// cpuOnly lists what cfg needs that only the CPU backend computes; the GPU
+// and MLX backends refuse such a model (supportedOn) rather than compute
+// another model's answer.
+func (c *Config) cpuOnly() []string {
+	var out []string
+	if c.QKNorm {
+		out = append(out, "the per-head RMSNorm of q and k before RoPE (q_norm, k_norm)")
+	}
+	return out
+}
+
+// supportedOn is nil when backend ("gpu" or "mlx") can run cfg, else a
+// *BackendError naming what it lacks.
+func supportedOn(backend string, cfg *Config) error {
+	if missing := cfg.cpuOnly(); len(missing) > 0 {
+		return &BackendError{Backend: backend, Architecture: cfg.Architecture, Missing: missing}
+	}
+	return nil
+}
+
 // stepItem is one sequence's part of a step.
 type stepItem struct {
 	seq    sequence

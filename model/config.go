@@ -15,7 +15,30 @@ type Architecture string
 const (
 	Llama Architecture = "LlamaForCausalLM"
 	Qwen2 Architecture = "Qwen2ForCausalLM"
+	// Qwen3 is the dense Qwen3: Llama's layout plus a per-head RMSNorm of q
+	// and k before RoPE (QKNorm), with head_dim its own setting.
+	Qwen3 Architecture = "Qwen3ForCausalLM"
 )
+
+// architectures are the supported architectures by model_type.
+var architectures = []struct {
+	arch      Architecture
+	modelType string
+}{{Llama, "llama"}, {Qwen2, "qwen2"}, {Qwen3, "qwen3"}}
+
+// supportedList names the supported architectures for an error message,
+// by class (classes) or model_type.
+func supportedList(classes bool) string {
+	var names []string
+	for _, a := range architectures {
+		if classes {
+			names = append(names, string(a.arch))
+		} else {
+			names = append(names, a.modelType)
+		}
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
 
 // RopeScaling is the RoPE frequency scaling of a config. Type is "linear" or "llama3".
 type RopeScaling struct {
@@ -45,12 +68,15 @@ type Config struct {
 	// scaling); nil: none.
 	RopeFreqFactors   []float32
 	TieWordEmbeddings bool
-	QKVBias           bool // q/k/v projections have biases (Qwen2, or Llama attention_bias)
-	OBias             bool // o_proj has a bias (Llama attention_bias)
-	MLPBias           bool // gate/up/down have biases (Llama mlp_bias)
-	BOSTokenID        int  // -1 when the config names none
-	EOSTokenIDs       []int
-	DType             string // torch_dtype (transformers 4) or dtype (5), informational
+	QKVBias           bool // q/k/v projections have biases (Qwen2, or Llama and Qwen3 attention_bias)
+	OBias             bool // o_proj has a bias (Llama and Qwen3 attention_bias)
+	// QKNorm: each head of q and of k is RMS-normalised, with a head_dim
+	// weight shared by the heads (q_norm, k_norm), before RoPE (Qwen3).
+	QKNorm      bool
+	MLPBias     bool // gate/up/down have biases (Llama mlp_bias)
+	BOSTokenID  int  // -1 when the config names none
+	EOSTokenIDs []int
+	DType       string // torch_dtype (transformers 4) or dtype (5), informational
 }
 
 // ConfigFile is the file name ParseConfig's errors use by default.
@@ -160,26 +186,27 @@ func (p *configParser) architecture() (Architecture, error) {
 			return "", p.errf("architectures", "want a list of strings, got %s", m)
 		}
 		for _, a := range archs {
-			switch Architecture(a) {
-			case Llama, Qwen2:
-				return Architecture(a), nil
+			for _, s := range architectures {
+				if Architecture(a) == s.arch {
+					return s.arch, nil
+				}
 			}
 		}
-		return "", p.errf("architectures", "%v is not supported (want %s or %s)", archs, Llama, Qwen2)
+		return "", p.errf("architectures", "%v is not supported (want %s)", archs, supportedList(true))
 	}
 	mt, _, err := p.stringField(p.raw, "", "model_type")
 	if err != nil {
 		return "", err
 	}
-	switch mt {
-	case "llama":
-		return Llama, nil
-	case "qwen2":
-		return Qwen2, nil
-	case "":
+	if mt == "" {
 		return "", p.errf("architectures", "missing, and no model_type either")
 	}
-	return "", p.errf("model_type", "%q is not supported (want llama or qwen2)", mt)
+	for _, s := range architectures {
+		if mt == s.modelType {
+			return s.arch, nil
+		}
+	}
+	return "", p.errf("model_type", "%q is not supported (want %s)", mt, supportedList(false))
 }
 
 func (p *configParser) parse() (*Config, error) {
@@ -211,7 +238,10 @@ func (p *configParser) parse() (*Config, error) {
 		return nil, p.errf("num_key_value_heads", "%d does not divide num_attention_heads %d", c.NumKVHeads, c.NumHeads)
 	}
 	defHead := 0
-	if c.HiddenSize%c.NumHeads == 0 {
+	switch {
+	case c.Architecture == Qwen3:
+		defHead = 128 // transformers' Qwen3Config default, whatever hidden_size is
+	case c.HiddenSize%c.NumHeads == 0:
 		defHead = c.HiddenSize / c.NumHeads
 	}
 	if c.HeadDim, err = p.intField(p.raw, "", "head_dim", defHead, 0, maxDim); err != nil {
@@ -224,7 +254,7 @@ func (p *configParser) parse() (*Config, error) {
 		return nil, p.errf("head_dim", "%d is odd; rotary embeddings rotate pairs", c.HeadDim)
 	}
 	defCtx := 2048 // transformers' LlamaConfig default
-	if c.Architecture == Qwen2 {
+	if c.Architecture == Qwen2 || c.Architecture == Qwen3 {
 		defCtx = 32768
 	}
 	if c.MaxPositionEmbeddings, err = p.intField(p.raw, "", "max_position_embeddings", defCtx, 1, maxCtx); err != nil {
@@ -258,16 +288,20 @@ func (p *configParser) parse() (*Config, error) {
 	case Qwen2:
 		// Qwen2's attention always has q/k/v biases and no o_proj bias.
 		c.QKVBias = true
+	case Qwen3:
+		c.QKVBias, c.OBias, c.QKNorm = attnBias, attnBias, true
+	default:
+		c.QKVBias, c.OBias = attnBias, attnBias
+	}
+	if c.Architecture == Qwen2 || c.Architecture == Qwen3 {
 		if sw, err := p.boolField("use_sliding_window", false); err != nil {
 			return nil, err
 		} else if sw {
 			return nil, p.errf("use_sliding_window", "sliding-window attention is not supported")
 		}
 		if c.MLPBias {
-			return nil, p.errf("mlp_bias", "Qwen2 has no MLP biases")
+			return nil, p.errf("mlp_bias", "%s has no MLP biases", c.Architecture)
 		}
-	default:
-		c.QKVBias, c.OBias = attnBias, attnBias
 	}
 	if c.BOSTokenID, err = p.tokenID("bos_token_id", c.VocabSize); err != nil {
 		return nil, err

@@ -20,6 +20,16 @@ const (
     "original_max_position_embeddings": 8192, "rope_type": "llama3"},
   "rope_theta": 500000.0, "tie_word_embeddings": false, "torch_dtype": "bfloat16",
   "transformers_version": "4.43.0.dev0", "use_cache": true, "vocab_size": 128256}`
+	// Qwen3-0.6B: head_dim 128 beside hidden_size/heads = 64.
+	qwen3Config = `{
+  "architectures": ["Qwen3ForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+  "bos_token_id": 151643, "eos_token_id": 151645, "head_dim": 128, "hidden_act": "silu",
+  "hidden_size": 1024, "initializer_range": 0.02, "intermediate_size": 3072,
+  "max_position_embeddings": 40960, "max_window_layers": 28, "model_type": "qwen3",
+  "num_attention_heads": 16, "num_hidden_layers": 28, "num_key_value_heads": 8,
+  "rms_norm_eps": 1e-06, "rope_scaling": null, "rope_theta": 1000000, "sliding_window": null,
+  "tie_word_embeddings": true, "torch_dtype": "bfloat16", "transformers_version": "4.51.0",
+  "use_cache": true, "use_sliding_window": false, "vocab_size": 151936}`
 	qwen25Config = `{
   "architectures": ["Qwen2ForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 151643,
   "eos_token_id": 151643, "hidden_act": "silu", "hidden_size": 896, "initializer_range": 0.02,
@@ -47,8 +57,9 @@ const (
   "tie_word_embeddings": false, "bos_token_id": null, "eos_token_id": 299}`
 )
 
-// TestParseRealConfigs proves the published Llama 3.1, Qwen2.5 and SmolLM
-// configs (and a transformers 5 layout) parse into the values they state.
+// TestParseRealConfigs proves the published Llama 3.1, Qwen2.5, Qwen3 and
+// SmolLM configs (and a transformers 5 layout) parse into the values they
+// state.
 func TestParseRealConfigs(t *testing.T) {
 	c, err := ParseConfig("", []byte(llama31Config))
 	require.NoError(t, err)
@@ -71,6 +82,18 @@ func TestParseRealConfigs(t *testing.T) {
 	require.Equal(t, 64, c.HeadDim)
 	require.Equal(t, 1e-6, c.RMSNormEps)
 	require.Nil(t, c.RopeScaling)
+
+	c, err = ParseConfig("", []byte(qwen3Config))
+	require.NoError(t, err)
+	require.Equal(t, Qwen3, c.Architecture)
+	require.True(t, c.QKNorm)
+	require.Equal(t, 128, c.HeadDim)
+	require.Equal(t, 8, c.NumKVHeads)
+	require.False(t, c.QKVBias || c.OBias || c.MLPBias)
+	require.True(t, c.TieWordEmbeddings)
+	require.Equal(t, 40960, c.MaxPositionEmbeddings)
+	require.Equal(t, 1e6, c.RopeTheta)
+	require.Equal(t, []int{151645}, c.EOSTokenIDs)
 
 	c, err = ParseConfig("", []byte(smollmConfig))
 	require.NoError(t, err)
@@ -119,6 +142,9 @@ func TestConfigErrors(t *testing.T) {
 		{"tie not bool", `{` + base + `,"tie_word_embeddings":"yes"}`, "tie_word_embeddings"},
 		{"sliding window", `{"architectures":["Qwen2ForCausalLM"],"hidden_size":64,"intermediate_size":128,"num_hidden_layers":2,"num_attention_heads":4,"vocab_size":300,"use_sliding_window":true}`, "use_sliding_window"},
 		{"huge layers", `{` + base + `,"num_hidden_layers":1e12}`, "num_hidden_layers"},
+		{"qwen3 sliding window", `{"architectures":["Qwen3ForCausalLM"],"hidden_size":64,"intermediate_size":128,"num_hidden_layers":2,"num_attention_heads":4,"vocab_size":300,"use_sliding_window":true}`, "use_sliding_window"},
+		{"qwen3 mlp bias", `{"model_type":"qwen3","hidden_size":64,"intermediate_size":128,"num_hidden_layers":2,"num_attention_heads":4,"vocab_size":300,"mlp_bias":true}`, "mlp_bias"},
+		{"qwen3 moe", `{"architectures":["Qwen3MoeForCausalLM"],"model_type":"qwen3_moe","hidden_size":64}`, "architectures"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -187,4 +213,24 @@ func FuzzParseConfig(f *testing.F) {
 			require.Less(t, id, c.VocabSize)
 		}
 	})
+}
+
+// TestQwen3ConfigDefaults proves a Qwen3 config without head_dim,
+// attention_bias or max_position_embeddings takes transformers'
+// Qwen3Config defaults (128, none, 32768), not Llama's derived head size,
+// and that attention_bias gives q, k, v and o biases as in Qwen3Attention.
+func TestQwen3ConfigDefaults(t *testing.T) {
+	base := `"model_type":"qwen3","hidden_size":64,"intermediate_size":128,"num_hidden_layers":2,"num_attention_heads":4,"vocab_size":300`
+	c, err := ParseConfig("", []byte(`{`+base+`}`))
+	require.NoError(t, err)
+	require.Equal(t, Qwen3, c.Architecture)
+	require.Equal(t, 128, c.HeadDim)
+	require.Equal(t, 32768, c.MaxPositionEmbeddings)
+	require.True(t, c.QKNorm)
+	require.False(t, c.QKVBias || c.OBias)
+
+	c, err = ParseConfig("", []byte(`{`+base+`,"attention_bias":true,"head_dim":32}`))
+	require.NoError(t, err)
+	require.Equal(t, 32, c.HeadDim)
+	require.True(t, c.QKVBias && c.OBias)
 }

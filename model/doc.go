@@ -2,7 +2,9 @@
 // checkpoints, on the CPU in pure Go (no cgo) or on a GPU through hipgo's
 // runtime and forward kernels: Llama 2 and 3 (grouped-query
 // attention, RoPE with theta and Llama 3.1 rope scaling), Qwen2 and 2.5
-// (q/k/v biases) and SmolLM-style small models (tied embeddings).
+// (q/k/v biases), SmolLM-style small models (tied embeddings) and, on the
+// CPU only, dense Qwen3 (a per-head RMSNorm of q and k before RoPE); the
+// GPU and MLX backends refuse a Qwen3 with a *BackendError.
 //
 // Start with Load (a checkpoint directory or a GGUF file) or LoadFS (an
 // embedded model, such as model/demo's), then Model.Generate for text,
@@ -26,10 +28,10 @@
 // safetensors).
 //
 // Load also reads a GGUF file (llama.cpp's and ollama's format, see
-// LoadGGUF and package gguf): llama.* and qwen2.* metadata become the
-// Config, llama.cpp's tensor names map to the same weights (llama's q/k rows,
-// which llama.cpp's converter permutes for its interleaved RoPE, are put back
-// for rotate_half), the tokenizer is built from tokenizer.ggml.*, and
+// LoadGGUF and package gguf): llama.*, qwen2.* and qwen3.* metadata become
+// the Config, llama.cpp's tensor names map to the same weights (llama's q/k
+// rows, which llama.cpp's converter permutes for its interleaved RoPE, are
+// put back for rotate_half), the tokenizer is built from tokenizer.ggml.*, and
 // quantized tensors (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K) stay in their
 // blocks, decoded inside the matrix products (package
 // model/internal/quant), never widened to a float32 copy.

@@ -3,6 +3,7 @@ package model
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Error kinds; the typed errors below wrap one of them for errors.Is.
@@ -19,6 +20,8 @@ var (
 	ErrTokenizer = errors.New("invalid tokenizer")
 	// ErrTokenID: a token id is outside the model's vocabulary.
 	ErrTokenID = errors.New("token id outside the vocabulary")
+	// ErrBackend: the backend asked for cannot compute the model yet.
+	ErrBackend = errors.New("model not supported on this backend")
 )
 
 // ConfigError names the file and field of a bad config value.
@@ -85,6 +88,22 @@ func (e *TensorError) Unwrap() []error {
 	}
 	return []error{ErrWeights}
 }
+
+// BackendError reports a model whose forward pass the backend asked for
+// does not compute yet: the architecture and what the backend lacks for
+// it. The CPU backend computes every supported architecture.
+type BackendError struct {
+	Backend      string // "gpu" or "mlx"
+	Architecture Architecture
+	Missing      []string // the computations the backend lacks
+}
+
+func (e *BackendError) Error() string {
+	return fmt.Sprintf("model: %s needs %s, which the %s backend does not compute yet; the cpu device runs it",
+		e.Architecture, strings.Join(e.Missing, " and "), e.Backend)
+}
+
+func (e *BackendError) Unwrap() error { return ErrBackend }
 
 // ContextError reports a sequence that does not fit the context.
 type ContextError struct {

@@ -226,10 +226,12 @@ func (b *cpuBackend) pass(ctx context.Context, sc *cpuScratch, rows []cpuRow, to
 			qt := q[t*qD : (t+1)*qD]
 			copy(qt, row[:qD])
 			cos, sin := sc.cos[t*half:(t+1)*half], sc.sin[t*half:(t+1)*half]
+			headNorm(qt, hd, lw.qNorm, eps)
 			cpu.RoPE(qt, H, hd, cos, sin)
 			kv := &r.seq.kv[l]
 			k := kv.k[r.pos*kvD : (r.pos+1)*kvD]
 			copy(k, row[qD:qD+kvD])
+			headNorm(k, hd, lw.kNorm, eps)
 			cpu.RoPE(k, KV, hd, cos, sin)
 			copy(kv.v[r.pos*kvD:(r.pos+1)*kvD], row[qD+kvD:])
 		}
@@ -290,6 +292,17 @@ func (b *cpuBackend) attention(scr *cpuScratch, rows []cpuRow, l int, q, out []f
 			cpu.WeightedRows(out[t*H*hd+h*hd:t*H*hd+(h+1)*hd], sc, kv.v[off:], kvD)
 		}
 	})
+}
+
+// headNorm RMS-normalises each head of x (hd values) in place with the
+// weight w the heads share (Qwen3's q_norm and k_norm); nil w: none.
+func headNorm(x []float32, hd int, w []float32, eps float32) {
+	if w == nil {
+		return
+	}
+	for h := 0; h < len(x); h += hd {
+		cpu.RMSNorm(x[h:h+hd], x[h:h+hd], w, eps)
+	}
 }
 
 func add(dst, src []float32) {

@@ -20,7 +20,9 @@ func testTokens(n, vocab int) []uint32 {
 // forwardSpecs cover each supported layout: Llama 3 GQA with llama3 rope
 // scaling (positions reach past original_max_position_embeddings), Qwen2
 // q/k/v biases, a tied bf16 SmolLM-style model, Llama attention/MLP biases
-// with an explicit head_dim, a transformers-5 config, and a sharded f16 file.
+// with an explicit head_dim, a transformers-5 config, a sharded f16 file,
+// and Qwen3's q/k norms with a head_dim other than hidden/heads (untied f32;
+// tied bf16 with attention biases).
 func forwardSpecs() map[string]modeltest.Spec {
 	biased := modeltest.Llama3Tiny()
 	biased.Llama3, biased.AttnBias, biased.MLPBias, biased.HeadDim, biased.Seed = nil, true, true, 8, 9
@@ -28,6 +30,8 @@ func forwardSpecs() map[string]modeltest.Spec {
 	v5.ConfigVersion, v5.Seed = 5, 10
 	sharded := modeltest.Qwen2Tiny()
 	sharded.DType, sharded.ShardTensors, sharded.Seed = safetensors.F16, 7, 11
+	qwen3Tied := modeltest.Qwen3Tiny()
+	qwen3Tied.Tie, qwen3Tied.DType, qwen3Tied.AttnBias, qwen3Tied.Seed = true, safetensors.BF16, true, 12
 	return map[string]modeltest.Spec{
 		"llama3-gqa-rope-scaling": modeltest.Llama3Tiny(),
 		"qwen2-qkv-bias":          modeltest.Qwen2Tiny(),
@@ -35,6 +39,8 @@ func forwardSpecs() map[string]modeltest.Spec {
 		"llama-biases-head-dim":   biased,
 		"transformers5-config":    v5,
 		"sharded-f16":             sharded,
+		"qwen3-qk-norm-head-dim":  modeltest.Qwen3Tiny(),
+		"qwen3-tied-bf16-bias":    qwen3Tied,
 	}
 }
 

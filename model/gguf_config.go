@@ -11,8 +11,16 @@ import (
 )
 
 // ggufArch maps general.architecture to the Hugging Face class whose
-// semantics the forward pass follows.
-var ggufArch = map[string]Architecture{"llama": Llama, "qwen2": Qwen2}
+// semantics the forward pass follows: llama.cpp names each by its
+// model_type.
+func ggufArch(name string) (Architecture, bool) {
+	for _, a := range architectures {
+		if a.modelType == name {
+			return a.arch, true
+		}
+	}
+	return "", false
+}
 
 // ggufConfigKeys maps config.json keys to the GGUF metadata that carries
 // them ("{arch}." is the architecture prefix), so configFromGGUF can reuse
@@ -31,9 +39,9 @@ var ggufConfigKeys = []struct{ hf, gguf string }{
 	{"bos_token_id", "tokenizer.ggml.bos_token_id"},
 }
 
-// configFromGGUF reads a llama.* or qwen2.* GGUF's hyperparameters into a
-// Config, checked by the same rules as config.json. Errors are
-// *ConfigError naming the GGUF file and metadata key.
+// configFromGGUF reads a llama.*, qwen2.* or qwen3.* GGUF's
+// hyperparameters into a Config, checked by the same rules as config.json.
+// Errors are *ConfigError naming the GGUF file and metadata key.
 func configFromGGUF(f *gguf.File) (*Config, error) {
 	name := f.Name()
 	errf := func(field, format string, args ...any) error {
@@ -43,9 +51,9 @@ func configFromGGUF(f *gguf.File) (*Config, error) {
 	if err != nil {
 		return nil, &ConfigError{File: name, Field: "general.architecture", Reason: "unreadable", Err: err}
 	}
-	arch, ok := ggufArch[archName]
+	arch, ok := ggufArch(archName)
 	if !ok {
-		return nil, errf("general.architecture", "%q is not supported (want llama or qwen2)", archName)
+		return nil, errf("general.architecture", "%q is not supported (want %s)", archName, supportedList(false))
 	}
 	key := func(k string) string {
 		if len(k) > 6 && k[:6] == "{arch}" {
@@ -94,7 +102,7 @@ func configFromGGUF(f *gguf.File) (*Config, error) {
 	// An absent output.weight means the head is tied to token_embd.
 	_, hasOutput := f.Tensor("output.weight")
 	_ = put("tie_word_embeddings", "output.weight", !hasOutput)
-	if arch == Llama {
+	if arch == Llama || arch == Qwen3 {
 		_, bias := f.Tensor("blk.0.attn_q.bias")
 		_ = put("attention_bias", "blk.0.attn_q.bias", bias)
 	}

@@ -19,14 +19,14 @@ import (
 )
 
 // hfToGGUF maps a Hugging Face tensor name to llama.cpp's
-// (convert_hf_to_gguf.py's tensor map for llama and qwen2).
+// (convert_hf_to_gguf.py's tensor map for llama, qwen2 and qwen3).
 func hfToGGUF(name string) string {
 	r := strings.NewReplacer(
 		"model.embed_tokens.", "token_embd.", "model.norm.", "output_norm.", "lm_head.", "output.",
 		"model.layers.", "blk.", ".input_layernorm.", ".attn_norm.", ".post_attention_layernorm.", ".ffn_norm.",
 		".self_attn.q_proj.", ".attn_q.", ".self_attn.k_proj.", ".attn_k.", ".self_attn.v_proj.", ".attn_v.",
 		".self_attn.o_proj.", ".attn_output.", ".mlp.gate_proj.", ".ffn_gate.", ".mlp.up_proj.", ".ffn_up.",
-		".mlp.down_proj.", ".ffn_down.")
+		".mlp.down_proj.", ".ffn_down.", ".self_attn.q_norm.", ".attn_q_norm.", ".self_attn.k_norm.", ".attn_k_norm.")
 	return r.Replace(name)
 }
 
@@ -165,14 +165,19 @@ func ggufFromSpec(t *testing.T, spec modeltest.Spec, meta map[string]any, mutate
 // a Hugging Face checkpoint (renamed tensors, reversed dims, llama q/k rows
 // permuted, config in metadata) loads into the same model: logits are
 // bit-identical to the safetensors checkpoint's, for llama with GQA and
-// attention biases, qwen2 with q/k/v biases, and a tied bf16 llama; and
+// attention biases, qwen2 with q/k/v biases, a tied bf16 llama, and qwen3
+// with q/k norms (attn_q_norm, attn_k_norm; untied f32, tied bf16 with
+// attention biases); and
 // within 1e-4 for Llama 3.1 rope scaling, which GGUF stores as per-pair
 // factors (rope_freqs.weight) that round differently.
 func TestGGUFMatchesSafetensors(t *testing.T) {
 	llama := modeltest.Llama3Tiny()
 	llama.Llama3, llama.AttnBias = nil, true
+	qwen3Tied := modeltest.Qwen3Tiny()
+	qwen3Tied.Tie, qwen3Tied.AttnBias, qwen3Tied.DType = true, true, safetensors.BF16
 	for name, spec := range map[string]modeltest.Spec{"llama-gqa-bias": llama, "qwen2": modeltest.Qwen2Tiny(),
-		"smollm-tied-bf16": modeltest.SmolLMTiny(), "llama3-rope-scaling": modeltest.Llama3Tiny()} {
+		"smollm-tied-bf16": modeltest.SmolLMTiny(), "llama3-rope-scaling": modeltest.Llama3Tiny(),
+		"qwen3-qk-norm": modeltest.Qwen3Tiny(), "qwen3-tied-bf16-bias": qwen3Tied} {
 		t.Run(name, func(t *testing.T) {
 			spec.NoTokenizer = true
 			dir := t.TempDir()

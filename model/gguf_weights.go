@@ -197,7 +197,7 @@ func (l *ggufLoader) fused(cols int, parts ...part) (cpu.Matrix, []cpu.Matrix, e
 // loadGGUFWeights reads and checks every tensor the config calls for.
 // Llama GGUFs converted from Hugging Face have q/k rows permuted for
 // llama.cpp's interleaved RoPE; they are put back for rotate_half. Qwen2
-// GGUFs are not permuted (llama.cpp runs them with NeoX RoPE).
+// and Qwen3 GGUFs are not permuted (llama.cpp runs them with NeoX RoPE).
 func loadGGUFWeights(cfg *Config, f *gguf.File, format WeightFormat, progress func(done, total int64)) (*weights, error) {
 	l := &ggufLoader{f: f, format: format, progress: progress}
 	for _, t := range f.Tensors() {
@@ -243,6 +243,14 @@ func loadGGUFWeights(cfg *Config, f *gguf.File, format WeightFormat, progress fu
 				}
 			}
 			lw.qkvBias = slices.Concat(bq, bk, bv)
+		}
+		if cfg.QKNorm {
+			if lw.qNorm, err = l.vector(p+"attn_q_norm.weight", cfg.HeadDim); err != nil {
+				return nil, err
+			}
+			if lw.kNorm, err = l.vector(p+"attn_k_norm.weight", cfg.HeadDim); err != nil {
+				return nil, err
+			}
 		}
 		if lw.o, err = l.matrix(qD, part{name: p + "attn_output.weight", rows: D}); err != nil {
 			return nil, err

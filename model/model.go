@@ -146,8 +146,8 @@ func checkpointFile(path string) bool {
 		base == TokenizerConfigFile || base == ChatTemplateFile || base == safetensors.IndexFile
 }
 
-// LoadGGUF reads a GGUF file (llama.cpp's and ollama's format) of a llama
-// or qwen2 model: the config from its llama.* or qwen2.* metadata, the
+// LoadGGUF reads a GGUF file (llama.cpp's and ollama's format) of a llama,
+// qwen2 or qwen3 model: the config from its {arch}.* metadata, the
 // tokenizer from tokenizer.ggml.*, the chat template from
 // tokenizer.chat_template, and the weights by llama.cpp's tensor names.
 // Quantized weights (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K) stay in their block
@@ -303,7 +303,12 @@ func place(cfg *Config, tok textCodec, o options, src weightSource, where placem
 		m.eos[uint32(id)] = true
 	}
 	if where.dev != nil {
-		be, bytes, err := buildGPU(cfg, src.gpu, o, where.dev, ctxLen)
+		var be *gpuBackend
+		var bytes int64
+		err := supportedOn("gpu", cfg)
+		if err == nil {
+			be, bytes, err = buildGPU(cfg, src.gpu, o, where.dev, ctxLen)
+		}
 		switch {
 		case err == nil:
 			if where.owned {
@@ -313,13 +318,19 @@ func place(cfg *Config, tok textCodec, o options, src weightSource, where placem
 			return m, nil
 		case where.owned && o.mode == DeviceAuto && !errors.Is(err, ErrWeights):
 			// The GPU is there but cannot run this model (no kernels for
-			// its arch, out of memory): auto says so and uses the CPU.
+			// its arch, out of memory, an architecture the GPU forward
+			// lacks): auto says so and uses the CPU.
 			m.cpuReason = errors.Join(err, where.dev.Close())
 		default:
 			if where.owned {
 				err = errors.Join(err, where.dev.Close())
 			}
 			return nil, err
+		}
+	}
+	if where.mlx {
+		if err := supportedOn("mlx", cfg); err != nil {
+			return nil, err // before the weights are read
 		}
 	}
 	w, err := src.cpu()
@@ -365,7 +376,7 @@ func (w *weights) size() int64 {
 		for _, p := range append(slices.Clone(l.qkvParts), l.gateUpParts...) {
 			n += p.Bytes()
 		}
-		n += 4 * int64(len(l.attnNorm)+len(l.mlpNorm)+len(l.qkvBias)+len(l.oBias)+len(l.gateUpBias)+len(l.downBias))
+		n += 4 * int64(len(l.attnNorm)+len(l.mlpNorm)+len(l.qNorm)+len(l.kNorm)+len(l.qkvBias)+len(l.oBias)+len(l.gateUpBias)+len(l.downBias))
 	}
 	return n
 }

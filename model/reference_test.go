@@ -118,6 +118,14 @@ func (r *refModel) logits(tokens []uint32) [][]float64 {
 			q[t] = r.linear(p+"self_attn.q_proj", h, H*hd, qkvBias)
 			k[t] = r.linear(p+"self_attn.k_proj", h, KV*hd, qkvBias)
 			v[t] = r.linear(p+"self_attn.v_proj", h, KV*hd, qkvBias)
+			if s.Arch == "qwen3" { // each head RMS-normalised before RoPE
+				for hh := range H {
+					copy(q[t][hh*hd:], refRMSNorm(q[t][hh*hd:(hh+1)*hd], r.w[p+"self_attn.q_norm.weight"], s.RMSNormEps))
+				}
+				for hh := range KV {
+					copy(k[t][hh*hd:], refRMSNorm(k[t][hh*hd:(hh+1)*hd], r.w[p+"self_attn.k_norm.weight"], s.RMSNormEps))
+				}
+			}
 			for hh := range H {
 				refRotate(q[t][hh*hd:(hh+1)*hd], t, inv)
 			}

@@ -35,6 +35,7 @@ type weights struct {
 
 type layerWeights struct {
 	attnNorm, mlpNorm []float32
+	qNorm, kNorm      []float32  // [headDim] each, or nil (Config.QKNorm)
 	qkv               cpu.Matrix // [(heads + 2*kvHeads) * headDim, hidden]
 	qkvBias           []float32  // nil without biases
 	o                 cpu.Matrix // [hidden, heads*headDim]
@@ -303,6 +304,14 @@ func loadWeights(cfg *Config, set *safetensors.Set, format WeightFormat, progres
 		}
 		if lw.qkvBias, err = l.biases(cfg.QKVBias, suffix(qkv, "bias"), qkvRows); err != nil {
 			return nil, err
+		}
+		if cfg.QKNorm {
+			if lw.qNorm, err = l.vector(p+"self_attn.q_norm.weight", cfg.HeadDim); err != nil {
+				return nil, err
+			}
+			if lw.kNorm, err = l.vector(p+"self_attn.k_norm.weight", cfg.HeadDim); err != nil {
+				return nil, err
+			}
 		}
 		if lw.o, err = l.matrix(qD, p+"self_attn.o_proj.weight", D); err != nil {
 			return nil, err

@@ -12,7 +12,7 @@ type Llama3Scaling struct {
 
 // Spec describes a random model.
 type Spec struct {
-	Arch         string // "llama" or "qwen2"
+	Arch         string // "llama", "qwen2" or "qwen3"
 	Hidden       int
 	Intermediate int
 	Layers       int
@@ -24,7 +24,7 @@ type Spec struct {
 	RopeTheta    float64
 	Llama3       *Llama3Scaling
 	Tie          bool
-	AttnBias     bool // llama attention_bias
+	AttnBias     bool // llama and qwen3 attention_bias
 	MLPBias      bool // llama mlp_bias
 	RMSNormEps   float64
 	DType        safetensors.DType
@@ -54,6 +54,13 @@ func Llama3Tiny() Spec {
 func Qwen2Tiny() Spec {
 	return Spec{Arch: "qwen2", Hidden: 48, Intermediate: 80, Layers: 2, Heads: 6, KVHeads: 2, Vocab: 290, MaxPos: 128,
 		RopeTheta: 1000000, RMSNormEps: 1e-6, DType: safetensors.F32, Seed: 2, Std: 0.2}
+}
+
+// Qwen3Tiny is a small dense Qwen3: q/k norms, GQA (4 heads, 2 KV heads)
+// and a head_dim (24) other than hidden/heads (16), with an untied head.
+func Qwen3Tiny() Spec {
+	return Spec{Arch: "qwen3", Hidden: 64, Intermediate: 96, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 24, Vocab: 280, MaxPos: 160,
+		RopeTheta: 1000000, RMSNormEps: 1e-6, DType: safetensors.F32, Seed: 5, Std: 0.2}
 }
 
 // SmolLMTiny is a small tied-embedding llama (SmolLM-style) in bf16.

@@ -50,6 +50,10 @@ func Tensors(s Spec) []Tensor {
 			add(p+"self_attn.k_proj.bias", 0, kvD)
 			add(p+"self_attn.v_proj.bias", 0, kvD)
 		}
+		if s.Arch == "qwen3" {
+			add(p+"self_attn.q_norm.weight", 1, hd)
+			add(p+"self_attn.k_norm.weight", 1, hd)
+		}
 		add(p+"self_attn.o_proj.weight", 0, s.Hidden, qD)
 		if s.AttnBias {
 			add(p+"self_attn.o_proj.bias", 0, s.Hidden)
@@ -84,8 +88,11 @@ func roundTo(dt safetensors.DType, v float32) float32 {
 // Config renders config.json for s.
 func Config(s Spec) ([]byte, error) {
 	arch, mtype := "LlamaForCausalLM", "llama"
-	if s.Arch == "qwen2" {
+	switch s.Arch {
+	case "qwen2":
 		arch, mtype = "Qwen2ForCausalLM", "qwen2"
+	case "qwen3":
+		arch, mtype = "Qwen3ForCausalLM", "qwen3"
 	}
 	dtypeName := map[safetensors.DType]string{safetensors.F32: "float32", safetensors.F16: "float16", safetensors.BF16: "bfloat16"}[s.DType]
 	c := map[string]any{
@@ -104,12 +111,16 @@ func Config(s Spec) ([]byte, error) {
 		"bos_token_id":            s.Vocab - 1,
 		"eos_token_id":            s.Vocab - 1,
 	}
-	if s.HeadDim > 0 {
-		c["head_dim"] = s.HeadDim
+	if s.HeadDim > 0 || s.Arch == "qwen3" { // Qwen3's default is 128, not hidden/heads
+		c["head_dim"] = s.headDim()
 	}
-	if s.Arch == "qwen2" {
+	switch s.Arch {
+	case "qwen2":
 		c["use_sliding_window"] = false
-	} else {
+	case "qwen3":
+		c["use_sliding_window"] = false
+		c["attention_bias"] = s.AttnBias
+	default:
 		c["attention_bias"] = s.AttnBias
 		c["mlp_bias"] = s.MLPBias
 	}
