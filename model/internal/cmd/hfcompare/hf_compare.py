@@ -34,6 +34,16 @@ positions) that model's CI test checks without Python:
 
   python3 hf_compare.py --hipgo ./hfcompare --gguf .cache/models/smollm2-135m-instruct-q4_1.gguf \\
       --threads 2 --write-golden model/testdata/smollm2-135m-instruct-q4_1.json
+
+--preset-golden PATH runs the checkpoints mktestmodel writes (the weights the
+Go tests build with package modeltest) through transformers and, when hipgo
+agrees within PRESET_LOGIT_BAR and on every greedy token, writes the prompt,
+transformers' logits at PRESET_POSITIONS and PRESET_GREEDY greedy ids for
+TestQwen3MatchesTransformers, which checks them in CI without Python:
+
+  CGO_ENABLED=0 go build -o mktestmodel ./model/internal/cmd/mktestmodel
+  python3 hf_compare.py --hipgo ./hfcompare --mktestmodel ./mktestmodel \\
+      --preset-golden model/testdata/qwen3-tiny-transformers.json
 """
 
 import argparse
@@ -51,7 +61,8 @@ os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import transformers  # noqa: E402
-from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM  # noqa: E402
+from transformers import (LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM,  # noqa: E402
+                          Qwen3Config, Qwen3ForCausalLM)
 
 PROMPT_LEN = 32
 GREEDY = 32
@@ -134,10 +145,37 @@ def smollm_config():
     )
 
 
+def qwen3_config():
+    # q/k norms, and a head_dim (96) other than hidden/heads (64).
+    return make_config(
+        Qwen3Config,
+        {"rope_type": "default", "rope_theta": 1000000.0},
+        vocab_size=8192, hidden_size=512, intermediate_size=1408, num_hidden_layers=6,
+        num_attention_heads=8, num_key_value_heads=2, head_dim=96, max_position_embeddings=4096,
+        rms_norm_eps=1e-6, tie_word_embeddings=False, attention_bias=False, use_sliding_window=False,
+        initializer_range=0.05, bos_token_id=1, eos_token_id=2,
+    )
+
+
+def qwen3_tied_config():
+    # Qwen3-0.6B's head_dim (128) over a hidden size of 384 and 6 heads, tied.
+    return make_config(
+        Qwen3Config,
+        {"rope_type": "default", "rope_theta": 1000000.0},
+        vocab_size=8192, hidden_size=384, intermediate_size=1024, num_hidden_layers=4,
+        num_attention_heads=6, num_key_value_heads=3, head_dim=128, max_position_embeddings=4096,
+        rms_norm_eps=1e-6, tie_word_embeddings=True, attention_bias=False, use_sliding_window=False,
+        initializer_range=0.05, bos_token_id=1, eos_token_id=2,
+    )
+
+
+# name, class, config, logit bar, greedy tokens
 MODELS = [
-    ("llama3-gqa-ropescaling", LlamaForCausalLM, llama3_config),
-    ("qwen2-qkv-bias", Qwen2ForCausalLM, qwen2_config),
-    ("smollm135m-tied", LlamaForCausalLM, smollm_config),
+    ("llama3-gqa-ropescaling", LlamaForCausalLM, llama3_config, LOGIT_BAR, GREEDY),
+    ("qwen2-qkv-bias", Qwen2ForCausalLM, qwen2_config, LOGIT_BAR, GREEDY),
+    ("smollm135m-tied", LlamaForCausalLM, smollm_config, LOGIT_BAR, GREEDY),
+    ("qwen3-qk-norm", Qwen3ForCausalLM, qwen3_config, 1e-5, 64),
+    ("qwen3-tied-head-dim-128", Qwen3ForCausalLM, qwen3_tied_config, 1e-5, 64),
 ]
 
 
@@ -350,6 +388,76 @@ def main_gguf(args):
     print("all checks passed")
     return 0
 
+# ---------------------------------------------------------------- golden files for CI
+
+# Checkpoints written by mktestmodel (the Go tests build the same weights
+# with package modeltest), run through transformers; TestQwen3MatchesTransformers
+# checks hipgo against what this writes, without Python.
+PRESET_GOLDEN = [("qwen3-tiny", "qwen3-tiny", []), ("qwen3-tiny-tied", "qwen3-tiny", ["-tie"])]
+PRESET_PROMPT_LEN = 24
+PRESET_GREEDY = 64
+PRESET_POSITIONS = (0, 11, 23)
+PRESET_LOGIT_BAR = 1e-5
+
+
+def f32(x):
+    """x as the shortest decimal that reads back as the same float32."""
+    return float(str(np.float32(x)))
+
+
+def main_preset_golden(args):
+    from transformers import AutoModelForCausalLM
+
+    torch.set_num_threads(1)
+    log(f"python {sys.version.split()[0]}, torch {torch.__version__}, transformers {transformers.__version__}")
+    variants, failures = [], []
+    for i, (name, preset, flags) in enumerate(PRESET_GOLDEN):
+        mdir = os.path.join(args.work, name)
+        subprocess.run([os.path.abspath(args.mktestmodel), "-preset", preset, "-out", mdir, *flags], check=True)
+        model = AutoModelForCausalLM.from_pretrained(mdir, dtype=torch.float32).eval()
+        cfg = model.config
+        gen = torch.Generator().manual_seed(args.seed + i)
+        ids = torch.randint(0, cfg.vocab_size, (1, PRESET_PROMPT_LEN), generator=gen)
+        ref = hf_prompt_logits(model, ids)
+        toks, min_gap = hf_greedy(model, ids, PRESET_GREEDY)
+        prompt_path = os.path.join(args.work, f"{name}-prompt.json")
+        with open(prompt_path, "w") as f:
+            json.dump(ids[0].tolist(), f)
+        go_res, go_logits = run_go(os.path.abspath(args.hipgo), mdir, prompt_path, os.path.join(args.work, f"{name}-go"),
+                                   1, 8, 1, n=PRESET_GREEDY)
+        rows = list(PRESET_POSITIONS)
+        rel = float(np.abs(go_logits[rows].astype(np.float64) - ref[rows]).max() / np.abs(ref[rows]).max())
+        first_diff = next((j for j, (a, b) in enumerate(zip(go_res["greedy"], toks)) if a != b), None)
+        log(f"{name} ({type(model).__name__}, head_dim {cfg.head_dim}, tied {cfg.tie_word_embeddings}): "
+            f"max|d|/max|logit| {rel:.3e} (max|logit| {np.abs(ref[rows]).max():.2f}), {PRESET_GREEDY} greedy "
+            f"{'identical' if first_diff is None else f'diverge at {first_diff}'} (smallest top-2 gap {min_gap:.4f})")
+        if rel > PRESET_LOGIT_BAR:
+            failures.append(f"{name}: logits differ by {rel:.3g} relative (bar {PRESET_LOGIT_BAR})")
+        if first_diff is not None:
+            failures.append(f"{name}: greedy tokens diverge at step {first_diff}")
+        variants.append({
+            "name": name, "preset": preset, "tie": cfg.tie_word_embeddings, "architecture": type(model).__name__,
+            "safetensors_sha256": sha256(os.path.join(mdir, "model.safetensors")),
+            "prompt_ids": ids[0].tolist(), "greedy": toks, "min_top2_gap": min_gap,
+            "positions": rows, "logits": [[f32(x) for x in ref[p]] for p in rows],
+        })
+    if failures:
+        print("FAILED:")
+        for f in failures:
+            print("  " + f)
+        return 1
+    golden = {
+        "generator": "model/internal/cmd/hfcompare/hf_compare.py --preset-golden",
+        "reference": f"transformers {transformers.__version__} from_pretrained(dtype=float32), torch {torch.__version__}, CPU",
+        "variants": variants,
+    }
+    with open(args.preset_golden, "w") as f:
+        json.dump(golden, f, separators=(",", ":"))
+        f.write("\n")
+    log(f"wrote {args.preset_golden}")
+    return 0
+
+
 # ---------------------------------------------------------------- main
 
 
@@ -366,9 +474,16 @@ def main():
     ap.add_argument("--go-variants", default="", help="also time these Go kernel variants (comma-separated)")
     ap.add_argument("--gguf", default="", help="check this real GGUF file instead of the random models")
     ap.add_argument("--write-golden", default="", help="with --gguf: write the expected ids here when every check passes")
+    ap.add_argument("--preset-golden", default="",
+                    help="write transformers' logits and greedy ids for mktestmodel's checkpoints here (needs --mktestmodel)")
+    ap.add_argument("--mktestmodel", default="", help="the mktestmodel binary, for --preset-golden")
     args = ap.parse_args()
     if args.gguf:
         return main_gguf(args)
+    if args.preset_golden:
+        if not args.mktestmodel:
+            ap.error("--preset-golden needs --mktestmodel")
+        return main_preset_golden(args)
 
     threads = [t for t in (int(x) for x in args.threads.split(",") if x) if t <= (os.cpu_count() or 1)]
     log(f"python {sys.version.split()[0]}, torch {torch.__version__}, transformers {transformers.__version__}, "
@@ -378,7 +493,7 @@ def main():
 
     rows, speed, failures = [], [], []
     only = {x for x in args.only.split(",") if x}
-    for i, (name, cls, mkcfg) in enumerate(MODELS):
+    for i, (name, cls, mkcfg, bar, greedy) in enumerate(MODELS):
         if only and name not in only:
             continue
         try:
@@ -402,18 +517,18 @@ def main():
                 json.dump(ids[0].tolist(), f)
 
             ref = hf_prompt_logits(model, ids)
-            hf_toks, min_gap = hf_greedy(model, ids, GREEDY)
+            hf_toks, min_gap = hf_greedy(model, ids, greedy)
 
             go_res, go_logits = run_go(binary, mdir, prompt_path, os.path.join(args.work, f"{name}-go"),
-                                       threads[0] if threads else 1, 8, 1)
+                                       threads[0] if threads else 1, 8, 1, n=greedy)
             rel = float(np.abs(go_logits.astype(np.float64) - ref).max() / np.abs(ref).max())
             same = go_res["greedy"] == hf_toks
             first_diff = next((j for j, (a, b) in enumerate(zip(go_res["greedy"], hf_toks)) if a != b), None)
             rows.append(dict(model=name, params_m=round(nparams / 1e6, 1), rel_logit_diff=rel,
-                             logit_scale=float(np.abs(ref).max()), greedy_identical=same,
+                             logit_scale=float(np.abs(ref).max()), greedy=greedy, greedy_identical=same,
                              first_divergence=first_diff, min_top2_gap=min_gap, simd=go_res["simd"]))
-            if rel > LOGIT_BAR:
-                failures.append(f"{name}: logits differ by {rel:.3g} relative (bar {LOGIT_BAR})")
+            if rel > bar:
+                failures.append(f"{name}: logits differ by {rel:.3g} relative (bar {bar})")
             if not same:
                 failures.append(f"{name}: greedy tokens diverge at step {first_diff}")
 
@@ -440,12 +555,12 @@ def main():
             failures.append(f"{name}: {type(e).__name__}: {e}")
 
     print()
-    print(f"logits on a {PROMPT_LEN}-token prompt and {GREEDY} greedy tokens (float32, CPU)")
-    print(f"{'model':24} {'params':>8} {'max|Δ|/max|hf|':>15} {'max|hf|':>8} {'greedy':>10} {'min top2 gap':>13}")
+    print(f"logits on a {PROMPT_LEN}-token prompt and greedy tokens (float32, CPU)")
+    print(f"{'model':24} {'params':>8} {'max|Δ|/max|hf|':>15} {'max|hf|':>8} {'greedy':>14} {'min top2 gap':>13}")
     for r in rows:
-        greedy = "identical" if r["greedy_identical"] else f"diff@{r['first_divergence']}"
+        greedy = f"{r['greedy']} identical" if r["greedy_identical"] else f"diff@{r['first_divergence']}"
         print(f"{r['model']:24} {r['params_m']:>7}M {r['rel_logit_diff']:>15.3e} {r['logit_scale']:>8.2f} "
-              f"{greedy:>10} {r['min_top2_gap']:>13.4f}")
+              f"{greedy:>14} {r['min_top2_gap']:>13.4f}")
     print()
     print(f"decode tokens/s after the prompt ({args.decode_steps} steps, best of {args.runs}); "
           f"ratio = hipgo / max(transformers loop, generate)")

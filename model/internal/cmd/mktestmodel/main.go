@@ -20,6 +20,7 @@ import (
 var presets = map[string]func() modeltest.Spec{
 	"llama3-tiny": modeltest.Llama3Tiny,
 	"qwen2-tiny":  modeltest.Qwen2Tiny,
+	"qwen3-tiny":  modeltest.Qwen3Tiny,
 	"smollm-tiny": modeltest.SmolLMTiny,
 	"smollm135m":  modeltest.SmolLM135M,
 	"demo-shaped": modeltest.DemoShaped,
@@ -36,6 +37,7 @@ func main() {
 	dtype := flag.String("dtype", "", "F32, F16 or BF16 (default: the preset's)")
 	seed := flag.Uint64("seed", 0, "weight seed (default: the preset's)")
 	shard := flag.Int("shard", 0, "tensors per shard (0: one file)")
+	tie := flag.Bool("tie", false, "tie the output head to the embeddings (default: the preset's)")
 	flag.Parse()
 	mk, ok := presets[*preset]
 	if !ok || *out == "" {
@@ -50,6 +52,7 @@ func main() {
 		s.Seed = *seed
 	}
 	s.ShardTensors = *shard
+	s.Tie = s.Tie || *tie
 	if err := modeltest.Write(*out, s); err != nil {
 		fmt.Fprintln(os.Stderr, "mktestmodel:", err)
 		os.Exit(1)
