@@ -84,6 +84,20 @@ func configFromGGUF(f *gguf.File) (*Config, error) {
 	}
 	archJSON, _ := json.Marshal([]string{string(arch)})
 	raw["architectures"] = archJSON
+	// Without key_length llama.cpp's head size is embedding_length over
+	// head_count for every architecture, where config.json's Qwen3 default
+	// is 128.
+	if _, ok := raw["head_dim"]; !ok && arch == Qwen3 {
+		d, dok := f.Lookup(key("{arch}.embedding_length"))
+		h, hok := f.Lookup(key("{arch}.attention.head_count"))
+		if dok && hok {
+			dv, _ := d.Uint()
+			hv, _ := h.Uint()
+			if hv > 0 && dv%hv == 0 {
+				_ = put("head_dim", key("{arch}.embedding_length"), dv/hv)
+			}
+		}
+	}
 	// GGUF has no vocab_size for most architectures: the token list is it.
 	if _, ok := raw["vocab_size"]; !ok {
 		if v, ok := f.Lookup("tokenizer.ggml.tokens"); ok && v.Type() == gguf.TypeArray {

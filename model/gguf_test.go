@@ -167,7 +167,8 @@ func ggufFromSpec(t *testing.T, spec modeltest.Spec, meta map[string]any, mutate
 // bit-identical to the safetensors checkpoint's, for llama with GQA and
 // attention biases, qwen2 with q/k/v biases, a tied bf16 llama, and qwen3
 // with q/k norms (attn_q_norm, attn_k_norm; untied f32, tied bf16 with
-// attention biases); and
+// attention biases, and without key_length, where the head size is
+// hidden/heads as llama.cpp takes it, not config.json's default of 128); and
 // within 1e-4 for Llama 3.1 rope scaling, which GGUF stores as per-pair
 // factors (rope_freqs.weight) that round differently.
 func TestGGUFMatchesSafetensors(t *testing.T) {
@@ -175,9 +176,12 @@ func TestGGUFMatchesSafetensors(t *testing.T) {
 	llama.Llama3, llama.AttnBias = nil, true
 	qwen3Tied := modeltest.Qwen3Tiny()
 	qwen3Tied.Tie, qwen3Tied.AttnBias, qwen3Tied.DType = true, true, safetensors.BF16
+	// No qwen3.attention.key_length: llama.cpp's head size, hidden/heads.
+	qwen3Derived := modeltest.Qwen3Tiny()
+	qwen3Derived.HeadDim = 0
 	for name, spec := range map[string]modeltest.Spec{"llama-gqa-bias": llama, "qwen2": modeltest.Qwen2Tiny(),
 		"smollm-tied-bf16": modeltest.SmolLMTiny(), "llama3-rope-scaling": modeltest.Llama3Tiny(),
-		"qwen3-qk-norm": modeltest.Qwen3Tiny(), "qwen3-tied-bf16-bias": qwen3Tied} {
+		"qwen3-qk-norm": modeltest.Qwen3Tiny(), "qwen3-tied-bf16-bias": qwen3Tied, "qwen3-no-key-length": qwen3Derived} {
 		t.Run(name, func(t *testing.T) {
 			spec.NoTokenizer = true
 			dir := t.TempDir()
