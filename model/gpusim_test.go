@@ -561,6 +561,9 @@ func TestBatchGivesEachSequenceItsAloneTokens(t *testing.T) {
 	dev := simDevice(t, nil)
 	t.Run("cpu", func(t *testing.T) { requireBatchMatchesAlone(t, loadSpec(t, spec), spec.Vocab) })
 	t.Run("gpu", func(t *testing.T) { requireBatchMatchesAlone(t, loadSpec(t, spec, WithDevice(dev)), spec.Vocab) })
+	// Each row of a batched decode pass has its own q/k norms.
+	qwen3 := modeltest.Qwen3Tiny()
+	t.Run("cpu-qwen3", func(t *testing.T) { requireBatchMatchesAlone(t, loadSpec(t, qwen3), qwen3.Vocab) })
 }
 
 // requireBatchMatchesAlone runs sequences of different lengths and sampling
