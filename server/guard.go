@@ -146,6 +146,7 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request) {
 var routes = map[string][]string{
 	"/": {"GET"}, "/health/live": {"GET"}, "/health/ready": {"GET"}, "/metrics": {"GET"},
 	"/v1/models": {"GET"}, "/v1/chat/completions": {"POST"}, "/v1/completions": {"POST"},
+	"/tokenize": {"POST"}, "/detokenize": {"POST"},
 }
 
 // noRoute is the 404 or 405 for a request no route serves.

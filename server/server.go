@@ -22,7 +22,7 @@ type Options struct {
 	// lists; a request naming another model is a 400.
 	ModelName string
 	// APIKeys, when set, are the keys one of which must come as
-	// "Authorization: Bearer KEY" on /v1/*.
+	// "Authorization: Bearer KEY" on /v1/*, /tokenize and /detokenize.
 	APIKeys []string
 	// AllowedHosts, when not nil, are the Host names (without port, "*"
 	// for any) requests may name; others are 403s. A server listening on
@@ -93,6 +93,8 @@ func New(opts Options) *Server {
 	s.mux.Handle("GET /v1/models/{id}", s.api("models", s.model))
 	s.mux.Handle("POST /v1/chat/completions", s.api("chat", s.chat))
 	s.mux.Handle("POST /v1/completions", s.api("completions", s.completions))
+	s.mux.Handle("POST /tokenize", s.api("tokenize", s.tokenize))
+	s.mux.Handle("POST /detokenize", s.api("detokenize", s.detokenize))
 	return s
 }
 

@@ -86,7 +86,7 @@ func run(ctx, kill context.Context, args []string, stderr io.Writer, ready func(
 	dir := fl.String("model", "", "model directory (config.json, model.safetensors, tokenizer.json) or GGUF file; empty: the embedded demo model")
 	device := fl.String("device", model.DeviceAuto, "where to run: auto (the GPU when one is usable), cpu or gpu")
 	addr := fl.String("addr", "127.0.0.1:8080", "listen address (loopback by default; use :8080 to listen on every interface)")
-	apiKey := fl.String("api-key", "", "require Authorization: Bearer KEY on /v1/* (default: none; visible in ps: prefer "+envAPIKey+" or -api-key-file)")
+	apiKey := fl.String("api-key", "", "require Authorization: Bearer KEY on /v1/*, /tokenize and /detokenize (default: none; visible in ps: prefer "+envAPIKey+" or -api-key-file)")
 	apiKeyFile := fl.String("api-key-file", "", "file of API keys, one a line (# comments); any of them is accepted")
 	hostsFlag := fl.String("allowed-hosts", "", "comma-separated Host names to answer besides "+strings.Join(server.LoopbackHosts, ", ")+" on a loopback address (any on other addresses unless set; * for any)")
 	corsFlag := fl.String("cors-origins", "", "comma-separated web origins whose pages may call the API (default: none; * for any)")

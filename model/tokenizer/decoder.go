@@ -55,6 +55,21 @@ func (t *Tokenizer) DecodeWith(ids []uint32, opts DecodeOptions) string {
 	}
 }
 
+// Piece is the bytes id decodes to on its own (llama.cpp's token piece),
+// special tokens included: for a byte-level tokenizer the token's bytes,
+// which can be part of a UTF-8 character; otherwise its text. False for an
+// id the vocabulary does not hold.
+func (t *Tokenizer) Piece(id uint32) ([]byte, bool) {
+	tok, ok := t.decodeToken(id, DecodeOptions{})
+	if !ok {
+		return nil, false
+	}
+	if t.decoder == decoderByteLevel {
+		return appendTokenBytes(nil, tok), true
+	}
+	return []byte(tok), true
+}
+
 // decodeToken is the token text of id as decoding sees it, or false when the
 // id is unknown or skipped.
 func (t *Tokenizer) decodeToken(id uint32, opts DecodeOptions) (string, bool) {

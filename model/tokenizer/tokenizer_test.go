@@ -213,6 +213,39 @@ func TestDecodeWithoutDecoder(t *testing.T) {
 	require.Equal(t, " b", d.Add(1))
 }
 
+// TestPieceIsEachTokensOwnBytes: a token's piece is the bytes it decodes
+// to alone (part of a UTF-8 character for a split emoji, special tokens
+// kept), the pieces of a text's tokens concatenate to its bytes, and an
+// unknown id has none.
+func TestPieceIsEachTokensOwnBytes(t *testing.T) {
+	tok := fixture{vocab: byteVocab(), preTokenizer: byteLevelPre(false, true), decoder: byteLevelDecoder}.parse(t)
+	var got []byte
+	for _, id := range tok.Encode("a😀", false) {
+		p, ok := tok.Piece(id)
+		require.True(t, ok)
+		require.Len(t, p, 1, "a byte vocabulary's pieces are single bytes")
+		got = append(got, p...)
+	}
+	require.Equal(t, []byte("a😀"), got)
+	_, ok := tok.Piece(100000)
+	require.False(t, ok, "an unknown id")
+
+	l3 := llama3Tiny().parse(t)
+	var joined []byte
+	text := "<|begin_of_text|>a  w12345 é"
+	for _, id := range l3.Encode(text, false) {
+		p, ok := l3.Piece(id)
+		require.True(t, ok)
+		joined = append(joined, p...)
+	}
+	require.Equal(t, text, string(joined), "special tokens keep their text")
+
+	plain := fixture{vocab: map[string]int{"a": 0, "bc": 1}}.parse(t)
+	p, ok := plain.Piece(1)
+	require.True(t, ok)
+	require.Equal(t, "bc", string(p), "without a decoder the piece is the token's text")
+}
+
 // TestDecodeLiteralAddedToken: an added token with characters outside the
 // byte-level table (a literal newline) decodes to its own text.
 func TestDecodeLiteralAddedToken(t *testing.T) {
