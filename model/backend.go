@@ -19,6 +19,9 @@ type backend interface {
 	// error every item of the step failed; the sequences must not be
 	// stepped again.
 	step(ctx context.Context, items []stepItem, out []uint32) error
+	// appliesPenalties reports whether step applies its items' penalties
+	// (a sampling.Penalties with the sequence's history) before sampling.
+	appliesPenalties() bool
 	// name identifies the backend in reports ("cpu", "gpu cuda:0 NVIDIA H200").
 	name() string
 	// close frees what the backend holds.
@@ -51,6 +54,17 @@ type stepItem struct {
 	tokens []uint32
 	params sampling.Params
 	key    sampling.Key
+	// pen and hist change the logits before they are sampled; hist is nil
+	// when no penalty is active.
+	pen  sampling.Penalties
+	hist *sampling.History
+}
+
+// penalise applies the item's penalties to its row of logits.
+func (it *stepItem) penalise(row []float32) {
+	if it.hist != nil {
+		it.pen.Apply(row, it.hist)
+	}
 }
 
 // sequence is one generation's state on a backend: its KV cache and scratch.
@@ -130,6 +144,7 @@ func (b *cpuBackend) decode(ctx context.Context, items []stepItem, idx []int, ou
 		return err
 	}
 	for j, i := range idx {
+		items[i].penalise(logits[j*V : (j+1)*V])
 		if err := sampling.Argpartition(out[i:i+1], logits[j*V:(j+1)*V], 1, V, []sampling.Params{items[i].params}, items[i].key); err != nil {
 			return fmt.Errorf("model: sampling: %w", err)
 		}
@@ -144,6 +159,7 @@ func hostStep(ctx context.Context, V int, items []stepItem, out []uint32) error 
 		if err := it.seq.forward(ctx, it.tokens, false, logits); err != nil {
 			return err
 		}
+		it.penalise(logits)
 		if err := sampling.Argpartition(out[i:i+1], logits, 1, V, []sampling.Params{it.params}, it.key); err != nil {
 			return fmt.Errorf("model: sampling: %w", err)
 		}
@@ -152,5 +168,8 @@ func hostStep(ctx context.Context, V int, items []stepItem, out []uint32) error 
 }
 
 func (b *cpuBackend) close() error { return nil }
+
+// The CPU backend samples on the host.
+func (b *cpuBackend) appliesPenalties() bool { return true }
 
 func (s *cpuSequence) release() { s.kv = nil }

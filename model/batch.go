@@ -45,6 +45,8 @@ type batchSeq struct {
 	pending   []uint32 // the prompt tokens not yet fed, or the last sampled token
 	prefilled bool     // its whole prompt was fed: it decodes
 	params    sampling.Params
+	pen       sampling.Penalties
+	hist      *sampling.History // nil when no penalty is active
 	seed      uint64
 	step      uint64 // draws so far; keys the next draw with the seed
 }
@@ -101,8 +103,9 @@ func (m *Model) NewBatch() *Batch { return &Batch{m: m} }
 
 // Add queues a sequence with prompt, to be prefilled by the next Step (the
 // next Steps with a prefill budget), and samples it with opts' Temperature,
-// TopK, TopP, MinP and Seed (its MaxTokens and Stop are the caller's to
-// apply). The prompt and options are validated as Generate validates them.
+// TopK, TopP, MinP, Seed and penalties (its MaxTokens and Stop are the
+// caller's to apply). The prompt and options are validated as Generate
+// validates them.
 func (b *Batch) Add(prompt []uint32, opts GenerateOptions) (SeqID, error) {
 	if b.closed {
 		return 0, fmt.Errorf("model: batch closed: %w", ErrOptions)
@@ -113,6 +116,9 @@ func (b *Batch) Add(prompt []uint32, opts GenerateOptions) (SeqID, error) {
 	}
 	b.next++
 	s := &batchSeq{id: b.next, seq: b.m.be.newSequence(b.m.ctxLen), pending: slices.Clone(prompt), params: params, seed: opts.Seed}
+	if pen := opts.penalties(); len(pen.Active()) > 0 {
+		s.pen, s.hist = pen, sampling.NewHistory(prompt)
+	}
 	b.seqs = append(b.seqs, s)
 	return s.id, nil
 }
@@ -172,7 +178,7 @@ func (b *Batch) Step(ctx context.Context) ([]BatchToken, error) {
 	items := make([]stepItem, len(run))
 	lens := make([]int, len(run))
 	for i, s := range run {
-		items[i] = stepItem{seq: s.seq, tokens: s.pending[:feed[i]], params: s.params, key: sampling.KeyFromSeed(s.seed, s.step)}
+		items[i] = stepItem{seq: s.seq, tokens: s.pending[:feed[i]], params: s.params, key: sampling.KeyFromSeed(s.seed, s.step), pen: s.pen, hist: s.hist}
 		lens[i] = s.seq.len()
 	}
 	out := make([]uint32, len(items))
@@ -203,6 +209,9 @@ func (b *Batch) Step(ctx context.Context) ([]BatchToken, error) {
 		}
 		s.pending = append(s.pending[:0], out[i])
 		s.step++
+		if s.hist != nil {
+			s.hist.Add(out[i])
+		}
 		res = append(res, BatchToken{Seq: s.id, ID: out[i], Full: s.seq.len()+1 >= b.m.ctxLen})
 	}
 	b.last.Tokens = len(res)

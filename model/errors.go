@@ -22,7 +22,24 @@ var (
 	ErrTokenID = errors.New("token id outside the vocabulary")
 	// ErrBackend: the backend asked for cannot compute the model yet.
 	ErrBackend = errors.New("model not supported on this backend")
+	// ErrUnsupportedOption: a generation option the model's backend cannot
+	// apply.
+	ErrUnsupportedOption = errors.New("generation option not supported on this backend")
 )
+
+// UnsupportedOptionError is a generation option the model's backend cannot
+// apply (a penalty on the GPU backend, which samples on the device and has
+// no penalty kernels). It is returned before any work, never ignored.
+type UnsupportedOptionError struct {
+	Option  string // the parameter's name, as sampling.ParameterError names it: "logit_bias", "presence_penalty", ...
+	Backend string // Model.Backend()
+}
+
+func (e *UnsupportedOptionError) Error() string {
+	return fmt.Sprintf("model: %s is not supported on the %s backend (it samples on the device, where penalties are not applied yet); the CPU backend applies it", e.Option, e.Backend)
+}
+
+func (e *UnsupportedOptionError) Unwrap() error { return ErrUnsupportedOption }
 
 // ConfigError names the file and field of a bad config value.
 type ConfigError struct {

@@ -34,6 +34,29 @@ type GenerateOptions struct {
 	// Stop ends generation when the text contains any of these strings; the
 	// stop string itself is not returned or emitted.
 	Stop []string
+
+	// LogitBias, PresencePenalty, FrequencyPenalty and RepetitionPenalty
+	// change the logits before the filters, the temperature and a greedy
+	// argmax, in that order (sampling.Penalties has the definitions). The
+	// CPU and MLX backends apply them; the GPU backend, which samples on the
+	// device, refuses them with an *UnsupportedOptionError.
+	//
+	// LogitBias is added to the logit of each token id it names (values in
+	// [-100, 100], ids within the vocabulary).
+	LogitBias map[uint32]float32
+	// PresencePenalty, in [-2, 2], is subtracted from the logit of every
+	// token generated so far (OpenAI's presence_penalty; the prompt does not
+	// count); 0 is off.
+	PresencePenalty float32
+	// FrequencyPenalty, in [-2, 2], is subtracted from a token's logit once
+	// for each time it was generated so far (OpenAI's frequency_penalty);
+	// 0 is off.
+	FrequencyPenalty float32
+	// RepetitionPenalty divides the positive logits and multiplies the
+	// negative ones of every token in the prompt or generated so far
+	// (transformers' repetition_penalty): finite and > 0; 1 and 0 (unset)
+	// are off.
+	RepetitionPenalty float32
 }
 
 // DefaultGenerateOptions are examples/generate's defaults: up to 200
@@ -44,8 +67,10 @@ func DefaultGenerateOptions() GenerateOptions {
 }
 
 // Validate checks what does not depend on a model: MaxTokens, the stop
-// strings and the sampling parameters. Generate and Batch.Add call it; a
-// caller can call it before loading a model.
+// strings, the sampling parameters and the penalties' ranges (a range error
+// is a *sampling.ParameterError naming the parameter). Generate and
+// Batch.Add call it; a caller can call it before loading a model, and
+// Model.CheckOptions adds what depends on the model.
 func (o GenerateOptions) Validate() error {
 	if o.MaxTokens < 0 {
 		return fmt.Errorf("model: MaxTokens %d is negative: %w", o.MaxTokens, ErrOptions)
@@ -55,8 +80,40 @@ func (o GenerateOptions) Validate() error {
 			return fmt.Errorf("model: Stop[%d] is empty: %w", i, ErrOptions)
 		}
 	}
-	_, err := samplingParams(o)
-	return err
+	if _, err := samplingParams(o); err != nil {
+		return err
+	}
+	if err := o.penalties().Validate(0); err != nil {
+		return fmt.Errorf("model: %w: %w", ErrOptions, err)
+	}
+	return nil
+}
+
+func (o GenerateOptions) penalties() sampling.Penalties {
+	return sampling.Penalties{LogitBias: o.LogitBias, Presence: o.PresencePenalty, Frequency: o.FrequencyPenalty, Repetition: o.RepetitionPenalty}
+}
+
+// CheckOptions is Validate and what depends on the model: stop strings need
+// a tokenizer, logit_bias keys must be token ids of its vocabulary (a
+// *sampling.ParameterError), and a penalty its backend cannot apply is an
+// *UnsupportedOptionError naming it and the backend. Generate and
+// Batch.Add call it; a server calls it to refuse a request before queueing
+// it.
+func (m *Model) CheckOptions(opts GenerateOptions) error {
+	if err := opts.Validate(); err != nil {
+		return err
+	}
+	if len(opts.Stop) > 0 && m.tok == nil {
+		return fmt.Errorf("model: stop strings need a tokenizer: %w", ErrNoTokenizer)
+	}
+	pen := opts.penalties()
+	if err := pen.Validate(m.cfg.VocabSize); err != nil {
+		return fmt.Errorf("model: %w: %w", ErrOptions, err)
+	}
+	if active := pen.Active(); len(active) > 0 && !m.be.appliesPenalties() {
+		return &UnsupportedOptionError{Option: active[0], Backend: m.Backend()}
+	}
+	return nil
 }
 
 // Token is a generated token as it is streamed.
@@ -134,11 +191,8 @@ func (m *Model) GenerateTokens(ctx context.Context, prompt []uint32, opts Genera
 }
 
 func (m *Model) validate(prompt []uint32, opts GenerateOptions) (sampling.Params, error) {
-	if err := opts.Validate(); err != nil {
+	if err := m.CheckOptions(opts); err != nil {
 		return sampling.Params{}, err
-	}
-	if len(opts.Stop) > 0 && m.tok == nil {
-		return sampling.Params{}, fmt.Errorf("model: stop strings need a tokenizer: %w", ErrNoTokenizer)
 	}
 	params, err := samplingParams(opts)
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 // Sentinels for errors.Is. Every error this package returns wraps one.
 var (
 	// ErrInvalidParameter: a sampling parameter (temperature, top_k, top_p,
-	// min_p, max_rounds) is outside its documented range.
+	// min_p, max_rounds, a penalty) is outside its documented range.
 	ErrInvalidParameter = errors.New("sampling: invalid parameter")
 	// ErrShape: B, V, a slice length or a row stride does not fit.
 	ErrShape = errors.New("sampling: bad shape")
@@ -25,7 +25,7 @@ var (
 // ParameterError names the parameter, the row (-1 for a call-wide one) and
 // the rejected value.
 type ParameterError struct {
-	Name  string // "temperature", "top_k", "top_p", "min_p", "max_rounds"
+	Name  string // "temperature", "top_k", "top_p", "min_p", "max_rounds", or a penalty: "logit_bias", "presence_penalty", "frequency_penalty", "repetition_penalty"
 	Row   int
 	Value string
 	Rule  string // the accepted range
