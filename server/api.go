@@ -19,20 +19,25 @@ type streamOptions struct {
 // the server does with it (TestDocsListEveryRequestField); a key that is
 // no field is a 400, as it is in OpenAI's API.
 type common struct {
-	Model            string          `json:"model"`
-	MaxTokens        *int            `json:"max_tokens"`
-	Temperature      *float64        `json:"temperature"`
-	TopP             *float64        `json:"top_p"`
-	TopK             *int            `json:"top_k"` // an extension, as llama.cpp's server has
-	MinP             *float64        `json:"min_p"` // an extension
-	N                *int            `json:"n"`
-	Seed             *int64          `json:"seed"`
-	Stop             stopField       `json:"stop"`
-	Stream           bool            `json:"stream"`
-	StreamOptions    *streamOptions  `json:"stream_options"`
-	PresencePenalty  *float64        `json:"presence_penalty"`
-	FrequencyPenalty *float64        `json:"frequency_penalty"`
-	LogitBias        json.RawMessage `json:"logit_bias"`
+	Model            string         `json:"model"`
+	MaxTokens        *int           `json:"max_tokens"`
+	Temperature      *float64       `json:"temperature"`
+	TopP             *float64       `json:"top_p"`
+	TopK             *int           `json:"top_k"` // an extension, as llama.cpp's server has
+	MinP             *float64       `json:"min_p"` // an extension
+	N                *int           `json:"n"`
+	Seed             *int64         `json:"seed"`
+	Stop             stopField      `json:"stop"`
+	Stream           bool           `json:"stream"`
+	StreamOptions    *streamOptions `json:"stream_options"`
+	PresencePenalty  *float64       `json:"presence_penalty"`
+	FrequencyPenalty *float64       `json:"frequency_penalty"`
+
+	// logit_bias maps token ids (decimal strings) to biases;
+	// repetition_penalty is an extension, as vLLM's server has it
+	// (llama.cpp's calls it repeat_penalty).
+	LogitBias         map[string]float64 `json:"logit_bias"`
+	RepetitionPenalty *float64           `json:"repetition_penalty"`
 
 	// Accepted and ignored: they do not change the answer.
 	User             *string         `json:"user"`

@@ -11,6 +11,7 @@ import (
 	"github.com/hipgo/hipgo/model"
 	"github.com/hipgo/hipgo/model/scheduler"
 	"github.com/hipgo/hipgo/runtime"
+	"github.com/hipgo/hipgo/sampling"
 )
 
 // apiError is an OpenAI-shaped error with its HTTP status and the metrics
@@ -79,6 +80,8 @@ func classify(err error) *apiError {
 		return &apiError{Status: http.StatusServiceUnavailable, Message: "the server is shutting down", Type: "server_error", Code: "shutting_down", Class: "unavailable", RetryAfter: 1}
 	case errors.As(err, &ce):
 		return badRequest("messages", "context_length_exceeded", "%v", err)
+	case errors.As(err, new(*model.UnsupportedOptionError)), errors.As(err, new(*sampling.ParameterError)):
+		return classifyOptions(err)
 	case errors.Is(err, model.ErrOptions), errors.Is(err, model.ErrTokenID):
 		return badRequest("", "invalid_value", "%v", err)
 	}

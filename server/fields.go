@@ -53,7 +53,6 @@ func chatRefusals(r *chatRequest) []refusal {
 	return []refusal{
 		{"logprobs", r.Logprobs, []string{"false"}, "logprobs are not supported"},
 		{"top_logprobs", r.TopLogprobs, nil, "top_logprobs needs logprobs, which are not supported"},
-		{"logit_bias", r.LogitBias, []string{"{}"}, "logit_bias is not supported"},
 		{"response_format", r.ResponseFormat, []string{`{"type":"text"}`}, "only response_format {\"type\": \"text\"} is supported (no constrained decoding: json_object and json_schema would return unchecked prose)"},
 		{"tools", r.Tools, []string{"[]"}, "tools are not supported"},
 		{"tool_choice", r.ToolChoice, []string{`"none"`}, "tools are not supported (tool_choice may only be \"none\")"},
@@ -70,7 +69,6 @@ func chatRefusals(r *chatRequest) []refusal {
 func completionRefusals(r *completionRequest) []refusal {
 	return []refusal{
 		{"logprobs", r.Logprobs, nil, "logprobs are not supported"},
-		{"logit_bias", r.LogitBias, []string{"{}"}, "logit_bias is not supported"},
 		{"echo", r.Echo, []string{"false"}, "echo is not supported"},
 		{"best_of", r.BestOf, []string{"1"}, "only best_of = 1 is supported"},
 		{"suffix", r.Suffix, []string{`""`}, "suffix (insertion) is not supported"},

@@ -7,8 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -22,8 +25,10 @@ import (
 const maxStops = 4
 
 // options validates the fields both endpoints share and maps them onto
-// model.GenerateOptions; the sampling ranges are sampling.Params.Validate's.
-func (s *Server) options(c *common, maxTokens *int, maxTokensField string, defaultMax int) (model.GenerateOptions, *apiError) {
+// model.GenerateOptions; the sampling ranges are sampling.Params.Validate's
+// and sampling.Penalties.Validate's, and m.CheckOptions refuses what m's
+// backend cannot apply (a 400 unsupported_value naming the field).
+func (s *Server) options(m *model.Model, c *common, maxTokens *int, maxTokensField string, defaultMax int) (model.GenerateOptions, *apiError) {
 	var o model.GenerateOptions
 	if c.Model != "" && c.Model != s.opts.ModelName {
 		return o, &apiError{Status: http.StatusBadRequest, Message: fmt.Sprintf("model: %q is not served here (this server serves %q)", c.Model, s.opts.ModelName),
@@ -31,14 +36,6 @@ func (s *Server) options(c *common, maxTokens *int, maxTokensField string, defau
 	}
 	if c.N != nil && *c.N != 1 {
 		return o, badRequest("n", "unsupported_value", "only n = 1 is supported, got %d", *c.N)
-	}
-	for _, p := range []struct {
-		name string
-		v    *float64
-	}{{"presence_penalty", c.PresencePenalty}, {"frequency_penalty", c.FrequencyPenalty}} {
-		if p.v != nil && *p.v != 0 {
-			return o, badRequest(p.name, "unsupported_value", "penalties are not supported (only 0)")
-		}
 	}
 	p := sampling.Params{Temperature: 1, TopP: 1}
 	if c.Temperature != nil {
@@ -64,6 +61,12 @@ func (s *Server) options(c *common, maxTokens *int, maxTokensField string, defau
 		return o, badRequest("", "invalid_value", "%v", err)
 	}
 	o.Temperature, o.TopK, o.TopP, o.MinP = p.Temperature, p.TopK, p.TopP, p.MinP
+	if e := penalties(c, &o); e != nil {
+		return o, e
+	}
+	if e := classifyOptions(m.CheckOptions(o)); e != nil {
+		return o, e
+	}
 	if maxTokens == nil {
 		maxTokens = c.MaxTokens
 		maxTokensField = "max_tokens"
@@ -95,6 +98,52 @@ func (s *Server) options(c *common, maxTokens *int, maxTokensField string, defau
 		o.Seed = binary.LittleEndian.Uint64(b[:])
 	}
 	return o, nil
+}
+
+// penalties maps logit_bias and the penalties onto o. Their ranges are
+// checked by model.CheckOptions, but for what only JSON has: a key that is
+// no token id, a repetition penalty of 0 (which the model reads as unset).
+func penalties(c *common, o *model.GenerateOptions) *apiError {
+	if c.PresencePenalty != nil {
+		o.PresencePenalty = float32(*c.PresencePenalty)
+	}
+	if c.FrequencyPenalty != nil {
+		o.FrequencyPenalty = float32(*c.FrequencyPenalty)
+	}
+	if r := c.RepetitionPenalty; r != nil {
+		if !(*r > 0) {
+			return badRequest("repetition_penalty", "invalid_value", "%g must be > 0 (1 = off)", *r)
+		}
+		o.RepetitionPenalty = float32(*r)
+	}
+	if len(c.LogitBias) > 0 {
+		o.LogitBias = make(map[uint32]float32, len(c.LogitBias))
+		for _, k := range slices.Sorted(maps.Keys(c.LogitBias)) {
+			id, err := strconv.ParseUint(k, 10, 32)
+			if err != nil {
+				return badRequest("logit_bias", "invalid_value", "key %q is not a token id (a decimal integer)", k)
+			}
+			o.LogitBias[uint32(id)] = float32(c.LogitBias[k])
+		}
+	}
+	return nil
+}
+
+// classifyOptions maps model.CheckOptions' errors onto 400s naming the
+// field: a range error is invalid_value, an option the backend cannot
+// apply unsupported_value.
+func classifyOptions(err error) *apiError {
+	var pe *sampling.ParameterError
+	var ue *model.UnsupportedOptionError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ue):
+		return badRequest(ue.Option, "unsupported_value", "not supported on this server's %s backend, which samples on the device where penalties are not applied yet (the CPU backend applies them)", ue.Backend)
+	case errors.As(err, &pe):
+		return badRequest(pe.Name, "invalid_value", "%s %s", pe.Value, pe.Rule)
+	}
+	return classify(err)
 }
 
 // scheduler returns the scheduler, or the 503 of a loading server.
@@ -141,7 +190,8 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) *apiError {
 	if req.MaxCompletionTokens != nil {
 		field = "max_completion_tokens"
 	}
-	opts, e := s.options(&req.common, req.MaxCompletionTokens, field, 0)
+	m := sch.Status().Model
+	opts, e := s.options(m, &req.common, req.MaxCompletionTokens, field, 0)
 	if e != nil {
 		return e
 	}
@@ -167,7 +217,6 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) *apiError {
 		}
 		msgs[i] = chat.Message{Role: role, Content: string(m.Content)}
 	}
-	m := sch.Status().Model
 	var prompt []uint32
 	var stopIDs []uint32
 	if m.ChatTemplate() != nil {
@@ -217,7 +266,8 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) *apiError {
 	if e != nil {
 		return e
 	}
-	opts, e := s.options(&req.common, nil, "max_tokens", 16) // the API's default
+	m := sch.Status().Model
+	opts, e := s.options(m, &req.common, nil, "max_tokens", 16) // the API's default
 	if e != nil {
 		return e
 	}
@@ -235,7 +285,6 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) *apiError {
 	default:
 		return badRequest("prompt", "invalid_value", "one prompt string is supported (a string, or an array of one string)")
 	}
-	m := sch.Status().Model
 	ids, err := m.PromptTokens(prompt)
 	if err != nil {
 		return classify(err)

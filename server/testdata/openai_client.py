@@ -1,10 +1,13 @@
 """Drives the server with PyPI's official openai client (server/python_test.go
 runs it): completions and chat, whole and streamed, usage in the last
-streamed chunk, and the errors as the client raises them. It prints one
-line per check and exits non-zero on the first failure."""
+streamed chunk, penalties and logit_bias, the errors as the client raises
+them, and llama-server's /tokenize and /detokenize through httpx (the
+client's own HTTP library). It prints one line per check and exits non-zero
+on the first failure."""
 import os
 import sys
 
+import httpx
 import openai
 
 base = os.environ["HIPGO_BASE_URL"]
@@ -37,6 +40,35 @@ for chunk in client.chat.completions.create(model=model, messages=msgs, max_toke
         streamed += chunk.choices[0].delta.content
 assert streamed == r.choices[0].message.content, (streamed, r.choices[0].message.content)
 print("streamed chat matches")
+
+auth = {"Authorization": "Bearer k"}
+tok = httpx.post(base + "/tokenize", json={"content": "And God said", "with_pieces": True}, headers=auth).raise_for_status().json()
+ids = [t["id"] for t in tok["tokens"]]
+assert "".join(t["piece"] for t in tok["tokens"]) == "And God said", tok
+detok = httpx.post(base + "/detokenize", json={"tokens": ids}, headers=auth).raise_for_status().json()
+assert detok == {"content": "And God said"}, detok
+print("tokenize:", ids)
+
+said, piece = ids[-1], tok["tokens"][-1]["piece"]
+c = client.completions.create(model=model, prompt="And God said", max_tokens=6, temperature=0, logit_bias={str(said): 100})
+assert c.choices[0].text == piece * 6, c.choices[0].text
+print("greedy under logit_bias 100 repeats the token:", repr(c.choices[0].text))
+
+# The same options as python_test.go's model.Generate, whose text it passes.
+pen = dict(model=model, prompt="And God said", max_tokens=16, seed=7, temperature=0.8, presence_penalty=0.5,
+           frequency_penalty=1.5, logit_bias={str(ids[0]): 4}, extra_body={"repetition_penalty": 1.3})
+p = client.completions.create(**pen)
+assert p.choices[0].text == os.environ["HIPGO_PENALISED_TEXT"], (p.choices[0].text, os.environ["HIPGO_PENALISED_TEXT"])
+streamed = "".join(ch.choices[0].text for ch in client.completions.create(stream=True, **pen) if ch.choices)
+assert streamed == p.choices[0].text, (streamed, p.choices[0].text)
+print("penalised completion is model.Generate's, whole and streamed:", repr(p.choices[0].text))
+
+try:
+    client.chat.completions.create(model=model, messages=msgs, presence_penalty=2.5)
+    sys.exit("presence_penalty 2.5 was accepted")
+except openai.BadRequestError as e:
+    assert e.status_code == 400 and e.body["param"] == "presence_penalty" and e.body["code"] == "invalid_value", e.body
+    print("presence_penalty 2.5:", e.status_code, e.body["code"])
 
 try:
     client.completions.create(model="gpt-4", prompt="x")
