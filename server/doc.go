@@ -15,6 +15,8 @@
 //	POST /v1/completions        text completion
 //	GET  /v1/models             the one model served
 //	GET  /v1/models/{id}        that model (404 for others)
+//	POST /tokenize              llama-server's: the token ids (and pieces) of a text
+//	POST /detokenize            llama-server's: the text of token ids
 //	GET  /health/live           200 while the process serves HTTP
 //	GET  /health/ready          200 when requests can be served; 503 loading, device lost (with the fault and since when) or guard tripped
 //	GET  /metrics               Prometheus text (client_golang)
@@ -22,9 +24,10 @@
 //
 // Every request passes guard first: security headers, the Host allow-list
 // (Options.AllowedHosts: DNS rebinding), the Origin check and CORS
-// (Options.CORSOrigins), and OpenAI-shaped 404s and 405s; /v1 requests
-// then need an API key when Options.APIKeys has any and a JSON body, which
-// decode reads strictly (exact key case, no duplicates, one value). Drain
+// (Options.CORSOrigins), and OpenAI-shaped 404s and 405s; /v1, /tokenize
+// and /detokenize requests then need an API key when Options.APIKeys has
+// any and a JSON body, which decode reads strictly (exact key case, no
+// duplicates, one value). Drain
 // starts a graceful shutdown.
 //
 // Each request gets an id (the client's X-Request-Id when sane, else a
@@ -37,5 +40,7 @@
 // {"error":{"message","type","param","code","request_id"}}; docs/serve.md
 // has the table, and the field policy: every request field is implemented,
 // ignored (it does not change the answer) or a 400 unless it asks for
-// nothing, and a key that is no field is a 400.
+// nothing, and a key that is no field is a 400. The penalties and
+// logit_bias are passed to the model where its backend applies them and
+// refused, naming the field, where it does not (model.CheckOptions).
 package server
