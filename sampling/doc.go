@@ -18,6 +18,9 @@
 //   - GumbelMax and Rejection (Sampler methods) are the kernels' direct entry
 //     points; GumbelMaxCPU and RejectionCPU their bit-exact CPU mirrors, for
 //     tests and references.
+//   - penalties (logit_bias, presence, frequency, repetition): Penalties.Apply
+//     changes a row on the host, by a sequence's History, before it is
+//     drawn; there is no kernel for them yet.
 //
 // In brief:
 //
