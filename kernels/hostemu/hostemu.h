@@ -38,6 +38,7 @@ DEVICE uint32_t block_dim_x() { return hostemu::block_threads; }
 DEVICE uint64_t grid_threads_x() { return (uint64_t)hostemu::grid_blocks * hostemu::block_threads; }
 DEVICE uint64_t global_idx_x() { return (uint64_t)block_idx_x() * block_dim_x() + thread_idx_x(); }
 DEVICE void block_sync() { hostemu::arrive(0); }
+DEVICE void group_sync() { hostemu::arrive(1 + hostemu::tid / 32); }
 
 DEVICE float lane_xor_f32(float v, uint32_t m) {
   const uint32_t t = hostemu::tid;
@@ -65,6 +66,9 @@ DEVICE void async_copy16(void* dst, const void* src, bool valid) {
   *(async_u32x4*)dst = valid ? *(const async_u32x4*)src : async_u32x4{{0u, 0u, 0u, 0u}};
 }
 DEVICE void stream_copy16(void* dst, const void* src, bool valid) { async_copy16(dst, src, valid); }
+DEVICE void stream_copy16n(void* dst, const void* src, uint32_t n) {
+  for (uint32_t i = 0; i < 16; ++i) ((uint8_t*)dst)[i] = i < n ? ((const uint8_t*)src)[i] : (uint8_t)0;
+}
 DEVICE void async_commit() {}
 template <int N>
 DEVICE void async_wait() {}

@@ -26,6 +26,10 @@ namespace qf_metal {
                     uint32_t out, uint32_t accumulate) {                                                         \
     ::matvec_##SUF(y, x, w, bias, rows, in, out, accumulate, TG);                                                \
   }                                                                                                              \
+  void matvec1_##SUF(float* y, const float* x, const uint8_t* w, const float* bias, uint32_t rows, uint32_t in,  \
+                     uint32_t out, uint32_t accumulate) {                                                        \
+    ::matvec1_##SUF(y, x, w, bias, rows, in, out, accumulate, TG);                                               \
+  }                                                                                                              \
   void matmul_##SUF(float* y, const float* x, const uint8_t* w, const float* bias, uint32_t rows, uint32_t in,   \
                     uint32_t out, uint32_t accumulate) {                                                         \
     alignas(16) static float xs[QF_UNIT * QF_MM_PITCH], ws[QF_UNIT * QF_MM_PITCH];                               \
@@ -69,6 +73,10 @@ using namespace hostemu_driver;
                           QFK(matvec_##SUF)(P<float>(a, 0), P<float>(a, 1), P<uint8_t>(a, 2), P<float>(a, 3),  \
                                        U(a, 4), U(a, 5), U(a, 6), U(a, 7));                              \
                         }}},                                                                             \
+      {"matvec1_" #SUF, {QF_MM_THREADS, [](std::vector<Arg>& a) {                                        \
+                           QFK(matvec1_##SUF)(P<float>(a, 0), P<float>(a, 1), P<uint8_t>(a, 2), P<float>(a, 3), \
+                                              U(a, 4), U(a, 5), U(a, 6), U(a, 7));                       \
+                         }}},                                                                            \
       {"matmul_" #SUF, {QF_MM_THREADS, [](std::vector<Arg>& a) {                                         \
                           QFK(matmul_##SUF)(P<float>(a, 0), P<float>(a, 1), P<uint8_t>(a, 2), P<float>(a, 3),  \
                                        U(a, 4), U(a, 5), U(a, 6), U(a, 7));                              \

@@ -95,6 +95,21 @@ DEVICE void block_sync() {
 DEVICE void block_sync() { __syncthreads(); }
 #endif
 
+// group_sync: every thread of this thread's aligned group of 32 arrives, and
+// the group's shared-memory writes (and its finished async copies) before it
+// are visible to the whole group after it. Group-uniform control flow, as
+// lane_xor_f32. AMDGPU: a wave runs its lanes together, so the fences (which
+// wait for the LDS writes) are the barrier.
+#if defined(__AMDGCN__)
+DEVICE void group_sync() {
+  __builtin_amdgcn_fence(__ATOMIC_RELEASE, "wavefront");
+  __builtin_amdgcn_wave_barrier();
+  __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront");
+}
+#else
+DEVICE void group_sync() { asm volatile("bar.warp.sync -1;" ::: "memory"); }
+#endif
+
 // ---- exchange within 32 lanes ----
 // lane_xor_f32(v, m): v as held by the thread whose index is (this thread's
 // index) ^ m, for m < 32: a butterfly step inside each aligned group of 32
@@ -180,6 +195,23 @@ DEVICE void stream_copy16(void* dst, const void* src, bool valid) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"l"(d), "l"(src), "r"(valid ? 16u : 0u) : "memory");
 }
 #endif
+// stream_copy16n: stream_copy16 of the first n <= 16 bytes at src (16-byte
+// aligned; the bytes after them are not read) and zeros after them.
+#if defined(STREAM_L2_HINTS)
+DEVICE void stream_copy16n(void* dst, const void* src, uint32_t n) {
+  uint64_t d;
+  asm("cvta.to.shared.u64 %0, %1;" : "=l"(d) : "l"(dst));
+  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;" ::"l"(d), "l"(src), "r"(n),
+               "l"(stream_policy())
+               : "memory");
+}
+#else
+DEVICE void stream_copy16n(void* dst, const void* src, uint32_t n) {
+  uint64_t d;
+  asm("cvta.to.shared.u64 %0, %1;" : "=l"(d) : "l"(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"l"(d), "l"(src), "r"(n) : "memory");
+}
+#endif
 DEVICE void async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N>
 DEVICE void async_wait() {
@@ -193,6 +225,9 @@ DEVICE void async_copy16(void* dst, const void* src, bool valid) {
   *(async_u32x4*)dst = valid ? *(const async_u32x4*)src : async_u32x4{{0u, 0u, 0u, 0u}};
 }
 DEVICE void stream_copy16(void* dst, const void* src, bool valid) { async_copy16(dst, src, valid); }
+DEVICE void stream_copy16n(void* dst, const void* src, uint32_t n) {
+  for (uint32_t i = 0; i < 16; ++i) ((uint8_t*)dst)[i] = i < n ? ((const uint8_t*)src)[i] : (uint8_t)0;
+}
 DEVICE void async_commit() {}
 template <int N>
 DEVICE void async_wait() {}

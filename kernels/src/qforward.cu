@@ -52,6 +52,11 @@ typedef __INT8_TYPE__ qf_i8;
 #ifndef QF_MV_UNROLL
 #define QF_MV_UNROLL 4
 #endif
+// Bytes of weight blocks a 32-lane group stages in shared memory at a time
+// (matvec path).
+#ifndef QF_MV_STAGE
+#define QF_MV_STAGE 2048
+#endif
 
 
 // qf_early_start: the first statement of every kernel here. The kernel after
@@ -553,22 +558,28 @@ DEVICE void qembed(float* out, const uint8_t* table, const uint32_t* tokens, uin
 }
 
 // =====================================================================
-// matvec_Q and matmul_Q: y[r, o] (+)= x[r] . dequant(w row o) (+ bias[o])
-// for r < rows, o < out; x [rows, in] f32, bias [out] f32 or null, f32
-// accumulation; accumulate != 0 adds into y. Block QF_MM_THREADS (256).
-// Both compute the same for any rows; the backend launches matvec_Q below
-// QF_MM_GEMM_ROWS (64) rows and matmul_Q from there.
+// matvec_Q, matvec1_Q and matmul_Q: y[r, o] (+)= x[r] . dequant(w row o)
+// (+ bias[o]) for r < rows, o < out; x [rows, in] f32, bias [out] f32 or
+// null, f32 accumulation; accumulate != 0 adds into y. Block QF_MM_THREADS
+// (256). All three compute the same for any rows, and a lane accumulates
+// its pieces in the same order in matvec_Q and matvec1_Q; the backend
+// launches matvec1_Q for one row and matvec_Q for more.
 //
 // matvec_Q, grid ceil(out / 8) * ceil(rows / 8): block b takes outputs
 // [8c, 8c+8) with c = b / ceil(rows/8) and input rows [8s, 8s+8) with
 // s = b % ceil(rows/8) (the blocks of one output group are neighbours, so
-// their weight reads meet in L2). Each 32-lane group streams one weight row
-// once, in pieces of 8 weights (each type's PIECES per block): lane i takes
-// pieces i, i+32, ..., so the group's loads of a step are consecutive
-// bytes, and the x values a piece meets are two runs of 4, which the lanes
-// read as consecutive 16-byte loads. A lane issues the loads of
-// QF_MV_UNROLL pieces before it decodes any, decodes each piece once and
-// applies it to up to 8 input rows.
+// their weight reads meet in L2). Each 32-lane group streams one weight
+// row once through shared memory, QF_MV_STAGE bytes of blocks at a time
+// with the next stage's copies in flight (stream_copy16: cp.async with an
+// evict-first hint on NVIDIA), and decodes it from there in pieces of 8
+// weights (each type's PIECES per block): lane i takes pieces i, i+32, ...,
+// so the x values a piece meets are two runs of 4, which the lanes read as
+// consecutive 16-byte loads. A lane reads QF_MV_UNROLL pieces before it
+// decodes any, decodes each piece once and applies it to up to 8 input
+// rows. matvec1_Q is matvec_Q with one input row a block (grid
+// ceil(out / 8) * rows): its registers for one row's accumulators let four
+// times the blocks share an SM, which at one row doubles the speed (H100,
+// Llama-3.2-1B shapes: docs/performance.md).
 //
 // matmul_Q, grid ceil(out / 64) * ceil(rows / 64): block b computes the
 // 64 x 64 tile of rows [64s, 64s+64) and outputs [64c, 64c+64),
@@ -576,59 +587,109 @@ DEVICE void qembed(float* out, const uint8_t* table, const uint32_t* tokens, uin
 // 64 threads decode the tile's 64 weight units into shared memory while
 // the others stage x.
 // =====================================================================
+// qf_stage_blocks: how many of a row's blocks a 32-lane group stages in
+// shared memory at a time (matvec_Q): as many as fit QF_MV_STAGE bytes, in
+// whole steps of 32 * QF_MV_UNROLL pieces, so a lane meets its pieces in
+// the same order as if the row were one stage.
 template <class Q>
+DEVICE constexpr uint32_t qf_stage_blocks() {
+  constexpr uint32_t quantum = 32u * QF_MV_UNROLL / Q::PIECES;  // blocks a step
+  constexpr uint32_t fit = QF_MV_STAGE / Q::BYTES;
+  static_assert(fit >= quantum, "QF_MV_STAGE below one step of pieces");
+  return fit / quantum * quantum;
+}
+
+template <class Q, uint32_t R>
 DEVICE void qmatvec(float* y, const float* x, const uint8_t* w, const float* bias, uint32_t rows, uint32_t in,
                     uint32_t out, uint32_t accumulate) {
-  const uint32_t tiles = (rows + QF_MM_VEC_ROWS - 1) / QF_MM_VEC_ROWS;
+  // Two stages a group (the next one's copies fly while this one decodes),
+  // each QF_MV_STAGE bytes of blocks plus the 16-byte words that straddle
+  // its ends.
+  __shared__ __attribute__((aligned(16))) uint8_t stage[2][QF_MM_GROUPS][QF_MV_STAGE + 32];
+  const uint32_t tiles = (rows + R - 1) / R;
   const uint32_t b = block_idx_x();
   const uint32_t c = b / tiles, s = b % tiles;
-  const uint32_t lane = thread_idx_x() & 31u;
-  const uint32_t o = c * QF_MM_GROUPS + thread_idx_x() / 32;
-  if (o >= out) return;  // whole 32-groups leave together: no block_sync below
-  const uint32_t r0 = s * QF_MM_VEC_ROWS;
-  const uint32_t nr = rows - r0 < QF_MM_VEC_ROWS ? rows - r0 : QF_MM_VEC_ROWS;
-  const uint32_t pieces = in / 8;
+  const uint32_t lane = thread_idx_x() & 31u, g = thread_idx_x() / 32u;
+  const uint32_t o = c * QF_MM_GROUPS + g;
+  if (o >= out) return;  // whole 32-groups leave together: group_sync only below
+  const uint32_t r0 = s * R;
+  const uint32_t nr = rows - r0 < R ? rows - r0 : R;
+  constexpr uint32_t SB = qf_stage_blocks<Q>();
+  const uint32_t nblk = in / (QF_UNIT * Q::UNITS);
+  const uint32_t nstages = (nblk + SB - 1) / SB;
   const uint8_t* wr = w + (uint64_t)o * qf_row_bytes<Q>(in);
   const float* xr = x + (uint64_t)r0 * in;
   const bool vec = ((__UINTPTR_TYPE__)x & 15u) == 0;
+  // stage_in(k): the copies of stage k's blocks into stage[k & 1][g], from
+  // the 16-byte word that holds its first byte (so a block keeps its
+  // alignment there) to its last byte, no further (the partial last word
+  // reads only its own bytes: the row may end the allocation).
+  auto stage_in = [&](uint32_t k) {
+    const uint8_t* first = wr + (uint64_t)k * SB * Q::BYTES;
+    const uint32_t nb = nblk - k * SB < SB ? nblk - k * SB : SB;
+    const uint8_t* base = (const uint8_t*)((__UINTPTR_TYPE__)first & ~(__UINTPTR_TYPE__)15);
+    const uint32_t len = (uint32_t)(first - base) + nb * Q::BYTES;
+    for (uint32_t i = lane; 16u * i < len; i += 32u) {
+      uint8_t* d = &stage[k & 1u][g][16u * i];
+      if (16u * i + 16u <= len) {
+        stream_copy16(d, base + 16u * i, true);
+      } else {
+        stream_copy16n(d, base + 16u * i, len - 16u * i);
+      }
+    }
+    async_commit();
+  };
   // Two accumulators a row (alternate pieces) halve the chain of
   // dependent fused multiply-adds.
-  float acc[2][QF_MM_VEC_ROWS];
+  float acc[2][R];
 #pragma unroll
-  for (int r = 0; r < QF_MM_VEC_ROWS; ++r) acc[0][r] = acc[1][r] = 0.0f;
-  for (uint32_t p0 = lane; p0 < pieces; p0 += 32 * QF_MV_UNROLL) {
-    // Every load of the step's pieces first, so that they are in flight
-    // together.
-    typename Q::Raw raw[QF_MV_UNROLL] = {};
-#pragma unroll
-    for (uint32_t u = 0; u < QF_MV_UNROLL; ++u) {
-      const uint32_t p = p0 + 32 * u;
-      if (p < pieces) raw[u] = Q::load(wr + (uint64_t)(p / Q::PIECES) * Q::BYTES, p % Q::PIECES);
+  for (int r = 0; r < R; ++r) acc[0][r] = acc[1][r] = 0.0f;
+  stage_in(0);
+  for (uint32_t k = 0; k < nstages; ++k) {
+    if (k + 1 < nstages) {
+      stage_in(k + 1);
+      async_wait<1>();
+    } else {
+      async_wait<0>();
     }
+    group_sync();
+    const uint8_t* sb = &stage[k & 1u][g][(__UINTPTR_TYPE__)(wr + (uint64_t)k * SB * Q::BYTES) & 15u];
+    const uint32_t nb = nblk - k * SB < SB ? nblk - k * SB : SB;
+    const uint32_t pieces = nb * Q::PIECES;
+    const uint32_t xbase = k * SB * (QF_UNIT * Q::UNITS);
+    for (uint32_t p0 = lane; p0 < pieces; p0 += 32 * QF_MV_UNROLL) {
+      typename Q::Raw raw[QF_MV_UNROLL] = {};
 #pragma unroll
-    for (uint32_t u = 0; u < QF_MV_UNROLL; ++u) {
-      const uint32_t p = p0 + 32 * u;
-      if (p >= pieces) break;
-      const uint32_t pp = p % Q::PIECES, base = (p / Q::PIECES) * (QF_UNIT * Q::UNITS);
-      float v[8];
-      Q::piece(raw[u], pp, v);
+      for (uint32_t u = 0; u < QF_MV_UNROLL; ++u) {
+        const uint32_t p = p0 + 32 * u;
+        if (p < pieces) raw[u] = Q::load(sb + (p / Q::PIECES) * Q::BYTES, p % Q::PIECES);
+      }
 #pragma unroll
-      for (uint32_t r = 0; r < QF_MM_VEC_ROWS; ++r) {
-        if (r < nr) {
-          const float* xp = xr + (uint64_t)r * in + base;
-          const qf_f32x4 a0 = qf_load4(xp + Q::off0(pp), vec), a1 = qf_load4(xp + Q::off1(pp), vec);
-          float d = acc[u & 1][r];
+      for (uint32_t u = 0; u < QF_MV_UNROLL; ++u) {
+        const uint32_t p = p0 + 32 * u;
+        if (p >= pieces) break;
+        const uint32_t pp = p % Q::PIECES, base = xbase + (p / Q::PIECES) * (QF_UNIT * Q::UNITS);
+        float v[8];
+        Q::piece(raw[u], pp, v);
 #pragma unroll
-          for (uint32_t e = 0; e < 4; ++e) d = __builtin_fmaf(v[e], a0.v[e], d);
+        for (uint32_t r = 0; r < R; ++r) {
+          if (r < nr) {
+            const float* xp = xr + (uint64_t)r * in + base;
+            const qf_f32x4 a0 = qf_load4(xp + Q::off0(pp), vec), a1 = qf_load4(xp + Q::off1(pp), vec);
+            float d = acc[u & 1][r];
 #pragma unroll
-          for (uint32_t e = 0; e < 4; ++e) d = __builtin_fmaf(v[4 + e], a1.v[e], d);
-          acc[u & 1][r] = d;
+            for (uint32_t e = 0; e < 4; ++e) d = __builtin_fmaf(v[e], a0.v[e], d);
+#pragma unroll
+            for (uint32_t e = 0; e < 4; ++e) d = __builtin_fmaf(v[4 + e], a1.v[e], d);
+            acc[u & 1][r] = d;
+          }
         }
       }
     }
+    group_sync();  // every lane is done with stage k & 1 before stage k + 2 lands there
   }
 #pragma unroll
-  for (uint32_t r = 0; r < QF_MM_VEC_ROWS; ++r) {
+  for (uint32_t r = 0; r < R; ++r) {
     if (r >= nr) break;  // nr is the same for the whole block
     const float v = qf_group_sum(acc[0][r] + acc[1][r]);
     if (lane == 0) qf_store(y, bias, (uint64_t)(r0 + r) * out + o, o, v, accumulate);
@@ -751,7 +812,13 @@ KERNEL KBOUNDS(QF_SCATTER_THREADS) void scatter_cols_f32(float* dst, const float
                                                   const float* bias, uint32_t rows, uint32_t in, uint32_t out, \
                                                   uint32_t accumulate) {                                      \
     qf_early_start();                                                                                         \
-    if (in % (QF_UNIT * Q::UNITS) == 0) qmatvec<Q>(y, x, w, bias, rows, in, out, accumulate);               \
+    if (in % (QF_UNIT * Q::UNITS) == 0) qmatvec<Q, QF_MM_VEC_ROWS>(y, x, w, bias, rows, in, out, accumulate); \
+  }                                                                                                          \
+  KERNEL KBOUNDS(QF_MM_THREADS) void matvec1_##SUF(float* y, const float* x, const uint8_t* w,               \
+                                                   const float* bias, uint32_t rows, uint32_t in, uint32_t out, \
+                                                   uint32_t accumulate) {                                     \
+    qf_early_start();                                                                                         \
+    if (in % (QF_UNIT * Q::UNITS) == 0) qmatvec<Q, 1>(y, x, w, bias, rows, in, out, accumulate);            \
   }                                                                                                          \
   KERNEL KBOUNDS(QF_MM_THREADS) void matmul_##SUF(float* y, const float* x, const uint8_t* w,                \
                                                   const float* bias, uint32_t rows, uint32_t in, uint32_t out, \

@@ -612,6 +612,8 @@ kernel void scatter_cols_f32(device float* dst [[buffer(0)]], device const float
                    uint tid [[thread_position_in_threadgroup]], uint blk [[threadgroup_position_in_grid]]) {  \
     if (in % (QF_UNIT * Q::UNITS) == 0) qf_matvec<Q>(y, x, w, bias, rows, in, out, accumulate, tid, blk);     \
   }
+// matvec1_Q: matvec_Q's product, launched for one row (qforward.cu); the
+// same tiling here.
 #define QF_DEQUANT_KERNEL(NAME, Q)                                                                            \
   [[max_total_threads_per_threadgroup(256)]]                                                                 \
   kernel void NAME(device ushort* dst [[buffer(0)]], device const uchar* w [[buffer(1)]],                     \
@@ -634,33 +636,41 @@ kernel void scatter_cols_f32(device float* dst [[buffer(0)]], device const float
 
 QF_EMBED_KERNEL(embed_q4_0, qf_q4_0)
 QF_MATVEC_KERNEL(matvec_q4_0, qf_q4_0)
+QF_MATVEC_KERNEL(matvec1_q4_0, qf_q4_0)
 QF_MATMUL_KERNEL(matmul_q4_0, qf_q4_0)
 QF_DEQUANT_KERNEL(dequant_q4_0, qf_q4_0)
 QF_EMBED_KERNEL(embed_q4_1, qf_q4_1)
 QF_MATVEC_KERNEL(matvec_q4_1, qf_q4_1)
+QF_MATVEC_KERNEL(matvec1_q4_1, qf_q4_1)
 QF_MATMUL_KERNEL(matmul_q4_1, qf_q4_1)
 QF_DEQUANT_KERNEL(dequant_q4_1, qf_q4_1)
 QF_EMBED_KERNEL(embed_q5_0, qf_q5_0)
 QF_MATVEC_KERNEL(matvec_q5_0, qf_q5_0)
+QF_MATVEC_KERNEL(matvec1_q5_0, qf_q5_0)
 QF_MATMUL_KERNEL(matmul_q5_0, qf_q5_0)
 QF_DEQUANT_KERNEL(dequant_q5_0, qf_q5_0)
 QF_EMBED_KERNEL(embed_q5_1, qf_q5_1)
 QF_MATVEC_KERNEL(matvec_q5_1, qf_q5_1)
+QF_MATVEC_KERNEL(matvec1_q5_1, qf_q5_1)
 QF_MATMUL_KERNEL(matmul_q5_1, qf_q5_1)
 QF_DEQUANT_KERNEL(dequant_q5_1, qf_q5_1)
 QF_EMBED_KERNEL(embed_q8_0, qf_q8_0)
 QF_MATVEC_KERNEL(matvec_q8_0, qf_q8_0)
+QF_MATVEC_KERNEL(matvec1_q8_0, qf_q8_0)
 QF_MATMUL_KERNEL(matmul_q8_0, qf_q8_0)
 QF_DEQUANT_KERNEL(dequant_q8_0, qf_q8_0)
 QF_EMBED_KERNEL(embed_q4_k, qf_q4_k)
 QF_MATVEC_KERNEL(matvec_q4_k, qf_q4_k)
+QF_MATVEC_KERNEL(matvec1_q4_k, qf_q4_k)
 QF_MATMUL_KERNEL(matmul_q4_k, qf_q4_k)
 QF_DEQUANT_KERNEL(dequant_q4_k, qf_q4_k)
 QF_EMBED_KERNEL(embed_q5_k, qf_q5_k)
 QF_MATVEC_KERNEL(matvec_q5_k, qf_q5_k)
+QF_MATVEC_KERNEL(matvec1_q5_k, qf_q5_k)
 QF_MATMUL_KERNEL(matmul_q5_k, qf_q5_k)
 QF_DEQUANT_KERNEL(dequant_q5_k, qf_q5_k)
 QF_EMBED_KERNEL(embed_q6_k, qf_q6_k)
 QF_MATVEC_KERNEL(matvec_q6_k, qf_q6_k)
+QF_MATVEC_KERNEL(matvec1_q6_k, qf_q6_k)
 QF_MATMUL_KERNEL(matmul_q6_k, qf_q6_k)
 QF_DEQUANT_KERNEL(dequant_q6_k, qf_q6_k)

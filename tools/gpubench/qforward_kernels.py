@@ -10,10 +10,10 @@ here on the host in float32 with numpy, following ggml's dequantize_row_*
 gguf-py's gguf.quants.dequantize: --self-test, no GPU needed), and the
 references are PyTorch float64 products over those weights. Checks, one JSON line each
 ("check", "max_rel_err" = max |kernel - ref| / max |ref|, "tol", "ok"):
-embed_Q must equal the dequantized rows exactly (tol 0); matvec_Q and
-matmul_Q (each at every shape, bias and accumulate) must be within 1e-5 of
+embed_Q must equal the dequantized rows exactly (tol 0); matvec1_Q, matvec_Q
+and matmul_Q (each at every shape, bias and accumulate) must be within 1e-5 of
 the float64 product over the dequantized weights. Then the product the
-backend launches (matvec_Q below 64 rows) is timed at the decode shapes of
+backend launches (matvec1_Q for one row, matvec_Q below 64) is timed at the decode shapes of
 Llama-3.2-1B, SmolLM2-135M (in = 576 or 1536: the 32-element formats only;
 K-quant rows need a multiple of 256) and Llama-3-8B (one JSON line per case
 and variant: us per call from CUDA-graph replays over copies of the weights
@@ -66,12 +66,13 @@ def cdiv(a, b):
 
 # The products' kernels and grids (kernels/src/qforward.cu): both compute
 # the same for any rows; the backend launches matvec below 64 rows.
-PRODUCTS = {"matvec": lambda rows, out: cdiv(out, 8) * cdiv(rows, 8),
+PRODUCTS = {"matvec1": lambda rows, out: cdiv(out, 8) * rows,
+            "matvec": lambda rows, out: cdiv(out, 8) * cdiv(rows, 8),
             "matmul": lambda rows, out: cdiv(out, 64) * cdiv(rows, 64)}
 
 
 def product(rows):
-    return "matvec" if rows < 64 else "matmul"
+    return "matvec1" if rows == 1 else "matvec" if rows < 64 else "matmul"
 
 
 def report(name, got, ref, tol):
@@ -248,11 +249,16 @@ def variants():
 
 
 def kernel(m, rows, typ):
-    kind = product(rows)
-    try:
-        return m.get_function(f"{kind}_{typ}"), PRODUCTS[kind]
-    except Exception:  # an old module: one kernel, both paths
-        return m.get_function(f"matmul_{typ}"), (lambda r, o: PRODUCTS["matvec" if r < 64 else "matmul"](r, o))
+    """The product the backend launches for rows, in module m; in a module
+    from before matvec1_Q, matvec_Q for one row too (and in one from before
+    matvec_Q, matmul_Q at every row count)."""
+    kinds = [product(rows)] + (["matvec"] if rows == 1 else [])
+    for kind in kinds:
+        try:
+            return m.get_function(f"{kind}_{typ}"), PRODUCTS[kind]
+        except Exception:
+            pass
+    return m.get_function(f"matmul_{typ}"), (lambda r, o: PRODUCTS["matvec" if r < 64 else "matmul"](r, o))
 
 
 def timings():

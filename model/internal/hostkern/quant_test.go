@@ -99,14 +99,19 @@ func TestQuantMatMul(t *testing.T) {
 	rng := rand.New(rand.NewPCG(23, 24))
 	type shape struct{ rows, blocks, out int }
 	// blocks: in = blocks * the type's block elements. 9 K-blocks are 72
-	// units (lanes wrap twice); 37 32-blocks, 37 units.
-	shapes := []shape{{1, 1, 8}, {1, 9, 37}, {3, 2, 13}, {9, 3, 17}, {1, 37, 5}, {63, 1, 9}, {64, 2, 70}, {70, 3, 65}, {130, 1, 20}}
+	// units (lanes wrap twice); 37 32-blocks, 37 units. 130 blocks (25
+	// K-blocks) take matvec_Q through several shared-memory stages a row,
+	// rows starting and ending off the 16-byte words it copies.
+	shapes := []shape{{1, 1, 8}, {1, 9, 37}, {3, 2, 13}, {9, 3, 17}, {1, 37, 5}, {63, 1, 9}, {64, 2, 70}, {70, 3, 65}, {130, 1, 20}, {2, 130, 11}}
 	for _, qt := range quantTypes {
 		for i, s := range shapes {
 			elems, _ := quant.BlockSize(qt.t)
 			in := s.blocks * elems
 			if qt.t >= quant.Q4_K && s.blocks > 9 {
 				in = 9 * elems // keep the host emulation quick
+				if s.blocks > 100 {
+					in = 25 * elems
+				}
 			}
 			bias, acc, shift := i%3 == 1, i%2 == 1, 0
 			if i%4 == 3 {
@@ -135,12 +140,13 @@ func checkQuantMatMul(t *testing.T, rng *rand.Rand, suffix string, typ quant.Typ
 	if acc {
 		accU = 1
 	}
-	// matvec_Q and matmul_Q compute the same for any rows (the backend
-	// switches at 64), each with its own grid.
+	// matvec1_Q, matvec_Q and matmul_Q compute the same for any rows (the
+	// backend takes matvec1_Q for one row, matvec_Q below 64), each with
+	// its own grid.
 	for _, k := range []struct {
 		name string
 		grid int
-	}{{"matvec_" + suffix, ceilDiv(out, 8) * ceilDiv(rows, 8)}, {"matmul_" + suffix, ceilDiv(out, 64) * ceilDiv(rows, 64)}} {
+	}{{"matvec1_" + suffix, ceilDiv(out, 8) * rows}, {"matvec_" + suffix, ceilDiv(out, 8) * ceilDiv(rows, 8)}, {"matmul_" + suffix, ceilDiv(out, 64) * ceilDiv(rows, 64)}} {
 		t.Run(k.name, func(t *testing.T) {
 			// Both texts read x's values whatever its alignment and do
 			// the same fma sequence: the same bytes always.

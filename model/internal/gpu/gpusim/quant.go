@@ -18,8 +18,8 @@ var quantTypes = []struct {
 }{{"q4_0", quant.Q4_0}, {"q4_1", quant.Q4_1}, {"q5_0", quant.Q5_0}, {"q5_1", quant.Q5_1}, {"q8_0", quant.Q8_0}, {"q4_k", quant.Q4_K}, {"q5_k", quant.Q5_K}, {"q6_k", quant.Q6_K}}
 
 // quantKernels are the twins of kernels/src/qforward.cu: embed_Q decodes
-// rows with quant.DequantizeRow, matvec_Q and matmul_Q (which compute the
-// same, by different tilings) run the CPU backend's product over the
+// rows with quant.DequantizeRow, matvec_Q, matvec1_Q and matmul_Q (which
+// compute the same, by different tilings) run the CPU backend's product over the
 // blocks (cpu.Matrix.Q, decoded inside the product), dequant_Q writes the
 // decoded matrix as float16, scatter_cols_f32 copies columns.
 func quantKernels() []simgpu.KernelDef {
@@ -28,6 +28,7 @@ func quantKernels() []simgpu.KernelDef {
 		ks = append(ks,
 			simgpu.KernelDef{Name: "embed_" + q.suffix, ParamSizes: []int{8, 8, 8, 4, 4, 4}, Run: qembed(q.t)},
 			simgpu.KernelDef{Name: "matvec_" + q.suffix, ParamSizes: []int{8, 8, 8, 8, 4, 4, 4, 4}, Run: qmatmul(q.t)},
+			simgpu.KernelDef{Name: "matvec1_" + q.suffix, ParamSizes: []int{8, 8, 8, 8, 4, 4, 4, 4}, Run: qmatmul(q.t)},
 			simgpu.KernelDef{Name: "matmul_" + q.suffix, ParamSizes: []int{8, 8, 8, 8, 4, 4, 4, 4}, Run: qmatmul(q.t)},
 			simgpu.KernelDef{Name: "dequant_" + q.suffix, ParamSizes: []int{8, 8, 4, 4}, Run: qdequant(q.t)})
 	}
