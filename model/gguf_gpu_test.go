@@ -61,6 +61,14 @@ func TestGPUQuantizedGGUFMatchesTheCPU(t *testing.T) {
 	}
 }
 
+// TestGPUQuantizedBatchDequantizes: TestSimGPUQuantizedBatchDequantizes on
+// the GPU: 8 sequences decoded together give each the greedy tokens of the
+// model's float16 twin alone on the CPU.
+func TestGPUQuantizedBatchDequantizes(t *testing.T) {
+	dev := openGPU(t)
+	checkBatchDequantizes(t, func() *runtime.Device { return dev })
+}
+
 // TestGPUQuantizedPrefillDequantizes: TestSimGPUQuantizedPrefillDequantizes
 // on the GPU: an 80-token prefill of a quantized model gives the logits of
 // its float16-layer twin on the CPU, and one-row steps run matvec_Q.

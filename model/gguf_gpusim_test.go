@@ -15,6 +15,7 @@ import (
 	"github.com/hipgo/hipgo/internal/testenv"
 	"github.com/hipgo/hipgo/model/gguf"
 	"github.com/hipgo/hipgo/model/internal/cpu"
+	"github.com/hipgo/hipgo/model/internal/gpu"
 	"github.com/hipgo/hipgo/model/internal/quant"
 	"github.com/hipgo/hipgo/model/modeltest"
 	"github.com/hipgo/hipgo/model/safetensors"
@@ -234,7 +235,7 @@ func checkPrefillDequantizes(t *testing.T, dev func() *runtime.Device, tol float
 		t.Run(c.name, func(t *testing.T) {
 			quantized := quantizeGGUF(t, uint64(i+11), c.types)
 			path := ggufFromSpec(t, c.spec, nil, quantized)
-			halves := ggufFromSpec(t, c.spec, nil, func(ts []gguf.Tensor) []gguf.Tensor { return layersAsF16(t, quantized(ts)) })
+			halves := ggufFromSpec(t, c.spec, nil, func(ts []gguf.Tensor) []gguf.Tensor { return dequantizedTwin(t, quantized(ts)) })
 			hm, err := Load(halves, WithoutTokenizer())
 			require.NoError(t, err)
 			gm, err := Load(path, WithoutTokenizer(), WithDevice(dev()))
@@ -251,33 +252,106 @@ func checkPrefillDequantizes(t *testing.T, dev func() *runtime.Device, tol float
 			d := relDiff32(want, got)
 			t.Logf("prefill of %d tokens against the float16 layers: max|d|/max|logit| = %.2g", len(prompt), d)
 			require.Less(t, d, tol)
-			launched := func(prefix string) (n int64) {
-				for _, s := range []string{"q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q4_k", "q5_k", "q6_k"} {
-					n += b.Launched(prefix + s)
-				}
-				return n
-			}
+			launched := func(prefix string) int64 { return quantLaunches(b, prefix) }
 			require.Positive(t, launched("dequant_"), "the prefill's quantized matrices went through dequant_Q")
 			require.Positive(t, b.Launched("matmul_tcx_f16")+b.Launched("matmul_tc_f16")+b.Launched("matmul_wgs_f16"), "and the f16 tensor-core products")
-			before := launched("matvec_")
+			before := launched("matvec1_")
 			for j := range 4 {
 				got, err := gs.Forward(ctx, []uint32{uint32((j*37 + 3) % c.spec.Vocab)}, false)
 				require.NoError(t, err)
 				require.False(t, slices.ContainsFunc(got, func(v float32) bool { return math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) }), "decode step %d", j)
 			}
-			require.Greater(t, launched("matvec_"), before, "one-row steps keep the quantized products")
+			require.Greater(t, launched("matvec1_"), before, "one-row steps keep the quantized products (matvec1_Q)")
 		})
 	}
 }
 
-// layersAsF16 stores every quantized blk.* matrix of a GGUF's tensor list
-// as float16 of its decoded weights (quant.DequantizeRow, rounded to
-// nearest even): the model dequant_Q gives the tensor cores.
-func layersAsF16(t *testing.T, ts []gguf.Tensor) []gguf.Tensor {
-	for i, tt := range ts {
+// TestSimGPUQuantizedBatchDequantizes: a batch of 8 sequences (a step of
+// quantDeqSeqs sequences or more) runs a quantized model's products over
+// float16 copies of its matrices, so each sequence gets the greedy tokens
+// its float16 twin gives alone on the CPU, while one sequence alone (below
+// 64 rows) keeps the exact products (TestSimGPUQuantizedGGUFMatchesTheCPU).
+func TestSimGPUQuantizedBatchDequantizes(t *testing.T) {
+	checkBatchDequantizes(t, func() *runtime.Device { return simDevice(t, nil) })
+}
+
+// checkBatchDequantizes is TestSimGPUQuantizedBatchDequantizes on the
+// devices dev opens (TestGPUQuantizedBatchDequantizes runs it on a GPU).
+func checkBatchDequantizes(t *testing.T, dev func() *runtime.Device) {
+	ctx := context.Background()
+	for i, c := range quantGGUFCases() {
+		t.Run(c.name, func(t *testing.T) {
+			quantized := quantizeGGUF(t, uint64(i+31), c.types)
+			path := ggufFromSpec(t, c.spec, nil, quantized)
+			halves := ggufFromSpec(t, c.spec, nil, func(ts []gguf.Tensor) []gguf.Tensor { return dequantizedTwin(t, quantized(ts)) })
+			hm, err := Load(halves, WithoutTokenizer())
+			require.NoError(t, err)
+			gm, err := Load(path, WithoutTokenizer(), WithDevice(dev()))
+			require.NoError(t, err)
+			defer gm.Close()
+			g := gm.be.(*gpuBackend).b
+			const seqs, steps = 8, 10
+			prompts := make([][]uint32, seqs)
+			want := make([][]uint32, seqs)
+			for j := range prompts {
+				prompts[j] = testTokens(40+j, c.spec.Vocab)[40-3-j:]
+				res, err := hm.GenerateTokens(ctx, prompts[j], GenerateOptions{MaxTokens: steps}, nil)
+				require.NoError(t, err)
+				want[j] = res.Tokens
+			}
+			b := gm.NewBatch()
+			order := map[SeqID]int{}
+			for j, p := range prompts {
+				id, err := b.Add(p, GenerateOptions{})
+				require.NoError(t, err)
+				order[id] = j
+			}
+			got := make([][]uint32, seqs)
+			var afterPrefill int64
+			for step := range steps {
+				toks, err := b.Step(ctx)
+				require.NoError(t, err)
+				require.Len(t, toks, seqs, "step %d", step)
+				for _, tok := range toks {
+					got[order[tok.Seq]] = append(got[order[tok.Seq]], tok.ID)
+				}
+				if step == 0 {
+					afterPrefill = quantLaunches(g, "dequant_")
+				}
+			}
+			// Later steps may replay a captured graph, which launches nothing
+			// one by one: the decode steps before it show the route.
+			deq := quantLaunches(g, "dequant_") - afterPrefill
+			require.Positive(t, deq, "the decode steps of %d sequences decoded the matrices to float16", seqs)
+			for j := range prompts {
+				// Generate stops at EOS; the batch leaves that to its caller.
+				n := min(len(want[j]), len(got[j]))
+				require.Equal(t, want[j][:n], got[j][:n], "sequence %d", j)
+			}
+			t.Logf("%d sequences, %d steps: the float16 twin's tokens; %d dequant_Q launches in decode steps", seqs, steps, deq)
+		})
+	}
+}
+
+// quantLaunches counts the launches of the qforward kernel prefix+type
+// over every block type.
+func quantLaunches(b *gpu.Backend, prefix string) (n int64) {
+	for _, s := range []string{"q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q4_k", "q5_k", "q6_k"} {
+		n += b.Launched(prefix + s)
+	}
+	return n
+}
+
+// dequantizedTwin stores every quantized blk.* matrix and the LM head of a
+// GGUF's tensor list as float16 of its decoded weights
+// (quant.DequantizeRow, rounded to nearest even): the model dequant_Q gives
+// the tensor cores. A tied quantized table stays as it is for the
+// embedding, and its float16 copy becomes output.weight.
+func dequantizedTwin(t *testing.T, ts []gguf.Tensor) []gguf.Tensor {
+	asF16 := func(tt gguf.Tensor) ([]byte, bool) {
 		typ := quant.Type(tt.Type)
-		if !strings.HasPrefix(tt.Name, "blk.") || len(tt.Dims) != 2 || typ == quant.F32 || typ == quant.F16 || typ == quant.BF16 {
-			continue
+		if len(tt.Dims) != 2 || typ == quant.F32 || typ == quant.F16 || typ == quant.BF16 {
+			return nil, false
 		}
 		cols, rows := int(tt.Dims[0]), int(tt.Dims[1])
 		rb, err := quant.RowBytes(typ, cols)
@@ -290,7 +364,20 @@ func layersAsF16(t *testing.T, ts []gguf.Tensor) []gguf.Tensor {
 				binary.LittleEndian.PutUint16(out[2*(r*cols+k):], safetensors.Float32ToF16(v))
 			}
 		}
-		ts[i].Type, ts[i].Data = gguf.Type(quant.F16), out
+		return out, true
+	}
+	tied := !slices.ContainsFunc(ts, func(tt gguf.Tensor) bool { return tt.Name == "output.weight" })
+	for i, tt := range ts {
+		switch {
+		case strings.HasPrefix(tt.Name, "blk.") || tt.Name == "output.weight":
+			if out, ok := asF16(tt); ok {
+				ts[i].Type, ts[i].Data = gguf.Type(quant.F16), out
+			}
+		case tt.Name == "token_embd.weight" && tied:
+			if out, ok := asF16(tt); ok {
+				ts = append(ts, gguf.Tensor{Name: "output.weight", Type: gguf.Type(quant.F16), Dims: tt.Dims, Data: out})
+			}
+		}
 	}
 	return ts
 }

@@ -73,18 +73,22 @@ type Options struct {
 type Backend struct {
 	earlyStart bool // launch with LaunchConfig.EarlyStart (Options.NoEarlyStart)
 	fuse       bool // rope_kv_store_f32 for rope + kv store (Options.NoFusedKernels)
-	cfg        Config
-	dev        *runtime.Device
-	s          *runtime.Stream
-	mod        *runtime.Module // forward
-	qmod       *runtime.Module // qforward: loaded when a weight is quantized or a layer unfused
-	kernels    map[string]*runtime.Kernel
-	tc         bool // CUDA: 16-bit weights go through the tensor cores from tcRows rows (launch.go)
-	wg         bool // and the forward module is the sm_90a PTX: matmul_wgs_W where wgSplitK says (launch.go)
-	longAtt    bool // CUDA: decode attention may take attention_long_f32, attention_gqa_f32 or attention_bykey(128)_f32 (launch.go; measured on the H200 only)
-	attWarps   bool // and attention_warps_f32 where attention_bykey128_f32 would run (Options.NoAttentionWarps)
-	foldAdds   bool // residual products leave their split partials to rmsnorm_fused_W (Options.NoFoldedAdds)
-	sampler    *sampling.Sampler
+	// f16Quant: the products being launched decode quantized matrices to
+	// float16 first (dequantized, headDequantized); set per chunk and for
+	// the LM head by forward (plan.f16Chunk, plan.f16Head).
+	f16Quant bool
+	cfg      Config
+	dev      *runtime.Device
+	s        *runtime.Stream
+	mod      *runtime.Module // forward
+	qmod     *runtime.Module // qforward: loaded when a weight is quantized or a layer unfused
+	kernels  map[string]*runtime.Kernel
+	tc       bool // CUDA: 16-bit weights go through the tensor cores from tcRows rows (launch.go)
+	wg       bool // and the forward module is the sm_90a PTX: matmul_wgs_W where wgSplitK says (launch.go)
+	longAtt  bool // CUDA: decode attention may take attention_long_f32, attention_gqa_f32 or attention_bykey(128)_f32 (launch.go; measured on the H200 only)
+	attWarps bool // and attention_warps_f32 where attention_bykey128_f32 would run (Options.NoAttentionWarps)
+	foldAdds bool // residual products leave their split partials to rmsnorm_fused_W (Options.NoFoldedAdds)
+	sampler  *sampling.Sampler
 
 	mu       sync.Mutex       // one call at a time
 	launched map[string]int64 // launches enqueued so far by kernel name (Launched)
@@ -239,9 +243,10 @@ func (b *Backend) kernelNames() []string {
 	}
 	for t := Q4_0; t.Quantized(); t++ {
 		if names["matmul_"+t.Suffix()] {
-			names["matvec_"+t.Suffix()] = true // below 64 rows (quantProduct)
+			names["matvec_"+t.Suffix()] = true  // below 64 rows (quantProduct)
+			names["matvec1_"+t.Suffix()] = true // one row
 			if b.tcCapable(F16) {
-				names["dequant_"+t.Suffix()], names["matmul_f16"] = true, true // from 64 (dequantized)
+				names["dequant_"+t.Suffix()], names["matmul_f16"] = true, true // from quantDeqRows (dequantized)
 			}
 		}
 	}

@@ -66,6 +66,17 @@ const (
 	mmTile     = 64 // FW_MM_TILE
 	// qfDequantThreads: dequant_Q's block (QF_DEQUANT_THREADS, qforward.cu).
 	qfDequantThreads = 256
+	// quantDeqRows, quantDeqSeqs: a chunk of this many rows, or of this
+	// many sequences (a batched step), decodes each quantized layer matrix
+	// to float16 once and multiplies it on the tensor cores (dequantized)
+	// instead of by matvec_Q, which decodes it again for every 8 rows; the
+	// LM head likewise (headDequantized). One sequence's prompt below
+	// quantDeqRows keeps the exact products, so a single conversation gets
+	// the CPU's tokens. On an H100 (Llama-3.2-1B Q4_K_M, decodebench) a
+	// step of 2 sequences took 2.98 ms this way against 3.22 through
+	// matvec_Q, 4 sequences 2.99 against 4.36 (docs/performance.md).
+	quantDeqRows = 64
+	quantDeqSeqs = 2
 	// tcRows: from this many rows on, bf16 and f16 weights go through the
 	// tensor cores on CUDA (tc_split_x_W + matmul_tcx_W below tcxMaxRows,
 	// matmul_tc_W from it; the warpgroup MMA from wgMinRows). One row
@@ -667,6 +678,9 @@ func (b *Backend) matmulPtrSplit(y, x runtime.DevicePtr, w matrix, bias runtime.
 		return b.launch("matmul_tcx_"+sfx, g1(tcxGrid(rows, out)), y, xs, w.buf, bias, u32(rows), u32(in), u32(out), acc)
 	}
 	if w.dtype.Quantized() {
+		if ok, err := b.headDequantized(y, x, w, bias, rows, in, out, accumulate); ok || err != nil {
+			return err
+		}
 		if h, ok, err := b.dequantized(w, rows, in, out); !ok || err != nil {
 			if err != nil {
 				return err
@@ -680,27 +694,82 @@ func (b *Backend) matmulPtrSplit(y, x runtime.DevicePtr, w matrix, bias runtime.
 	return b.launch("matmul_"+sfx, g1(matmulGrid(rows, out)), y, x, w.buf, bias, u32(rows), u32(in), u32(out), acc)
 }
 
-// dequantized: from 64 rows, where the tensor cores take float16 weights,
-// a layer's quantized matrix is decoded once into float16 (dequant_Q, into
+// dequantized: in a chunk of quantDeqRows rows or quantDeqSeqs sequences
+// (b.f16Quant), where the tensor cores take float16 weights, a layer's
+// quantized matrix is decoded once into float16 (dequant_Q, into
 // scratch.deq) and multiplied there: every weight rounded to the nearest
 // float16 after its exact decoding (a relative change of at most 2^-11),
-// against a product that decodes every weight for every 64-row tile. ok is
-// false where the product stays on the quantized kernels: fewer rows, no
-// tensor cores, or the LM head (a call that keeps every row's logits).
+// against a product that decodes every weight for every 8-row tile. ok is
+// false where the product stays on the quantized kernels: smaller chunks,
+// no tensor cores, or the LM head (headDequantized).
 func (b *Backend) dequantized(w matrix, rows, in, out int) (h matrix, ok bool, err error) {
 	head := w.buf == b.w.lmHead.buf || w.buf == b.w.embed.buf
-	if rows < mmGemmRows || !b.tcCapable(F16) || head || b.sc.deq == nil || b.sc.deq.Size() < 2*in*out {
+	if !b.f16Quant || !b.tcCapable(F16) || head || b.sc.deq == nil || b.sc.deq.Size() < 2*in*out {
 		return matrix{}, false, nil
 	}
 	err = b.launch("dequant_"+w.dtype.Suffix(), g1(ceilDiv(out*in/8, qfDequantThreads)), b.sc.deq.Ptr(), w.buf, u32(out), u32(in))
 	return matrix{buf: b.sc.deq, dtype: F16}, true, err
 }
 
+// headDequantized is dequantized for a quantized LM head (or tied
+// embedding table), the largest matrix of a model, which scratch.deq holds
+// only in slices of headSliceRows rows: each slice decoded to float16, its
+// product on the tensor cores into scratch.headPart, and that placed into
+// its columns of y (scatter_cols_f32). ok is false where the product stays
+// on matvec_Q: b.f16Quant unset, no tensor cores, a bias or an
+// accumulation (the head has neither).
+func (b *Backend) headDequantized(y, x runtime.DevicePtr, w matrix, bias runtime.DevicePtr, rows, in, out int, accumulate bool) (ok bool, err error) {
+	head := w.buf == b.w.lmHead.buf || w.buf == b.w.embed.buf
+	if !head || !b.f16Quant || !b.tcCapable(F16) || bias != 0 || accumulate {
+		return false, nil
+	}
+	n := b.headSliceRows()
+	if b.sc.deq == nil || b.sc.headPart == nil || b.sc.deq.Size() < 2*n*in || b.sc.headPart.Size() < 4*rows*n {
+		return false, nil
+	}
+	rb, err := w.dtype.RowBytes(in)
+	if err != nil {
+		return false, err
+	}
+	h := matrix{buf: b.sc.deq, dtype: F16}
+	for r0 := 0; r0 < out; r0 += n {
+		m := min(n, out-r0)
+		if err := b.launch("dequant_"+w.dtype.Suffix(), g1(ceilDiv(m*in/8, qfDequantThreads)), b.sc.deq.Ptr(), w.buf.At(r0*rb), u32(m), u32(in)); err != nil {
+			return true, err
+		}
+		part := b.sc.headPart.Ptr()
+		if err := b.matmulPtrSplit(part, x, h, 0, rows, in, m, false, false); err != nil {
+			return true, err
+		}
+		if err := b.launch("scatter_cols_f32", g1(rows), y, part, u32(rows), u32(m), u32(out), u32(r0)); err != nil {
+			return true, err
+		}
+	}
+	return true, nil
+}
+
+// headSliceRows is how many rows of a quantized LM head headDequantized
+// decodes at a time (0 where the head is not quantized): an eighth of the
+// vocabulary, or as many as the largest quantized layer matrix's float16
+// copy holds if more, in multiples of 64.
+func (b *Backend) headSliceRows() int {
+	if !b.w.lmHead.dtype.Quantized() {
+		return 0
+	}
+	c := b.cfg
+	n := max(ceilDiv(c.Vocab, 8), b.w.quantLayerElems(c)/c.Hidden)
+	return min(c.Vocab, ceilDiv(n, 64)*64)
+}
+
 // quantProduct is the kernel and grid of a product over quantized weights
-// of type t: matvec_Q, ceil(out/8)*ceil(rows/8) blocks, below 64 rows;
-// matmul_Q, ceil(out/64)*ceil(rows/64), from 64 (kernels/src/qforward.cu).
+// of type t (kernels/src/qforward.cu): matvec1_Q, ceil(out/8) blocks, for
+// one row; matvec_Q, ceil(out/8)*ceil(rows/8), below 64; matmul_Q,
+// ceil(out/64)*ceil(rows/64), from 64.
 func quantProduct(t DType, rows, out int) (string, int) {
-	if rows < mmGemmRows {
+	switch {
+	case rows == 1:
+		return "matvec1_" + t.Suffix(), ceilDiv(out, mmVecRows)
+	case rows < mmGemmRows:
 		return "matvec_" + t.Suffix(), ceilDiv(out, mmVecRows) * ceilDiv(rows, mmVecRows)
 	}
 	return "matmul_" + t.Suffix(), ceilDiv(out, mmTile) * ceilDiv(rows, mmTile)

@@ -39,7 +39,8 @@ func (e *CacheFullError) Unwrap() error { return ErrCacheFull }
 type scratch struct {
 	x, xb, qkv, att, gu, act *runtime.Buffer    // one chunk's activations
 	part                     *runtime.Buffer    // one unfused projection part's output (Layer.QKVParts)
-	deq                      *runtime.Buffer    // a quantized layer matrix decoded to float16 (dequantized)
+	deq                      *runtime.Buffer    // a quantized layer matrix decoded to float16 (dequantized), or a slice of the LM head's
+	headPart                 *runtime.Buffer    // the logits of one such slice (headDequantized)
 	xs                       *runtime.Buffer    // x split for matmul_tcx_W, or its image for matmul_wg_W (launch.go)
 	silu                     *runtime.Buffer    // down's image, which gate|up writes itself (siluImage)
 	wgPart, wgCount          *runtime.Buffer    // matmul_wg_W's partial sums and its zeroed group counts
@@ -86,6 +87,7 @@ type plan struct {
 	T, rows   int  // tokens fed; rows reaching the LM head
 	maxBlocks int  // block-table stride: padded (tableStride) so it rarely changes
 	decode    bool // one token per sequence, in one chunk: the graph-replayed shape
+	seqs      int  // sequences in the call
 	meta      []uint32
 	metaBuf   int      // which of scratch.meta holds meta
 	chained   bool     // a lookahead: the embedding reads the tokens the last step sampled (scratch.tokens), not meta
@@ -255,6 +257,17 @@ func (b *Backend) layout(p *plan, seqs []*Sequence, toks [][]uint32, all bool, s
 	}
 	p.meta = m
 	p.decode = p.T == nseq && len(p.chunks) == 1
+	p.seqs = nseq
+}
+
+// f16Chunk and f16Head: the chunk's quantized layer products, and the LM
+// head's, run over float16 copies of their matrices (Backend.f16Quant).
+func (p *plan) f16Chunk(c chunk) bool { return c.t1-c.t0 >= quantDeqRows || c.seqs >= quantDeqSeqs }
+func (p *plan) f16Head() bool         { return p.rows >= quantDeqRows || p.seqs >= quantDeqSeqs }
+
+// f16Any: some product of the call runs over float16 copies.
+func (p *plan) f16Any() bool {
+	return p.f16Head() || slices.ContainsFunc(p.chunks, p.f16Chunk)
 }
 
 // tableStride pads the widest block table to a power of two (at most the
@@ -303,8 +316,16 @@ func (b *Backend) run(ctx context.Context, p *plan) error {
 			return err
 		}
 	}
-	if n := b.w.quantLayerElems(c); C >= mmGemmRows && b.tcCapable(F16) && n > 0 {
+	if n := b.w.quantLayerElems(c); p.f16Any() && b.tcCapable(F16) && n > 0 {
 		if err := b.ensure(&b.sc.deq, 2*n); err != nil { // dequantized (launch.go)
+			return err
+		}
+	}
+	if n := b.headSliceRows(); p.f16Head() && b.tcCapable(F16) && n > 0 {
+		if err := b.ensure(&b.sc.deq, 2*n*D); err != nil { // headDequantized (launch.go)
+			return err
+		}
+		if err := b.ensure(&b.sc.headPart, 4*p.rows*n); err != nil {
 			return err
 		}
 	}
@@ -350,6 +371,7 @@ func (b *Backend) forward(ctx context.Context, p *plan) error {
 	var left partials // a product's partials that the next norm adds into x (residualProduct)
 	for _, ch := range p.chunks {
 		n := ch.t1 - ch.t0
+		b.f16Quant = p.f16Chunk(ch)
 		tok, pos, seq, slot := meta(p.tok+ch.t0), meta(p.pos+ch.t0), meta(p.seq+ch.t0), meta(p.slot+ch.t0)
 		if p.chained {
 			tok = b.sc.tokens.Ptr() // one chunk, one token a sequence, in the sampler's row order
@@ -480,6 +502,7 @@ func (b *Backend) forward(ctx context.Context, p *plan) error {
 	if p.rowsInPlace() {
 		normIn = x // the final norm reads x itself: what copy_rows would have copied
 	}
+	b.f16Quant = p.f16Head()
 	split := b.normSplit(p.rows, D, V, b.w.lmHead)
 	if err := b.rmsnorm(last, normIn, b.w.norm, p.rows, left, split); err != nil {
 		return err
