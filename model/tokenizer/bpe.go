@@ -6,8 +6,9 @@ import (
 	"unicode/utf8"
 )
 
-// bpeModel is `tokenizers`' BPE model without dropout, byte fallback or
-// subword prefixes/suffixes (those are load errors).
+// bpeModel is `tokenizers`' BPE model without dropout or subword
+// prefixes/suffixes (those are load errors), or, when scoreRank is set,
+// SentencePiece's BPE as llama.cpp runs it for GGUF vocabularies.
 type bpeModel struct {
 	vocab        map[string]uint32
 	merges       map[uint64]mergeRule // key: left id << 32 | right id
@@ -15,8 +16,25 @@ type bpeModel struct {
 	hasUnk       bool
 	unkID        uint32
 	fuseUnk      bool
-	cache        wordCache
+	// byteFallback: a character not in the vocabulary becomes the tokens
+	// <0xNN> of its UTF-8 bytes (when all of them exist) instead of unk.
+	byteFallback bool
+	byteIDs      [256]uint32 // the id of <0xNN>, when byteKnown
+	byteKnown    [256]bool
+	// scoreRank, when not nil, replaces merges: any two adjacent symbols
+	// whose concatenation is in the vocabulary may merge, the token with
+	// the highest score first (scoreRank[id] is 0 for the highest score;
+	// equal scores share a rank), leftmost among equals. This is
+	// llama.cpp's llm_tokenizer_spm: a character outside the vocabulary
+	// stays a symbol that can still merge, and becomes its bytes' tokens
+	// only if it is left alone.
+	scoreRank []uint32
+	cache     wordCache
 }
+
+// noID marks a symbol that is not (yet) a token: a character outside the
+// vocabulary in score mode.
+const noID = ^uint32(0)
 
 // mergeRule is what a pair of adjacent tokens merges into, and the merge's
 // rank (its index in the merges list; lower merges first).
@@ -61,9 +79,9 @@ func (c *wordCache) put(word []byte, ids []uint32) {
 // symbol is one token of a word being merged, in a doubly linked list over
 // the slice; a merged-away symbol has size 0.
 type symbol struct {
-	id         uint32
-	prev, next int32
-	size       int32
+	id          uint32
+	prev, next  int32
+	start, size int32 // bytes of the word it covers
 }
 
 // mergeCand is a possible merge of the symbol at pos with its successor.
@@ -109,38 +127,14 @@ func (m *bpeModel) encode(dst []uint32, word []byte) []uint32 {
 	return dst
 }
 
-// merge is `tokenizers`' Word::merge_all: start from one symbol per
-// character, then repeatedly apply the lowest-ranked merge among adjacent
-// pairs, leftmost first among equal ranks, using a priority queue whose
-// stale entries are skipped.
+// merge is `tokenizers`' Word::merge_all (or, in score mode, llama.cpp's
+// SentencePiece merge): start from one symbol per character, then
+// repeatedly apply the best merge among adjacent pairs, leftmost first among
+// equals, using a priority queue whose stale entries are skipped.
 func (m *bpeModel) merge(dst []uint32, word []byte) []uint32 {
 	sc := bpeScratchPool.Get().(*bpeScratch)
 	defer bpeScratchPool.Put(sc)
-	syms := sc.syms[:0]
-
-	// Characters not in the vocabulary become the unknown token (runs of
-	// them fused into one when fuse_unk) or, with no unknown token, vanish.
-	unkSize := int32(0)
-	for i := 0; i < len(word); {
-		_, n := utf8.DecodeRune(word[i:])
-		if id, ok := m.vocab[string(word[i:i+n])]; ok {
-			if unkSize > 0 {
-				syms = append(syms, symbol{id: m.unkID, size: unkSize})
-				unkSize = 0
-			}
-			syms = append(syms, symbol{id: id, size: int32(n)})
-		} else if m.hasUnk {
-			if unkSize > 0 && !m.fuseUnk {
-				syms = append(syms, symbol{id: m.unkID, size: unkSize})
-				unkSize = 0
-			}
-			unkSize += int32(n)
-		}
-		i += n
-	}
-	if unkSize > 0 {
-		syms = append(syms, symbol{id: m.unkID, size: unkSize})
-	}
+	syms := m.initialSymbols(sc.syms[:0], word)
 	for i := range syms {
 		syms[i].prev = int32(i) - 1
 		syms[i].next = int32(i) + 1
@@ -151,7 +145,7 @@ func (m *bpeModel) merge(dst []uint32, word []byte) []uint32 {
 
 	h := sc.heap[:0]
 	for i := 0; i+1 < len(syms); i++ {
-		if r, ok := m.merges[pairKey(syms[i].id, syms[i+1].id)]; ok {
+		if r, ok := m.pair(word, &syms[i], &syms[i+1]); ok {
 			h = heapPush(h, mergeCand{rank: r.rank, id: r.id, pos: int32(i)})
 		}
 	}
@@ -166,7 +160,7 @@ func (m *bpeModel) merge(dst []uint32, word []byte) []uint32 {
 		right := syms[nextPos]
 		// The entry is stale unless this pair still merges into the same
 		// token.
-		if r, ok := m.merges[pairKey(cur.id, right.id)]; !ok || r.id != top.id {
+		if r, ok := m.pair(word, cur, &right); !ok || r.id != top.id {
 			continue
 		}
 		cur.id = top.id
@@ -177,23 +171,113 @@ func (m *bpeModel) merge(dst []uint32, word []byte) []uint32 {
 			syms[right.next].prev = top.pos
 		}
 		if cur.prev >= 0 {
-			if r, ok := m.merges[pairKey(syms[cur.prev].id, cur.id)]; ok {
+			if r, ok := m.pair(word, &syms[cur.prev], cur); ok {
 				h = heapPush(h, mergeCand{rank: r.rank, id: r.id, pos: cur.prev})
 			}
 		}
 		if cur.next >= 0 {
-			if r, ok := m.merges[pairKey(cur.id, syms[cur.next].id)]; ok {
+			if r, ok := m.pair(word, cur, &syms[cur.next]); ok {
 				h = heapPush(h, mergeCand{rank: r.rank, id: r.id, pos: top.pos})
 			}
 		}
 	}
 	for _, s := range syms {
-		if s.size != 0 {
+		switch {
+		case s.size == 0:
+		case s.id != noID:
 			dst = append(dst, s.id)
+		default:
+			// A character left alone in score mode: its bytes, as
+			// llama.cpp's resegment does.
+			dst = m.appendBytes(dst, word[s.start:s.start+s.size])
 		}
 	}
 	sc.syms, sc.heap = syms, h
 	return dst
+}
+
+// initialSymbols is one symbol per character of word, as `tokenizers`'
+// BPE::merge_word builds them: a character outside the vocabulary becomes
+// its byte tokens with byte fallback, else the unknown token (runs of them
+// fused into one when fuse_unk), else nothing. In score mode it stays a
+// symbol of its own (noID).
+func (m *bpeModel) initialSymbols(syms []symbol, word []byte) []symbol {
+	unkStart, unkSize := int32(0), int32(0)
+	for i := 0; i < len(word); {
+		_, n := utf8.DecodeRune(word[i:])
+		start := int32(i)
+		i += n
+		if id, ok := m.vocab[string(word[start:i])]; ok {
+			if unkSize > 0 {
+				syms = append(syms, symbol{id: m.unkID, start: unkStart, size: unkSize})
+				unkSize = 0
+			}
+			syms = append(syms, symbol{id: id, start: start, size: int32(n)})
+			continue
+		}
+		if m.scoreRank != nil {
+			syms = append(syms, symbol{id: noID, start: start, size: int32(n)})
+			continue
+		}
+		if m.byteFallback && m.allBytesKnown(word[start:i]) {
+			// `tokenizers` adds the byte tokens without first adding a
+			// pending unknown token, which therefore follows them.
+			for j := start; j < int32(i); j++ {
+				syms = append(syms, symbol{id: m.byteIDs[word[j]], start: j, size: 1})
+			}
+			continue
+		}
+		if m.hasUnk {
+			if unkSize > 0 && !m.fuseUnk {
+				syms = append(syms, symbol{id: m.unkID, start: unkStart, size: unkSize})
+				unkSize = 0
+			}
+			if unkSize == 0 {
+				unkStart = start
+			}
+			unkSize += int32(n)
+		}
+	}
+	if unkSize > 0 {
+		syms = append(syms, symbol{id: m.unkID, start: unkStart, size: unkSize})
+	}
+	return syms
+}
+
+func (m *bpeModel) allBytesKnown(b []byte) bool {
+	for _, c := range b {
+		if !m.byteKnown[c] {
+			return false
+		}
+	}
+	return true
+}
+
+// appendBytes appends the byte tokens of b; a byte with no token becomes the
+// unknown token, or nothing without one.
+func (m *bpeModel) appendBytes(dst []uint32, b []byte) []uint32 {
+	for _, c := range b {
+		switch {
+		case m.byteKnown[c]:
+			dst = append(dst, m.byteIDs[c])
+		case m.hasUnk:
+			dst = append(dst, m.unkID)
+		}
+	}
+	return dst
+}
+
+// pair is the merge of adjacent symbols a and b, if there is one.
+func (m *bpeModel) pair(word []byte, a, b *symbol) (mergeRule, bool) {
+	if m.scoreRank == nil {
+		r, ok := m.merges[pairKey(a.id, b.id)]
+		return r, ok
+	}
+	id, ok := m.vocab[string(word[a.start:a.start+a.size+b.size])]
+	if !ok {
+		return mergeRule{}, false
+	}
+	return mergeRule{rank: m.scoreRank[id], id: id}, true
 }
 
 func heapPush(h []mergeCand, c mergeCand) []mergeCand {

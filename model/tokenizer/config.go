@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 )
 
 // maxTokenID bounds the ids a tokenizer.json may use, so that a corrupt file
@@ -59,7 +60,7 @@ func Parse(data []byte) (*Tokenizer, error) {
 	if t.template, err = parsePostProcessor(f.PostProcessor, "post_processor", false); err != nil {
 		return nil, err
 	}
-	if t.decoder, err = parseDecoder(f.Decoder, "decoder", false); err != nil {
+	if t.decoder, err = parseDecoder(f.Decoder, "decoder"); err != nil {
 		return nil, err
 	}
 	if err := t.addTokens(f.AddedTokens); err != nil {
@@ -139,8 +140,6 @@ func parseModel(raw json.RawMessage) (*bpeModel, error) {
 		return nil, unsupported("model.continuing_subword_prefix", fmt.Sprintf("%q", *j.ContinuingSubwordPrefix))
 	case j.EndOfWordSuffix != nil && *j.EndOfWordSuffix != "":
 		return nil, unsupported("model.end_of_word_suffix", fmt.Sprintf("%q", *j.EndOfWordSuffix))
-	case j.ByteFallback != nil && *j.ByteFallback:
-		return nil, unsupported("model.byte_fallback", "byte_fallback true (SentencePiece-style BPE)")
 	case j.Vocab == nil:
 		return nil, invalid("model.vocab", "missing", nil)
 	case isNull(j.Merges):
@@ -150,10 +149,19 @@ func parseModel(raw json.RawMessage) (*bpeModel, error) {
 		vocab:        j.Vocab,
 		ignoreMerges: j.IgnoreMerges != nil && *j.IgnoreMerges,
 		fuseUnk:      j.FuseUnk != nil && *j.FuseUnk,
+		byteFallback: j.ByteFallback != nil && *j.ByteFallback,
 	}
 	for tok, id := range j.Vocab {
 		if id > maxTokenID {
 			return nil, unsupported("model.vocab", fmt.Sprintf("token %q has id %d; ids above %d are not supported", tok, id, maxTokenID))
+		}
+	}
+	// The byte tokens, spelled as `tokenizers` looks them up
+	// (format!("<{b:#04X}>")). Decoding recognises them by their text, with
+	// or without byte_fallback, as the ByteFallback decoder does.
+	for b := range 256 {
+		if id, ok := j.Vocab[fmt.Sprintf("<0x%02X>", b)]; ok {
+			m.byteIDs[b], m.byteKnown[b] = id, true
 		}
 	}
 	if j.UnkToken != nil {
@@ -234,6 +242,23 @@ func parseNormalizer(raw json.RawMessage, field string) (normalizer, error) {
 	switch typ {
 	case "NFC":
 		return nfcNormalizer{}, nil
+	case "Prepend":
+		var j struct {
+			Prepend *string `json:"prepend"`
+		}
+		if err := decodeInto(raw, field, &j); err != nil {
+			return nil, err
+		}
+		if j.Prepend == nil {
+			return nil, invalid(field+".prepend", "missing", nil)
+		}
+		return prependNormalizer(*j.Prepend), nil
+	case "Replace":
+		old, content, err := parseReplace(raw, field)
+		if err != nil {
+			return nil, err
+		}
+		return replaceNormalizer{old: old, new: content}, nil
 	case "Sequence":
 		var j struct {
 			Normalizers []json.RawMessage `json:"normalizers"`
@@ -265,7 +290,35 @@ func parseNormalizer(raw json.RawMessage, field string) (normalizer, error) {
 		}
 		return seq, nil
 	}
-	return nil, unsupported(field+".type", fmt.Sprintf("normalizer %q (implemented: NFC, Sequence)", typ))
+	return nil, unsupported(field+".type", fmt.Sprintf("normalizer %q (implemented: NFC, Prepend, Replace, Sequence)", typ))
+}
+
+// parseReplace reads a Replace normalizer or decoder: a String pattern and
+// its replacement. Regex patterns are not implemented.
+func parseReplace(raw json.RawMessage, field string) (pattern, content string, err error) {
+	var j struct {
+		Pattern *struct {
+			String *string `json:"String"`
+			Regex  *string `json:"Regex"`
+		} `json:"pattern"`
+		Content *string `json:"content"`
+	}
+	if err := decodeInto(raw, field, &j); err != nil {
+		return "", "", err
+	}
+	switch {
+	case j.Pattern == nil:
+		return "", "", invalid(field+".pattern", "missing", nil)
+	case j.Content == nil:
+		return "", "", invalid(field+".content", "missing", nil)
+	case j.Pattern.Regex != nil:
+		return "", "", unsupported(field+".pattern.Regex", fmt.Sprintf("Replace with the regex %q (implemented: String patterns)", *j.Pattern.Regex))
+	case j.Pattern.String == nil:
+		return "", "", invalid(field+".pattern", `neither "String" nor "Regex"`, nil)
+	case *j.Pattern.String == "":
+		return "", "", unsupported(field+".pattern.String", "empty string pattern")
+	}
+	return *j.Pattern.String, *j.Content, nil
 }
 
 func parsePreTokenizer(raw json.RawMessage, field string, inSequence bool) ([]preTokenizer, error) {
@@ -334,6 +387,12 @@ func parsePreTokenizer(raw json.RawMessage, field string, inSequence bool) ([]pr
 			return nil, invalid(field+".pattern", `neither "String" nor "Regex"`, nil)
 		}
 		return []preTokenizer{st}, nil
+	case "Metaspace":
+		step, err := parseMetaspace(raw, field)
+		if err != nil {
+			return nil, err
+		}
+		return []preTokenizer{step}, nil
 	case "Digits":
 		var j struct {
 			IndividualDigits *bool `json:"individual_digits"`
@@ -357,15 +416,59 @@ func parsePreTokenizer(raw json.RawMessage, field string, inSequence bool) ([]pr
 		}
 		var steps []preTokenizer
 		for i, r := range j.PreTokenizers {
-			s, err := parsePreTokenizer(r, fmt.Sprintf("%s.pretokenizers[%d]", field, i), true)
+			sub := fmt.Sprintf("%s.pretokenizers[%d]", field, i)
+			s, err := parsePreTokenizer(r, sub, true)
 			if err != nil {
 				return nil, err
+			}
+			for k, st := range s {
+				if ms, ok := st.(*metaspaceStep); ok && len(steps)+k > 0 && ms.scheme == prependFirst {
+					// Which piece starts the text is only tracked for
+					// the first step.
+					return nil, unsupported(sub+".prepend_scheme", `"first" on a Metaspace that is not the first pre-tokenizer`)
+				}
 			}
 			steps = append(steps, s...)
 		}
 		return steps, nil
 	}
-	return nil, unsupported(field+".type", fmt.Sprintf("pre-tokenizer %q (implemented: ByteLevel, Split, Digits, Sequence)", typ))
+	return nil, unsupported(field+".type", fmt.Sprintf("pre-tokenizer %q (implemented: ByteLevel, Split, Digits, Metaspace, Sequence)", typ))
+}
+
+// parseMetaspace reads a Metaspace pre-tokenizer or decoder as `tokenizers`
+// does: prepend_scheme defaults to "always" and split to true, and the older
+// add_prefix_space false means "never".
+func parseMetaspace(raw json.RawMessage, field string) (*metaspaceStep, error) {
+	var j struct {
+		Replacement    *string `json:"replacement"`
+		PrependScheme  *string `json:"prepend_scheme"`
+		Split          *bool   `json:"split"`
+		AddPrefixSpace *bool   `json:"add_prefix_space"`
+	}
+	if err := decodeInto(raw, field, &j); err != nil {
+		return nil, err
+	}
+	if j.Replacement == nil {
+		return nil, invalid(field+".replacement", "missing", nil)
+	}
+	if utf8.RuneCountInString(*j.Replacement) != 1 {
+		return nil, invalid(field+".replacement", fmt.Sprintf("%q is not one character", *j.Replacement), nil)
+	}
+	m := &metaspaceStep{replacement: *j.Replacement, scheme: prependAlways, splitPieces: j.Split == nil || *j.Split}
+	if j.PrependScheme != nil {
+		sc, ok := prependSchemeNames[*j.PrependScheme]
+		if !ok {
+			return nil, invalid(field+".prepend_scheme", fmt.Sprintf("unknown scheme %q", *j.PrependScheme), nil)
+		}
+		m.scheme = sc
+	}
+	if j.AddPrefixSpace != nil && !*j.AddPrefixSpace {
+		if m.scheme != prependNever {
+			return nil, invalid(field+".add_prefix_space", "add_prefix_space does not match declared prepend_scheme", nil)
+		}
+		m.scheme = prependNever
+	}
+	return m, nil
 }
 
 func parsePostProcessor(raw json.RawMessage, field string, inSequence bool) (template, error) {
@@ -452,27 +555,99 @@ func parseTemplate(raw json.RawMessage, field string) ([]templatePiece, error) {
 	return pieces, nil
 }
 
-func parseDecoder(raw json.RawMessage, field string, inSequence bool) (decoderKind, error) {
+func parseDecoder(raw json.RawMessage, field string) (decoder, error) {
+	steps, err := parseDecodeSteps(raw, field, false)
+	if err != nil || steps == nil {
+		return decoder{}, err
+	}
+	var d decoder
+	for i, st := range steps {
+		switch st := st.(type) {
+		case nil: // ByteLevel
+			if len(steps) != 1 {
+				return decoder{}, unsupported(field, fmt.Sprintf("ByteLevel in a chain of %d decoders (implemented: ByteLevel alone, or a chain of Replace, ByteFallback, Fuse, Strip and Metaspace)", len(steps)))
+			}
+			return decoder{kind: decoderByteLevel}, nil
+		case byteFallbackDecoder:
+			d.byteRuns = true
+		case stripDecoder:
+			if st.stop > 0 || st.start > 1 {
+				d.streamWhole = true
+			}
+		}
+		d.steps = append(d.steps, steps[i])
+	}
+	d.kind = decoderChain
+	return d, nil
+}
+
+// parseDecodeSteps flattens a decoder into its steps; a ByteLevel decoder is
+// a nil step. A missing decoder is no steps.
+func parseDecodeSteps(raw json.RawMessage, field string, inSequence bool) ([]decodeStep, error) {
 	typ, present, err := componentType(raw, field, inSequence)
 	if err != nil || !present {
-		return decoderNone, err
+		return nil, err
 	}
 	switch typ {
 	case "ByteLevel":
-		return decoderByteLevel, nil
+		return []decodeStep{nil}, nil
+	case "Replace":
+		old, content, err := parseReplace(raw, field)
+		if err != nil {
+			return nil, err
+		}
+		return []decodeStep{replaceDecoder{old: old, new: content}}, nil
+	case "ByteFallback":
+		return []decodeStep{byteFallbackDecoder{}}, nil
+	case "Fuse":
+		return []decodeStep{fuseDecoder{}}, nil
+	case "Strip":
+		var j struct {
+			Content *string `json:"content"`
+			Start   *int    `json:"start"`
+			Stop    *int    `json:"stop"`
+		}
+		if err := decodeInto(raw, field, &j); err != nil {
+			return nil, err
+		}
+		switch {
+		case j.Content == nil || utf8.RuneCountInString(*j.Content) != 1:
+			return nil, invalid(field+".content", "not one character", nil)
+		case j.Start == nil || *j.Start < 0:
+			return nil, invalid(field+".start", "missing or negative", nil)
+		case j.Stop == nil || *j.Stop < 0:
+			return nil, invalid(field+".stop", "missing or negative", nil)
+		}
+		r, _ := utf8.DecodeRuneInString(*j.Content)
+		return []decodeStep{stripDecoder{content: r, start: *j.Start, stop: *j.Stop}}, nil
+	case "Metaspace":
+		m, err := parseMetaspace(raw, field)
+		if err != nil {
+			return nil, err
+		}
+		r, _ := utf8.DecodeRuneInString(m.replacement)
+		return []decodeStep{metaspaceDecoder{replacement: r, scheme: m.scheme}}, nil
 	case "Sequence":
 		var j struct {
 			Decoders []json.RawMessage `json:"decoders"`
 		}
 		if err := decodeInto(raw, field, &j); err != nil {
-			return decoderNone, err
+			return nil, err
 		}
-		if len(j.Decoders) != 1 {
-			return decoderNone, unsupported(field+".decoders", fmt.Sprintf("a Sequence of %d decoders (implemented: a Sequence holding one ByteLevel)", len(j.Decoders)))
+		if j.Decoders == nil {
+			return nil, invalid(field+".decoders", "missing", nil)
 		}
-		return parseDecoder(j.Decoders[0], field+".decoders[0]", true)
+		steps := []decodeStep{}
+		for i, r := range j.Decoders {
+			s, err := parseDecodeSteps(r, fmt.Sprintf("%s.decoders[%d]", field, i), true)
+			if err != nil {
+				return nil, err
+			}
+			steps = append(steps, s...)
+		}
+		return steps, nil
 	}
-	return decoderNone, unsupported(field+".type", fmt.Sprintf("decoder %q (implemented: ByteLevel, Sequence of one ByteLevel)", typ))
+	return nil, unsupported(field+".type", fmt.Sprintf("decoder %q (implemented: ByteLevel, Replace, ByteFallback, Fuse, Strip, Metaspace, Sequence)", typ))
 }
 
 type addedTokenJSON struct {

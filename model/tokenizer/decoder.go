@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"strings"
+	"unicode/utf8"
 )
 
 // decoderKind is the tokenizer.json decoder.
@@ -12,7 +13,155 @@ const (
 	decoderNone decoderKind = iota
 	// decoderByteLevel maps each character back to its byte.
 	decoderByteLevel
+	// decoderChain runs decodeSteps over the tokens and joins the result
+	// (the SentencePiece-style decoders: Replace, ByteFallback, Fuse,
+	// Strip, Metaspace).
+	decoderChain
 )
+
+// decoder is the parsed tokenizer.json decoder.
+type decoder struct {
+	kind  decoderKind
+	steps []decodeStep // decoderChain only
+	// streamWhole: the chain is not local enough for the stream decoder's
+	// window (a Strip of more than one leading character or of trailing
+	// ones), so a StreamDecoder returns everything from Flush.
+	streamWhole bool
+	// byteRuns: the chain has ByteFallback, whose output for a run of byte
+	// tokens is only known once the run ends.
+	byteRuns bool
+}
+
+// decodeStep is one decoder of a chain: `tokenizers`' decode_chain, which
+// maps the list of token strings to a new list.
+type decodeStep interface {
+	decodeChain(tokens []string) []string
+}
+
+// replaceDecoder replaces a literal string in every token.
+type replaceDecoder struct{ old, new string }
+
+func (r replaceDecoder) decodeChain(tokens []string) []string {
+	for i, t := range tokens {
+		tokens[i] = strings.ReplaceAll(t, r.old, r.new)
+	}
+	return tokens
+}
+
+// byteFallbackDecoder turns runs of byte tokens (<0xNN>) into the text of
+// their bytes: valid UTF-8 as one string, anything else as one U+FFFD per
+// byte (not per invalid sequence, unlike the ByteLevel decoder).
+type byteFallbackDecoder struct{}
+
+func (byteFallbackDecoder) decodeChain(tokens []string) []string {
+	out := make([]string, 0, len(tokens))
+	var run []byte
+	flush := func() {
+		if len(run) == 0 {
+			return
+		}
+		if utf8.Valid(run) {
+			out = append(out, string(run))
+		} else {
+			for range run {
+				out = append(out, "\uFFFD")
+			}
+		}
+		run = run[:0]
+	}
+	for _, t := range tokens {
+		if b, ok := byteToken(t); ok {
+			run = append(run, b)
+			continue
+		}
+		flush()
+		out = append(out, t)
+	}
+	flush()
+	return out
+}
+
+// byteToken parses a byte token as `tokenizers` does: six bytes, "<0x",
+// two characters that Rust's u8::from_str_radix(_, 16) accepts (which
+// allows a leading '+'), ">".
+func byteToken(t string) (byte, bool) {
+	if len(t) != 6 || !strings.HasPrefix(t, "<0x") || t[5] != '>' {
+		return 0, false
+	}
+	digits := t[3:5]
+	if digits[0] == '+' {
+		digits = digits[1:]
+	}
+	var v byte
+	for i := 0; i < len(digits); i++ {
+		c := digits[i]
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c -= 'a' - 10
+		case c >= 'A' && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		v = v<<4 | c
+	}
+	return v, true
+}
+
+// fuseDecoder joins every token into one.
+type fuseDecoder struct{}
+
+func (fuseDecoder) decodeChain(tokens []string) []string {
+	return []string{strings.Join(tokens, "")}
+}
+
+// stripDecoder removes up to start leading and stop trailing copies of
+// content from every token.
+type stripDecoder struct {
+	content     rune
+	start, stop int
+}
+
+func (s stripDecoder) decodeChain(tokens []string) []string {
+	for i, t := range tokens {
+		for n := 0; n < s.start; n++ {
+			r, size := utf8.DecodeRuneInString(t)
+			if size == 0 || r != s.content {
+				break
+			}
+			t = t[size:]
+		}
+		for n := 0; n < s.stop; n++ {
+			r, size := utf8.DecodeLastRuneInString(t)
+			if size == 0 || r != s.content {
+				break
+			}
+			t = t[:len(t)-size]
+		}
+		tokens[i] = t
+	}
+	return tokens
+}
+
+// metaspaceDecoder turns the replacement character back into spaces; in the
+// first token it is dropped instead, unless the prepend scheme is "never".
+type metaspaceDecoder struct {
+	replacement rune
+	scheme      prependScheme
+}
+
+func (m metaspaceDecoder) decodeChain(tokens []string) []string {
+	for i, t := range tokens {
+		with := " "
+		if i == 0 && m.scheme != prependNever {
+			with = ""
+		}
+		tokens[i] = strings.ReplaceAll(t, string(m.replacement), with)
+	}
+	return tokens
+}
 
 // DecodeOptions changes what Decode produces.
 type DecodeOptions struct {
@@ -30,7 +179,7 @@ func (t *Tokenizer) Decode(ids []uint32) string {
 
 // DecodeWith is Decode with options.
 func (t *Tokenizer) DecodeWith(ids []uint32, opts DecodeOptions) string {
-	switch t.decoder {
+	switch t.decoder.kind {
 	case decoderByteLevel:
 		var buf []byte
 		for _, id := range ids {
@@ -39,6 +188,17 @@ func (t *Tokenizer) DecodeWith(ids []uint32, opts DecodeOptions) string {
 			}
 		}
 		return string(appendLossy(nil, buf))
+	case decoderChain:
+		tokens := make([]string, 0, len(ids))
+		for _, id := range ids {
+			if tok, ok := t.decodeToken(id, opts); ok {
+				tokens = append(tokens, tok)
+			}
+		}
+		for _, st := range t.decoder.steps {
+			tokens = st.decodeChain(tokens)
+		}
+		return strings.Join(tokens, "")
 	default:
 		var b strings.Builder
 		first := true
@@ -84,15 +244,22 @@ func (t *Tokenizer) decodeToken(id uint32, opts DecodeOptions) (string, bool) {
 }
 
 // StreamDecoder turns ids into text one at a time, for printing tokens as a
-// model generates them. Byte-level tokens can end in the middle of a UTF-8
-// character; Add holds such bytes back until the character is complete, so
-// the concatenation of everything Add and Flush return equals Decode of all
-// the ids. A StreamDecoder is not safe for concurrent use.
+// model generates them. It holds text back until later tokens cannot change
+// it (bytes of a UTF-8 character split across byte-level tokens, a run of
+// <0xNN> byte tokens), so the concatenation of everything Add and Flush
+// return equals Decode of all the ids. A StreamDecoder is not safe for
+// concurrent use.
 type StreamDecoder struct {
 	t       *Tokenizer
 	opts    DecodeOptions
 	pending []byte
 	started bool
+	// The decoder chain's window, as in `tokenizers`' DecodeStream: window
+	// holds the ids from the last text returned on; the first prefixLen
+	// of them decode to prefix, which was returned already.
+	window    []uint32
+	prefixLen int
+	prefix    string
 }
 
 // NewStreamDecoder returns a stream decoder that keeps every token.
@@ -112,28 +279,52 @@ func (d *StreamDecoder) Add(id uint32) string {
 	if !ok {
 		return ""
 	}
-	if d.t.decoder != decoderByteLevel {
+	switch d.t.decoder.kind {
+	case decoderByteLevel:
+		d.pending = appendTokenBytes(d.pending, tok)
+		n := completeLen(d.pending)
+		if n == 0 {
+			return ""
+		}
+		out := string(appendLossy(nil, d.pending[:n]))
+		d.pending = d.pending[:copy(d.pending, d.pending[n:])]
+		return out
+	case decoderChain:
+		d.window = append(d.window, id)
+		if d.t.decoder.streamWhole {
+			return ""
+		}
+		if _, isByte := byteToken(tok); isByte && d.t.decoder.byteRuns {
+			return ""
+		}
+		// Every decoder of the chain works per token, per run of byte
+		// tokens or (Metaspace, Strip) on the first token alone, so with
+		// the window starting at a token already returned, its text is the
+		// returned prefix followed by the new text.
+		text := d.t.DecodeWith(d.window, d.opts)
+		out := strings.TrimPrefix(text, d.prefix)
+		d.window = d.window[:copy(d.window, d.window[d.prefixLen:])]
+		d.prefixLen = len(d.window)
+		d.prefix = d.t.DecodeWith(d.window, d.opts)
+		return out
+	default:
 		if d.started {
 			tok = " " + tok
 		}
 		d.started = true
 		return tok
 	}
-	d.pending = appendTokenBytes(d.pending, tok)
-	n := completeLen(d.pending)
-	if n == 0 {
-		return ""
-	}
-	out := string(appendLossy(nil, d.pending[:n]))
-	d.pending = d.pending[:copy(d.pending, d.pending[n:])]
-	return out
 }
 
-// Flush returns what is held back (an incomplete character, as U+FFFD) and
+// Flush returns what is held back (an incomplete character as U+FFFD) and
 // resets the decoder for a new sequence.
 func (d *StreamDecoder) Flush() string {
 	out := string(appendLossy(nil, d.pending))
+	if len(d.window) > d.prefixLen {
+		out += strings.TrimPrefix(d.t.DecodeWith(d.window, d.opts), d.prefix)
+	}
 	d.pending = d.pending[:0]
+	d.window, d.prefixLen, d.prefix = d.window[:0], 0, ""
 	d.started = false
 	return out
 }

@@ -39,17 +39,26 @@ func TestUnsupportedComponents(t *testing.T) {
 		}, "normalizer.normalizers[1].type"},
 		{"pre-tokenizer", func(d map[string]any) { d["pre_tokenizer"] = map[string]any{"type": "Whitespace"} }, "pre_tokenizer.type"},
 		{"pre-tokenizer in a sequence", func(d map[string]any) {
-			d["pre_tokenizer"] = sequence("pretokenizers", map[string]any{"type": "Metaspace", "replacement": "▁"})
+			d["pre_tokenizer"] = sequence("pretokenizers", map[string]any{"type": "Whitespace"})
 		}, "pre_tokenizer.pretokenizers[0].type"},
+		{"metaspace first after another step", func(d map[string]any) {
+			d["pre_tokenizer"] = sequence("pretokenizers", map[string]any{"type": "Digits", "individual_digits": true},
+				map[string]any{"type": "Metaspace", "replacement": "▁", "prepend_scheme": "first", "split": false})
+		}, "pre_tokenizer.pretokenizers[1].prepend_scheme"},
+		{"replace regex", func(d map[string]any) {
+			d["normalizer"] = map[string]any{"type": "Replace", "pattern": map[string]any{"Regex": " {2,}"}, "content": " "}
+		}, "normalizer.pattern.Regex"},
 		{"regex", func(d map[string]any) {
 			d["pre_tokenizer"] = sequence("pretokenizers", splitPre(`\p{L}+|\s+(?!\S)`), byteLevelPre(false, false))
 		}, "pre_tokenizer.pretokenizers[0].pattern.Regex"},
 		{"post-processor", func(d map[string]any) { d["post_processor"] = map[string]any{"type": "BertProcessing"} }, "post_processor.type"},
 		{"decoder", func(d map[string]any) { d["decoder"] = map[string]any{"type": "WordPiece"} }, "decoder.type"},
-		{"decoder sequence", func(d map[string]any) {
-			d["decoder"] = sequence("decoders", map[string]any{"type": "Strip"}, map[string]any{"type": "Fuse"})
-		}, "decoder.decoders"},
-		{"byte fallback", func(d map[string]any) { model(d)["byte_fallback"] = true }, "model.byte_fallback"},
+		{"byte-level decoder in a chain", func(d map[string]any) {
+			d["decoder"] = sequence("decoders", byteLevelDecoder, map[string]any{"type": "Fuse"})
+		}, "decoder"},
+		{"decoder in a sequence", func(d map[string]any) {
+			d["decoder"] = sequence("decoders", map[string]any{"type": "Fuse"}, map[string]any{"type": "CTC"})
+		}, "decoder.decoders[1].type"},
 		{"dropout", func(d map[string]any) { model(d)["dropout"] = 0.1 }, "model.dropout"},
 		{"subword prefix", func(d map[string]any) { model(d)["continuing_subword_prefix"] = "##" }, "model.continuing_subword_prefix"},
 		{"version", func(d map[string]any) { d["version"] = "2.0" }, "version"},

@@ -23,6 +23,8 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{"model":{"type":"BPE","vocab":{"a":16777215},"merges":[]}}`))
 	f.Add([]byte(`{"model":{"type":"BPE","vocab":{},"merges":[["a"]]}}`))
 	f.Add([]byte(`{"pre_tokenizer":{"type":"Split","pattern":{"String":"x"},"behavior":"MergedWithNext","invert":true},"model":{"type":"BPE","vocab":{"x":0,"y":1},"merges":[]}}`))
+	f.Add(spmDoc(f, "<unk>", "x", "xé", "<0xC3>", "<0xA9>"))
+	f.Add([]byte(`{"normalizer":{"type":"Sequence","normalizers":[{"type":"Prepend","prepend":"▁"},{"type":"Replace","pattern":{"String":" "},"content":"▁"}]},"pre_tokenizer":{"type":"Metaspace","replacement":"▁","prepend_scheme":"first","split":true},"decoder":{"type":"Sequence","decoders":[{"type":"Replace","pattern":{"String":"▁"},"content":" "},{"type":"ByteFallback"},{"type":"Fuse"},{"type":"Strip","content":" ","start":1,"stop":1},{"type":"Metaspace","replacement":"▁"}]},"model":{"type":"BPE","byte_fallback":true,"vocab":{"▁":0,"a":1,"<0x41>":2},"merges":[]}}`))
 	f.Add([]byte(`[]`))
 	f.Add([]byte(`null`))
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -52,7 +52,7 @@ func re2Split(t *testing.T, re *regexp.Regexp, s string) []string {
 }
 
 func splitWith(p splitPattern, s string) []string {
-	return (&splitStep{pattern: p, behavior: behaviorIsolated}).split(nil, s)
+	return (&splitStep{pattern: p, behavior: behaviorIsolated}).split(nil, s, false)
 }
 
 // TestRE2SpaceClassIsWhiteSpace proves the rewrite's \s class is the
@@ -174,17 +174,17 @@ func TestSplitBehaviors(t *testing.T) {
 		behaviorContiguous:         {"the", "-", "final", "--", "countdown"},
 	}
 	for b, want := range cases {
-		got := (&splitStep{pattern: literalPattern("-"), behavior: b}).split(nil, text)
+		got := (&splitStep{pattern: literalPattern("-"), behavior: b}).split(nil, text, false)
 		require.Equal(t, want, got, "behavior %d", b)
 	}
 	// invert: the pattern marks the kept parts.
-	got := (&splitStep{pattern: literalPattern("-"), behavior: behaviorRemoved, invert: true}).split(nil, text)
+	got := (&splitStep{pattern: literalPattern("-"), behavior: behaviorRemoved, invert: true}).split(nil, text, false)
 	require.Equal(t, []string{"-", "-", "-"}, got)
 }
 
 // TestDigits checks the Digits pre-tokenizer against `tokenizers`' own test
 // ("Hey 123 friend!").
 func TestDigits(t *testing.T) {
-	require.Equal(t, []string{"Hey ", "123", " friend!"}, (&digitsStep{}).split(nil, "Hey 123 friend!"))
-	require.Equal(t, []string{"Hey ", "1", "2", "3", " friend!"}, (&digitsStep{individual: true}).split(nil, "Hey 123 friend!"))
+	require.Equal(t, []string{"Hey ", "123", " friend!"}, (&digitsStep{}).split(nil, "Hey 123 friend!", false))
+	require.Equal(t, []string{"Hey ", "1", "2", "3", " friend!"}, (&digitsStep{individual: true}).split(nil, "Hey 123 friend!", false))
 }

@@ -10,8 +10,10 @@ import (
 // tokenizer.json is flattened into a list of steps, each applied to every
 // piece the previous step produced, as `tokenizers` does.
 type preTokenizer interface {
-	// split appends the non-empty pieces of s to out, in order.
-	split(out []string, s string) []string
+	// split appends the non-empty pieces of s to out, in order. atStart
+	// reports that s begins the text being encoded (its original offset is
+	// 0), which Metaspace's prepend_scheme "first" depends on.
+	split(out []string, s string, atStart bool) []string
 }
 
 // splitBehavior is what Split does with the matches (`tokenizers`'
@@ -47,7 +49,7 @@ type splitStep struct {
 	invert   bool
 }
 
-func (st *splitStep) split(out []string, s string) []string {
+func (st *splitStep) split(out []string, s string, _ bool) []string {
 	if st.behavior == behaviorIsolated {
 		// Every match and every gap becomes a piece; the match flags (and so
 		// invert) do not matter. This is the path the real models take.
@@ -153,7 +155,7 @@ type digitsStep struct {
 	individual bool
 }
 
-func (d *digitsStep) split(out []string, s string) []string {
+func (d *digitsStep) split(out []string, s string, _ bool) []string {
 	var spans []span
 	last := 0
 	for i, r := range s {
@@ -186,13 +188,13 @@ type byteLevelStep struct {
 	mapBytes       bool
 }
 
-func (b *byteLevelStep) split(out []string, s string) []string {
+func (b *byteLevelStep) split(out []string, s string, _ bool) []string {
 	if b.addPrefixSpace && !strings.HasPrefix(s, " ") {
 		s = " " + s
 	}
 	start := len(out)
 	if b.useRegex {
-		out = (&splitStep{pattern: gpt2Regex, behavior: behaviorIsolated}).split(out, s)
+		out = (&splitStep{pattern: gpt2Regex, behavior: behaviorIsolated}).split(out, s, false)
 	} else {
 		out = append(out, s)
 	}
@@ -200,6 +202,57 @@ func (b *byteLevelStep) split(out []string, s string) []string {
 		for i := start; i < len(out); i++ {
 			out[i] = string(appendByteLevel(nil, out[i]))
 		}
+	}
+	return out
+}
+
+// prependScheme is when Metaspace puts its replacement character first.
+type prependScheme uint8
+
+const (
+	prependAlways prependScheme = iota
+	prependFirst                // only before the piece that starts the text
+	prependNever
+)
+
+var prependSchemeNames = map[string]prependScheme{"always": prependAlways, "first": prependFirst, "never": prependNever}
+
+// metaspaceStep is the Metaspace pre-tokenizer (SentencePiece's whitespace
+// handling): spaces become the replacement character ("▁"), which is put
+// first as prepend_scheme says unless the piece already starts with it, and
+// with split the piece is cut before each replacement character.
+type metaspaceStep struct {
+	replacement string
+	scheme      prependScheme
+	splitPieces bool
+}
+
+func (m *metaspaceStep) split(out []string, s string, atStart bool) []string {
+	s = strings.ReplaceAll(s, " ", m.replacement)
+	if !strings.HasPrefix(s, m.replacement) && (m.scheme == prependAlways || (m.scheme == prependFirst && atStart)) {
+		s = m.replacement + s
+	}
+	if !m.splitPieces {
+		if s != "" {
+			out = append(out, s)
+		}
+		return out
+	}
+	// MergedWithNext: each replacement character starts a piece.
+	prev := 0
+	for i := 0; i < len(s); {
+		j := strings.Index(s[i:], m.replacement)
+		if j < 0 {
+			break
+		}
+		if i+j > prev {
+			out = append(out, s[prev:i+j])
+			prev = i + j
+		}
+		i += j + len(m.replacement)
+	}
+	if prev < len(s) {
+		out = append(out, s[prev:])
 	}
 	return out
 }

@@ -19,7 +19,7 @@ type Tokenizer struct {
 	// byte-to-character mapping is done per word into a reused buffer.
 	byteLevelAtModel bool
 	template         template // special tokens added when asked for
-	decoder          decoderKind
+	decoder          decoder
 	tokens           []tokenEntry // by id
 	special          []uint32     // ids of special tokens, ascending
 }
@@ -98,21 +98,22 @@ func (t *Tokenizer) encode(st *encodeState, ids []uint32, text string) []uint32 
 			case sub.isToken:
 				ids = append(ids, sub.id)
 			case sub.end > sub.start:
-				ids = t.encodeText(st, ids, piece[sub.start:sub.end])
+				ids = t.encodeText(st, ids, piece[sub.start:sub.end], sg.start == 0 && sub.start == 0)
 			}
 		}
 	}
 	return ids
 }
 
-// encodeText pre-tokenizes s and runs the model on each piece.
-func (t *Tokenizer) encodeText(st *encodeState, ids []uint32, s string) []uint32 {
+// encodeText pre-tokenizes s and runs the model on each piece. atStart
+// reports that s begins the text (see preTokenizer).
+func (t *Tokenizer) encodeText(st *encodeState, ids []uint32, s string, atStart bool) []uint32 {
 	cur := append(st.pieces[:0], s)
 	next := st.next[:0]
-	for _, step := range t.steps {
+	for i, step := range t.steps {
 		next = next[:0]
 		for _, p := range cur {
-			next = step.split(next, p)
+			next = step.split(next, p, atStart && i == 0)
 		}
 		cur, next = next, cur
 	}
