@@ -217,15 +217,19 @@ func (t *Tokenizer) DecodeWith(ids []uint32, opts DecodeOptions) string {
 
 // Piece is the bytes id decodes to on its own (llama.cpp's token piece),
 // special tokens included: for a byte-level tokenizer the token's bytes,
-// which can be part of a UTF-8 character; otherwise its text. False for an
-// id the vocabulary does not hold.
+// which can be part of a UTF-8 character; for a byte-fallback token
+// (<0xNN>) its byte; otherwise its text. False for an id the vocabulary
+// does not hold.
 func (t *Tokenizer) Piece(id uint32) ([]byte, bool) {
 	tok, ok := t.decodeToken(id, DecodeOptions{})
 	if !ok {
 		return nil, false
 	}
-	if t.decoder == decoderByteLevel {
+	if t.decoder.kind == decoderByteLevel {
 		return appendTokenBytes(nil, tok), true
+	}
+	if b, ok := byteToken(tok); ok && t.decoder.byteRuns {
+		return []byte{b}, true
 	}
 	return []byte(tok), true
 }

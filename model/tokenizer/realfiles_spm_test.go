@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -176,4 +177,27 @@ func TestRealSentencePieceKnownIDs(t *testing.T) {
 		}
 		require.Equal(t, ids(2, 105), tok.Encode("<start_of_turn>", true))
 	})
+}
+
+// TestSentencePiecePiecesJoinToTheText: a byte-fallback tokenizer's pieces
+// (what /tokenize's with_pieces returns) are each token's own bytes: a byte
+// token (<0xNN>) is its byte, not its name, so the pieces of a text the
+// vocabulary spells in bytes join to the text's UTF-8.
+func TestSentencePiecePiecesJoinToTheText(t *testing.T) {
+	tok, err := Parse(loadVariant(t, spmVariants(t)["llama2"]))
+	require.NoError(t, err)
+	text := "\n\t🦙 ok"
+	var joined []byte
+	bytes := 0
+	for _, id := range tok.Encode(text, false) {
+		p, ok := tok.Piece(id)
+		require.True(t, ok)
+		if tt, _ := tok.Token(id); strings.HasPrefix(tt, "<0x") {
+			require.Len(t, p, 1, "byte token %s", tt)
+			bytes++
+		}
+		joined = append(joined, p...)
+	}
+	require.Positive(t, bytes, "the text meets the byte fallback")
+	require.Equal(t, "▁"+strings.ReplaceAll(text, " ", "▁"), string(joined))
 }
