@@ -35,15 +35,19 @@ type weights struct {
 
 type layerWeights struct {
 	attnNorm, mlpNorm []float32
-	qNorm, kNorm      []float32  // [headDim] each, or nil (Config.QKNorm)
-	qkv               cpu.Matrix // [(heads + 2*kvHeads) * headDim, hidden]
-	qkvBias           []float32  // nil without biases
-	o                 cpu.Matrix // [hidden, heads*headDim]
-	oBias             []float32
-	gateUp            cpu.Matrix // [2*intermediate, hidden]
-	gateUpBias        []float32
-	down              cpu.Matrix // [hidden, intermediate]
-	downBias          []float32
+	// postAttnNorm and postMLPNorm normalise attention's and the MLP's
+	// outputs before their residual adds (Config.Gemma), else nil. Gemma's
+	// norms hold 1+w, the factor its RMSNorm applies.
+	postAttnNorm, postMLPNorm []float32
+	qNorm, kNorm              []float32  // [headDim] each, or nil (Config.QKNorm)
+	qkv                       cpu.Matrix // [(heads + 2*kvHeads) * headDim, hidden]
+	qkvBias                   []float32  // nil without biases
+	o                         cpu.Matrix // [hidden, heads*headDim]
+	oBias                     []float32
+	gateUp                    cpu.Matrix // [2*intermediate, hidden]
+	gateUpBias                []float32
+	down                      cpu.Matrix // [hidden, intermediate]
+	downBias                  []float32
 	// qkvParts and gateUpParts hold q, k, v (gate, up) unfused, and qkv
 	// (gateUp) is then empty, when a GGUF stores them in different block
 	// formats: llama.cpp's Q4_K_M recipe, ollama's default, keeps attn_v
@@ -291,11 +295,34 @@ func loadWeights(cfg *Config, set *safetensors.Set, format WeightFormat, progres
 	if w.embed, err = l.matrix(D, "model.embed_tokens.weight", V); err != nil {
 		return nil, err
 	}
+	// Gemma's RMSNorm multiplies by 1+w, computed in float32 as
+	// transformers' Gemma3RMSNorm does.
+	norm := func(name string, n int) ([]float32, error) {
+		v, err := l.vector(name, n)
+		if cfg.Gemma {
+			for i := range v {
+				v[i]++
+			}
+		}
+		return v, err
+	}
+	mlpNorm := "post_attention_layernorm.weight" // llama's pre-MLP norm
+	if cfg.Gemma {
+		mlpNorm = "pre_feedforward_layernorm.weight"
+	}
 	for i := range w.layers {
 		p := fmt.Sprintf("model.layers.%d.", i)
 		lw := &w.layers[i]
-		if lw.attnNorm, err = l.vector(p+"input_layernorm.weight", D); err != nil {
+		if lw.attnNorm, err = norm(p+"input_layernorm.weight", D); err != nil {
 			return nil, err
+		}
+		if cfg.Gemma {
+			if lw.postAttnNorm, err = norm(p+"post_attention_layernorm.weight", D); err != nil {
+				return nil, err
+			}
+			if lw.postMLPNorm, err = norm(p+"post_feedforward_layernorm.weight", D); err != nil {
+				return nil, err
+			}
 		}
 		qkv := []string{p + "self_attn.q_proj.", p + "self_attn.k_proj.", p + "self_attn.v_proj."}
 		qkvRows := []int{qD, kvD, kvD}
@@ -306,10 +333,10 @@ func loadWeights(cfg *Config, set *safetensors.Set, format WeightFormat, progres
 			return nil, err
 		}
 		if cfg.QKNorm {
-			if lw.qNorm, err = l.vector(p+"self_attn.q_norm.weight", cfg.HeadDim); err != nil {
+			if lw.qNorm, err = norm(p+"self_attn.q_norm.weight", cfg.HeadDim); err != nil {
 				return nil, err
 			}
-			if lw.kNorm, err = l.vector(p+"self_attn.k_norm.weight", cfg.HeadDim); err != nil {
+			if lw.kNorm, err = norm(p+"self_attn.k_norm.weight", cfg.HeadDim); err != nil {
 				return nil, err
 			}
 		}
@@ -319,7 +346,7 @@ func loadWeights(cfg *Config, set *safetensors.Set, format WeightFormat, progres
 		if lw.oBias, err = l.biases(cfg.OBias, []string{p + "self_attn.o_proj.bias"}, []int{D}); err != nil {
 			return nil, err
 		}
-		if lw.mlpNorm, err = l.vector(p+"post_attention_layernorm.weight", D); err != nil {
+		if lw.mlpNorm, err = norm(p+mlpNorm, D); err != nil {
 			return nil, err
 		}
 		gu := []string{p + "mlp.gate_proj.", p + "mlp.up_proj."}
@@ -336,7 +363,7 @@ func loadWeights(cfg *Config, set *safetensors.Set, format WeightFormat, progres
 			return nil, err
 		}
 	}
-	if w.norm, err = l.vector("model.norm.weight", D); err != nil {
+	if w.norm, err = norm("model.norm.weight", D); err != nil {
 		return nil, err
 	}
 	if cfg.TieWordEmbeddings {
