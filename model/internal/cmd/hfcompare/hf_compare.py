@@ -50,12 +50,17 @@ transformers' (CONVERT_LOGIT_BAR) and 64 greedy tokens:
 --preset-golden PATH runs the checkpoints mktestmodel writes (the weights the
 Go tests build with package modeltest) through transformers and, when hipgo
 agrees within PRESET_LOGIT_BAR and on every greedy token, writes the prompt,
-transformers' logits at PRESET_POSITIONS and PRESET_GREEDY greedy ids for
-TestQwen3MatchesTransformers, which checks them in CI without Python:
+transformers' logits at the family's positions and PRESET_GREEDY greedy ids
+for TestQwen3MatchesTransformers (--family qwen3, the default) or
+TestGemma3MatchesTransformers (--family gemma3: sliding window 8 on a
+32-token prompt, final logit soft-capping, an attention scale other than
+head_dim's), which check them in CI without Python:
 
   CGO_ENABLED=0 go build -o mktestmodel ./model/internal/cmd/mktestmodel
   python3 hf_compare.py --hipgo ./hfcompare --mktestmodel ./mktestmodel \\
       --preset-golden model/testdata/qwen3-tiny-transformers.json
+  python3 hf_compare.py --hipgo ./hfcompare --mktestmodel ./mktestmodel --family gemma3 \\
+      --preset-golden model/testdata/gemma3-tiny-transformers.json
 """
 
 import argparse
@@ -403,12 +408,18 @@ def main_gguf(args):
 # ---------------------------------------------------------------- golden files for CI
 
 # Checkpoints written by mktestmodel (the Go tests build the same weights
-# with package modeltest), run through transformers; TestQwen3MatchesTransformers
-# checks hipgo against what this writes, without Python.
-PRESET_GOLDEN = [("qwen3-tiny", "qwen3-tiny", []), ("qwen3-tiny-tied", "qwen3-tiny", ["-tie"])]
-PRESET_PROMPT_LEN = 24
+# with package modeltest), run through transformers, by --family: (name,
+# preset, mktestmodel flags) each, the prompt length and the positions whose
+# logits are kept. TestQwen3MatchesTransformers and
+# TestGemma3MatchesTransformers check hipgo against what this writes,
+# without Python. Gemma 3's prompt is four times its sliding window (8; 5 for
+# gemma3-tiny-scalar) and its 64 greedy tokens run on past it.
+PRESET_FAMILIES = {
+    "qwen3": ([("qwen3-tiny", "qwen3-tiny", []), ("qwen3-tiny-tied", "qwen3-tiny", ["-tie"])], 24, (0, 11, 23)),
+    "gemma3": ([("gemma3-tiny", "gemma3-tiny", []), ("gemma3-tiny-softcap", "gemma3-tiny-softcap", []),
+                ("gemma3-tiny-scalar", "gemma3-tiny-scalar", [])], 32, (0, 15, 31)),
+}
 PRESET_GREEDY = 64
-PRESET_POSITIONS = (0, 11, 23)
 PRESET_LOGIT_BAR = 1e-5
 
 
@@ -423,13 +434,14 @@ def main_preset_golden(args):
     torch.set_num_threads(1)
     log(f"python {sys.version.split()[0]}, torch {torch.__version__}, transformers {transformers.__version__}")
     variants, failures = [], []
-    for i, (name, preset, flags) in enumerate(PRESET_GOLDEN):
+    presets, prompt_len, positions = PRESET_FAMILIES[args.family]
+    for i, (name, preset, flags) in enumerate(presets):
         mdir = os.path.join(args.work, name)
         subprocess.run([os.path.abspath(args.mktestmodel), "-preset", preset, "-out", mdir, *flags], check=True)
         model = AutoModelForCausalLM.from_pretrained(mdir, dtype=torch.float32).eval()
         cfg = model.config
         gen = torch.Generator().manual_seed(args.seed + i)
-        ids = torch.randint(0, cfg.vocab_size, (1, PRESET_PROMPT_LEN), generator=gen)
+        ids = torch.randint(0, cfg.vocab_size, (1, prompt_len), generator=gen)
         ref = hf_prompt_logits(model, ids)
         toks, min_gap = hf_greedy(model, ids, PRESET_GREEDY)
         prompt_path = os.path.join(args.work, f"{name}-prompt.json")
@@ -437,7 +449,7 @@ def main_preset_golden(args):
             json.dump(ids[0].tolist(), f)
         go_res, go_logits = run_go(os.path.abspath(args.hipgo), mdir, prompt_path, os.path.join(args.work, f"{name}-go"),
                                    1, 8, 1, n=PRESET_GREEDY)
-        rows = list(PRESET_POSITIONS)
+        rows = list(positions)
         rel = float(np.abs(go_logits[rows].astype(np.float64) - ref[rows]).max() / np.abs(ref[rows]).max())
         first_diff = next((j for j, (a, b) in enumerate(zip(go_res["greedy"], toks)) if a != b), None)
         log(f"{name} ({type(model).__name__}, head_dim {cfg.head_dim}, tied {cfg.tie_word_embeddings}): "
@@ -459,7 +471,7 @@ def main_preset_golden(args):
             print("  " + f)
         return 1
     golden = {
-        "generator": "model/internal/cmd/hfcompare/hf_compare.py --preset-golden",
+        "generator": f"model/internal/cmd/hfcompare/hf_compare.py --preset-golden --family {args.family}",
         "reference": f"transformers {transformers.__version__} from_pretrained(dtype=float32), torch {torch.__version__}, CPU",
         "variants": variants,
     }
@@ -564,6 +576,8 @@ def main():
     ap.add_argument("--preset-golden", default="",
                     help="write transformers' logits and greedy ids for mktestmodel's checkpoints here (needs --mktestmodel)")
     ap.add_argument("--mktestmodel", default="", help="the mktestmodel binary, for --preset-golden")
+    ap.add_argument("--family", default="qwen3", choices=sorted(PRESET_FAMILIES),
+                    help="with --preset-golden: which mktestmodel checkpoints")
     ap.add_argument("--convert", default="",
                     help="llama.cpp's convert_hf_to_gguf.py: check Qwen3 GGUFs it converts (needs --tokenizer)")
     ap.add_argument("--tokenizer", default="", help="with --convert: a directory with Qwen3's tokenizer.json and tokenizer_config.json")
