@@ -3,15 +3,19 @@
 
 For each random-initialised model built from configs in code (MODELS: a
 Llama-3-style model with GQA and llama3 rope scaling, a Qwen2-style model with
-q/k/v biases, a SmolLM-135M-shaped model with tied embeddings, and two Qwen3
-models with q/k norms and a head_dim beside hidden/heads, untied and tied) it:
+q/k/v biases, a SmolLM-135M-shaped model with tied embeddings, two Qwen3
+models with q/k norms and a head_dim beside hidden/heads, untied and tied,
+and three Gemma 3 models with a sliding window of 8 or 16 beside global
+layers, two RoPE bases, q/k norms, GeGLU and (1+w) norms: untied with an
+attention scale other than head_dim's, the same with final logit
+soft-capping, and tied with Gemma's head_dim 256) it:
 
   1. saves the model with save_pretrained (float32 safetensors, config.json);
   2. runs the Go binary (model/internal/cmd/hfcompare, built with
      CGO_ENABLED=0) on the saved directory and a 32-token prompt;
   3. compares the float32 logits of every prompt position: max |go - hf| over
-     max |hf| (bar 1e-4; 1e-5 for Qwen3);
-  4. checks that 32 greedy tokens (64 for Qwen3) are identical (and reports the smallest gap
+     max |hf| (bar 1e-4; 1e-5 for Qwen3 and Gemma 3);
+  4. checks that 32 greedy tokens (64 for Qwen3 and Gemma 3) are identical (and reports the smallest gap
      between the top two logits on transformers' side, so a divergence can be
      told apart from a near tie);
   5. times decode tokens/s on the CPU with torch.set_num_threads(N) against
@@ -47,6 +51,12 @@ transformers' (CONVERT_LOGIT_BAR) and 64 greedy tokens:
   python3 hf_compare.py --hipgo ./hfcompare --convert vendor/llama.cpp/convert_hf_to_gguf.py \\
       --tokenizer package/models
 
+With --family gemma3 it converts random Gemma 3 models (every feature on as in
+MODELS, head_dim 64 beside hidden/heads 32; tied, and untied with final
+logit soft-capping) with a small SentencePiece model it trains (the
+converter reads tokenizer.model; needs the sentencepiece package), and
+checks the same (no --tokenizer).
+
 --preset-golden PATH runs the checkpoints mktestmodel writes (the weights the
 Go tests build with package modeltest) through transformers and, when hipgo
 agrees within PRESET_LOGIT_BAR and on every greedy token, writes the prompt,
@@ -78,8 +88,8 @@ os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import transformers  # noqa: E402
-from transformers import (LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM,  # noqa: E402
-                          Qwen3Config, Qwen3ForCausalLM)
+from transformers import (Gemma3ForCausalLM, Gemma3TextConfig, LlamaConfig, LlamaForCausalLM,  # noqa: E402
+                          Qwen2Config, Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM)
 
 PROMPT_LEN = 32
 GREEDY = 32
@@ -186,6 +196,41 @@ def qwen3_tied_config():
     )
 
 
+def gemma3_config(vocab_size=8192, hidden_size=512, intermediate_size=1408, num_hidden_layers=8,
+                  num_attention_heads=8, num_key_value_heads=2, head_dim=96, query_pre_attn_scalar=80,
+                  sliding_window=8, final_logit_softcapping=None, tie_word_embeddings=False, **kw):
+    # Gemma 3 with every feature on by default: a window of 8 (a quarter of
+    # the prompt) on layers 0-4 and 6-7 and layer 5 global, local and global
+    # RoPE bases 10000 and 1000000 with linear scaling 8 on the global layer,
+    # q/k norms, head_dim 96 beside hidden/heads = 64, and an attention scale
+    # of query_pre_attn_scalar 80.
+    rope = {"full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1000000.0},
+            "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}
+    cfg = Gemma3TextConfig(
+        vocab_size=vocab_size, hidden_size=hidden_size, intermediate_size=intermediate_size,
+        num_hidden_layers=num_hidden_layers, num_attention_heads=num_attention_heads,
+        num_key_value_heads=num_key_value_heads, head_dim=head_dim, query_pre_attn_scalar=query_pre_attn_scalar,
+        sliding_window=sliding_window, final_logit_softcapping=final_logit_softcapping,
+        tie_word_embeddings=tie_word_embeddings, rope_parameters=rope, max_position_embeddings=4096,
+        rms_norm_eps=1e-6, initializer_range=0.05, bos_token_id=2, eos_token_id=1, pad_token_id=0, **kw)
+    if cfg.rope_parameters["full_attention"].get("factor") != 8.0 or "full_attention" not in cfg.layer_types:
+        raise RuntimeError(f"Gemma3TextConfig did not take the settings: {cfg}")
+    return cfg
+
+
+def gemma3_softcap_config():
+    # Final logit soft-capping at 3 (below transformers' largest logits here).
+    return gemma3_config(final_logit_softcapping=3.0)
+
+
+def gemma3_tied_config():
+    # Gemma 3's own head_dim (256) and attention scale over hidden 384 and 4
+    # heads with one KV head, a window of 16, every sixth layer global, tied.
+    return gemma3_config(hidden_size=384, intermediate_size=1024, num_hidden_layers=7, num_attention_heads=4,
+                         num_key_value_heads=1, head_dim=256, query_pre_attn_scalar=256, sliding_window=16,
+                         tie_word_embeddings=True)
+
+
 # name, class, config, logit bar, greedy tokens
 MODELS = [
     ("llama3-gqa-ropescaling", LlamaForCausalLM, llama3_config, LOGIT_BAR, GREEDY),
@@ -193,20 +238,25 @@ MODELS = [
     ("smollm135m-tied", LlamaForCausalLM, smollm_config, LOGIT_BAR, GREEDY),
     ("qwen3-qk-norm", Qwen3ForCausalLM, qwen3_config, 1e-5, 64),
     ("qwen3-tied-head-dim-128", Qwen3ForCausalLM, qwen3_tied_config, 1e-5, 64),
+    ("gemma3-sliding-untied", Gemma3ForCausalLM, gemma3_config, 1e-5, 64),
+    ("gemma3-final-softcap", Gemma3ForCausalLM, gemma3_softcap_config, 1e-5, 64),
+    ("gemma3-tied-head-dim-256", Gemma3ForCausalLM, gemma3_tied_config, 1e-5, 64),
 ]
 
 
 def build(cls, cfg, seed):
     torch.manual_seed(seed)
     model = cls(cfg).float().eval()
-    # transformers initialises biases to 0 and norm weights to 1: randomise
-    # both so those code paths are really compared.
+    # transformers initialises biases to 0 and norm weights to 1 (Gemma's to
+    # 0: its RMSNorm multiplies by 1+w): randomise both so those code paths
+    # are really compared.
+    norm_mean = 0.0 if cls is Gemma3ForCausalLM else 1.0
     with torch.no_grad():
         for name, p in model.named_parameters():
             if name.endswith(".bias"):
                 p.normal_(0.0, 0.1)
             elif name.endswith("norm.weight"):
-                p.normal_(1.0, 0.1)
+                p.normal_(norm_mean, 0.1)
     return model
 
 
@@ -502,29 +552,68 @@ def qwen3_convert_config(tie):
     )
 
 
-def main_convert(args):
-    """Saves random Qwen3 models with a real Qwen3 tokenizer, converts each
-    with llama.cpp's convert_hf_to_gguf.py (--outtype f32), and checks that
-    hipgo's logits from the GGUF match its logits from the safetensors and
-    transformers', and that 64 greedy tokens agree."""
+GEMMA3_CONVERT_VOCAB = 384
+
+
+def write_sentencepiece(d, vocab_size):
+    """Trains a small SentencePiece BPE model (byte fallback, Gemma's
+    special ids) on fixed text and writes it as d/tokenizer.model: Gemma 3's
+    converter needs one and there is no Gemma tokenizer here to copy."""
+    import io
+
+    import sentencepiece as spm
+
+    text = [f"the quick brown fox jumps over the lazy dog {i} times, and then some more words follow" for i in range(400)]
+    text += [f"tokenizer training text number {i} with digits 0123456789 and punctuation !?.," for i in range(400)]
+    buf = io.BytesIO()
+    spm.SentencePieceTrainer.train(sentence_iterator=iter(text), model_writer=buf, vocab_size=vocab_size,
+                                   model_type="bpe", byte_fallback=True, num_threads=1, minloglevel=2,
+                                   pad_id=0, eos_id=1, bos_id=2, unk_id=3)
+    with open(os.path.join(d, "tokenizer.model"), "wb") as f:
+        f.write(buf.getvalue())
+
+
+def convert_cases(args):
+    """(name, model, write the tokenizer into a directory, prompt id bound) for --convert's family."""
     import shutil
 
+    def copy_tokenizer(d):
+        for f in ("tokenizer.json", "tokenizer_config.json"):
+            shutil.copy(os.path.join(args.tokenizer, f), d)
+
+    if args.family == "gemma3":
+        for i, (tie, softcap) in enumerate(((True, None), (False, 3.0))):
+            cfg = gemma3_config(vocab_size=GEMMA3_CONVERT_VOCAB, hidden_size=128, intermediate_size=256,
+                                num_hidden_layers=7, num_attention_heads=4, num_key_value_heads=2, head_dim=64,
+                                query_pre_attn_scalar=64, final_logit_softcapping=softcap, tie_word_embeddings=tie)
+            name = f"gemma3-convert-{'tied' if tie else 'untied-softcap'}"
+            yield (name, build(Gemma3ForCausalLM, cfg, args.seed + 400 + i),
+                   lambda d: write_sentencepiece(d, GEMMA3_CONVERT_VOCAB), GEMMA3_CONVERT_VOCAB)
+        return
+    for i, tie in enumerate((False, True)):
+        name = f"qwen3-convert-{'tied' if tie else 'untied'}"
+        yield name, build(Qwen3ForCausalLM, qwen3_convert_config(tie), args.seed + 200 + i), copy_tokenizer, 151643
+
+
+def main_convert(args):
+    """Saves random models of --family (Qwen3 with a real Qwen3 tokenizer;
+    Gemma 3 with a small trained SentencePiece model), converts each with
+    llama.cpp's convert_hf_to_gguf.py (--outtype f32), and checks that
+    hipgo's logits from the GGUF match its logits from the safetensors and
+    transformers', and that 64 greedy tokens agree."""
     torch.set_num_threads(1)
     log(f"python {sys.version.split()[0]}, torch {torch.__version__}, transformers {transformers.__version__}; "
         f"{args.convert}")
     failures = []
-    for i, tie in enumerate((False, True)):
-        name = f"qwen3-convert-{'tied' if tie else 'untied'}"
-        model = build(Qwen3ForCausalLM, qwen3_convert_config(tie), args.seed + 200 + i)
+    for i, (name, model, write_tokenizer, id_bound) in enumerate(convert_cases(args)):
         mdir = os.path.join(args.work, name)
         model.save_pretrained(mdir)
-        for f in ("tokenizer.json", "tokenizer_config.json"):
-            shutil.copy(os.path.join(args.tokenizer, f), mdir)
+        write_tokenizer(mdir)
         gguf_path = os.path.join(args.work, f"{name}.gguf")
         subprocess.run([sys.executable, args.convert, mdir, "--outtype", "f32", "--outfile", gguf_path], check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         gen = torch.Generator().manual_seed(args.seed + 300 + i)
-        ids = torch.randint(0, 151643, (1, PROMPT_LEN), generator=gen)
+        ids = torch.randint(0, id_bound, (1, PROMPT_LEN), generator=gen)
         prompt_path = os.path.join(args.work, f"{name}-prompt.json")
         with open(prompt_path, "w") as f:
             json.dump(ids[0].tolist(), f)
@@ -577,14 +666,15 @@ def main():
                     help="write transformers' logits and greedy ids for mktestmodel's checkpoints here (needs --mktestmodel)")
     ap.add_argument("--mktestmodel", default="", help="the mktestmodel binary, for --preset-golden")
     ap.add_argument("--family", default="qwen3", choices=sorted(PRESET_FAMILIES),
-                    help="with --preset-golden: which mktestmodel checkpoints")
+                    help="with --preset-golden: which mktestmodel checkpoints; with --convert: which models")
     ap.add_argument("--convert", default="",
                     help="llama.cpp's convert_hf_to_gguf.py: check Qwen3 GGUFs it converts (needs --tokenizer)")
-    ap.add_argument("--tokenizer", default="", help="with --convert: a directory with Qwen3's tokenizer.json and tokenizer_config.json")
+    ap.add_argument("--tokenizer", default="",
+                    help="with --convert --family qwen3: a directory with Qwen3's tokenizer.json and tokenizer_config.json")
     args = ap.parse_args()
     if args.convert:
-        if not args.tokenizer:
-            ap.error("--convert needs --tokenizer")
+        if not args.tokenizer and args.family == "qwen3":
+            ap.error("--convert needs --tokenizer for qwen3")
         return main_convert(args)
     if args.gguf:
         return main_gguf(args)
