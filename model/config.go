@@ -56,12 +56,11 @@ func supportedList(by int) string {
 	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
-// unsupportedClasses are architectures refused with what loading them
-// would need, rather than only "not supported".
-var unsupportedClasses = map[string]string{
-	"Gemma3ForConditionalGeneration": "its text model (text_config, model.language_model.* tensors) is not read yet and its " +
-		"vision tower is not supported; a GGUF of its text model (general.architecture gemma3) loads",
-}
+// Gemma3Vision is the class of Gemma 3's image-and-text checkpoints: Load
+// reads the Gemma 3 text model inside (text_config, language_model.*
+// tensors) and leaves the vision tower and projector unread
+// (Config.VisionSkipped).
+const Gemma3Vision = "Gemma3ForConditionalGeneration"
 
 // RopeScaling is the RoPE frequency scaling of a config. Type is "linear" or "llama3".
 type RopeScaling struct {
@@ -124,6 +123,10 @@ type Config struct {
 	RopeLocalTheta float64
 	// FinalLogitSoftcap > 0: logits become cap*tanh(logits/cap).
 	FinalLogitSoftcap float64
+	// VisionSkipped: the checkpoint is a Gemma3ForConditionalGeneration;
+	// this is its text model (text_config, language_model.* tensors), and
+	// its vision tower and projector are not loaded (no image input).
+	VisionSkipped bool
 }
 
 // attnScale is the factor of q·k before the softmax.
@@ -173,10 +176,47 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 type configParser struct {
 	file string
 	raw  map[string]json.RawMessage
+	// prefix names the object raw came from in errors ("text_config."),
+	// except for the keys in outer, taken from the top level.
+	prefix string
+	outer  map[string]bool
 }
 
 func (p *configParser) errf(field, format string, args ...any) error {
+	if key, _, _ := strings.Cut(field, "."); !p.outer[key] {
+		field = p.prefix + field
+	}
 	return &ConfigError{File: p.file, Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
+// textConfig makes a Gemma3ForConditionalGeneration's text_config the
+// object parsed, with the top level's eos_token_id, bos_token_id,
+// tie_word_embeddings and dtype where text_config lacks them.
+func (p *configParser) textConfig() error {
+	m := p.raw["text_config"]
+	if isNull(m) {
+		return p.errf("text_config", "missing (the text model's config)")
+	}
+	var tc map[string]json.RawMessage
+	if err := json.Unmarshal(m, &tc); err != nil || tc == nil {
+		return p.errf("text_config", "want an object (the text model's config), got %s", m)
+	}
+	if mt, _, err := p.stringField(tc, "text_config.", "model_type"); err != nil {
+		return err
+	} else if mt != "" && mt != "gemma3_text" {
+		return p.errf("text_config.model_type", "%q is not supported (want gemma3_text)", mt)
+	}
+	p.outer = map[string]bool{}
+	for _, k := range []string{"eos_token_id", "bos_token_id", "tie_word_embeddings", "torch_dtype", "dtype"} {
+		if _, ok := tc[k]; !ok {
+			if v, ok := p.raw[k]; ok {
+				tc[k], p.outer[k] = v, true
+			}
+		}
+	}
+	delete(tc, "architectures")
+	p.raw, p.prefix = tc, "text_config."
+	return nil
 }
 
 func isNull(m json.RawMessage) bool {
@@ -256,10 +296,8 @@ func (p *configParser) architecture() (Architecture, error) {
 				}
 			}
 		}
-		for _, a := range archs {
-			if why, ok := unsupportedClasses[a]; ok {
-				return "", p.errf("architectures", "%s is not supported: %s", a, why)
-			}
+		if slices.Contains(archs, Gemma3Vision) {
+			return Gemma3, p.textConfig()
 		}
 		return "", p.errf("architectures", "%v is not supported (want %s)", archs, supportedList(byClass))
 	}
@@ -275,8 +313,8 @@ func (p *configParser) architecture() (Architecture, error) {
 			return s.arch, nil
 		}
 	}
-	if mt == "gemma3" {
-		return "", p.errf("model_type", "%q (Gemma3ForConditionalGeneration) is not supported: %s", mt, unsupportedClasses["Gemma3ForConditionalGeneration"])
+	if mt == "gemma3" { // Gemma3Vision's
+		return Gemma3, p.textConfig()
 	}
 	return "", p.errf("model_type", "%q is not supported (want %s)", mt, supportedList(byModelType))
 }
@@ -287,23 +325,36 @@ func (p *configParser) parse() (*Config, error) {
 	if c.Architecture, err = p.architecture(); err != nil {
 		return nil, err
 	}
+	c.VisionSkipped = p.prefix != ""
+	// Required, but for Gemma 3, whose configs (the multimodal models'
+	// text_config above all) rely on Gemma3TextConfig's defaults.
+	def := func(gemma int) int {
+		if c.Architecture == Gemma3 {
+			return gemma
+		}
+		return -1
+	}
 	ints := []struct {
 		dst         *int
 		key         string
 		def, lo, hi int
 	}{
-		{&c.HiddenSize, "hidden_size", -1, 1, maxDim},
-		{&c.IntermediateSize, "intermediate_size", -1, 1, maxDim},
-		{&c.NumLayers, "num_hidden_layers", -1, 1, maxLayers},
-		{&c.NumHeads, "num_attention_heads", -1, 1, maxDim},
-		{&c.VocabSize, "vocab_size", -1, 1, maxVocab},
+		{&c.HiddenSize, "hidden_size", def(2304), 1, maxDim},
+		{&c.IntermediateSize, "intermediate_size", def(9216), 1, maxDim},
+		{&c.NumLayers, "num_hidden_layers", def(26), 1, maxLayers},
+		{&c.NumHeads, "num_attention_heads", def(8), 1, maxDim},
+		{&c.VocabSize, "vocab_size", def(262208), 1, maxVocab},
 	}
 	for _, f := range ints {
 		if *f.dst, err = p.intField(p.raw, "", f.key, f.def, f.lo, f.hi); err != nil {
 			return nil, err
 		}
 	}
-	if c.NumKVHeads, err = p.intField(p.raw, "", "num_key_value_heads", c.NumHeads, 1, maxDim); err != nil {
+	defKV := c.NumHeads
+	if c.Architecture == Gemma3 {
+		defKV = 4
+	}
+	if c.NumKVHeads, err = p.intField(p.raw, "", "num_key_value_heads", defKV, 1, maxDim); err != nil {
 		return nil, err
 	}
 	if c.NumHeads%c.NumKVHeads != 0 {

@@ -43,6 +43,18 @@ const (
   "rope_scaling": null, "rope_theta": 1000000, "sliding_window": 512, "sliding_window_pattern": 6,
   "torch_dtype": "bfloat16", "transformers_version": "4.50.0.dev0", "use_cache": true,
   "vocab_size": 262144}`
+	// Gemma 3 4B (google/gemma-3-4b-it): an image-and-text model whose
+	// text_config leaves most values to Gemma3TextConfig's defaults.
+	gemma3VisionConfig = `{
+  "architectures": ["Gemma3ForConditionalGeneration"], "boi_token_index": 255999,
+  "eoi_token_index": 256000, "eos_token_id": [1, 106], "image_token_index": 262144,
+  "initializer_range": 0.02, "mm_tokens_per_image": 256, "model_type": "gemma3",
+  "text_config": {"hidden_size": 2560, "intermediate_size": 10240, "model_type": "gemma3_text",
+    "num_hidden_layers": 34, "rope_scaling": {"factor": 8.0, "rope_type": "linear"}, "sliding_window": 1024},
+  "torch_dtype": "bfloat16", "transformers_version": "4.50.0.dev0",
+  "vision_config": {"hidden_size": 1152, "image_size": 896, "intermediate_size": 4304,
+    "model_type": "siglip_vision_model", "num_attention_heads": 16, "num_hidden_layers": 27,
+    "patch_size": 14, "vision_use_head": false}}`
 	qwen25Config = `{
   "architectures": ["Qwen2ForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 151643,
   "eos_token_id": 151643, "hidden_act": "silu", "hidden_size": 896, "initializer_range": 0.02,
@@ -132,6 +144,22 @@ func TestParseRealConfigs(t *testing.T) {
 	require.Equal(t, 2, c.BOSTokenID)
 	require.Equal(t, 1e-6, c.RMSNormEps)
 
+	c, err = ParseConfig("", []byte(gemma3VisionConfig))
+	require.NoError(t, err)
+	require.Equal(t, Gemma3, c.Architecture)
+	require.True(t, c.VisionSkipped && c.Gemma)
+	require.Equal(t, []int{2560, 10240, 34, 8, 4, 256, 262208, 1024, 131072},
+		[]int{c.HiddenSize, c.IntermediateSize, c.NumLayers, c.NumHeads, c.NumKVHeads, c.HeadDim, c.VocabSize, c.SlidingWindow, c.MaxPositionEmbeddings})
+	require.Equal(t, &RopeScaling{Type: "linear", Factor: 8}, c.RopeScaling)
+	require.Equal(t, 1e4, c.RopeLocalTheta)
+	require.Equal(t, 256.0, c.QueryPreAttnScalar)
+	require.Equal(t, []int{1, 106}, c.EOSTokenIDs, "the top level's")
+	require.Equal(t, 2, c.BOSTokenID)
+	require.True(t, c.TieWordEmbeddings)
+	require.Equal(t, "bfloat16", c.DType)
+	require.False(t, c.SlidingLayers[29])
+	require.True(t, c.SlidingLayers[33])
+
 	c, err = ParseConfig("", []byte(smollmConfig))
 	require.NoError(t, err)
 	require.Equal(t, 64, c.HeadDim)
@@ -183,8 +211,10 @@ func TestConfigErrors(t *testing.T) {
 		{"qwen3 sliding window", `{"architectures":["Qwen3ForCausalLM"],"hidden_size":64,"intermediate_size":128,"num_hidden_layers":2,"num_attention_heads":4,"vocab_size":300,"use_sliding_window":true}`, "use_sliding_window"},
 		{"qwen3 mlp bias", `{"model_type":"qwen3","hidden_size":64,"intermediate_size":128,"num_hidden_layers":2,"num_attention_heads":4,"vocab_size":300,"mlp_bias":true}`, "mlp_bias"},
 		{"qwen3 moe", `{"architectures":["Qwen3MoeForCausalLM"],"model_type":"qwen3_moe","hidden_size":64}`, "architectures"},
-		{"gemma3 vision", `{"architectures":["Gemma3ForConditionalGeneration"],"model_type":"gemma3","text_config":{}}`, "architectures"},
-		{"gemma3 vision model_type", `{"model_type":"gemma3","text_config":{}}`, "model_type"},
+		{"gemma3 vision text_config", `{"architectures":["Gemma3ForConditionalGeneration"],"model_type":"gemma3","text_config":[]}`, "text_config"},
+		{"gemma3 vision no text_config", `{"model_type":"gemma3"}`, "text_config"},
+		{"gemma3 vision text model_type", `{"model_type":"gemma3","text_config":{"model_type":"llama"}}`, "text_config.model_type"},
+		{"gemma3 vision text field", `{"model_type":"gemma3","text_config":{"sliding_window":0}}`, "text_config.sliding_window"},
 		{"gemma3 attn softcap", `{` + gemma + `,"attn_logit_softcapping":50.0}`, "attn_logit_softcapping"},
 		{"gemma3 final softcap", `{` + gemma + `,"final_logit_softcapping":0}`, "final_logit_softcapping"},
 		{"gemma3 act", `{` + gemma + `,"hidden_activation":"gelu"}`, "hidden_activation"},
@@ -248,7 +278,7 @@ func TestLlama3InvFreqHandComputed(t *testing.T) {
 // FuzzParseConfig proves any input either parses into a config whose
 // invariants hold or fails with a *ConfigError, never a panic.
 func FuzzParseConfig(f *testing.F) {
-	for _, s := range []string{llama31Config, qwen25Config, gemma3Config, smollmConfig, v5Config, `{}`, `null`, `{"architectures":["LlamaForCausalLM"],"hidden_size":1e400}`} {
+	for _, s := range []string{llama31Config, qwen25Config, gemma3Config, gemma3VisionConfig, smollmConfig, v5Config, `{}`, `null`, `{"architectures":["LlamaForCausalLM"],"hidden_size":1e400}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {

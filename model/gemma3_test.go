@@ -1,14 +1,18 @@
 package model
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/hipgo/hipgo/model/modeltest"
+	"github.com/hipgo/hipgo/model/safetensors"
 	"github.com/stretchr/testify/require"
 )
 
@@ -117,4 +121,85 @@ func TestSlidingWindowCacheDropsWhatFellOut(t *testing.T) {
 			require.GreaterOrEqual(t, rows, total, "layer %d", l)
 		}
 	}
+}
+
+// TestGemma3ConditionalGenerationLoadsItsTextModel proves a
+// Gemma3ForConditionalGeneration checkpoint loads as its text model: the
+// config from text_config (eos_token_id from the top level where
+// text_config has none), the weights from language_model.model.* (the
+// published checkpoints' and transformers 5's save_pretrained names) or
+// model.language_model.*, the vision tower and projector left unread,
+// giving the logits of the same weights as a Gemma3ForCausalLM bit for bit;
+// a tensor outside those is still refused, and text_config must be an
+// object.
+func TestGemma3ConditionalGenerationLoadsItsTextModel(t *testing.T) {
+	spec := modeltest.Gemma3Tiny()
+	spec.NoTokenizer = true
+	ctx := context.Background()
+	prompt := testTokens(32, spec.Vocab)
+	logits := func(t *testing.T, path string) ([]float32, Config) {
+		m, err := Load(path, WithoutTokenizer())
+		require.NoError(t, err)
+		defer m.Close()
+		out, err := m.NewSession().Forward(ctx, prompt, true)
+		require.NoError(t, err)
+		return out, m.Config()
+	}
+	dir := t.TempDir()
+	require.NoError(t, modeltest.Write(dir, spec))
+	want, textCfg := logits(t, dir)
+
+	textJSON, err := modeltest.Config(spec)
+	require.NoError(t, err)
+	var tc map[string]any
+	require.NoError(t, json.Unmarshal(textJSON, &tc))
+	eos := tc["eos_token_id"]
+	delete(tc, "architectures")
+	delete(tc, "eos_token_id")
+	write := func(t *testing.T, prefix string, extra ...string) string {
+		cfg, err := json.Marshal(map[string]any{
+			"architectures": []string{Gemma3Vision}, "model_type": "gemma3", "eos_token_id": eos,
+			"text_config": tc, "vision_config": map[string]any{"model_type": "siglip_vision_model", "hidden_size": 8},
+			"mm_tokens_per_image": 4, "image_token_index": spec.Vocab - 2})
+		require.NoError(t, err)
+		var ts []safetensors.Tensor
+		for _, w := range modeltest.Tensors(spec) {
+			data, err := safetensors.EncodeFloat32(safetensors.F32, w.Values)
+			require.NoError(t, err)
+			ts = append(ts, safetensors.Tensor{Name: prefix + strings.TrimPrefix(w.Name, "model."), DType: safetensors.F32, Shape: w.Shape, Data: data})
+		}
+		for _, n := range append([]string{"vision_tower.vision_model.post_layernorm.weight", "multi_modal_projector.mm_soft_emb_norm.weight"}, extra...) {
+			ts = append(ts, safetensors.Tensor{Name: n, DType: safetensors.F32, Shape: []int{2}, Data: make([]byte, 8)})
+		}
+		var buf bytes.Buffer
+		require.NoError(t, safetensors.Write(&buf, ts, nil))
+		d := t.TempDir()
+		require.NoError(t, os.WriteFile(filepath.Join(d, ConfigFile), cfg, 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(d, "model.safetensors"), buf.Bytes(), 0o644))
+		return d
+	}
+	for _, prefix := range []string{"language_model.model.", "model.language_model."} {
+		t.Run(prefix, func(t *testing.T) {
+			got, c := logits(t, write(t, prefix))
+			require.Equal(t, want, got)
+			require.True(t, c.VisionSkipped)
+			c.VisionSkipped = false
+			require.Equal(t, textCfg, c)
+		})
+	}
+	t.Run("unknown tensor", func(t *testing.T) {
+		_, err := Load(write(t, "language_model.model.", "audio_tower.weight"), WithoutTokenizer())
+		var te *TensorError
+		require.ErrorAs(t, err, &te)
+		require.Equal(t, "audio_tower.weight", te.Tensor)
+	})
+	t.Run("text_config", func(t *testing.T) {
+		_, err := ParseConfig("", []byte(`{"architectures":["Gemma3ForConditionalGeneration"],"text_config":3}`))
+		var ce *ConfigError
+		require.ErrorAs(t, err, &ce)
+		require.Equal(t, "text_config", ce.Field)
+		_, err = ParseConfig("", []byte(`{"architectures":["Gemma3ForConditionalGeneration"],"text_config":{"hidden_size":-1}}`))
+		require.ErrorAs(t, err, &ce)
+		require.Equal(t, "text_config.hidden_size", ce.Field)
+	})
 }

@@ -292,7 +292,16 @@ func loadWeights(cfg *Config, set *safetensors.Set, format WeightFormat, progres
 	qD, kvD := cfg.NumHeads*cfg.HeadDim, cfg.NumKVHeads*cfg.HeadDim
 	w := &weights{layers: make([]layerWeights, cfg.NumLayers)}
 	var err error
-	if w.embed, err = l.matrix(D, "model.embed_tokens.weight", V); err != nil {
+	pre := "model."
+	if cfg.VisionSkipped {
+		pre = textPrefixes[0]
+		for _, p := range textPrefixes {
+			if _, _, ok := set.Info(p + "embed_tokens.weight"); ok {
+				pre = p
+			}
+		}
+	}
+	if w.embed, err = l.matrix(D, pre+"embed_tokens.weight", V); err != nil {
 		return nil, err
 	}
 	// Gemma's RMSNorm multiplies by 1+w, computed in float32 as
@@ -311,7 +320,7 @@ func loadWeights(cfg *Config, set *safetensors.Set, format WeightFormat, progres
 		mlpNorm = "pre_feedforward_layernorm.weight"
 	}
 	for i := range w.layers {
-		p := fmt.Sprintf("model.layers.%d.", i)
+		p := fmt.Sprintf("%slayers.%d.", pre, i)
 		lw := &w.layers[i]
 		if lw.attnNorm, err = norm(p+"input_layernorm.weight", D); err != nil {
 			return nil, err
@@ -363,14 +372,20 @@ func loadWeights(cfg *Config, set *safetensors.Set, format WeightFormat, progres
 			return nil, err
 		}
 	}
-	if w.norm, err = norm("model.norm.weight", D); err != nil {
+	if w.norm, err = norm(pre+"norm.weight", D); err != nil {
 		return nil, err
 	}
 	if cfg.TieWordEmbeddings {
 		// transformers ties lm_head to the embeddings even when the file has both.
 		w.lmHead, w.tied = w.embed, true
-	} else if w.lmHead, err = l.matrix(D, "lm_head.weight", V); err != nil {
-		return nil, err
+	} else {
+		head := "lm_head.weight"
+		if _, _, ok := set.Info(head); !ok && cfg.VisionSkipped {
+			head = "language_model.lm_head.weight" // the published checkpoints' name
+		}
+		if w.lmHead, err = l.matrix(D, head, V); err != nil {
+			return nil, err
+		}
 	}
 	if err := l.unused(cfg); err != nil {
 		return nil, err
@@ -398,6 +413,10 @@ func (l *loader) unused(cfg *Config) error {
 		if l.used[n] || (n == "lm_head.weight" && cfg.TieWordEmbeddings) || strings.HasSuffix(n, "rotary_emb.inv_freq") {
 			continue
 		}
+		if cfg.VisionSkipped && (n == "language_model.lm_head.weight" && cfg.TieWordEmbeddings ||
+			slices.ContainsFunc(visionPrefixes, func(p string) bool { return strings.HasPrefix(n, p) })) {
+			continue
+		}
 		extra = append(extra, n)
 	}
 	if len(extra) == 0 {
@@ -423,6 +442,15 @@ func (l *loader) unused(cfg *Config) error {
 	f, _ := l.set.File(extra[0])
 	return &TensorError{File: f.Name(), Tensor: extra[0], Reason: reason}
 }
+
+// textPrefixes name a Gemma3ForConditionalGeneration's text model tensors:
+// as the published checkpoints (and transformers 5's save_pretrained) name
+// them, and as transformers 5 names them in memory.
+var textPrefixes = []string{"language_model.model.", "model.language_model."}
+
+// visionPrefixes name the tensors of its vision tower and projector, which
+// are not loaded (Config.VisionSkipped).
+var visionPrefixes = []string{"vision_tower.", "multi_modal_projector.", "model.vision_tower.", "model.multi_modal_projector."}
 
 // layerIndex matches a decoder layer's tensor name.
 var layerIndex = regexp.MustCompile(`^model\.layers\.(\d+)\.`)
