@@ -8,7 +8,8 @@ models with q/k norms and a head_dim beside hidden/heads, untied and tied,
 and three Gemma 3 models with a sliding window of 8 or 16 beside global
 layers, two RoPE bases, q/k norms, GeGLU and (1+w) norms: untied with an
 attention scale other than head_dim's, the same with final logit
-soft-capping, and tied with Gemma's head_dim 256) it:
+soft-capping, and tied with Gemma's head_dim 256; and an image-and-text
+Gemma3ForConditionalGeneration, whose text model hipgo loads) it:
 
   1. saves the model with save_pretrained (float32 safetensors, config.json);
   2. runs the Go binary (model/internal/cmd/hfcompare, built with
@@ -88,8 +89,9 @@ os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import transformers  # noqa: E402
-from transformers import (Gemma3ForCausalLM, Gemma3TextConfig, LlamaConfig, LlamaForCausalLM,  # noqa: E402
-                          Qwen2Config, Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM)
+from transformers import (Gemma3Config, Gemma3ForCausalLM, Gemma3ForConditionalGeneration,  # noqa: E402
+                          Gemma3TextConfig, LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM,
+                          Qwen3Config, Qwen3ForCausalLM)
 
 PROMPT_LEN = 32
 GREEDY = 32
@@ -231,6 +233,18 @@ def gemma3_tied_config():
                          tie_word_embeddings=True)
 
 
+def gemma3_vision_config():
+    # An image-and-text Gemma 3 (a small SigLIP tower beside it) whose text
+    # model is gemma3_config's: hipgo loads the text model and leaves the
+    # tower unread.
+    text = gemma3_config(hidden_size=256, intermediate_size=512, num_hidden_layers=7, num_attention_heads=4,
+                         num_key_value_heads=2, head_dim=64, tie_word_embeddings=True)
+    vision = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1, "num_attention_heads": 2,
+              "image_size": 28, "patch_size": 14}
+    return Gemma3Config(text_config=text.to_dict(), vision_config=vision, mm_tokens_per_image=4,
+                        image_token_index=8191, boi_token_index=8189, eoi_token_index=8190)
+
+
 # name, class, config, logit bar, greedy tokens
 MODELS = [
     ("llama3-gqa-ropescaling", LlamaForCausalLM, llama3_config, LOGIT_BAR, GREEDY),
@@ -241,6 +255,7 @@ MODELS = [
     ("gemma3-sliding-untied", Gemma3ForCausalLM, gemma3_config, 1e-5, 64),
     ("gemma3-final-softcap", Gemma3ForCausalLM, gemma3_softcap_config, 1e-5, 64),
     ("gemma3-tied-head-dim-256", Gemma3ForCausalLM, gemma3_tied_config, 1e-5, 64),
+    ("gemma3-vision-text-model", Gemma3ForConditionalGeneration, gemma3_vision_config, 1e-5, 64),
 ]
 
 
@@ -250,7 +265,7 @@ def build(cls, cfg, seed):
     # transformers initialises biases to 0 and norm weights to 1 (Gemma's to
     # 0: its RMSNorm multiplies by 1+w): randomise both so those code paths
     # are really compared.
-    norm_mean = 0.0 if cls is Gemma3ForCausalLM else 1.0
+    norm_mean = 0.0 if cls in (Gemma3ForCausalLM, Gemma3ForConditionalGeneration) else 1.0
     with torch.no_grad():
         for name, p in model.named_parameters():
             if name.endswith(".bias"):
@@ -709,7 +724,9 @@ def main():
             log(f"{name}: {nparams / 1e6:.1f}M parameters saved to {mdir}; config rope {rope_keys}")
 
             gen = torch.Generator().manual_seed(args.seed + 100 + i)
-            ids = torch.randint(0, cfg.vocab_size, (1, PROMPT_LEN), generator=gen)
+            # No image tokens in an image-and-text model's prompt.
+            hi = min(cfg.get_text_config().vocab_size, getattr(cfg, "boi_token_index", None) or 1 << 62)
+            ids = torch.randint(0, hi, (1, PROMPT_LEN), generator=gen)
             prompt_path = os.path.join(args.work, f"{name}-prompt.json")
             with open(prompt_path, "w") as f:
                 json.dump(ids[0].tolist(), f)
