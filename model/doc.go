@@ -6,8 +6,10 @@
 // CPU only, dense Qwen3 (a per-head RMSNorm of q and k before RoPE) and
 // the Gemma 3 text model (Gemma3ForCausalLM: scaled embeddings, (1+w)
 // norms four to a layer, GeGLU, q/k norms, sliding-window layers beside
-// global ones with their own RoPE base, final logit soft-capping); the
-// GPU and MLX backends refuse those with a *BackendError. On the CPU a
+// global ones with their own RoPE base, final logit soft-capping; also
+// the text model inside a Gemma3ForConditionalGeneration, whose vision
+// tower is left unread); the GPU and MLX backends refuse those with a
+// *BackendError. On the CPU a
 // sliding-window layer's KV cache keeps only the window, so its memory
 // does not grow with the context.
 //
