@@ -44,7 +44,10 @@ func (c *Config) cpuOnly() []string {
 		out = append(out, "an attention scale of query_pre_attn_scalar^-1/2")
 	}
 	if c.SlidingWindow > 0 && slices.Contains(c.SlidingLayers, true) {
-		out = append(out, "sliding-window attention layers with their own RoPE base")
+		out = append(out, "sliding-window attention layers")
+	}
+	if c.AttnLogitSoftcap > 0 {
+		out = append(out, "attention logit soft-capping")
 	}
 	if c.FinalLogitSoftcap > 0 {
 		out = append(out, "final logit soft-capping")

@@ -14,7 +14,8 @@ import (
 
 // TestCPUOnlyModelsRefusedOffTheCPU proves the GPU and MLX backends
 // refuse a model whose computations their forward passes lack (Qwen3's q/k
-// norms; Gemma 3's layout, GeGLU, sliding-window layers and soft-capping)
+// norms; Gemma 3's and Gemma 2's layout, GeGLU, sliding-window layers and
+// soft-capping)
 // with a *BackendError naming the architecture and the missing
 // computations, before any weights are read, instead of computing another
 // model: a GGUF or safetensors checkpoint with DeviceGPU or WithDevice is an
@@ -32,7 +33,13 @@ func TestCPUOnlyModelsRefusedOffTheCPU(t *testing.T) {
 			"the per-head RMSNorm of q and k before RoPE (q_norm, k_norm)",
 			"Gemma's scaled embeddings, (1+w) RMSNorms and post-attention and post-feedforward norms",
 			"the GeGLU MLP (gelu_pytorch_tanh)",
-			"sliding-window attention layers with their own RoPE base",
+			"sliding-window attention layers",
+			"final logit soft-capping"}},
+		"gemma2": {modeltest.Gemma2Tiny(), Gemma2, []string{
+			"Gemma's scaled embeddings, (1+w) RMSNorms and post-attention and post-feedforward norms",
+			"the GeGLU MLP (gelu_pytorch_tanh)",
+			"sliding-window attention layers",
+			"attention logit soft-capping",
 			"final logit soft-capping"}},
 	} {
 		t.Run(name, func(t *testing.T) { requireRefusedOffTheCPU(t, tc.spec, tc.arch, tc.missing) })

@@ -24,14 +24,21 @@ const (
 	// a GeGLU MLP, and sliding-window layers interleaved with global ones,
 	// each kind with its own RoPE base.
 	Gemma3 Architecture = "Gemma3ForCausalLM"
+	// Gemma2 is Gemma 2: Gemma 3's layout without q/k norms, every other
+	// layer sliding with one RoPE base, and attention and final logit
+	// soft-capping.
+	Gemma2 Architecture = "Gemma2ForCausalLM"
 )
+
+// gemma: the Gemma layout (Config.Gemma).
+func (a Architecture) gemma() bool { return a == Gemma2 || a == Gemma3 }
 
 // architectures are the supported architectures by config.json's
 // model_type and by GGUF's general.architecture.
 var architectures = []struct {
 	arch            Architecture
 	modelType, gguf string
-}{{Llama, "llama", "llama"}, {Qwen2, "qwen2", "qwen2"}, {Qwen3, "qwen3", "qwen3"}, {Gemma3, "gemma3_text", "gemma3"}}
+}{{Llama, "llama", "llama"}, {Qwen2, "qwen2", "qwen2"}, {Qwen3, "qwen3", "qwen3"}, {Gemma3, "gemma3_text", "gemma3"}, {Gemma2, "gemma2", "gemma2"}}
 
 // Names an error message lists the supported architectures by.
 const (
@@ -116,13 +123,17 @@ type Config struct {
 	QueryPreAttnScalar float64
 	// SlidingWindow > 0: a layer with SlidingLayers[l] set attends to the
 	// last SlidingWindow positions only (its own included), with RoPE base
-	// RopeLocalTheta and no RoPE scaling; the other layers attend to every
-	// position with RopeTheta and RopeScaling.
+	// RopeLocalTheta and no RoPE scaling (RopeLocalTheta 0: the global
+	// layers' RoPE, Gemma 2's); the other layers attend to every position
+	// with RopeTheta and RopeScaling.
 	SlidingWindow  int
 	SlidingLayers  []bool
 	RopeLocalTheta float64
 	// FinalLogitSoftcap > 0: logits become cap*tanh(logits/cap).
 	FinalLogitSoftcap float64
+	// AttnLogitSoftcap > 0: attention scores (after the scale) become
+	// cap*tanh(score/cap) before the softmax (Gemma 2).
+	AttnLogitSoftcap float64
 	// VisionSkipped: the checkpoint is a Gemma3ForConditionalGeneration;
 	// this is its text model (text_config, language_model.* tensors), and
 	// its vision tower and projector are not loaded (no image input).
@@ -329,10 +340,14 @@ func (p *configParser) parse() (*Config, error) {
 	// Required, but for Gemma 3, whose configs (the multimodal models'
 	// text_config above all) rely on Gemma3TextConfig's defaults.
 	def := func(gemma int) int {
-		if c.Architecture == Gemma3 {
+		if c.Architecture.gemma() {
 			return gemma
 		}
 		return -1
+	}
+	defVocab := 262208
+	if c.Architecture == Gemma2 {
+		defVocab = 256000 // Gemma2Config's
 	}
 	ints := []struct {
 		dst         *int
@@ -343,7 +358,7 @@ func (p *configParser) parse() (*Config, error) {
 		{&c.IntermediateSize, "intermediate_size", def(9216), 1, maxDim},
 		{&c.NumLayers, "num_hidden_layers", def(26), 1, maxLayers},
 		{&c.NumHeads, "num_attention_heads", def(8), 1, maxDim},
-		{&c.VocabSize, "vocab_size", def(262208), 1, maxVocab},
+		{&c.VocabSize, "vocab_size", def(defVocab), 1, maxVocab},
 	}
 	for _, f := range ints {
 		if *f.dst, err = p.intField(p.raw, "", f.key, f.def, f.lo, f.hi); err != nil {
@@ -351,7 +366,7 @@ func (p *configParser) parse() (*Config, error) {
 		}
 	}
 	defKV := c.NumHeads
-	if c.Architecture == Gemma3 {
+	if c.Architecture.gemma() {
 		defKV = 4
 	}
 	if c.NumKVHeads, err = p.intField(p.raw, "", "num_key_value_heads", defKV, 1, maxDim); err != nil {
@@ -364,8 +379,8 @@ func (p *configParser) parse() (*Config, error) {
 	switch {
 	case c.Architecture == Qwen3:
 		defHead = 128 // transformers' Qwen3Config default, whatever hidden_size is
-	case c.Architecture == Gemma3:
-		defHead = 256 // Gemma3TextConfig's default
+	case c.Architecture.gemma():
+		defHead = 256 // Gemma3TextConfig's and Gemma2Config's default
 	case c.HiddenSize%c.NumHeads == 0:
 		defHead = c.HiddenSize / c.NumHeads
 	}
@@ -384,6 +399,8 @@ func (p *configParser) parse() (*Config, error) {
 		defCtx = 32768
 	case Gemma3:
 		defCtx = 131072
+	case Gemma2:
+		defCtx = 8192
 	}
 	if c.MaxPositionEmbeddings, err = p.intField(p.raw, "", "max_position_embeddings", defCtx, 1, maxCtx); err != nil {
 		return nil, err
@@ -395,8 +412,8 @@ func (p *configParser) parse() (*Config, error) {
 		return nil, p.errf("rms_norm_eps", "%g is not in (0, 1)", c.RMSNormEps)
 	}
 	c.HiddenAct = "silu"
-	if c.Architecture == Gemma3 {
-		if err := p.gemma3(c); err != nil {
+	if c.Architecture.gemma() {
+		if err := p.gemma(c); err != nil {
 			return nil, err
 		}
 	} else {
@@ -409,7 +426,7 @@ func (p *configParser) parse() (*Config, error) {
 			return nil, err
 		}
 	}
-	if c.TieWordEmbeddings, err = p.boolField("tie_word_embeddings", c.Architecture == Gemma3); err != nil {
+	if c.TieWordEmbeddings, err = p.boolField("tie_word_embeddings", c.Architecture.gemma()); err != nil {
 		return nil, err
 	}
 	attnBias, err := p.boolField("attention_bias", false)
@@ -444,10 +461,10 @@ func (p *configParser) parse() (*Config, error) {
 	if c.EOSTokenIDs, err = p.tokenIDs("eos_token_id", c.VocabSize); err != nil {
 		return nil, err
 	}
-	if _, ok := p.raw["bos_token_id"]; !ok && c.Architecture == Gemma3 && c.VocabSize > 2 {
-		c.BOSTokenID = 2 // Gemma3TextConfig's defaults
+	if _, ok := p.raw["bos_token_id"]; !ok && c.Architecture.gemma() && c.VocabSize > 2 {
+		c.BOSTokenID = 2 // Gemma3TextConfig's and Gemma2Config's defaults
 	}
-	if _, ok := p.raw["eos_token_id"]; !ok && c.Architecture == Gemma3 && c.VocabSize > 1 {
+	if _, ok := p.raw["eos_token_id"]; !ok && c.Architecture.gemma() && c.VocabSize > 1 {
 		c.EOSTokenIDs = []int{1}
 	}
 	for _, key := range []string{"torch_dtype", "dtype"} {
@@ -541,12 +558,13 @@ func (p *configParser) scaling(sc map[string]json.RawMessage, prefix string) (*R
 	return rs, nil
 }
 
-// gemma3 reads what Gemma3TextConfig adds to the llama-family keys, with
-// its defaults: the activation, the attention scale and soft-capping, the
-// sliding-window layers and the two RoPE bases (transformers 4's
-// rope_theta, rope_scaling and rope_local_base_freq, or transformers 5's
-// rope_parameters with full_attention and sliding_attention).
-func (p *configParser) gemma3(c *Config) error {
+// gemma reads what Gemma3TextConfig and Gemma2Config add to the
+// llama-family keys, with their defaults: the activation, the attention
+// scale and soft-capping, the sliding-window layers and, for Gemma 3, the
+// two RoPE bases (transformers 4's rope_theta, rope_scaling and
+// rope_local_base_freq, or transformers 5's rope_parameters with
+// full_attention and sliding_attention).
+func (p *configParser) gemma(c *Config) error {
 	c.Gemma = true
 	act, _, err := p.stringField(p.raw, "", "hidden_activation")
 	if err != nil {
@@ -562,16 +580,32 @@ func (p *configParser) gemma3(c *Config) error {
 	if !(c.QueryPreAttnScalar > 0) || math.IsInf(c.QueryPreAttnScalar, 0) {
 		return p.errf("query_pre_attn_scalar", "%g is not a finite number > 0", c.QueryPreAttnScalar)
 	}
-	if m := p.raw["attn_logit_softcapping"]; !isNull(m) {
+	if m := p.raw["attn_logit_softcapping"]; !isNull(m) && c.Architecture == Gemma3 {
 		// transformers' Gemma3Attention does not apply it and llama.cpp's
 		// converter refuses it: a value here has no agreed meaning.
 		return p.errf("attn_logit_softcapping", "%s is not supported for Gemma 3 (want null: transformers' Gemma 3 attention does not apply it)", m)
 	}
-	if c.FinalLogitSoftcap, err = p.floatField(p.raw, "", "final_logit_softcapping", 0, false); err != nil {
-		return err
-	}
-	if m := p.raw["final_logit_softcapping"]; !isNull(m) && (!(c.FinalLogitSoftcap > 0) || math.IsInf(c.FinalLogitSoftcap, 0)) {
-		return p.errf("final_logit_softcapping", "%s is not a finite number > 0", m)
+	// Absent: Gemma2Config's 50 and 30 (Gemma 3: none); null: none.
+	for _, f := range []struct {
+		key    string
+		dst    *float64
+		gemma2 float64
+	}{{"attn_logit_softcapping", &c.AttnLogitSoftcap, 50}, {"final_logit_softcapping", &c.FinalLogitSoftcap, 30}} {
+		m, ok := p.raw[f.key]
+		switch {
+		case !ok:
+			if c.Architecture == Gemma2 {
+				*f.dst = f.gemma2
+			}
+		case isNull(m):
+		default:
+			if *f.dst, err = p.floatField(p.raw, "", f.key, 0, false); err != nil {
+				return err
+			}
+			if !(*f.dst > 0) || math.IsInf(*f.dst, 0) {
+				return p.errf(f.key, "%s is not a finite number > 0", m)
+			}
+		}
 	}
 	if bidi, err := p.boolField("use_bidirectional_attention", false); err != nil {
 		return err
@@ -579,7 +613,7 @@ func (p *configParser) gemma3(c *Config) error {
 		return p.errf("use_bidirectional_attention", "bidirectional attention (EmbeddingGemma) is not supported")
 	}
 	if m, ok := p.raw["sliding_window"]; ok && isNull(m) {
-		return p.errf("sliding_window", "null; Gemma 3's sliding layers need a window")
+		return p.errf("sliding_window", "null; the sliding layers need a window")
 	}
 	if c.SlidingWindow, err = p.intField(p.raw, "", "sliding_window", 4096, 1, maxCtx); err != nil {
 		return err
@@ -603,16 +637,21 @@ func (p *configParser) gemma3(c *Config) error {
 			}
 		}
 	} else {
-		pattern, err := p.intField(p.raw, "", "sliding_window_pattern", 6, 1, maxLayers)
-		if err != nil {
-			return err
+		pattern := 2 // Gemma2Config's: every other layer
+		if c.Architecture == Gemma3 {
+			if pattern, err = p.intField(p.raw, "", "sliding_window_pattern", 6, 1, maxLayers); err != nil {
+				return err
+			}
 		}
 		for i := range c.SlidingLayers {
-			c.SlidingLayers[i] = (i+1)%pattern != 0 // Gemma3TextConfig's rule
+			c.SlidingLayers[i] = (i+1)%pattern != 0 // Gemma3TextConfig's and Gemma2Config's rule
 		}
 	}
 	if !slices.Contains(c.SlidingLayers, true) {
 		c.SlidingWindow, c.SlidingLayers = 0, nil
+	}
+	if c.Architecture == Gemma2 {
+		return p.rope(c) // one RoPE for every layer
 	}
 	c.RopeTheta, c.RopeLocalTheta = 1e6, 1e4
 	if rp := p.raw["rope_parameters"]; !isNull(rp) {
@@ -708,10 +747,14 @@ func (p *configParser) tokenIDs(key string, vocab int) ([]int, error) {
 func (c *Config) ropeInvFreq() []float32 { return c.invFreq(c.RopeTheta, true) }
 
 // ropeLocalInvFreq is ropeInvFreq for sliding-window layers: base
-// RopeLocalTheta, unscaled; nil without sliding layers.
+// RopeLocalTheta, unscaled (0: the global layers'); nil without sliding
+// layers.
 func (c *Config) ropeLocalInvFreq() []float32 {
 	if c.SlidingWindow == 0 {
 		return nil
+	}
+	if c.RopeLocalTheta == 0 {
+		return c.ropeInvFreq()
 	}
 	return c.invFreq(c.RopeLocalTheta, false)
 }

@@ -43,6 +43,18 @@ const (
   "rope_scaling": null, "rope_theta": 1000000, "sliding_window": 512, "sliding_window_pattern": 6,
   "torch_dtype": "bfloat16", "transformers_version": "4.50.0.dev0", "use_cache": true,
   "vocab_size": 262144}`
+	// Gemma 2 2B (google/gemma-2-2b-it): soft-capping, every other layer
+	// sliding, one RoPE base.
+	gemma2Config = `{
+  "architectures": ["Gemma2ForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+  "attn_logit_softcapping": 50.0, "bos_token_id": 2, "cache_implementation": "hybrid",
+  "eos_token_id": [1, 107], "final_logit_softcapping": 30.0, "head_dim": 256,
+  "hidden_act": "gelu_pytorch_tanh", "hidden_activation": "gelu_pytorch_tanh", "hidden_size": 2304,
+  "initializer_range": 0.02, "intermediate_size": 9216, "max_position_embeddings": 8192,
+  "model_type": "gemma2", "num_attention_heads": 8, "num_hidden_layers": 26, "num_key_value_heads": 4,
+  "pad_token_id": 0, "query_pre_attn_scalar": 256, "rms_norm_eps": 1e-06, "rope_theta": 10000.0,
+  "sliding_window": 4096, "torch_dtype": "float32", "transformers_version": "4.42.4", "use_cache": true,
+  "vocab_size": 256000}`
 	// Gemma 3 4B (google/gemma-3-4b-it): an image-and-text model whose
 	// text_config leaves most values to Gemma3TextConfig's defaults.
 	gemma3VisionConfig = `{
@@ -160,6 +172,19 @@ func TestParseRealConfigs(t *testing.T) {
 	require.False(t, c.SlidingLayers[29])
 	require.True(t, c.SlidingLayers[33])
 
+	c, err = ParseConfig("", []byte(gemma2Config))
+	require.NoError(t, err)
+	require.Equal(t, Gemma2, c.Architecture)
+	require.True(t, c.Gemma)
+	require.False(t, c.QKNorm)
+	require.Equal(t, 50.0, c.AttnLogitSoftcap)
+	require.Equal(t, 30.0, c.FinalLogitSoftcap)
+	require.Equal(t, 4096, c.SlidingWindow)
+	require.Equal(t, []bool{true, false, true, false}, c.SlidingLayers[:4])
+	require.Zero(t, c.RopeLocalTheta, "the global layers' RoPE")
+	require.Equal(t, c.ropeInvFreq(), c.ropeLocalInvFreq())
+	require.Equal(t, []int{1, 107}, c.EOSTokenIDs)
+
 	c, err = ParseConfig("", []byte(smollmConfig))
 	require.NoError(t, err)
 	require.Equal(t, 64, c.HeadDim)
@@ -228,6 +253,9 @@ func TestConfigErrors(t *testing.T) {
 		{"gemma3 local scaling", `{` + gemma + `,"rope_parameters":{"full_attention":{"rope_theta":1e6},"sliding_attention":{"rope_type":"linear","factor":2}}}`, "rope_parameters.sliding_attention.rope_type"},
 		{"gemma3 local theta", `{` + gemma + `,"rope_local_base_freq":1}`, "rope_local_base_freq"},
 		{"gemma3 mlp bias", `{` + gemma + `,"mlp_bias":true}`, "mlp_bias"},
+		{"gemma2 attn softcap", `{"model_type":"gemma2","attn_logit_softcapping":-1}`, "attn_logit_softcapping"},
+		{"gemma2 window", `{"model_type":"gemma2","sliding_window":null}`, "sliding_window"},
+		{"gemma2 act", `{"model_type":"gemma2","hidden_activation":"silu"}`, "hidden_activation"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -278,7 +306,7 @@ func TestLlama3InvFreqHandComputed(t *testing.T) {
 // FuzzParseConfig proves any input either parses into a config whose
 // invariants hold or fails with a *ConfigError, never a panic.
 func FuzzParseConfig(f *testing.F) {
-	for _, s := range []string{llama31Config, qwen25Config, gemma3Config, gemma3VisionConfig, smollmConfig, v5Config, `{}`, `null`, `{"architectures":["LlamaForCausalLM"],"hidden_size":1e400}`} {
+	for _, s := range []string{llama31Config, qwen25Config, gemma3Config, gemma3VisionConfig, gemma2Config, smollmConfig, v5Config, `{}`, `null`, `{"architectures":["LlamaForCausalLM"],"hidden_size":1e400}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -360,6 +360,7 @@ func (b *cpuBackend) attention(scr *cpuScratch, rows []cpuRow, l int, q, out []f
 	group := H / c.NumKVHeads
 	scale := c.attnScale()
 	window := c.window(l)
+	softcap := float32(c.AttnLogitSoftcap)
 	b.pool.ForChunks(len(rows)*H, b.chunks, 1, func(chunk, lo, hi int) {
 		for item := lo; item < hi; item++ {
 			t, h := item/H, item%H
@@ -379,6 +380,11 @@ func (b *cpuBackend) attention(scr *cpuScratch, rows []cpuRow, l int, q, out []f
 			off := (first-kv.base)*kvD + (h/group)*hd
 			sc := scores[:n]
 			cpu.Scores(sc, qh, kv.k[off:], kvD, scale)
+			if softcap > 0 {
+				for j, v := range sc {
+					sc[j] = float32(math.Tanh(float64(v/softcap))) * softcap
+				}
+			}
 			cpu.Softmax(sc)
 			cpu.WeightedRows(out[t*H*hd+h*hd:t*H*hd+(h+1)*hd], sc, kv.v[off:], kvD)
 		}

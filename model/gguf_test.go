@@ -107,8 +107,13 @@ func ggufFromSpec(t *testing.T, spec modeltest.Spec, meta map[string]any, mutate
 	if spec.HeadDim > 0 {
 		kvs[arch+".attention.key_length"] = uint32(spec.HeadDim)
 	}
-	gemma := arch == "gemma3"
-	if gemma { // as convert_hf_to_gguf.py's Gemma3Model writes them
+	gemma := arch == "gemma3" || arch == "gemma2"
+	if arch == "gemma2" { // as convert_hf_to_gguf.py's Gemma2Model writes them
+		kvs[arch+".attention.sliding_window"] = uint32(spec.SlidingWindow)
+		kvs[arch+".attn_logit_softcapping"] = float32(spec.AttnSoftcap)
+		kvs[arch+".final_logit_softcapping"] = float32(spec.FinalSoftcap)
+	}
+	if arch == "gemma3" { // as convert_hf_to_gguf.py's Gemma3Model writes them
 		kvs[arch+".attention.sliding_window"] = uint32(spec.SlidingWindow)
 		kvs[arch+".rope.freq_base_swa"] = float32(spec.RopeLocalTheta)
 		if spec.LinearRope > 0 {

@@ -12,7 +12,7 @@ type Llama3Scaling struct {
 
 // Spec describes a random model.
 type Spec struct {
-	Arch         string // "llama", "qwen2", "qwen3" or "gemma3"
+	Arch         string // "llama", "qwen2", "qwen3", "gemma3" or "gemma2"
 	Hidden       int
 	Intermediate int
 	Layers       int
@@ -49,6 +49,10 @@ type Spec struct {
 	LinearRope         float64
 	QueryPreAttnScalar float64
 	FinalSoftcap       float64
+	// Gemma 2 (Arch "gemma2"): every other layer slides (SlidingWindow),
+	// one RoPE base; AttnSoftcap and FinalSoftcap > 0 soft-cap the
+	// attention scores and the logits (0: null in the config).
+	AttnSoftcap float64
 }
 
 // Presets used across tests and benchmarks.
@@ -103,6 +107,17 @@ func Gemma3TinyScalar() Spec {
 	s := Gemma3Tiny()
 	s.QueryPreAttnScalar, s.SlidingWindow, s.SlidingPattern, s.Seed = 20, 5, 3, 8
 	return s
+}
+
+// Gemma2Tiny is a small Gemma 2: a window of 8 on layers 0 and 2, layers 1
+// and 3 global, one RoPE base (20000, not Gemma 3's local 10000) for all,
+// attention soft-capping at 4.5 and final soft-capping at 6.5 (both below
+// the values they cap here), GQA (4 heads, 2 KV heads), a head_dim (32)
+// other than hidden/heads (16), tied.
+func Gemma2Tiny() Spec {
+	return Spec{Arch: "gemma2", Hidden: 64, Intermediate: 96, Layers: 4, Heads: 4, KVHeads: 2, HeadDim: 32, Vocab: 280, MaxPos: 256,
+		RopeTheta: 20000, SlidingWindow: 8, AttnSoftcap: 4.5, FinalSoftcap: 6.5, Tie: true,
+		RMSNormEps: 1e-6, DType: safetensors.F32, Seed: 9, Std: 0.2}
 }
 
 // SmolLMTiny is a small tied-embedding llama (SmolLM-style) in bf16.

@@ -39,7 +39,7 @@ func Tensors(s Spec) []Tensor {
 	}
 	add("model.embed_tokens.weight", 0, s.Vocab, s.Hidden)
 	qkvBias := s.Arch == "qwen2" || s.AttnBias
-	gemma := s.Arch == "gemma3"
+	gemma := s.Arch == "gemma3" || s.Arch == "gemma2"
 	normMean := float32(1)
 	if gemma {
 		normMean = 0 // Gemma's RMSNorm multiplies by 1+w
@@ -55,7 +55,7 @@ func Tensors(s Spec) []Tensor {
 			add(p+"self_attn.k_proj.bias", 0, kvD)
 			add(p+"self_attn.v_proj.bias", 0, kvD)
 		}
-		if s.Arch == "qwen3" || gemma {
+		if s.Arch == "qwen3" || s.Arch == "gemma3" {
 			add(p+"self_attn.q_norm.weight", normMean, hd)
 			add(p+"self_attn.k_norm.weight", normMean, hd)
 		}
@@ -104,6 +104,8 @@ func Config(s Spec) ([]byte, error) {
 		arch, mtype = "Qwen3ForCausalLM", "qwen3"
 	case "gemma3":
 		arch, mtype = "Gemma3ForCausalLM", "gemma3_text"
+	case "gemma2":
+		arch, mtype = "Gemma2ForCausalLM", "gemma2"
 	}
 	dtypeName := map[safetensors.DType]string{safetensors.F32: "float32", safetensors.F16: "float16", safetensors.BF16: "bfloat16"}[s.DType]
 	c := map[string]any{
@@ -122,7 +124,7 @@ func Config(s Spec) ([]byte, error) {
 		"bos_token_id":            s.Vocab - 1,
 		"eos_token_id":            s.Vocab - 1,
 	}
-	if s.HeadDim > 0 || s.Arch == "qwen3" || s.Arch == "gemma3" { // their defaults are 128 and 256, not hidden/heads
+	if s.HeadDim > 0 || s.Arch == "qwen3" || s.Arch == "gemma3" || s.Arch == "gemma2" { // their defaults are 128 and 256, not hidden/heads
 		c["head_dim"] = s.headDim()
 	}
 	switch s.Arch {
@@ -133,6 +135,8 @@ func Config(s Spec) ([]byte, error) {
 		c["attention_bias"] = s.AttnBias
 	case "gemma3":
 		return gemma3Config(s, c, dtypeName)
+	case "gemma2":
+		gemma2Config(s, c)
 	default:
 		c["attention_bias"] = s.AttnBias
 		c["mlp_bias"] = s.MLPBias
@@ -303,4 +307,34 @@ func gemma3Config(s Spec, c map[string]any, dtypeName string) ([]byte, error) {
 		c["torch_dtype"] = dtypeName
 	}
 	return json.MarshalIndent(c, "", "  ")
+}
+
+// gemma2Config adds Gemma2Config's keys to c (the RoPE keys follow as for
+// llama; with ConfigVersion 5, layer_types too).
+func gemma2Config(s Spec, c map[string]any) {
+	delete(c, "hidden_act")
+	c["hidden_activation"] = "gelu_pytorch_tanh"
+	c["attention_bias"] = s.AttnBias
+	c["query_pre_attn_scalar"] = s.QueryPreAttnScalar
+	if s.QueryPreAttnScalar == 0 {
+		c["query_pre_attn_scalar"] = s.headDim()
+	}
+	c["sliding_window"] = s.SlidingWindow
+	c["attn_logit_softcapping"], c["final_logit_softcapping"] = nil, nil
+	if s.AttnSoftcap > 0 {
+		c["attn_logit_softcapping"] = s.AttnSoftcap
+	}
+	if s.FinalSoftcap > 0 {
+		c["final_logit_softcapping"] = s.FinalSoftcap
+	}
+	if s.ConfigVersion == 5 {
+		types := make([]string, s.Layers)
+		for i := range types {
+			types[i] = "sliding_attention"
+			if i%2 == 1 {
+				types[i] = "full_attention"
+			}
+		}
+		c["layer_types"] = types
+	}
 }

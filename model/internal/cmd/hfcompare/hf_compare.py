@@ -65,13 +65,16 @@ transformers' logits at the family's positions and PRESET_GREEDY greedy ids
 for TestQwen3MatchesTransformers (--family qwen3, the default) or
 TestGemma3MatchesTransformers (--family gemma3: sliding window 8 on a
 32-token prompt, final logit soft-capping, an attention scale other than
-head_dim's), which check them in CI without Python:
+head_dim's) or TestGemma2MatchesTransformers (--family gemma2: attention and
+final soft-capping), which check them in CI without Python:
 
   CGO_ENABLED=0 go build -o mktestmodel ./model/internal/cmd/mktestmodel
   python3 hf_compare.py --hipgo ./hfcompare --mktestmodel ./mktestmodel \\
       --preset-golden model/testdata/qwen3-tiny-transformers.json
   python3 hf_compare.py --hipgo ./hfcompare --mktestmodel ./mktestmodel --family gemma3 \\
       --preset-golden model/testdata/gemma3-tiny-transformers.json
+  python3 hf_compare.py --hipgo ./hfcompare --mktestmodel ./mktestmodel --family gemma2 \\
+      --preset-golden model/testdata/gemma2-tiny-transformers.json
 """
 
 import argparse
@@ -475,14 +478,17 @@ def main_gguf(args):
 # Checkpoints written by mktestmodel (the Go tests build the same weights
 # with package modeltest), run through transformers, by --family: (name,
 # preset, mktestmodel flags) each, the prompt length and the positions whose
-# logits are kept. TestQwen3MatchesTransformers and
-# TestGemma3MatchesTransformers check hipgo against what this writes,
-# without Python. Gemma 3's prompt is four times its sliding window (8; 5 for
-# gemma3-tiny-scalar) and its 64 greedy tokens run on past it.
+# logits are kept. TestQwen3MatchesTransformers,
+# TestGemma3MatchesTransformers and TestGemma2MatchesTransformers check
+# hipgo against what this writes,
+# without Python. Gemma 3's and Gemma 2's prompts are four times their
+# sliding window (8; 5 for gemma3-tiny-scalar) and their 64 greedy tokens
+# run on past it.
 PRESET_FAMILIES = {
     "qwen3": ([("qwen3-tiny", "qwen3-tiny", []), ("qwen3-tiny-tied", "qwen3-tiny", ["-tie"])], 24, (0, 11, 23)),
     "gemma3": ([("gemma3-tiny", "gemma3-tiny", []), ("gemma3-tiny-softcap", "gemma3-tiny-softcap", []),
                 ("gemma3-tiny-scalar", "gemma3-tiny-scalar", [])], 32, (0, 15, 31)),
+    "gemma2": ([("gemma2-tiny", "gemma2-tiny", [])], 32, (0, 15, 31)),
 }
 PRESET_GREEDY = 64
 PRESET_LOGIT_BAR = 1e-5

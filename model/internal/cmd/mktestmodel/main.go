@@ -26,6 +26,7 @@ var presets = map[string]func() modeltest.Spec{
 	// config; an attention scale other than head_dim's.
 	"gemma3-tiny-softcap": modeltest.Gemma3TinySoftcap,
 	"gemma3-tiny-scalar":  modeltest.Gemma3TinyScalar,
+	"gemma2-tiny":         modeltest.Gemma2Tiny,
 	"smollm-tiny":         modeltest.SmolLMTiny,
 	"smollm135m":          modeltest.SmolLM135M,
 	"demo-shaped":         modeltest.DemoShaped,

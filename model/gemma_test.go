@@ -39,14 +39,28 @@ var gemma3Presets = map[string]func() modeltest.Spec{
 // attention scale variant from safetensors only: GGUF has no key for
 // query_pre_attn_scalar, and llama.cpp uses head_dim's).
 func TestGemma3MatchesTransformers(t *testing.T) {
-	data, err := os.ReadFile(gemma3GoldenFile)
-	require.NoError(t, err, "regenerate with hf_compare.py --preset-golden --family gemma3 (see its doc)")
+	requireGemmaGolden(t, gemma3GoldenFile, Gemma3, gemma3Presets)
+}
+
+// TestGemma2MatchesTransformers proves the same for transformers'
+// Gemma2ForCausalLM: Gemma's layout without q/k norms, every other layer
+// sliding (window 8 on a 32-token prompt) with one RoPE base, attention
+// logit soft-capping (4.5) and final logit soft-capping (6.5), from
+// safetensors and GGUF.
+func TestGemma2MatchesTransformers(t *testing.T) {
+	requireGemmaGolden(t, "testdata/gemma2-tiny-transformers.json", Gemma2,
+		map[string]func() modeltest.Spec{"gemma2-tiny": modeltest.Gemma2Tiny})
+}
+
+func requireGemmaGolden(t *testing.T, file string, arch Architecture, presets map[string]func() modeltest.Spec) {
+	data, err := os.ReadFile(file)
+	require.NoError(t, err, "regenerate with hf_compare.py --preset-golden --family (see its doc)")
 	var g qwen3Golden
 	require.NoError(t, json.Unmarshal(data, &g))
-	require.Len(t, g.Variants, len(gemma3Presets))
+	require.Len(t, g.Variants, len(presets))
 	for _, v := range g.Variants {
 		t.Run(v.Name, func(t *testing.T) {
-			mk, ok := gemma3Presets[v.Name]
+			mk, ok := presets[v.Name]
 			require.True(t, ok, "no spec for %s", v.Name)
 			spec := mk()
 			spec.NoTokenizer = true
@@ -67,9 +81,12 @@ func TestGemma3MatchesTransformers(t *testing.T) {
 				m, err := Load(path, WithoutTokenizer())
 				require.NoError(t, err, format)
 				c := m.Config()
-				require.Equal(t, Gemma3, c.Architecture)
-				require.True(t, c.Gemma && c.QKNorm)
+				require.Equal(t, arch, c.Architecture)
+				require.True(t, c.Gemma)
+				require.Equal(t, arch == Gemma3, c.QKNorm)
 				require.Equal(t, spec.SlidingWindow, c.SlidingWindow)
+				require.Equal(t, spec.AttnSoftcap, c.AttnLogitSoftcap)
+				require.Equal(t, spec.FinalSoftcap, c.FinalLogitSoftcap)
 				require.Contains(t, c.SlidingLayers, true)
 				require.Contains(t, c.SlidingLayers, false)
 				checkGolden(t, format, m, v.PromptIDs, v.Positions, v.Logits, v.Greedy)
