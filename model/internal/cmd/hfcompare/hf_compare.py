@@ -8,8 +8,9 @@ models with q/k norms and a head_dim beside hidden/heads, untied and tied,
 and three Gemma 3 models with a sliding window of 8 or 16 beside global
 layers, two RoPE bases, q/k norms, GeGLU and (1+w) norms: untied with an
 attention scale other than head_dim's, the same with final logit
-soft-capping, and tied with Gemma's head_dim 256; and an image-and-text
-Gemma3ForConditionalGeneration, whose text model hipgo loads) it:
+soft-capping, and tied with Gemma's head_dim 256; an image-and-text
+Gemma3ForConditionalGeneration, whose text model hipgo loads; and a Gemma 2
+with attention and final logit soft-capping) it:
 
   1. saves the model with save_pretrained (float32 safetensors, config.json);
   2. runs the Go binary (model/internal/cmd/hfcompare, built with
@@ -54,8 +55,10 @@ transformers' (CONVERT_LOGIT_BAR) and 64 greedy tokens:
 
 With --family gemma3 it converts random Gemma 3 models (every feature on as in
 MODELS, head_dim 64 beside hidden/heads 32; tied, and untied with final
-logit soft-capping) with a small SentencePiece model it trains (the
-converter reads tokenizer.model; needs the sentencepiece package), and
+logit soft-capping), with --family gemma2 a Gemma 2 with both soft-caps
+(rope_theta 10000 and query_pre_attn_scalar head_dim's, which the
+converter's GGUF assumes), each with a small SentencePiece model it trains
+(the converter reads tokenizer.model; needs the sentencepiece package), and
 checks the same (no --tokenizer).
 
 --preset-golden PATH runs the checkpoints mktestmodel writes (the weights the
@@ -92,8 +95,8 @@ os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import transformers  # noqa: E402
-from transformers import (Gemma3Config, Gemma3ForCausalLM, Gemma3ForConditionalGeneration,  # noqa: E402
-                          Gemma3TextConfig, LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM,
+from transformers import (Gemma2Config, Gemma2ForCausalLM, Gemma3Config, Gemma3ForCausalLM,  # noqa: E402
+                          Gemma3ForConditionalGeneration, Gemma3TextConfig, LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM,
                           Qwen3Config, Qwen3ForCausalLM)
 
 PROMPT_LEN = 32
@@ -248,6 +251,25 @@ def gemma3_vision_config():
                         image_token_index=8191, boi_token_index=8189, eoi_token_index=8190)
 
 
+def gemma2_config(vocab_size=8192, hidden_size=512, intermediate_size=1408, num_hidden_layers=6,
+                  tie_word_embeddings=True, attn_logit_softcapping=4.5, final_logit_softcapping=3.5,
+                  query_pre_attn_scalar=80, rope_theta=20000.0):
+    # Gemma 2: every other layer sliding (window 8), one RoPE base (20000),
+    # attention soft-capping at 4.5 and final soft-capping at 3.5 (both
+    # biting), head_dim 96 beside hidden/heads 64, query_pre_attn_scalar 80.
+    cfg = make_config(
+        Gemma2Config, {"rope_type": "default", "rope_theta": rope_theta},
+        vocab_size=vocab_size, hidden_size=hidden_size, intermediate_size=intermediate_size,
+        num_hidden_layers=num_hidden_layers, num_attention_heads=8, num_key_value_heads=2, head_dim=96,
+        query_pre_attn_scalar=query_pre_attn_scalar, sliding_window=8, attn_logit_softcapping=attn_logit_softcapping,
+        final_logit_softcapping=final_logit_softcapping, tie_word_embeddings=tie_word_embeddings,
+        max_position_embeddings=4096, rms_norm_eps=1e-6, initializer_range=0.05, bos_token_id=2, eos_token_id=1,
+        pad_token_id=0)
+    if cfg.layer_types[:2] != ["sliding_attention", "full_attention"]:
+        raise RuntimeError(f"Gemma2Config's layer types are {cfg.layer_types}")
+    return cfg
+
+
 # name, class, config, logit bar, greedy tokens
 MODELS = [
     ("llama3-gqa-ropescaling", LlamaForCausalLM, llama3_config, LOGIT_BAR, GREEDY),
@@ -259,6 +281,7 @@ MODELS = [
     ("gemma3-final-softcap", Gemma3ForCausalLM, gemma3_softcap_config, 1e-5, 64),
     ("gemma3-tied-head-dim-256", Gemma3ForCausalLM, gemma3_tied_config, 1e-5, 64),
     ("gemma3-vision-text-model", Gemma3ForConditionalGeneration, gemma3_vision_config, 1e-5, 64),
+    ("gemma2-softcap", Gemma2ForCausalLM, gemma2_config, 1e-5, 64),
 ]
 
 
@@ -268,7 +291,7 @@ def build(cls, cfg, seed):
     # transformers initialises biases to 0 and norm weights to 1 (Gemma's to
     # 0: its RMSNorm multiplies by 1+w): randomise both so those code paths
     # are really compared.
-    norm_mean = 0.0 if cls in (Gemma3ForCausalLM, Gemma3ForConditionalGeneration) else 1.0
+    norm_mean = 0.0 if cls in (Gemma2ForCausalLM, Gemma3ForCausalLM, Gemma3ForConditionalGeneration) else 1.0
     with torch.no_grad():
         for name, p in model.named_parameters():
             if name.endswith(".bias"):
@@ -610,6 +633,16 @@ def convert_cases(args):
             name = f"gemma3-convert-{'tied' if tie else 'untied-softcap'}"
             yield (name, build(Gemma3ForCausalLM, cfg, args.seed + 400 + i),
                    lambda d: write_sentencepiece(d, GEMMA3_CONVERT_VOCAB), GEMMA3_CONVERT_VOCAB)
+        return
+    if args.family == "gemma2":
+        # Tied: llama.cpp's Gemma 2 always uses the embeddings as the head;
+        # query_pre_attn_scalar is head_dim's (GGUF has no key for it), and
+        # rope_theta Gemma 2's 10000 (the converter writes no
+        # rope.freq_base for gemma2, and llama.cpp then uses 10000).
+        cfg = gemma2_config(vocab_size=GEMMA3_CONVERT_VOCAB, hidden_size=128, intermediate_size=256, num_hidden_layers=4,
+                            query_pre_attn_scalar=96, rope_theta=10000.0)
+        yield ("gemma2-convert-softcap", build(Gemma2ForCausalLM, cfg, args.seed + 500),
+               lambda d: write_sentencepiece(d, GEMMA3_CONVERT_VOCAB), GEMMA3_CONVERT_VOCAB)
         return
     for i, tie in enumerate((False, True)):
         name = f"qwen3-convert-{'tied' if tie else 'untied'}"
