@@ -3,6 +3,7 @@ package model
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/hipgo/hipgo/sampling"
 )
@@ -35,6 +36,24 @@ func (c *Config) cpuOnly() []string {
 	var out []string
 	if c.QKNorm {
 		out = append(out, "the per-head RMSNorm of q and k before RoPE (q_norm, k_norm)")
+	}
+	if c.Gemma {
+		out = append(out, "Gemma's scaled embeddings, (1+w) RMSNorms and post-attention and post-feedforward norms")
+	}
+	if c.HiddenAct != "" && c.HiddenAct != "silu" {
+		out = append(out, "the GeGLU MLP ("+c.HiddenAct+")")
+	}
+	if c.QueryPreAttnScalar > 0 && c.QueryPreAttnScalar != float64(c.HeadDim) {
+		out = append(out, "an attention scale of query_pre_attn_scalar^-1/2")
+	}
+	if c.SlidingWindow > 0 && slices.Contains(c.SlidingLayers, true) {
+		out = append(out, "sliding-window attention layers")
+	}
+	if c.AttnLogitSoftcap > 0 {
+		out = append(out, "attention logit soft-capping")
+	}
+	if c.FinalLogitSoftcap > 0 {
+		out = append(out, "final logit soft-capping")
 	}
 	return out
 }

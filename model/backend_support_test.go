@@ -12,15 +12,41 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestQKNormRefusedOffTheCPU proves the GPU and MLX backends refuse a
-// model with q/k norms (their forward passes lack them) with a
-// *BackendError naming the architecture and the missing computation,
-// before any weights are read, instead of computing another model: a
-// GGUF or safetensors Qwen3 with DeviceGPU or WithDevice is an error, with
-// DeviceAuto it runs on the CPU and CPUReason says why (and the device
-// the model opened is closed), and DeviceMLX is an error.
-func TestQKNormRefusedOffTheCPU(t *testing.T) {
-	spec := modeltest.Qwen3Tiny()
+// TestCPUOnlyModelsRefusedOffTheCPU proves the GPU and MLX backends
+// refuse a model whose computations their forward passes lack (Qwen3's q/k
+// norms; Gemma 3's and Gemma 2's layout, GeGLU, sliding-window layers and
+// soft-capping)
+// with a *BackendError naming the architecture and the missing
+// computations, before any weights are read, instead of computing another
+// model: a GGUF or safetensors checkpoint with DeviceGPU or WithDevice is an
+// error, with DeviceAuto it runs on the CPU and CPUReason says why (and the
+// device the model opened is closed), and DeviceMLX is an error.
+func TestCPUOnlyModelsRefusedOffTheCPU(t *testing.T) {
+	gemmaSoftcap := modeltest.Gemma3TinySoftcap()
+	for name, tc := range map[string]struct {
+		spec    modeltest.Spec
+		arch    Architecture
+		missing []string
+	}{
+		"qwen3": {modeltest.Qwen3Tiny(), Qwen3, []string{"the per-head RMSNorm of q and k before RoPE (q_norm, k_norm)"}},
+		"gemma3": {gemmaSoftcap, Gemma3, []string{
+			"the per-head RMSNorm of q and k before RoPE (q_norm, k_norm)",
+			"Gemma's scaled embeddings, (1+w) RMSNorms and post-attention and post-feedforward norms",
+			"the GeGLU MLP (gelu_pytorch_tanh)",
+			"sliding-window attention layers",
+			"final logit soft-capping"}},
+		"gemma2": {modeltest.Gemma2Tiny(), Gemma2, []string{
+			"Gemma's scaled embeddings, (1+w) RMSNorms and post-attention and post-feedforward norms",
+			"the GeGLU MLP (gelu_pytorch_tanh)",
+			"sliding-window attention layers",
+			"attention logit soft-capping",
+			"final logit soft-capping"}},
+	} {
+		t.Run(name, func(t *testing.T) { requireRefusedOffTheCPU(t, tc.spec, tc.arch, tc.missing) })
+	}
+}
+
+func requireRefusedOffTheCPU(t *testing.T, spec modeltest.Spec, arch Architecture, missing []string) {
 	spec.NoTokenizer = true
 	dir := t.TempDir()
 	require.NoError(t, modeltest.Write(dir, spec))
@@ -37,9 +63,8 @@ func TestQKNormRefusedOffTheCPU(t *testing.T) {
 		require.ErrorIs(t, err, ErrBackend)
 		var be *BackendError
 		require.ErrorAs(t, err, &be)
-		require.Equal(t, &BackendError{Backend: backend, Architecture: Qwen3,
-			Missing: []string{"the per-head RMSNorm of q and k before RoPE (q_norm, k_norm)"}}, be)
-		require.Contains(t, err.Error(), "Qwen3ForCausalLM needs the per-head RMSNorm of q and k")
+		require.Equal(t, &BackendError{Backend: backend, Architecture: arch, Missing: missing}, be)
+		require.Contains(t, err.Error(), string(arch)+" needs "+missing[0])
 		require.Contains(t, err.Error(), "the "+backend+" backend does not compute yet")
 	}
 	for format, path := range map[string]string{"safetensors": dir, "gguf": ggufFromSpec(t, spec, nil, nil)} {

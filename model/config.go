@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -18,27 +19,55 @@ const (
 	// Qwen3 is the dense Qwen3: Llama's layout plus a per-head RMSNorm of q
 	// and k before RoPE (QKNorm), with head_dim its own setting.
 	Qwen3 Architecture = "Qwen3ForCausalLM"
+	// Gemma3 is the text model of Gemma 3 (Gemma3ForCausalLM, model_type
+	// gemma3_text; GGUF gemma3): Gemma's layout (Config.Gemma), q/k norms,
+	// a GeGLU MLP, and sliding-window layers interleaved with global ones,
+	// each kind with its own RoPE base.
+	Gemma3 Architecture = "Gemma3ForCausalLM"
+	// Gemma2 is Gemma 2: Gemma 3's layout without q/k norms, every other
+	// layer sliding with one RoPE base, and attention and final logit
+	// soft-capping.
+	Gemma2 Architecture = "Gemma2ForCausalLM"
 )
 
-// architectures are the supported architectures by model_type.
-var architectures = []struct {
-	arch      Architecture
-	modelType string
-}{{Llama, "llama"}, {Qwen2, "qwen2"}, {Qwen3, "qwen3"}}
+// gemma: the Gemma layout (Config.Gemma).
+func (a Architecture) gemma() bool { return a == Gemma2 || a == Gemma3 }
 
-// supportedList names the supported architectures for an error message,
-// by class (classes) or model_type.
-func supportedList(classes bool) string {
+// architectures are the supported architectures by config.json's
+// model_type and by GGUF's general.architecture.
+var architectures = []struct {
+	arch            Architecture
+	modelType, gguf string
+}{{Llama, "llama", "llama"}, {Qwen2, "qwen2", "qwen2"}, {Qwen3, "qwen3", "qwen3"}, {Gemma3, "gemma3_text", "gemma3"}, {Gemma2, "gemma2", "gemma2"}}
+
+// Names an error message lists the supported architectures by.
+const (
+	byClass = iota
+	byModelType
+	byGGUF
+)
+
+// supportedList names the supported architectures for an error message.
+func supportedList(by int) string {
 	var names []string
 	for _, a := range architectures {
-		if classes {
+		switch by {
+		case byClass:
 			names = append(names, string(a.arch))
-		} else {
+		case byModelType:
 			names = append(names, a.modelType)
+		default:
+			names = append(names, a.gguf)
 		}
 	}
 	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
+
+// Gemma3Vision is the class of Gemma 3's image-and-text checkpoints: Load
+// reads the Gemma 3 text model inside (text_config, language_model.*
+// tensors) and leaves the vision tower and projector unread
+// (Config.VisionSkipped).
+const Gemma3Vision = "Gemma3ForConditionalGeneration"
 
 // RopeScaling is the RoPE frequency scaling of a config. Type is "linear" or "llama3".
 type RopeScaling struct {
@@ -77,6 +106,55 @@ type Config struct {
 	BOSTokenID  int  // -1 when the config names none
 	EOSTokenIDs []int
 	DType       string // torch_dtype (transformers 4) or dtype (5), informational
+
+	// Gemma: Gemma's layout. Embeddings are multiplied by sqrt(HiddenSize)
+	// (a float32 scale, as transformers' float32 forward does); every
+	// RMSNorm multiplies by (1 + w) (the loader adds 1 to a checkpoint's
+	// weights, GGUF files store them added); and each layer has four norms:
+	// before attention, on attention's output before the residual add
+	// (post_attention_layernorm), before the MLP (pre_feedforward_layernorm)
+	// and on the MLP's output (post_feedforward_layernorm).
+	Gemma bool
+	// HiddenAct is the MLP's gate activation: "silu" (SwiGLU) or
+	// "gelu_pytorch_tanh" (GeGLU with tanh-approximated GELU; Gemma).
+	HiddenAct string
+	// QueryPreAttnScalar sets the attention scale to its -1/2 power; 0:
+	// HeadDim's (Gemma's query_pre_attn_scalar).
+	QueryPreAttnScalar float64
+	// SlidingWindow > 0: a layer with SlidingLayers[l] set attends to the
+	// last SlidingWindow positions only (its own included), with RoPE base
+	// RopeLocalTheta and no RoPE scaling (RopeLocalTheta 0: the global
+	// layers' RoPE, Gemma 2's); the other layers attend to every position
+	// with RopeTheta and RopeScaling.
+	SlidingWindow  int
+	SlidingLayers  []bool
+	RopeLocalTheta float64
+	// FinalLogitSoftcap > 0: logits become cap*tanh(logits/cap).
+	FinalLogitSoftcap float64
+	// AttnLogitSoftcap > 0: attention scores (after the scale) become
+	// cap*tanh(score/cap) before the softmax (Gemma 2).
+	AttnLogitSoftcap float64
+	// VisionSkipped: the checkpoint is a Gemma3ForConditionalGeneration;
+	// this is its text model (text_config, language_model.* tensors), and
+	// its vision tower and projector are not loaded (no image input).
+	VisionSkipped bool
+}
+
+// attnScale is the factor of q·k before the softmax.
+func (c *Config) attnScale() float32 {
+	if c.QueryPreAttnScalar > 0 {
+		return float32(1 / math.Sqrt(c.QueryPreAttnScalar))
+	}
+	return float32(1 / math.Sqrt(float64(c.HeadDim)))
+}
+
+// window is the sliding window of layer l; 0: the layer attends to every
+// position.
+func (c *Config) window(l int) int {
+	if c.SlidingWindow > 0 && l < len(c.SlidingLayers) && c.SlidingLayers[l] {
+		return c.SlidingWindow
+	}
+	return 0
 }
 
 // ConfigFile is the file name ParseConfig's errors use by default.
@@ -109,10 +187,47 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 type configParser struct {
 	file string
 	raw  map[string]json.RawMessage
+	// prefix names the object raw came from in errors ("text_config."),
+	// except for the keys in outer, taken from the top level.
+	prefix string
+	outer  map[string]bool
 }
 
 func (p *configParser) errf(field, format string, args ...any) error {
+	if key, _, _ := strings.Cut(field, "."); !p.outer[key] {
+		field = p.prefix + field
+	}
 	return &ConfigError{File: p.file, Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
+// textConfig makes a Gemma3ForConditionalGeneration's text_config the
+// object parsed, with the top level's eos_token_id, bos_token_id,
+// tie_word_embeddings and dtype where text_config lacks them.
+func (p *configParser) textConfig() error {
+	m := p.raw["text_config"]
+	if isNull(m) {
+		return p.errf("text_config", "missing (the text model's config)")
+	}
+	var tc map[string]json.RawMessage
+	if err := json.Unmarshal(m, &tc); err != nil || tc == nil {
+		return p.errf("text_config", "want an object (the text model's config), got %s", m)
+	}
+	if mt, _, err := p.stringField(tc, "text_config.", "model_type"); err != nil {
+		return err
+	} else if mt != "" && mt != "gemma3_text" {
+		return p.errf("text_config.model_type", "%q is not supported (want gemma3_text)", mt)
+	}
+	p.outer = map[string]bool{}
+	for _, k := range []string{"eos_token_id", "bos_token_id", "tie_word_embeddings", "torch_dtype", "dtype"} {
+		if _, ok := tc[k]; !ok {
+			if v, ok := p.raw[k]; ok {
+				tc[k], p.outer[k] = v, true
+			}
+		}
+	}
+	delete(tc, "architectures")
+	p.raw, p.prefix = tc, "text_config."
+	return nil
 }
 
 func isNull(m json.RawMessage) bool {
@@ -192,7 +307,10 @@ func (p *configParser) architecture() (Architecture, error) {
 				}
 			}
 		}
-		return "", p.errf("architectures", "%v is not supported (want %s)", archs, supportedList(true))
+		if slices.Contains(archs, Gemma3Vision) {
+			return Gemma3, p.textConfig()
+		}
+		return "", p.errf("architectures", "%v is not supported (want %s)", archs, supportedList(byClass))
 	}
 	mt, _, err := p.stringField(p.raw, "", "model_type")
 	if err != nil {
@@ -206,7 +324,10 @@ func (p *configParser) architecture() (Architecture, error) {
 			return s.arch, nil
 		}
 	}
-	return "", p.errf("model_type", "%q is not supported (want %s)", mt, supportedList(false))
+	if mt == "gemma3" { // Gemma3Vision's
+		return Gemma3, p.textConfig()
+	}
+	return "", p.errf("model_type", "%q is not supported (want %s)", mt, supportedList(byModelType))
 }
 
 func (p *configParser) parse() (*Config, error) {
@@ -215,23 +336,40 @@ func (p *configParser) parse() (*Config, error) {
 	if c.Architecture, err = p.architecture(); err != nil {
 		return nil, err
 	}
+	c.VisionSkipped = p.prefix != ""
+	// Required, but for Gemma 3, whose configs (the multimodal models'
+	// text_config above all) rely on Gemma3TextConfig's defaults.
+	def := func(gemma int) int {
+		if c.Architecture.gemma() {
+			return gemma
+		}
+		return -1
+	}
+	defVocab := 262208
+	if c.Architecture == Gemma2 {
+		defVocab = 256000 // Gemma2Config's
+	}
 	ints := []struct {
 		dst         *int
 		key         string
 		def, lo, hi int
 	}{
-		{&c.HiddenSize, "hidden_size", -1, 1, maxDim},
-		{&c.IntermediateSize, "intermediate_size", -1, 1, maxDim},
-		{&c.NumLayers, "num_hidden_layers", -1, 1, maxLayers},
-		{&c.NumHeads, "num_attention_heads", -1, 1, maxDim},
-		{&c.VocabSize, "vocab_size", -1, 1, maxVocab},
+		{&c.HiddenSize, "hidden_size", def(2304), 1, maxDim},
+		{&c.IntermediateSize, "intermediate_size", def(9216), 1, maxDim},
+		{&c.NumLayers, "num_hidden_layers", def(26), 1, maxLayers},
+		{&c.NumHeads, "num_attention_heads", def(8), 1, maxDim},
+		{&c.VocabSize, "vocab_size", def(defVocab), 1, maxVocab},
 	}
 	for _, f := range ints {
 		if *f.dst, err = p.intField(p.raw, "", f.key, f.def, f.lo, f.hi); err != nil {
 			return nil, err
 		}
 	}
-	if c.NumKVHeads, err = p.intField(p.raw, "", "num_key_value_heads", c.NumHeads, 1, maxDim); err != nil {
+	defKV := c.NumHeads
+	if c.Architecture.gemma() {
+		defKV = 4
+	}
+	if c.NumKVHeads, err = p.intField(p.raw, "", "num_key_value_heads", defKV, 1, maxDim); err != nil {
 		return nil, err
 	}
 	if c.NumHeads%c.NumKVHeads != 0 {
@@ -241,6 +379,8 @@ func (p *configParser) parse() (*Config, error) {
 	switch {
 	case c.Architecture == Qwen3:
 		defHead = 128 // transformers' Qwen3Config default, whatever hidden_size is
+	case c.Architecture.gemma():
+		defHead = 256 // Gemma3TextConfig's and Gemma2Config's default
 	case c.HiddenSize%c.NumHeads == 0:
 		defHead = c.HiddenSize / c.NumHeads
 	}
@@ -254,8 +394,13 @@ func (p *configParser) parse() (*Config, error) {
 		return nil, p.errf("head_dim", "%d is odd; rotary embeddings rotate pairs", c.HeadDim)
 	}
 	defCtx := 2048 // transformers' LlamaConfig default
-	if c.Architecture == Qwen2 || c.Architecture == Qwen3 {
+	switch c.Architecture {
+	case Qwen2, Qwen3:
 		defCtx = 32768
+	case Gemma3:
+		defCtx = 131072
+	case Gemma2:
+		defCtx = 8192
 	}
 	if c.MaxPositionEmbeddings, err = p.intField(p.raw, "", "max_position_embeddings", defCtx, 1, maxCtx); err != nil {
 		return nil, err
@@ -266,15 +411,22 @@ func (p *configParser) parse() (*Config, error) {
 	if !(c.RMSNormEps > 0 && c.RMSNormEps < 1) {
 		return nil, p.errf("rms_norm_eps", "%g is not in (0, 1)", c.RMSNormEps)
 	}
-	if act, ok, err := p.stringField(p.raw, "", "hidden_act"); err != nil {
-		return nil, err
-	} else if ok && act != "silu" {
-		return nil, p.errf("hidden_act", "%q is not supported (want silu)", act)
+	c.HiddenAct = "silu"
+	if c.Architecture.gemma() {
+		if err := p.gemma(c); err != nil {
+			return nil, err
+		}
+	} else {
+		if act, ok, err := p.stringField(p.raw, "", "hidden_act"); err != nil {
+			return nil, err
+		} else if ok && act != "silu" {
+			return nil, p.errf("hidden_act", "%q is not supported (want silu)", act)
+		}
+		if err := p.rope(c); err != nil {
+			return nil, err
+		}
 	}
-	if err := p.rope(c); err != nil {
-		return nil, err
-	}
-	if c.TieWordEmbeddings, err = p.boolField("tie_word_embeddings", false); err != nil {
+	if c.TieWordEmbeddings, err = p.boolField("tie_word_embeddings", c.Architecture.gemma()); err != nil {
 		return nil, err
 	}
 	attnBias, err := p.boolField("attention_bias", false)
@@ -288,7 +440,7 @@ func (p *configParser) parse() (*Config, error) {
 	case Qwen2:
 		// Qwen2's attention always has q/k/v biases and no o_proj bias.
 		c.QKVBias = true
-	case Qwen3:
+	case Qwen3, Gemma3:
 		c.QKVBias, c.OBias, c.QKNorm = attnBias, attnBias, true
 	default:
 		c.QKVBias, c.OBias = attnBias, attnBias
@@ -299,15 +451,21 @@ func (p *configParser) parse() (*Config, error) {
 		} else if sw {
 			return nil, p.errf("use_sliding_window", "sliding-window attention is not supported")
 		}
-		if c.MLPBias {
-			return nil, p.errf("mlp_bias", "%s has no MLP biases", c.Architecture)
-		}
+	}
+	if c.Architecture != Llama && c.MLPBias {
+		return nil, p.errf("mlp_bias", "%s has no MLP biases", c.Architecture)
 	}
 	if c.BOSTokenID, err = p.tokenID("bos_token_id", c.VocabSize); err != nil {
 		return nil, err
 	}
 	if c.EOSTokenIDs, err = p.tokenIDs("eos_token_id", c.VocabSize); err != nil {
 		return nil, err
+	}
+	if _, ok := p.raw["bos_token_id"]; !ok && c.Architecture.gemma() && c.VocabSize > 2 {
+		c.BOSTokenID = 2 // Gemma3TextConfig's and Gemma2Config's defaults
+	}
+	if _, ok := p.raw["eos_token_id"]; !ok && c.Architecture.gemma() && c.VocabSize > 1 {
+		c.EOSTokenIDs = []int{1}
 	}
 	for _, key := range []string{"torch_dtype", "dtype"} {
 		if s, ok, err := p.stringField(p.raw, "", key); err != nil {
@@ -348,49 +506,210 @@ func (p *configParser) rope(c *Config) error {
 	if sc == nil {
 		return nil
 	}
+	c.RopeScaling, err = p.scaling(sc, prefix)
+	return err
+}
+
+// scaling reads a rope_scaling block (or rope_parameters' scaling keys);
+// nil: none.
+func (p *configParser) scaling(sc map[string]json.RawMessage, prefix string) (*RopeScaling, error) {
 	typ, ok, err := p.stringField(sc, prefix, "rope_type")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if !ok { // older configs spell it "type"
 		if typ, _, err = p.stringField(sc, prefix, "type"); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if prf, err := p.floatField(sc, prefix, "partial_rotary_factor", 1, false); err != nil {
-		return err
+		return nil, err
 	} else if prf != 1 {
-		return p.errf(prefix+"partial_rotary_factor", "%g is not supported (want 1)", prf)
+		return nil, p.errf(prefix+"partial_rotary_factor", "%g is not supported (want 1)", prf)
 	}
 	switch strings.ToLower(typ) {
 	case "", "default":
-		return nil
+		return nil, nil
 	case "linear", "llama3":
 	default:
-		return p.errf(prefix+"rope_type", "%q is not supported (want default, linear or llama3)", typ)
+		return nil, p.errf(prefix+"rope_type", "%q is not supported (want default, linear or llama3)", typ)
 	}
 	rs := &RopeScaling{Type: strings.ToLower(typ)}
 	if rs.Factor, err = p.floatField(sc, prefix, "factor", 0, true); err != nil {
-		return err
+		return nil, err
 	}
 	if !(rs.Factor >= 1) || math.IsInf(rs.Factor, 0) {
-		return p.errf(prefix+"factor", "%g is not a finite factor >= 1", rs.Factor)
+		return nil, p.errf(prefix+"factor", "%g is not a finite factor >= 1", rs.Factor)
 	}
 	if rs.Type == "llama3" {
 		if rs.LowFreqFactor, err = p.floatField(sc, prefix, "low_freq_factor", 0, true); err != nil {
-			return err
+			return nil, err
 		}
 		if rs.HighFreqFactor, err = p.floatField(sc, prefix, "high_freq_factor", 0, true); err != nil {
-			return err
+			return nil, err
 		}
 		if rs.OriginalMaxPositionEmbeddings, err = p.intField(sc, prefix, "original_max_position_embeddings", -1, 1, maxCtx); err != nil {
-			return err
+			return nil, err
 		}
 		if !(rs.LowFreqFactor > 0) || !(rs.HighFreqFactor > rs.LowFreqFactor) || math.IsInf(rs.HighFreqFactor, 0) {
-			return p.errf(prefix+"high_freq_factor", "want 0 < low_freq_factor (%g) < high_freq_factor (%g)", rs.LowFreqFactor, rs.HighFreqFactor)
+			return nil, p.errf(prefix+"high_freq_factor", "want 0 < low_freq_factor (%g) < high_freq_factor (%g)", rs.LowFreqFactor, rs.HighFreqFactor)
 		}
 	}
-	c.RopeScaling = rs
+	return rs, nil
+}
+
+// gemma reads what Gemma3TextConfig and Gemma2Config add to the
+// llama-family keys, with their defaults: the activation, the attention
+// scale and soft-capping, the sliding-window layers and, for Gemma 3, the
+// two RoPE bases (transformers 4's rope_theta, rope_scaling and
+// rope_local_base_freq, or transformers 5's rope_parameters with
+// full_attention and sliding_attention).
+func (p *configParser) gemma(c *Config) error {
+	c.Gemma = true
+	act, _, err := p.stringField(p.raw, "", "hidden_activation")
+	if err != nil {
+		return err
+	}
+	if act != "" && act != "gelu_pytorch_tanh" {
+		return p.errf("hidden_activation", "%q is not supported (want gelu_pytorch_tanh)", act)
+	}
+	c.HiddenAct = "gelu_pytorch_tanh"
+	if c.QueryPreAttnScalar, err = p.floatField(p.raw, "", "query_pre_attn_scalar", 256, false); err != nil {
+		return err
+	}
+	if !(c.QueryPreAttnScalar > 0) || math.IsInf(c.QueryPreAttnScalar, 0) {
+		return p.errf("query_pre_attn_scalar", "%g is not a finite number > 0", c.QueryPreAttnScalar)
+	}
+	if m := p.raw["attn_logit_softcapping"]; !isNull(m) && c.Architecture == Gemma3 {
+		// transformers' Gemma3Attention does not apply it and llama.cpp's
+		// converter refuses it: a value here has no agreed meaning.
+		return p.errf("attn_logit_softcapping", "%s is not supported for Gemma 3 (want null: transformers' Gemma 3 attention does not apply it)", m)
+	}
+	// Absent: Gemma2Config's 50 and 30 (Gemma 3: none); null: none.
+	for _, f := range []struct {
+		key    string
+		dst    *float64
+		gemma2 float64
+	}{{"attn_logit_softcapping", &c.AttnLogitSoftcap, 50}, {"final_logit_softcapping", &c.FinalLogitSoftcap, 30}} {
+		m, ok := p.raw[f.key]
+		switch {
+		case !ok:
+			if c.Architecture == Gemma2 {
+				*f.dst = f.gemma2
+			}
+		case isNull(m):
+		default:
+			if *f.dst, err = p.floatField(p.raw, "", f.key, 0, false); err != nil {
+				return err
+			}
+			if !(*f.dst > 0) || math.IsInf(*f.dst, 0) {
+				return p.errf(f.key, "%s is not a finite number > 0", m)
+			}
+		}
+	}
+	if bidi, err := p.boolField("use_bidirectional_attention", false); err != nil {
+		return err
+	} else if bidi {
+		return p.errf("use_bidirectional_attention", "bidirectional attention (EmbeddingGemma) is not supported")
+	}
+	if m, ok := p.raw["sliding_window"]; ok && isNull(m) {
+		return p.errf("sliding_window", "null; the sliding layers need a window")
+	}
+	if c.SlidingWindow, err = p.intField(p.raw, "", "sliding_window", 4096, 1, maxCtx); err != nil {
+		return err
+	}
+	c.SlidingLayers = make([]bool, c.NumLayers)
+	if m := p.raw["layer_types"]; !isNull(m) {
+		var types []string
+		if err := json.Unmarshal(m, &types); err != nil {
+			return p.errf("layer_types", "want a list of strings, got %s", m)
+		}
+		if len(types) != c.NumLayers {
+			return p.errf("layer_types", "%d entries for %d layers", len(types), c.NumLayers)
+		}
+		for i, t := range types {
+			switch t {
+			case "sliding_attention":
+				c.SlidingLayers[i] = true
+			case "full_attention":
+			default:
+				return p.errf("layer_types", "%q is not supported (want sliding_attention or full_attention)", t)
+			}
+		}
+	} else {
+		pattern := 2 // Gemma2Config's: every other layer
+		if c.Architecture == Gemma3 {
+			if pattern, err = p.intField(p.raw, "", "sliding_window_pattern", 6, 1, maxLayers); err != nil {
+				return err
+			}
+		}
+		for i := range c.SlidingLayers {
+			c.SlidingLayers[i] = (i+1)%pattern != 0 // Gemma3TextConfig's and Gemma2Config's rule
+		}
+	}
+	if !slices.Contains(c.SlidingLayers, true) {
+		c.SlidingWindow, c.SlidingLayers = 0, nil
+	}
+	if c.Architecture == Gemma2 {
+		return p.rope(c) // one RoPE for every layer
+	}
+	c.RopeTheta, c.RopeLocalTheta = 1e6, 1e4
+	if rp := p.raw["rope_parameters"]; !isNull(rp) {
+		var kinds map[string]json.RawMessage
+		if err := json.Unmarshal(rp, &kinds); err != nil {
+			return p.errf("rope_parameters", "want an object, got %s", rp)
+		}
+		for _, k := range []struct {
+			key   string
+			theta *float64
+		}{{"full_attention", &c.RopeTheta}, {"sliding_attention", &c.RopeLocalTheta}} {
+			m, ok := kinds[k.key]
+			if !ok {
+				return p.errf("rope_parameters", "no %s (want full_attention and sliding_attention)", k.key)
+			}
+			prefix := "rope_parameters." + k.key + "."
+			var sc map[string]json.RawMessage
+			if err := json.Unmarshal(m, &sc); err != nil || sc == nil {
+				return p.errf("rope_parameters."+k.key, "want an object, got %s", m)
+			}
+			if *k.theta, err = p.floatField(sc, prefix, "rope_theta", *k.theta, false); err != nil {
+				return err
+			}
+			rs, err := p.scaling(sc, prefix)
+			if err != nil {
+				return err
+			}
+			if k.theta == &c.RopeTheta {
+				c.RopeScaling = rs
+			} else if rs != nil {
+				return p.errf(prefix+"rope_type", "%q on sliding layers is not supported (want default)", rs.Type)
+			}
+		}
+	} else {
+		if c.RopeTheta, err = p.floatField(p.raw, "", "rope_theta", c.RopeTheta, false); err != nil {
+			return err
+		}
+		if c.RopeLocalTheta, err = p.floatField(p.raw, "", "rope_local_base_freq", c.RopeLocalTheta, false); err != nil {
+			return err
+		}
+		var sc map[string]json.RawMessage
+		if m := p.raw["rope_scaling"]; !isNull(m) {
+			if err := json.Unmarshal(m, &sc); err != nil {
+				return p.errf("rope_scaling", "want an object, got %s", m)
+			}
+			if c.RopeScaling, err = p.scaling(sc, "rope_scaling."); err != nil {
+				return err
+			}
+		}
+	}
+	for _, t := range []struct {
+		field string
+		v     float64
+	}{{"rope_theta", c.RopeTheta}, {"rope_local_base_freq", c.RopeLocalTheta}} {
+		if !(t.v > 1) || math.IsInf(t.v, 0) {
+			return p.errf(t.field, "%g is not a finite base > 1", t.v)
+		}
+	}
 	return nil
 }
 
@@ -425,11 +744,30 @@ func (p *configParser) tokenIDs(key string, vocab int) ([]int, error) {
 
 // ropeInvFreq is each rotary pair's inverse frequency, scaled as transformers
 // does (computed in float64, rounded once to float32 like torch's tensor).
-func (c *Config) ropeInvFreq() []float32 {
+func (c *Config) ropeInvFreq() []float32 { return c.invFreq(c.RopeTheta, true) }
+
+// ropeLocalInvFreq is ropeInvFreq for sliding-window layers: base
+// RopeLocalTheta, unscaled (0: the global layers'); nil without sliding
+// layers.
+func (c *Config) ropeLocalInvFreq() []float32 {
+	if c.SlidingWindow == 0 {
+		return nil
+	}
+	if c.RopeLocalTheta == 0 {
+		return c.ropeInvFreq()
+	}
+	return c.invFreq(c.RopeLocalTheta, false)
+}
+
+func (c *Config) invFreq(theta float64, scaled bool) []float32 {
 	half := c.HeadDim / 2
 	out := make([]float32, half)
 	for i := range half {
-		inv := 1 / math.Pow(c.RopeTheta, float64(2*i)/float64(c.HeadDim))
+		inv := 1 / math.Pow(theta, float64(2*i)/float64(c.HeadDim))
+		if !scaled {
+			out[i] = float32(inv)
+			continue
+		}
 		if rs := c.RopeScaling; rs != nil {
 			switch rs.Type {
 			case "linear":

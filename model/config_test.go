@@ -30,6 +30,43 @@ const (
   "rms_norm_eps": 1e-06, "rope_scaling": null, "rope_theta": 1000000, "sliding_window": null,
   "tie_word_embeddings": true, "torch_dtype": "bfloat16", "transformers_version": "4.51.0",
   "use_cache": true, "use_sliding_window": false, "vocab_size": 151936}`
+	// Gemma 3 1B (google/gemma-3-1b-it): transformers 4's layout, a window
+	// of 512 on five layers in six, head_dim 256 beside hidden/heads 288.
+	gemma3Config = `{
+  "architectures": ["Gemma3ForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+  "attn_logit_softcapping": null, "bos_token_id": 2, "cache_implementation": "hybrid",
+  "eos_token_id": [1, 106], "final_logit_softcapping": null, "head_dim": 256,
+  "hidden_activation": "gelu_pytorch_tanh", "hidden_size": 1152, "initializer_range": 0.02,
+  "intermediate_size": 6912, "max_position_embeddings": 32768, "model_type": "gemma3_text",
+  "num_attention_heads": 4, "num_hidden_layers": 26, "num_key_value_heads": 1, "pad_token_id": 0,
+  "query_pre_attn_scalar": 256, "rms_norm_eps": 1e-06, "rope_local_base_freq": 10000,
+  "rope_scaling": null, "rope_theta": 1000000, "sliding_window": 512, "sliding_window_pattern": 6,
+  "torch_dtype": "bfloat16", "transformers_version": "4.50.0.dev0", "use_cache": true,
+  "vocab_size": 262144}`
+	// Gemma 2 2B (google/gemma-2-2b-it): soft-capping, every other layer
+	// sliding, one RoPE base.
+	gemma2Config = `{
+  "architectures": ["Gemma2ForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+  "attn_logit_softcapping": 50.0, "bos_token_id": 2, "cache_implementation": "hybrid",
+  "eos_token_id": [1, 107], "final_logit_softcapping": 30.0, "head_dim": 256,
+  "hidden_act": "gelu_pytorch_tanh", "hidden_activation": "gelu_pytorch_tanh", "hidden_size": 2304,
+  "initializer_range": 0.02, "intermediate_size": 9216, "max_position_embeddings": 8192,
+  "model_type": "gemma2", "num_attention_heads": 8, "num_hidden_layers": 26, "num_key_value_heads": 4,
+  "pad_token_id": 0, "query_pre_attn_scalar": 256, "rms_norm_eps": 1e-06, "rope_theta": 10000.0,
+  "sliding_window": 4096, "torch_dtype": "float32", "transformers_version": "4.42.4", "use_cache": true,
+  "vocab_size": 256000}`
+	// Gemma 3 4B (google/gemma-3-4b-it): an image-and-text model whose
+	// text_config leaves most values to Gemma3TextConfig's defaults.
+	gemma3VisionConfig = `{
+  "architectures": ["Gemma3ForConditionalGeneration"], "boi_token_index": 255999,
+  "eoi_token_index": 256000, "eos_token_id": [1, 106], "image_token_index": 262144,
+  "initializer_range": 0.02, "mm_tokens_per_image": 256, "model_type": "gemma3",
+  "text_config": {"hidden_size": 2560, "intermediate_size": 10240, "model_type": "gemma3_text",
+    "num_hidden_layers": 34, "rope_scaling": {"factor": 8.0, "rope_type": "linear"}, "sliding_window": 1024},
+  "torch_dtype": "bfloat16", "transformers_version": "4.50.0.dev0",
+  "vision_config": {"hidden_size": 1152, "image_size": 896, "intermediate_size": 4304,
+    "model_type": "siglip_vision_model", "num_attention_heads": 16, "num_hidden_layers": 27,
+    "patch_size": 14, "vision_use_head": false}}`
 	qwen25Config = `{
   "architectures": ["Qwen2ForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 151643,
   "eos_token_id": 151643, "hidden_act": "silu", "hidden_size": 896, "initializer_range": 0.02,
@@ -95,6 +132,59 @@ func TestParseRealConfigs(t *testing.T) {
 	require.Equal(t, 1e6, c.RopeTheta)
 	require.Equal(t, []int{151645}, c.EOSTokenIDs)
 
+	c, err = ParseConfig("", []byte(gemma3Config))
+	require.NoError(t, err)
+	require.Equal(t, Gemma3, c.Architecture)
+	require.True(t, c.Gemma && c.QKNorm)
+	require.Equal(t, "gelu_pytorch_tanh", c.HiddenAct)
+	require.Equal(t, 256, c.HeadDim)
+	require.Equal(t, 256.0, c.QueryPreAttnScalar)
+	require.Equal(t, 512, c.SlidingWindow)
+	global := []int{}
+	for l, s := range c.SlidingLayers {
+		if !s {
+			global = append(global, l)
+		}
+	}
+	require.Equal(t, []int{5, 11, 17, 23}, global)
+	require.Equal(t, 1e6, c.RopeTheta)
+	require.Equal(t, 1e4, c.RopeLocalTheta)
+	require.Nil(t, c.RopeScaling)
+	require.Zero(t, c.FinalLogitSoftcap)
+	require.True(t, c.TieWordEmbeddings, "Gemma3TextConfig's default")
+	require.Equal(t, []int{1, 106}, c.EOSTokenIDs)
+	require.Equal(t, 2, c.BOSTokenID)
+	require.Equal(t, 1e-6, c.RMSNormEps)
+
+	c, err = ParseConfig("", []byte(gemma3VisionConfig))
+	require.NoError(t, err)
+	require.Equal(t, Gemma3, c.Architecture)
+	require.True(t, c.VisionSkipped && c.Gemma)
+	require.Equal(t, []int{2560, 10240, 34, 8, 4, 256, 262208, 1024, 131072},
+		[]int{c.HiddenSize, c.IntermediateSize, c.NumLayers, c.NumHeads, c.NumKVHeads, c.HeadDim, c.VocabSize, c.SlidingWindow, c.MaxPositionEmbeddings})
+	require.Equal(t, &RopeScaling{Type: "linear", Factor: 8}, c.RopeScaling)
+	require.Equal(t, 1e4, c.RopeLocalTheta)
+	require.Equal(t, 256.0, c.QueryPreAttnScalar)
+	require.Equal(t, []int{1, 106}, c.EOSTokenIDs, "the top level's")
+	require.Equal(t, 2, c.BOSTokenID)
+	require.True(t, c.TieWordEmbeddings)
+	require.Equal(t, "bfloat16", c.DType)
+	require.False(t, c.SlidingLayers[29])
+	require.True(t, c.SlidingLayers[33])
+
+	c, err = ParseConfig("", []byte(gemma2Config))
+	require.NoError(t, err)
+	require.Equal(t, Gemma2, c.Architecture)
+	require.True(t, c.Gemma)
+	require.False(t, c.QKNorm)
+	require.Equal(t, 50.0, c.AttnLogitSoftcap)
+	require.Equal(t, 30.0, c.FinalLogitSoftcap)
+	require.Equal(t, 4096, c.SlidingWindow)
+	require.Equal(t, []bool{true, false, true, false}, c.SlidingLayers[:4])
+	require.Zero(t, c.RopeLocalTheta, "the global layers' RoPE")
+	require.Equal(t, c.ropeInvFreq(), c.ropeLocalInvFreq())
+	require.Equal(t, []int{1, 107}, c.EOSTokenIDs)
+
 	c, err = ParseConfig("", []byte(smollmConfig))
 	require.NoError(t, err)
 	require.Equal(t, 64, c.HeadDim)
@@ -114,6 +204,7 @@ func TestParseRealConfigs(t *testing.T) {
 // wraps ErrConfig and names config.json and the field.
 func TestConfigErrors(t *testing.T) {
 	base := `"architectures":["LlamaForCausalLM"],"hidden_size":64,"intermediate_size":128,"num_hidden_layers":2,"num_attention_heads":4,"vocab_size":300`
+	gemma := `"architectures":["Gemma3ForCausalLM"],"hidden_size":64,"intermediate_size":128,"num_hidden_layers":2,"num_attention_heads":4,"vocab_size":300`
 	cases := []struct{ name, json, field string }{
 		{"not JSON", `{`, ""},
 		{"null", `null`, ""},
@@ -145,6 +236,26 @@ func TestConfigErrors(t *testing.T) {
 		{"qwen3 sliding window", `{"architectures":["Qwen3ForCausalLM"],"hidden_size":64,"intermediate_size":128,"num_hidden_layers":2,"num_attention_heads":4,"vocab_size":300,"use_sliding_window":true}`, "use_sliding_window"},
 		{"qwen3 mlp bias", `{"model_type":"qwen3","hidden_size":64,"intermediate_size":128,"num_hidden_layers":2,"num_attention_heads":4,"vocab_size":300,"mlp_bias":true}`, "mlp_bias"},
 		{"qwen3 moe", `{"architectures":["Qwen3MoeForCausalLM"],"model_type":"qwen3_moe","hidden_size":64}`, "architectures"},
+		{"gemma3 vision text_config", `{"architectures":["Gemma3ForConditionalGeneration"],"model_type":"gemma3","text_config":[]}`, "text_config"},
+		{"gemma3 vision no text_config", `{"model_type":"gemma3"}`, "text_config"},
+		{"gemma3 vision text model_type", `{"model_type":"gemma3","text_config":{"model_type":"llama"}}`, "text_config.model_type"},
+		{"gemma3 vision text field", `{"model_type":"gemma3","text_config":{"sliding_window":0}}`, "text_config.sliding_window"},
+		{"gemma3 attn softcap", `{` + gemma + `,"attn_logit_softcapping":50.0}`, "attn_logit_softcapping"},
+		{"gemma3 final softcap", `{` + gemma + `,"final_logit_softcapping":0}`, "final_logit_softcapping"},
+		{"gemma3 act", `{` + gemma + `,"hidden_activation":"gelu"}`, "hidden_activation"},
+		{"gemma3 scalar", `{` + gemma + `,"query_pre_attn_scalar":0}`, "query_pre_attn_scalar"},
+		{"gemma3 bidirectional", `{` + gemma + `,"use_bidirectional_attention":true}`, "use_bidirectional_attention"},
+		{"gemma3 window null", `{` + gemma + `,"sliding_window":null}`, "sliding_window"},
+		{"gemma3 layer types count", `{` + gemma + `,"layer_types":["full_attention"]}`, "layer_types"},
+		{"gemma3 layer type", `{` + gemma + `,"layer_types":["full_attention","chunked_attention"]}`, "layer_types"},
+		{"gemma3 pattern", `{` + gemma + `,"sliding_window_pattern":0}`, "sliding_window_pattern"},
+		{"gemma3 flat rope_parameters", `{` + gemma + `,"rope_parameters":{"rope_type":"default","rope_theta":10000}}`, "rope_parameters"},
+		{"gemma3 local scaling", `{` + gemma + `,"rope_parameters":{"full_attention":{"rope_theta":1e6},"sliding_attention":{"rope_type":"linear","factor":2}}}`, "rope_parameters.sliding_attention.rope_type"},
+		{"gemma3 local theta", `{` + gemma + `,"rope_local_base_freq":1}`, "rope_local_base_freq"},
+		{"gemma3 mlp bias", `{` + gemma + `,"mlp_bias":true}`, "mlp_bias"},
+		{"gemma2 attn softcap", `{"model_type":"gemma2","attn_logit_softcapping":-1}`, "attn_logit_softcapping"},
+		{"gemma2 window", `{"model_type":"gemma2","sliding_window":null}`, "sliding_window"},
+		{"gemma2 act", `{"model_type":"gemma2","hidden_activation":"silu"}`, "hidden_activation"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -195,7 +306,7 @@ func TestLlama3InvFreqHandComputed(t *testing.T) {
 // FuzzParseConfig proves any input either parses into a config whose
 // invariants hold or fails with a *ConfigError, never a panic.
 func FuzzParseConfig(f *testing.F) {
-	for _, s := range []string{llama31Config, qwen25Config, smollmConfig, v5Config, `{}`, `null`, `{"architectures":["LlamaForCausalLM"],"hidden_size":1e400}`} {
+	for _, s := range []string{llama31Config, qwen25Config, gemma3Config, gemma3VisionConfig, gemma2Config, smollmConfig, v5Config, `{}`, `null`, `{"architectures":["LlamaForCausalLM"],"hidden_size":1e400}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -212,6 +323,13 @@ func FuzzParseConfig(f *testing.F) {
 		for _, id := range c.EOSTokenIDs {
 			require.Less(t, id, c.VocabSize)
 		}
+		require.Less(t, c.BOSTokenID, c.VocabSize)
+		if c.SlidingWindow > 0 {
+			require.Len(t, c.SlidingLayers, c.NumLayers)
+			require.Contains(t, c.SlidingLayers, true)
+			require.Len(t, c.ropeLocalInvFreq(), c.HeadDim/2)
+		}
+		require.Positive(t, c.attnScale())
 	})
 }
 

@@ -3,8 +3,16 @@
 // runtime and forward kernels: Llama 2 and 3 (grouped-query
 // attention, RoPE with theta and Llama 3.1 rope scaling), Qwen2 and 2.5
 // (q/k/v biases), SmolLM-style small models (tied embeddings) and, on the
-// CPU only, dense Qwen3 (a per-head RMSNorm of q and k before RoPE); the
-// GPU and MLX backends refuse a Qwen3 with a *BackendError.
+// CPU only, dense Qwen3 (a per-head RMSNorm of q and k before RoPE) and
+// the Gemma 3 text model (Gemma3ForCausalLM: scaled embeddings, (1+w)
+// norms four to a layer, GeGLU, q/k norms, sliding-window layers beside
+// global ones with their own RoPE base, final logit soft-capping; also
+// the text model inside a Gemma3ForConditionalGeneration, whose vision
+// tower is left unread) and Gemma 2 (Gemma2ForCausalLM: no q/k norms, one
+// RoPE base, attention logit soft-capping); the GPU and MLX backends
+// refuse those with a *BackendError. On the CPU a sliding-window layer's
+// KV cache keeps only the window, so its memory does not grow with the
+// context.
 //
 // Start with Load (a checkpoint directory or a GGUF file) or LoadFS (an
 // embedded model, such as model/demo's), then Model.Generate for text,
@@ -28,8 +36,8 @@
 // safetensors).
 //
 // Load also reads a GGUF file (llama.cpp's and ollama's format, see
-// LoadGGUF and package gguf): llama.*, qwen2.* and qwen3.* metadata become
-// the Config, llama.cpp's tensor names map to the same weights (llama's q/k
+// LoadGGUF and package gguf): llama.*, qwen2.*, qwen3.* and gemma3.*
+// metadata become the Config, llama.cpp's tensor names map to the same weights (llama's q/k
 // rows, which llama.cpp's converter permutes for its interleaved RoPE, are
 // put back for rotate_half), the tokenizer is built from tokenizer.ggml.*, and
 // quantized tensors (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K) stay in their

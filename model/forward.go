@@ -18,6 +18,9 @@ type cpuBackend struct {
 	pool    *cpu.Pool
 	chunks  int       // parallel ranges per loop
 	invFreq []float32 // RoPE inverse frequencies, headDim/2
+	// invFreqLocal is sliding-window layers' (Config.RopeLocalTheta), nil
+	// without them.
+	invFreqLocal []float32
 	// decodeScratch holds *cpuScratch for batched decode passes.
 	decodeScratch sync.Pool
 	// passes counts forward passes (tests check that a batched decode step
@@ -26,7 +29,8 @@ type cpuBackend struct {
 }
 
 func newCPUBackend(cfg *Config, w *weights, pool *cpu.Pool, threads int) *cpuBackend {
-	return &cpuBackend{cfg: cfg, w: w, pool: pool.WithLimit(threads), chunks: 4 * threads, invFreq: cfg.ropeInvFreq()}
+	return &cpuBackend{cfg: cfg, w: w, pool: pool.WithLimit(threads), chunks: 4 * threads,
+		invFreq: cfg.ropeInvFreq(), invFreqLocal: cfg.ropeLocalInvFreq()}
 }
 
 func (b *cpuBackend) name() string { return "cpu" }
@@ -39,13 +43,27 @@ func (b *cpuBackend) newSequence(capacity int) sequence {
 	c := b.cfg
 	s := &cpuSequence{b: b, capacity: capacity}
 	s.kv = make([]kvCache, c.NumLayers)
+	for l := range s.kv {
+		// A window that holds the whole context needs no sliding.
+		if w := c.window(l); w > 0 && w+prefillChunk < capacity {
+			s.kv[l].window = w
+		}
+	}
 	return s
 }
 
 // kvCache holds one layer's keys and values, [tokens, kvHeads*headDim] each,
 // grown geometrically up to the sequence's capacity so short generations on
-// long-context models do not reserve the whole context.
-type kvCache struct{ k, v []float32 }
+// long-context models do not reserve the whole context. A sliding-window
+// layer's cache (window > 0) keeps only the positions a query can still
+// see: row 0 is position base, and the rows older than the window are
+// dropped (the rest moved to the front) when a step needs their room, so
+// it holds at most 2*window+prefillChunk rows however long the sequence.
+type kvCache struct {
+	k, v   []float32
+	base   int // the position of row 0
+	window int // > 0: a sliding-window layer's
+}
 
 type cpuSequence struct {
 	b        *cpuBackend
@@ -71,6 +89,7 @@ type cpuScratch struct {
 	size                        int
 	x, xb, qkv, att, gu, act, q []float32
 	cos, sin                    []float32
+	cosL, sinL                  []float32   // sliding-window layers' (cpuBackend.invFreqLocal)
 	scores                      [][]float32 // per parallel range
 	parts                       []float32   // one unfused projection's output
 	rows                        []cpuRow
@@ -93,24 +112,44 @@ func (p *cpuScratch) ensure(b *cpuBackend, T int) {
 	p.act = make([]float32, T*c.IntermediateSize)
 	p.cos = make([]float32, T*c.HeadDim/2)
 	p.sin = make([]float32, T*c.HeadDim/2)
+	if b.invFreqLocal != nil {
+		p.cosL = make([]float32, T*c.HeadDim/2)
+		p.sinL = make([]float32, T*c.HeadDim/2)
+	}
 	if p.scores == nil {
 		p.scores = make([][]float32, b.chunks)
 	}
 }
 
-// grow makes room for n tokens in every layer's cache.
+// grow makes room in every layer's cache for positions up to n (the
+// sequence's next step writes s.n to n-1).
 func (s *cpuSequence) grow(n int) {
 	kvD := s.b.cfg.NumKVHeads * s.b.cfg.HeadDim
-	if len(s.kv[0].k) >= n*kvD {
-		return
-	}
-	size := max(n, min(s.capacity, max(256, 2*len(s.kv[0].k)/kvD)))
 	for i := range s.kv {
+		kv := &s.kv[i]
+		rows := len(kv.k) / kvD
+		if n-kv.base <= rows {
+			continue
+		}
+		limit := s.capacity
+		if kv.window > 0 {
+			// Queries from s.n on see positions from s.n-window+1 on.
+			if keep := max(kv.base, s.n-kv.window+1); keep > kv.base {
+				copy(kv.k, kv.k[(keep-kv.base)*kvD:(s.n-kv.base)*kvD])
+				copy(kv.v, kv.v[(keep-kv.base)*kvD:(s.n-kv.base)*kvD])
+				kv.base = keep
+				if n-kv.base <= rows {
+					continue
+				}
+			}
+			limit = min(s.capacity, 2*kv.window+prefillChunk)
+		}
+		size := max(n-kv.base, min(limit, max(256, 2*rows)))
 		k := make([]float32, size*kvD)
 		v := make([]float32, size*kvD)
-		copy(k, s.kv[i].k[:s.n*kvD])
-		copy(v, s.kv[i].v[:s.n*kvD])
-		s.kv[i] = kvCache{k, v}
+		copy(k, kv.k[:(s.n-kv.base)*kvD])
+		copy(v, kv.v[:(s.n-kv.base)*kvD])
+		kv.k, kv.v = k, v
 	}
 }
 
@@ -145,8 +184,8 @@ func (s *cpuSequence) forward(ctx context.Context, tokens []uint32, all bool, lo
 }
 
 func (s *cpuSequence) forwardChunks(ctx context.Context, tokens []uint32, all bool, logits []float32) error {
-	if err := s.reserve(len(tokens)); err != nil {
-		return err
+	if s.n+len(tokens) > s.capacity {
+		return &ContextError{Tokens: s.n + len(tokens), Context: s.capacity, What: "sequence"}
 	}
 	s.scratch.ensure(s.b, prefillChunk)
 	V := s.b.cfg.VocabSize
@@ -169,6 +208,9 @@ func (s *cpuSequence) forwardChunks(ctx context.Context, tokens []uint32, all bo
 
 // step runs up to prefillChunk tokens of the sequence through every layer.
 func (s *cpuSequence) step(ctx context.Context, tokens []uint32, all bool, logits []float32) error {
+	if err := s.reserve(len(tokens)); err != nil {
+		return err
+	}
 	rows := s.scratch.rows[:0]
 	for t := range tokens {
 		rows = append(rows, cpuRow{s, s.n + t})
@@ -198,17 +240,17 @@ func (b *cpuBackend) pass(ctx context.Context, sc *cpuScratch, rows []cpuRow, to
 			return err // ids were checked against the vocabulary; unreachable
 		}
 	}
+	if c.Gemma {
+		scale := float32(math.Sqrt(float64(D)))
+		for i := range x {
+			x[i] *= scale
+		}
+	}
 	// Angles are inv_freq*position rounded to float32, as transformers
 	// computes them, then cos and sin of that angle.
 	half := hd / 2
-	for t, r := range rows {
-		p := float32(r.pos)
-		for i, f := range b.invFreq {
-			a := float64(f * p)
-			sc.cos[t*half+i] = float32(math.Cos(a))
-			sc.sin[t*half+i] = float32(math.Sin(a))
-		}
-	}
+	angles(sc.cos, sc.sin, rows, b.invFreq)
+	angles(sc.cosL, sc.sinL, rows, b.invFreqLocal)
 
 	xb, qkv, q, att := sc.xb[:T*D], sc.qkv[:T*qkvD], sc.q[:T*qD], sc.att[:T*qD]
 	gu, act := sc.gu[:T*2*I], sc.act[:T*I]
@@ -221,31 +263,42 @@ func (b *cpuBackend) pass(ctx context.Context, sc *cpuScratch, rows []cpuRow, to
 			cpu.RMSNorm(xb[t*D:(t+1)*D], x[t*D:(t+1)*D], lw.attnNorm, eps)
 		}
 		b.project(qkv, xb, T, &lw.qkv, lw.qkvParts, lw.qkvBias, &sc.parts)
+		cosAll, sinAll := sc.cos, sc.sin
+		if c.window(l) > 0 {
+			cosAll, sinAll = sc.cosL, sc.sinL
+		}
 		for t, r := range rows {
 			row := qkv[t*qkvD : (t+1)*qkvD]
 			qt := q[t*qD : (t+1)*qD]
 			copy(qt, row[:qD])
-			cos, sin := sc.cos[t*half:(t+1)*half], sc.sin[t*half:(t+1)*half]
+			cos, sin := cosAll[t*half:(t+1)*half], sinAll[t*half:(t+1)*half]
 			headNorm(qt, hd, lw.qNorm, eps)
 			cpu.RoPE(qt, H, hd, cos, sin)
 			kv := &r.seq.kv[l]
-			k := kv.k[r.pos*kvD : (r.pos+1)*kvD]
+			at := (r.pos - kv.base) * kvD
+			k := kv.k[at : at+kvD]
 			copy(k, row[qD:qD+kvD])
 			headNorm(k, hd, lw.kNorm, eps)
 			cpu.RoPE(k, KV, hd, cos, sin)
-			copy(kv.v[r.pos*kvD:(r.pos+1)*kvD], row[qD+kvD:])
+			copy(kv.v[at:at+kvD], row[qD+kvD:])
 		}
 		b.attention(sc, rows, l, q, att)
 		b.pool.MatMul(xb, att, T, &lw.o, lw.oBias)
+		rowNorm(xb, lw.postAttnNorm, D, eps)
 		add(x, xb)
 		for t := range T {
 			cpu.RMSNorm(xb[t*D:(t+1)*D], x[t*D:(t+1)*D], lw.mlpNorm, eps)
 		}
 		b.project(gu, xb, T, &lw.gateUp, lw.gateUpParts, lw.gateUpBias, &sc.parts)
+		glu := cpu.SwiGLU
+		if c.HiddenAct == "gelu_pytorch_tanh" {
+			glu = cpu.GeGLU
+		}
 		for t := range T {
-			cpu.SwiGLU(act[t*I:(t+1)*I], gu[t*2*I:t*2*I+I], gu[t*2*I+I:(t+1)*2*I])
+			glu(act[t*I:(t+1)*I], gu[t*2*I:t*2*I+I], gu[t*2*I+I:(t+1)*2*I])
 		}
 		b.pool.MatMul(xb, act, T, &lw.down, lw.downBias)
+		rowNorm(xb, lw.postMLPNorm, D, eps)
 		add(x, xb)
 	}
 	for _, r := range rows {
@@ -261,8 +314,40 @@ func (b *cpuBackend) pass(ctx context.Context, sc *cpuScratch, rows []cpuRow, to
 	for t := first; t < T; t++ {
 		cpu.RMSNorm(xb[t*D:(t+1)*D], x[t*D:(t+1)*D], w.norm, eps)
 	}
-	b.pool.MatMul(logits, xb[first*D:T*D], T-first, &w.lmHead, nil)
+	out := logits[:(T-first)*c.VocabSize]
+	b.pool.MatMul(out, xb[first*D:T*D], T-first, &w.lmHead, nil)
+	if cap := float32(c.FinalLogitSoftcap); cap > 0 {
+		for i, v := range out {
+			out[i] = float32(math.Tanh(float64(v/cap))) * cap
+		}
+	}
 	return nil
+}
+
+// angles writes each row's RoPE cosines and sines for inverse
+// frequencies inv (nothing when inv is nil): the angle inv*position
+// rounded to float32, as transformers computes it.
+func angles(cos, sin []float32, rows []cpuRow, inv []float32) {
+	half := len(inv)
+	for t, r := range rows {
+		p := float32(r.pos)
+		for i, f := range inv {
+			a := float64(f * p)
+			cos[t*half+i] = float32(math.Cos(a))
+			sin[t*half+i] = float32(math.Sin(a))
+		}
+	}
+}
+
+// rowNorm RMS-normalises each row of x (n values) in place with w; nil
+// w: none.
+func rowNorm(x, w []float32, n int, eps float32) {
+	if w == nil {
+		return
+	}
+	for t := 0; t < len(x); t += n {
+		cpu.RMSNorm(x[t:t+n], x[t:t+n], w, eps)
+	}
 }
 
 // attention computes causal grouped-query attention for each row's query
@@ -273,11 +358,18 @@ func (b *cpuBackend) attention(scr *cpuScratch, rows []cpuRow, l int, q, out []f
 	H, hd := c.NumHeads, c.HeadDim
 	kvD := c.NumKVHeads * hd
 	group := H / c.NumKVHeads
-	scale := float32(1 / math.Sqrt(float64(hd)))
+	scale := c.attnScale()
+	window := c.window(l)
+	softcap := float32(c.AttnLogitSoftcap)
 	b.pool.ForChunks(len(rows)*H, b.chunks, 1, func(chunk, lo, hi int) {
 		for item := lo; item < hi; item++ {
 			t, h := item/H, item%H
-			n := rows[t].pos + 1 // causal: keys 0..pos
+			pos := rows[t].pos
+			first := 0 // causal: keys first..pos
+			if window > 0 {
+				first = max(0, pos-window+1)
+			}
+			n := pos - first + 1
 			kv := &rows[t].seq.kv[l]
 			scores := scr.scores[chunk]
 			if cap(scores) < n {
@@ -285,9 +377,14 @@ func (b *cpuBackend) attention(scr *cpuScratch, rows []cpuRow, l int, q, out []f
 				scr.scores[chunk] = scores
 			}
 			qh := q[t*H*hd+h*hd : t*H*hd+(h+1)*hd]
-			off := (h / group) * hd
+			off := (first-kv.base)*kvD + (h/group)*hd
 			sc := scores[:n]
 			cpu.Scores(sc, qh, kv.k[off:], kvD, scale)
+			if softcap > 0 {
+				for j, v := range sc {
+					sc[j] = float32(math.Tanh(float64(v/softcap))) * softcap
+				}
+			}
 			cpu.Softmax(sc)
 			cpu.WeightedRows(out[t*H*hd+h*hd:t*H*hd+(h+1)*hd], sc, kv.v[off:], kvD)
 		}

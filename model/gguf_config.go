@@ -11,11 +11,10 @@ import (
 )
 
 // ggufArch maps general.architecture to the Hugging Face class whose
-// semantics the forward pass follows: llama.cpp names each by its
-// model_type.
+// semantics the forward pass follows.
 func ggufArch(name string) (Architecture, bool) {
 	for _, a := range architectures {
-		if a.modelType == name {
+		if a.gguf == name {
 			return a.arch, true
 		}
 	}
@@ -53,7 +52,7 @@ func configFromGGUF(f *gguf.File) (*Config, error) {
 	}
 	arch, ok := ggufArch(archName)
 	if !ok {
-		return nil, errf("general.architecture", "%q is not supported (want %s)", archName, supportedList(false))
+		return nil, errf("general.architecture", "%q is not supported (want %s)", archName, supportedList(byGGUF))
 	}
 	key := func(k string) string {
 		if len(k) > 6 && k[:6] == "{arch}" {
@@ -87,7 +86,7 @@ func configFromGGUF(f *gguf.File) (*Config, error) {
 	// Without key_length llama.cpp's head size is embedding_length over
 	// head_count for every architecture, where config.json's Qwen3 default
 	// is 128.
-	if _, ok := raw["head_dim"]; !ok && arch == Qwen3 {
+	if _, ok := raw["head_dim"]; !ok && (arch == Qwen3 || arch.gemma()) {
 		d, dok := f.Lookup(key("{arch}.embedding_length"))
 		h, hok := f.Lookup(key("{arch}.attention.head_count"))
 		if dok && hok {
@@ -116,9 +115,14 @@ func configFromGGUF(f *gguf.File) (*Config, error) {
 	// An absent output.weight means the head is tied to token_embd.
 	_, hasOutput := f.Tensor("output.weight")
 	_ = put("tie_word_embeddings", "output.weight", !hasOutput)
-	if arch == Llama || arch == Qwen3 {
+	if arch == Llama || arch == Qwen3 || arch.gemma() {
 		_, bias := f.Tensor("blk.0.attn_q.bias")
 		_ = put("attention_bias", "blk.0.attn_q.bias", bias)
+	}
+	if arch.gemma() {
+		if err := gemmaFromGGUF(f, arch, key, raw, put); err != nil {
+			return nil, err
+		}
 	}
 	p := &configParser{file: name, raw: raw}
 	c, err := p.parse()
@@ -150,7 +154,7 @@ func configFromGGUF(f *gguf.File) (*Config, error) {
 			return nil, err
 		}
 	}
-	if v, ok := f.Lookup(key("{arch}.attention.sliding_window")); ok {
+	if v, ok := f.Lookup(key("{arch}.attention.sliding_window")); ok && !arch.gemma() {
 		return nil, errf(key("{arch}.attention.sliding_window"), "sliding-window attention (%v) is not supported", v)
 	}
 	c.DType = "gguf"
@@ -200,4 +204,129 @@ func ropeFreqFactors(f *gguf.File, info gguf.TensorInfo, half int) ([]float32, e
 		}
 	}
 	return out, nil
+}
+
+// gemmaFromGGUF puts a gemma3 or gemma2 GGUF's Gemma keys into raw as
+// config.json spells them, read as llama.cpp reads them. gemma3: without
+// attention.sliding_window every layer is global; with it, the layers
+// attention.sliding_window_pattern marks (a bool per layer, or n: every
+// n-th layer is global; absent: 6) slide, with RoPE base
+// rope.freq_base_swa (absent: 10000) and no RoPE scaling. gemma2: the
+// window is 4096 when absent, the pattern 2, the RoPE the global layers'
+// (a different rope.freq_base_swa is refused), and absent soft-capping
+// keys are 50 (attention) and 30 (final). The attention scale is
+// llama.cpp's: 1/sqrt(key_length), or 1/sqrt(embedding_length /
+// head_count) for the 27B models (62 layers in Gemma 3, 46 in Gemma 2:
+// their query_pre_attn_scalar); GGUF has no key for it.
+func gemmaFromGGUF(f *gguf.File, arch Architecture, key func(string) string, raw map[string]json.RawMessage, put func(hf, field string, v any) error) error {
+	errf := func(field, format string, args ...any) error {
+		return &ConfigError{File: f.Name(), Field: field, Reason: fmt.Sprintf(format, args...)}
+	}
+	uintKey := func(k string) (uint64, bool, error) {
+		v, ok := f.Lookup(key(k))
+		if !ok {
+			return 0, false, nil
+		}
+		u, ok := v.Uint()
+		if !ok {
+			return 0, false, errf(key(k), "%v is not an unsigned integer", v)
+		}
+		return u, true, nil
+	}
+	floatKey := func(k string) (float64, bool, error) {
+		if _, ok := f.Lookup(key(k)); !ok {
+			return 0, false, nil
+		}
+		v, err := f.Float(key(k))
+		if err != nil {
+			return 0, false, errf(key(k), "unreadable: %v", err)
+		}
+		return v, true, nil
+	}
+	layers, _, err := uintKey("{arch}.block_count")
+	if err != nil {
+		return err
+	}
+	types := make([]string, layers)
+	for i := range types {
+		types[i] = "full_attention"
+	}
+	window, ok, err := uintKey("{arch}.attention.sliding_window")
+	if err != nil {
+		return err
+	}
+	if !ok && arch == Gemma2 {
+		window, ok = 4096, true
+	}
+	if ok && window > 0 {
+		_ = put("sliding_window", key("{arch}.attention.sliding_window"), window)
+		pattern := uint64(6)
+		if arch == Gemma2 {
+			pattern = 2
+		}
+		field := key("{arch}.attention.sliding_window_pattern")
+		var swa []bool
+		if v, ok := f.Lookup(field); ok && v.Type() == gguf.TypeArray {
+			if swa, ok = v.Any().([]bool); !ok {
+				return errf(field, "%v is not a list of bools", v)
+			}
+			if len(swa) != len(types) {
+				return errf(field, "%d entries for %d layers", len(swa), len(types))
+			}
+		} else if n, ok, err := uintKey("{arch}.attention.sliding_window_pattern"); err != nil {
+			return err
+		} else if ok {
+			pattern = n
+		}
+		for i := range types {
+			// llama.cpp's set_swa_pattern: n == 0 makes every layer slide.
+			if (swa != nil && swa[i]) || (swa == nil && (pattern == 0 || uint64(i)%pattern < pattern-1)) {
+				types[i] = "sliding_attention"
+			}
+		}
+		local := 10000.0
+		base, hasSWA, err := floatKey("{arch}.rope.freq_base_swa")
+		if err != nil {
+			return err
+		} else if hasSWA {
+			local = base
+		}
+		if arch == Gemma2 {
+			if global, _, _ := floatKey("{arch}.rope.freq_base"); hasSWA && local != global {
+				return errf(key("{arch}.rope.freq_base_swa"), "%g differs from rope.freq_base %g: Gemma 2 has one RoPE base", local, global)
+			}
+		} else if err := put("rope_local_base_freq", key("{arch}.rope.freq_base_swa"), local); err != nil {
+			return err
+		}
+	}
+	if err := put("layer_types", key("{arch}.attention.sliding_window_pattern"), types); err != nil {
+		return err
+	}
+	for _, k := range []string{"final_logit_softcapping", "attn_logit_softcapping"} {
+		v, ok, err := floatKey("{arch}." + k)
+		switch {
+		case err != nil:
+			return err
+		case ok && v != 0:
+			err = put(k, key("{arch}."+k), v)
+		case arch == Gemma3 || ok: // gemma3's absent keys, or 0: none
+			err = put(k, key("{arch}."+k), nil)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	var hd uint64
+	if err := json.Unmarshal(raw["head_dim"], &hd); err != nil || hd == 0 {
+		hd = 256 // ParseConfig's Gemma 3 default; it checks the value
+	}
+	scalar, field := hd, key("{arch}.attention.key_length")
+	if (arch == Gemma3 && layers == 62) || (arch == Gemma2 && layers == 46) {
+		d, _, _ := uintKey("{arch}.embedding_length")
+		h, _, _ := uintKey("{arch}.attention.head_count")
+		if h > 0 && d%h == 0 {
+			scalar, field = d/h, key("{arch}.embedding_length")
+		}
+	}
+	return put("query_pre_attn_scalar", field, scalar)
 }

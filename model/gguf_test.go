@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -28,6 +29,15 @@ func hfToGGUF(name string) string {
 		".self_attn.o_proj.", ".attn_output.", ".mlp.gate_proj.", ".ffn_gate.", ".mlp.up_proj.", ".ffn_up.",
 		".mlp.down_proj.", ".ffn_down.", ".self_attn.q_norm.", ".attn_q_norm.", ".self_attn.k_norm.", ".attn_k_norm.")
 	return r.Replace(name)
+}
+
+// gemmaToGGUF is hfToGGUF for Gemma, whose post_attention_layernorm
+// follows attention (llama.cpp's post_attention_norm) and whose pre-MLP
+// norm is pre_feedforward_layernorm.
+func gemmaToGGUF(name string) string {
+	r := strings.NewReplacer(".post_attention_layernorm.", ".post_attention_norm.",
+		".pre_feedforward_layernorm.", ".ffn_norm.", ".post_feedforward_layernorm.", ".post_ffw_norm.")
+	return hfToGGUF(r.Replace(name))
 }
 
 // permuteHF is convert_hf_to_gguf.py's LlamaModel.permute written out on
@@ -97,6 +107,26 @@ func ggufFromSpec(t *testing.T, spec modeltest.Spec, meta map[string]any, mutate
 	if spec.HeadDim > 0 {
 		kvs[arch+".attention.key_length"] = uint32(spec.HeadDim)
 	}
+	gemma := arch == "gemma3" || arch == "gemma2"
+	if arch == "gemma2" { // as convert_hf_to_gguf.py's Gemma2Model writes them
+		kvs[arch+".attention.sliding_window"] = uint32(spec.SlidingWindow)
+		kvs[arch+".attn_logit_softcapping"] = float32(spec.AttnSoftcap)
+		kvs[arch+".final_logit_softcapping"] = float32(spec.FinalSoftcap)
+	}
+	if arch == "gemma3" { // as convert_hf_to_gguf.py's Gemma3Model writes them
+		kvs[arch+".attention.sliding_window"] = uint32(spec.SlidingWindow)
+		kvs[arch+".rope.freq_base_swa"] = float32(spec.RopeLocalTheta)
+		if spec.LinearRope > 0 {
+			kvs[arch+".rope.scaling.type"] = "linear"
+			kvs[arch+".rope.scaling.factor"] = float32(spec.LinearRope)
+		}
+		if spec.FinalSoftcap > 0 {
+			kvs[arch+".final_logit_softcapping"] = float32(spec.FinalSoftcap)
+		}
+		if spec.SlidingPattern != 6 { // llama.cpp's default for gemma3
+			kvs[arch+".attention.sliding_window_pattern"] = uint32(spec.SlidingPattern)
+		}
+	}
 	for k, v := range meta {
 		if v == nil {
 			delete(kvs, k)
@@ -132,6 +162,16 @@ func ggufFromSpec(t *testing.T, spec modeltest.Spec, meta map[string]any, mutate
 				v = permuteHF(v, tt.Shape[0], 1, spec.KVHeads)
 			}
 		}
+		name := hfToGGUF(tt.Name)
+		if gemma {
+			name = gemmaToGGUF(tt.Name)
+			if strings.HasSuffix(tt.Name, "norm.weight") { // the converter stores Gemma's 1+w
+				v = slices.Clone(v)
+				for i := range v {
+					v[i]++
+				}
+			}
+		}
 		dims := make([]int64, len(tt.Shape))
 		for i, d := range tt.Shape {
 			dims[len(tt.Shape)-1-i] = int64(d)
@@ -146,7 +186,7 @@ func ggufFromSpec(t *testing.T, spec modeltest.Spec, meta map[string]any, mutate
 				binary.LittleEndian.PutUint16(data[2*i:], uint16(math.Float32bits(x)>>16)) // exact: values are bf16-rounded
 			}
 		}
-		ts = append(ts, gguf.Tensor{Name: hfToGGUF(tt.Name), Dims: dims, Type: typ, Data: data})
+		ts = append(ts, gguf.Tensor{Name: name, Dims: dims, Type: typ, Data: data})
 	}
 	if l3 := spec.Llama3; l3 != nil {
 		ts = append(ts, ropeFreqsTensor(spec.RopeTheta, hd, l3))

@@ -196,8 +196,9 @@ func (l *ggufLoader) fused(cols int, parts ...part) (cpu.Matrix, []cpu.Matrix, e
 
 // loadGGUFWeights reads and checks every tensor the config calls for.
 // Llama GGUFs converted from Hugging Face have q/k rows permuted for
-// llama.cpp's interleaved RoPE; they are put back for rotate_half. Qwen2
-// and Qwen3 GGUFs are not permuted (llama.cpp runs them with NeoX RoPE).
+// llama.cpp's interleaved RoPE; they are put back for rotate_half. Qwen2,
+// Qwen3 and Gemma 3 GGUFs are not permuted (llama.cpp runs them with NeoX
+// RoPE). Gemma's norm weights are stored as the 1+w its RMSNorm applies.
 func loadGGUFWeights(cfg *Config, f *gguf.File, format WeightFormat, progress func(done, total int64)) (*weights, error) {
 	l := &ggufLoader{f: f, format: format, progress: progress}
 	for _, t := range f.Tensors() {
@@ -219,6 +220,14 @@ func loadGGUFWeights(cfg *Config, f *gguf.File, format WeightFormat, progress fu
 		lw := &w.layers[i]
 		if lw.attnNorm, err = l.vector(p+"attn_norm.weight", D); err != nil {
 			return nil, err
+		}
+		if cfg.Gemma { // stored as 1+w by convert_hf_to_gguf.py
+			if lw.postAttnNorm, err = l.vector(p+"post_attention_norm.weight", D); err != nil {
+				return nil, err
+			}
+			if lw.postMLPNorm, err = l.vector(p+"post_ffw_norm.weight", D); err != nil {
+				return nil, err
+			}
 		}
 		if lw.qkv, lw.qkvParts, err = l.fused(D, part{p + "attn_q.weight", qD, qHeads}, part{p + "attn_k.weight", kvD, kHeads}, part{p + "attn_v.weight", kvD, 0}); err != nil {
 			return nil, err

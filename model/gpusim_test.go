@@ -564,6 +564,11 @@ func TestBatchGivesEachSequenceItsAloneTokens(t *testing.T) {
 	// Each row of a batched decode pass has its own q/k norms.
 	qwen3 := modeltest.Qwen3Tiny()
 	t.Run("cpu-qwen3", func(t *testing.T) { requireBatchMatchesAlone(t, loadSpec(t, qwen3), qwen3.Vocab) })
+	// Each row of a batched decode pass has its own sliding window.
+	gemma3 := modeltest.Gemma3Tiny()
+	t.Run("cpu-gemma3", func(t *testing.T) { requireBatchMatchesAlone(t, loadSpec(t, gemma3), gemma3.Vocab) })
+	gemma2 := modeltest.Gemma2Tiny()
+	t.Run("cpu-gemma2", func(t *testing.T) { requireBatchMatchesAlone(t, loadSpec(t, gemma2), gemma2.Vocab) })
 }
 
 // requireBatchMatchesAlone runs sequences of different lengths and sampling

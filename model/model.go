@@ -147,7 +147,7 @@ func checkpointFile(path string) bool {
 }
 
 // LoadGGUF reads a GGUF file (llama.cpp's and ollama's format) of a llama,
-// qwen2 or qwen3 model: the config from its {arch}.* metadata, the
+// qwen2, qwen3 or gemma3 model: the config from its {arch}.* metadata, the
 // tokenizer from tokenizer.ggml.*, the chat template from
 // tokenizer.chat_template, and the weights by llama.cpp's tensor names.
 // Quantized weights (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K) stay in their block
@@ -376,7 +376,7 @@ func (w *weights) size() int64 {
 		for _, p := range append(slices.Clone(l.qkvParts), l.gateUpParts...) {
 			n += p.Bytes()
 		}
-		n += 4 * int64(len(l.attnNorm)+len(l.mlpNorm)+len(l.qNorm)+len(l.kNorm)+len(l.qkvBias)+len(l.oBias)+len(l.gateUpBias)+len(l.downBias))
+		n += 4 * int64(len(l.attnNorm)+len(l.mlpNorm)+len(l.postAttnNorm)+len(l.postMLPNorm)+len(l.qNorm)+len(l.kNorm)+len(l.qkvBias)+len(l.oBias)+len(l.gateUpBias)+len(l.downBias))
 	}
 	return n
 }

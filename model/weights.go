@@ -35,15 +35,19 @@ type weights struct {
 
 type layerWeights struct {
 	attnNorm, mlpNorm []float32
-	qNorm, kNorm      []float32  // [headDim] each, or nil (Config.QKNorm)
-	qkv               cpu.Matrix // [(heads + 2*kvHeads) * headDim, hidden]
-	qkvBias           []float32  // nil without biases
-	o                 cpu.Matrix // [hidden, heads*headDim]
-	oBias             []float32
-	gateUp            cpu.Matrix // [2*intermediate, hidden]
-	gateUpBias        []float32
-	down              cpu.Matrix // [hidden, intermediate]
-	downBias          []float32
+	// postAttnNorm and postMLPNorm normalise attention's and the MLP's
+	// outputs before their residual adds (Config.Gemma), else nil. Gemma's
+	// norms hold 1+w, the factor its RMSNorm applies.
+	postAttnNorm, postMLPNorm []float32
+	qNorm, kNorm              []float32  // [headDim] each, or nil (Config.QKNorm)
+	qkv                       cpu.Matrix // [(heads + 2*kvHeads) * headDim, hidden]
+	qkvBias                   []float32  // nil without biases
+	o                         cpu.Matrix // [hidden, heads*headDim]
+	oBias                     []float32
+	gateUp                    cpu.Matrix // [2*intermediate, hidden]
+	gateUpBias                []float32
+	down                      cpu.Matrix // [hidden, intermediate]
+	downBias                  []float32
 	// qkvParts and gateUpParts hold q, k, v (gate, up) unfused, and qkv
 	// (gateUp) is then empty, when a GGUF stores them in different block
 	// formats: llama.cpp's Q4_K_M recipe, ollama's default, keeps attn_v
@@ -288,14 +292,46 @@ func loadWeights(cfg *Config, set *safetensors.Set, format WeightFormat, progres
 	qD, kvD := cfg.NumHeads*cfg.HeadDim, cfg.NumKVHeads*cfg.HeadDim
 	w := &weights{layers: make([]layerWeights, cfg.NumLayers)}
 	var err error
-	if w.embed, err = l.matrix(D, "model.embed_tokens.weight", V); err != nil {
+	pre := "model."
+	if cfg.VisionSkipped {
+		pre = textPrefixes[0]
+		for _, p := range textPrefixes {
+			if _, _, ok := set.Info(p + "embed_tokens.weight"); ok {
+				pre = p
+			}
+		}
+	}
+	if w.embed, err = l.matrix(D, pre+"embed_tokens.weight", V); err != nil {
 		return nil, err
 	}
+	// Gemma's RMSNorm multiplies by 1+w, computed in float32 as
+	// transformers' Gemma3RMSNorm does.
+	norm := func(name string, n int) ([]float32, error) {
+		v, err := l.vector(name, n)
+		if cfg.Gemma {
+			for i := range v {
+				v[i]++
+			}
+		}
+		return v, err
+	}
+	mlpNorm := "post_attention_layernorm.weight" // llama's pre-MLP norm
+	if cfg.Gemma {
+		mlpNorm = "pre_feedforward_layernorm.weight"
+	}
 	for i := range w.layers {
-		p := fmt.Sprintf("model.layers.%d.", i)
+		p := fmt.Sprintf("%slayers.%d.", pre, i)
 		lw := &w.layers[i]
-		if lw.attnNorm, err = l.vector(p+"input_layernorm.weight", D); err != nil {
+		if lw.attnNorm, err = norm(p+"input_layernorm.weight", D); err != nil {
 			return nil, err
+		}
+		if cfg.Gemma {
+			if lw.postAttnNorm, err = norm(p+"post_attention_layernorm.weight", D); err != nil {
+				return nil, err
+			}
+			if lw.postMLPNorm, err = norm(p+"post_feedforward_layernorm.weight", D); err != nil {
+				return nil, err
+			}
 		}
 		qkv := []string{p + "self_attn.q_proj.", p + "self_attn.k_proj.", p + "self_attn.v_proj."}
 		qkvRows := []int{qD, kvD, kvD}
@@ -306,10 +342,10 @@ func loadWeights(cfg *Config, set *safetensors.Set, format WeightFormat, progres
 			return nil, err
 		}
 		if cfg.QKNorm {
-			if lw.qNorm, err = l.vector(p+"self_attn.q_norm.weight", cfg.HeadDim); err != nil {
+			if lw.qNorm, err = norm(p+"self_attn.q_norm.weight", cfg.HeadDim); err != nil {
 				return nil, err
 			}
-			if lw.kNorm, err = l.vector(p+"self_attn.k_norm.weight", cfg.HeadDim); err != nil {
+			if lw.kNorm, err = norm(p+"self_attn.k_norm.weight", cfg.HeadDim); err != nil {
 				return nil, err
 			}
 		}
@@ -319,7 +355,7 @@ func loadWeights(cfg *Config, set *safetensors.Set, format WeightFormat, progres
 		if lw.oBias, err = l.biases(cfg.OBias, []string{p + "self_attn.o_proj.bias"}, []int{D}); err != nil {
 			return nil, err
 		}
-		if lw.mlpNorm, err = l.vector(p+"post_attention_layernorm.weight", D); err != nil {
+		if lw.mlpNorm, err = norm(p+mlpNorm, D); err != nil {
 			return nil, err
 		}
 		gu := []string{p + "mlp.gate_proj.", p + "mlp.up_proj."}
@@ -336,14 +372,20 @@ func loadWeights(cfg *Config, set *safetensors.Set, format WeightFormat, progres
 			return nil, err
 		}
 	}
-	if w.norm, err = l.vector("model.norm.weight", D); err != nil {
+	if w.norm, err = norm(pre+"norm.weight", D); err != nil {
 		return nil, err
 	}
 	if cfg.TieWordEmbeddings {
 		// transformers ties lm_head to the embeddings even when the file has both.
 		w.lmHead, w.tied = w.embed, true
-	} else if w.lmHead, err = l.matrix(D, "lm_head.weight", V); err != nil {
-		return nil, err
+	} else {
+		head := "lm_head.weight"
+		if _, _, ok := set.Info(head); !ok && cfg.VisionSkipped {
+			head = "language_model.lm_head.weight" // the published checkpoints' name
+		}
+		if w.lmHead, err = l.matrix(D, head, V); err != nil {
+			return nil, err
+		}
 	}
 	if err := l.unused(cfg); err != nil {
 		return nil, err
@@ -371,6 +413,10 @@ func (l *loader) unused(cfg *Config) error {
 		if l.used[n] || (n == "lm_head.weight" && cfg.TieWordEmbeddings) || strings.HasSuffix(n, "rotary_emb.inv_freq") {
 			continue
 		}
+		if cfg.VisionSkipped && (n == "language_model.lm_head.weight" && cfg.TieWordEmbeddings ||
+			slices.ContainsFunc(visionPrefixes, func(p string) bool { return strings.HasPrefix(n, p) })) {
+			continue
+		}
 		extra = append(extra, n)
 	}
 	if len(extra) == 0 {
@@ -396,6 +442,15 @@ func (l *loader) unused(cfg *Config) error {
 	f, _ := l.set.File(extra[0])
 	return &TensorError{File: f.Name(), Tensor: extra[0], Reason: reason}
 }
+
+// textPrefixes name a Gemma3ForConditionalGeneration's text model tensors:
+// as the published checkpoints (and transformers 5's save_pretrained) name
+// them, and as transformers 5 names them in memory.
+var textPrefixes = []string{"language_model.model.", "model.language_model."}
+
+// visionPrefixes name the tensors of its vision tower and projector, which
+// are not loaded (Config.VisionSkipped).
+var visionPrefixes = []string{"vision_tower.", "multi_modal_projector.", "model.vision_tower.", "model.multi_modal_projector."}
 
 // layerIndex matches a decoder layer's tensor name.
 var layerIndex = regexp.MustCompile(`^model\.layers\.(\d+)\.`)

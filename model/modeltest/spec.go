@@ -12,7 +12,7 @@ type Llama3Scaling struct {
 
 // Spec describes a random model.
 type Spec struct {
-	Arch         string // "llama", "qwen2" or "qwen3"
+	Arch         string // "llama", "qwen2", "qwen3", "gemma3" or "gemma2"
 	Hidden       int
 	Intermediate int
 	Layers       int
@@ -38,6 +38,21 @@ type Spec struct {
 	ChatTokens    []string
 	ChatTemplate  string
 	ConfigVersion int // 5: transformers 5 layout (rope_parameters, dtype); else 4 (rope_theta, rope_scaling, torch_dtype)
+	// Gemma 3 (Arch "gemma3"; AttnBias as qwen3's): every SlidingPattern-th
+	// layer is global, the others attend to the last SlidingWindow
+	// positions with RoPE base RopeLocalTheta; LinearRope > 0 scales the
+	// global layers' RoPE linearly; QueryPreAttnScalar (0: head_dim) sets
+	// the attention scale; FinalSoftcap > 0 soft-caps the logits.
+	SlidingWindow      int
+	SlidingPattern     int
+	RopeLocalTheta     float64
+	LinearRope         float64
+	QueryPreAttnScalar float64
+	FinalSoftcap       float64
+	// Gemma 2 (Arch "gemma2"): every other layer slides (SlidingWindow),
+	// one RoPE base; AttnSoftcap and FinalSoftcap > 0 soft-cap the
+	// attention scores and the logits (0: null in the config).
+	AttnSoftcap float64
 }
 
 // Presets used across tests and benchmarks.
@@ -61,6 +76,48 @@ func Qwen2Tiny() Spec {
 func Qwen3Tiny() Spec {
 	return Spec{Arch: "qwen3", Hidden: 64, Intermediate: 96, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 24, Vocab: 280, MaxPos: 160,
 		RopeTheta: 1000000, RMSNormEps: 1e-6, DType: safetensors.F32, Seed: 5, Std: 0.2}
+}
+
+// Gemma3Tiny is a small Gemma 3 text model with every feature on: a
+// sliding window of 8 (shorter than test prompts) on layers 0-4 and 6,
+// layer 5 global (Gemma 3's pattern of 6), local and global RoPE bases
+// 10000 and 1000000 with linear scaling 8 on the global layer, q/k norms,
+// GQA (4 heads, 2 KV heads), a head_dim (32) other than hidden/heads (16),
+// and a tied head. Norm weights are drawn around 0 (Gemma applies 1+w).
+func Gemma3Tiny() Spec {
+	return Spec{Arch: "gemma3", Hidden: 64, Intermediate: 96, Layers: 7, Heads: 4, KVHeads: 2, HeadDim: 32, Vocab: 280, MaxPos: 256,
+		RopeTheta: 1000000, RopeLocalTheta: 10000, LinearRope: 8, SlidingWindow: 8, SlidingPattern: 6, Tie: true,
+		RMSNormEps: 1e-6, DType: safetensors.F32, Seed: 6, Std: 0.2}
+}
+
+// Gemma3TinySoftcap is Gemma3Tiny with final logit soft-capping (2.5, below
+// its largest logits), attention biases and an untied head, in
+// transformers 5's config layout (layer_types, rope_parameters by layer
+// type).
+func Gemma3TinySoftcap() Spec {
+	s := Gemma3Tiny()
+	s.FinalSoftcap, s.AttnBias, s.Tie, s.ConfigVersion, s.Seed = 2.5, true, false, 5, 7
+	return s
+}
+
+// Gemma3TinyScalar is Gemma3Tiny with an attention scale of 20^-1/2
+// (query_pre_attn_scalar 20 beside head_dim 32), a window of 5 and every
+// third layer global.
+func Gemma3TinyScalar() Spec {
+	s := Gemma3Tiny()
+	s.QueryPreAttnScalar, s.SlidingWindow, s.SlidingPattern, s.Seed = 20, 5, 3, 8
+	return s
+}
+
+// Gemma2Tiny is a small Gemma 2: a window of 8 on layers 0 and 2, layers 1
+// and 3 global, one RoPE base (20000, not Gemma 3's local 10000) for all,
+// attention soft-capping at 4.5 and final soft-capping at 6.5 (both below
+// the values they cap here), GQA (4 heads, 2 KV heads), a head_dim (32)
+// other than hidden/heads (16), tied.
+func Gemma2Tiny() Spec {
+	return Spec{Arch: "gemma2", Hidden: 64, Intermediate: 96, Layers: 4, Heads: 4, KVHeads: 2, HeadDim: 32, Vocab: 280, MaxPos: 256,
+		RopeTheta: 20000, SlidingWindow: 8, AttnSoftcap: 4.5, FinalSoftcap: 6.5, Tie: true,
+		RMSNormEps: 1e-6, DType: safetensors.F32, Seed: 9, Std: 0.2}
 }
 
 // SmolLMTiny is a small tied-embedding llama (SmolLM-style) in bf16.

@@ -39,9 +39,14 @@ func Tensors(s Spec) []Tensor {
 	}
 	add("model.embed_tokens.weight", 0, s.Vocab, s.Hidden)
 	qkvBias := s.Arch == "qwen2" || s.AttnBias
+	gemma := s.Arch == "gemma3" || s.Arch == "gemma2"
+	normMean := float32(1)
+	if gemma {
+		normMean = 0 // Gemma's RMSNorm multiplies by 1+w
+	}
 	for l := range s.Layers {
 		p := fmt.Sprintf("model.layers.%d.", l)
-		add(p+"input_layernorm.weight", 1, s.Hidden)
+		add(p+"input_layernorm.weight", normMean, s.Hidden)
 		add(p+"self_attn.q_proj.weight", 0, qD, s.Hidden)
 		add(p+"self_attn.k_proj.weight", 0, kvD, s.Hidden)
 		add(p+"self_attn.v_proj.weight", 0, kvD, s.Hidden)
@@ -50,15 +55,19 @@ func Tensors(s Spec) []Tensor {
 			add(p+"self_attn.k_proj.bias", 0, kvD)
 			add(p+"self_attn.v_proj.bias", 0, kvD)
 		}
-		if s.Arch == "qwen3" {
-			add(p+"self_attn.q_norm.weight", 1, hd)
-			add(p+"self_attn.k_norm.weight", 1, hd)
+		if s.Arch == "qwen3" || s.Arch == "gemma3" {
+			add(p+"self_attn.q_norm.weight", normMean, hd)
+			add(p+"self_attn.k_norm.weight", normMean, hd)
 		}
 		add(p+"self_attn.o_proj.weight", 0, s.Hidden, qD)
 		if s.AttnBias {
 			add(p+"self_attn.o_proj.bias", 0, s.Hidden)
 		}
-		add(p+"post_attention_layernorm.weight", 1, s.Hidden)
+		add(p+"post_attention_layernorm.weight", normMean, s.Hidden)
+		if gemma {
+			add(p+"pre_feedforward_layernorm.weight", normMean, s.Hidden)
+			add(p+"post_feedforward_layernorm.weight", normMean, s.Hidden)
+		}
 		add(p+"mlp.gate_proj.weight", 0, s.Intermediate, s.Hidden)
 		add(p+"mlp.up_proj.weight", 0, s.Intermediate, s.Hidden)
 		add(p+"mlp.down_proj.weight", 0, s.Hidden, s.Intermediate)
@@ -68,7 +77,7 @@ func Tensors(s Spec) []Tensor {
 			add(p+"mlp.down_proj.bias", 0, s.Hidden)
 		}
 	}
-	add("model.norm.weight", 1, s.Hidden)
+	add("model.norm.weight", normMean, s.Hidden)
 	if !s.Tie {
 		add("lm_head.weight", 0, s.Vocab, s.Hidden)
 	}
@@ -93,6 +102,10 @@ func Config(s Spec) ([]byte, error) {
 		arch, mtype = "Qwen2ForCausalLM", "qwen2"
 	case "qwen3":
 		arch, mtype = "Qwen3ForCausalLM", "qwen3"
+	case "gemma3":
+		arch, mtype = "Gemma3ForCausalLM", "gemma3_text"
+	case "gemma2":
+		arch, mtype = "Gemma2ForCausalLM", "gemma2"
 	}
 	dtypeName := map[safetensors.DType]string{safetensors.F32: "float32", safetensors.F16: "float16", safetensors.BF16: "bfloat16"}[s.DType]
 	c := map[string]any{
@@ -111,7 +124,7 @@ func Config(s Spec) ([]byte, error) {
 		"bos_token_id":            s.Vocab - 1,
 		"eos_token_id":            s.Vocab - 1,
 	}
-	if s.HeadDim > 0 || s.Arch == "qwen3" { // Qwen3's default is 128, not hidden/heads
+	if s.HeadDim > 0 || s.Arch == "qwen3" || s.Arch == "gemma3" || s.Arch == "gemma2" { // their defaults are 128 and 256, not hidden/heads
 		c["head_dim"] = s.headDim()
 	}
 	switch s.Arch {
@@ -120,6 +133,10 @@ func Config(s Spec) ([]byte, error) {
 	case "qwen3":
 		c["use_sliding_window"] = false
 		c["attention_bias"] = s.AttnBias
+	case "gemma3":
+		return gemma3Config(s, c, dtypeName)
+	case "gemma2":
+		gemma2Config(s, c)
 	default:
 		c["attention_bias"] = s.AttnBias
 		c["mlp_bias"] = s.MLPBias
@@ -242,4 +259,82 @@ func Safetensors(s Spec) (map[string][]byte, error) {
 	}
 	out["model.safetensors.index.json"] = idx
 	return out, nil
+}
+
+// gemma3Config adds Gemma3TextConfig's keys to c, in transformers 4's
+// layout (rope_theta, rope_local_base_freq, rope_scaling,
+// sliding_window_pattern) or 5's (rope_parameters by layer type,
+// layer_types).
+func gemma3Config(s Spec, c map[string]any, dtypeName string) ([]byte, error) {
+	delete(c, "hidden_act")
+	c["hidden_activation"] = "gelu_pytorch_tanh"
+	c["attention_bias"] = s.AttnBias
+	c["query_pre_attn_scalar"] = s.QueryPreAttnScalar
+	if s.QueryPreAttnScalar == 0 {
+		c["query_pre_attn_scalar"] = s.headDim()
+	}
+	c["sliding_window"] = s.SlidingWindow
+	c["attn_logit_softcapping"] = nil
+	c["final_logit_softcapping"] = nil
+	if s.FinalSoftcap > 0 {
+		c["final_logit_softcapping"] = s.FinalSoftcap
+	}
+	var scaling map[string]any
+	if s.LinearRope > 0 {
+		scaling = map[string]any{"rope_type": "linear", "factor": s.LinearRope}
+	}
+	if s.ConfigVersion == 5 {
+		full := map[string]any{"rope_type": "default", "rope_theta": s.RopeTheta}
+		for k, v := range scaling {
+			full[k] = v
+		}
+		c["rope_parameters"] = map[string]any{"full_attention": full,
+			"sliding_attention": map[string]any{"rope_type": "default", "rope_theta": s.RopeLocalTheta}}
+		types := make([]string, s.Layers)
+		for i := range types {
+			types[i] = "sliding_attention"
+			if (i+1)%s.SlidingPattern == 0 {
+				types[i] = "full_attention"
+			}
+		}
+		c["layer_types"] = types
+		c["dtype"] = dtypeName
+	} else {
+		c["rope_theta"] = s.RopeTheta
+		c["rope_local_base_freq"] = s.RopeLocalTheta
+		c["rope_scaling"] = scaling
+		c["sliding_window_pattern"] = s.SlidingPattern
+		c["torch_dtype"] = dtypeName
+	}
+	return json.MarshalIndent(c, "", "  ")
+}
+
+// gemma2Config adds Gemma2Config's keys to c (the RoPE keys follow as for
+// llama; with ConfigVersion 5, layer_types too).
+func gemma2Config(s Spec, c map[string]any) {
+	delete(c, "hidden_act")
+	c["hidden_activation"] = "gelu_pytorch_tanh"
+	c["attention_bias"] = s.AttnBias
+	c["query_pre_attn_scalar"] = s.QueryPreAttnScalar
+	if s.QueryPreAttnScalar == 0 {
+		c["query_pre_attn_scalar"] = s.headDim()
+	}
+	c["sliding_window"] = s.SlidingWindow
+	c["attn_logit_softcapping"], c["final_logit_softcapping"] = nil, nil
+	if s.AttnSoftcap > 0 {
+		c["attn_logit_softcapping"] = s.AttnSoftcap
+	}
+	if s.FinalSoftcap > 0 {
+		c["final_logit_softcapping"] = s.FinalSoftcap
+	}
+	if s.ConfigVersion == 5 {
+		types := make([]string, s.Layers)
+		for i := range types {
+			types[i] = "sliding_attention"
+			if i%2 == 1 {
+				types[i] = "full_attention"
+			}
+		}
+		c["layer_types"] = types
+	}
 }

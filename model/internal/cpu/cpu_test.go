@@ -191,6 +191,30 @@ func TestSoftmaxAndSwiGLU(t *testing.T) {
 	}
 }
 
+// TestGeGLU proves GeGLU's GELU is PyTorch's tanh approximation
+// (transformers' gelu_pytorch_tanh), not the exact erf GELU: the values are
+// torch.nn.functional.gelu(x, approximate="tanh") in float32 (torch 2.15),
+// times up.
+func TestGeGLU(t *testing.T) {
+	g := []float32{-6, -3, -1, -0.5, 0, 0.25, 1, 2.5, 8}
+	torchTanh := []float32{-0.0, -0.0036374330520629883, -0.15880799293518066, -0.1542859971523285, 0.0,
+		0.14967535436153412, 0.8411920070648193, 2.4849157333374023, 8.0}
+	u := make([]float32, len(g))
+	for i := range u {
+		u[i] = float32(i) - 2.5
+	}
+	out := make([]float32, len(g))
+	GeGLU(out, g, u)
+	for i := range g {
+		want := torchTanh[i] * u[i]
+		require.InDelta(t, want, out[i], 2e-7*math.Max(1, math.Abs(float64(want))), "gelu(%g)*%g", g[i], u[i])
+		exact := float64(g[i]) / 2 * (1 + math.Erf(float64(g[i])/math.Sqrt2)) * float64(u[i])
+		if math.Abs(exact-float64(want)) > 1e-5 {
+			require.Greater(t, math.Abs(exact-float64(out[i])), 1e-5, "gelu(%g) is the tanh approximation, not erf's", g[i])
+		}
+	}
+}
+
 // TestExp proves the fast exp is within 1 float32 ulp of math.Exp across its
 // range, saturates to +Inf and 0 at the ends, and passes NaN through.
 func TestExp(t *testing.T) {

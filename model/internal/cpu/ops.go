@@ -63,6 +63,19 @@ func SwiGLU(out, gate, up []float32) {
 	swiglu(out, gate[:len(out)], up[:len(out)])
 }
 
+// GeGLU writes gelu(gate) * up to out, with GELU's tanh approximation
+// (PyTorch's gelu(approximate="tanh"), transformers' gelu_pytorch_tanh):
+// gelu(g) = g/2 * (1 + tanh(sqrt(2/pi) * (g + 0.044715 g³))), in float64
+// and rounded once.
+func GeGLU(out, gate, up []float32) {
+	gate, up = gate[:len(out)], up[:len(out)]
+	const c = 0.7978845608028654 // sqrt(2/pi)
+	for i, g := range gate {
+		x := float64(g)
+		out[i] = float32(0.5*x*(1+math.Tanh(c*(x+0.044715*x*x*x)))) * up[i]
+	}
+}
+
 // expShift and swiglu are Softmax's and SwiGLU's loops: the AVX2 ones
 // where dot_amd64.go finds them, which give the Go loops' values to the bit
 // (see EXP4 in exp_amd64.s).

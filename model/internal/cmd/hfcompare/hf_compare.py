@@ -3,15 +3,21 @@
 
 For each random-initialised model built from configs in code (MODELS: a
 Llama-3-style model with GQA and llama3 rope scaling, a Qwen2-style model with
-q/k/v biases, a SmolLM-135M-shaped model with tied embeddings, and two Qwen3
-models with q/k norms and a head_dim beside hidden/heads, untied and tied) it:
+q/k/v biases, a SmolLM-135M-shaped model with tied embeddings, two Qwen3
+models with q/k norms and a head_dim beside hidden/heads, untied and tied,
+and three Gemma 3 models with a sliding window of 8 or 16 beside global
+layers, two RoPE bases, q/k norms, GeGLU and (1+w) norms: untied with an
+attention scale other than head_dim's, the same with final logit
+soft-capping, and tied with Gemma's head_dim 256; an image-and-text
+Gemma3ForConditionalGeneration, whose text model hipgo loads; and a Gemma 2
+with attention and final logit soft-capping) it:
 
   1. saves the model with save_pretrained (float32 safetensors, config.json);
   2. runs the Go binary (model/internal/cmd/hfcompare, built with
      CGO_ENABLED=0) on the saved directory and a 32-token prompt;
   3. compares the float32 logits of every prompt position: max |go - hf| over
-     max |hf| (bar 1e-4; 1e-5 for Qwen3);
-  4. checks that 32 greedy tokens (64 for Qwen3) are identical (and reports the smallest gap
+     max |hf| (bar 1e-4; 1e-5 for Qwen3 and Gemma 3);
+  4. checks that 32 greedy tokens (64 for Qwen3 and Gemma 3) are identical (and reports the smallest gap
      between the top two logits on transformers' side, so a divergence can be
      told apart from a near tie);
   5. times decode tokens/s on the CPU with torch.set_num_threads(N) against
@@ -47,15 +53,31 @@ transformers' (CONVERT_LOGIT_BAR) and 64 greedy tokens:
   python3 hf_compare.py --hipgo ./hfcompare --convert vendor/llama.cpp/convert_hf_to_gguf.py \\
       --tokenizer package/models
 
+With --family gemma3 it converts random Gemma 3 models (every feature on as in
+MODELS, head_dim 64 beside hidden/heads 32; tied, and untied with final
+logit soft-capping), with --family gemma2 a Gemma 2 with both soft-caps
+(rope_theta 10000 and query_pre_attn_scalar head_dim's, which the
+converter's GGUF assumes), each with a small SentencePiece model it trains
+(the converter reads tokenizer.model; needs the sentencepiece package), and
+checks the same (no --tokenizer).
+
 --preset-golden PATH runs the checkpoints mktestmodel writes (the weights the
 Go tests build with package modeltest) through transformers and, when hipgo
 agrees within PRESET_LOGIT_BAR and on every greedy token, writes the prompt,
-transformers' logits at PRESET_POSITIONS and PRESET_GREEDY greedy ids for
-TestQwen3MatchesTransformers, which checks them in CI without Python:
+transformers' logits at the family's positions and PRESET_GREEDY greedy ids
+for TestQwen3MatchesTransformers (--family qwen3, the default) or
+TestGemma3MatchesTransformers (--family gemma3: sliding window 8 on a
+32-token prompt, final logit soft-capping, an attention scale other than
+head_dim's) or TestGemma2MatchesTransformers (--family gemma2: attention and
+final soft-capping), which check them in CI without Python:
 
   CGO_ENABLED=0 go build -o mktestmodel ./model/internal/cmd/mktestmodel
   python3 hf_compare.py --hipgo ./hfcompare --mktestmodel ./mktestmodel \\
       --preset-golden model/testdata/qwen3-tiny-transformers.json
+  python3 hf_compare.py --hipgo ./hfcompare --mktestmodel ./mktestmodel --family gemma3 \\
+      --preset-golden model/testdata/gemma3-tiny-transformers.json
+  python3 hf_compare.py --hipgo ./hfcompare --mktestmodel ./mktestmodel --family gemma2 \\
+      --preset-golden model/testdata/gemma2-tiny-transformers.json
 """
 
 import argparse
@@ -73,7 +95,8 @@ os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import transformers  # noqa: E402
-from transformers import (LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM,  # noqa: E402
+from transformers import (Gemma2Config, Gemma2ForCausalLM, Gemma3Config, Gemma3ForCausalLM,  # noqa: E402
+                          Gemma3ForConditionalGeneration, Gemma3TextConfig, LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM,
                           Qwen3Config, Qwen3ForCausalLM)
 
 PROMPT_LEN = 32
@@ -181,6 +204,72 @@ def qwen3_tied_config():
     )
 
 
+def gemma3_config(vocab_size=8192, hidden_size=512, intermediate_size=1408, num_hidden_layers=8,
+                  num_attention_heads=8, num_key_value_heads=2, head_dim=96, query_pre_attn_scalar=80,
+                  sliding_window=8, final_logit_softcapping=None, tie_word_embeddings=False, **kw):
+    # Gemma 3 with every feature on by default: a window of 8 (a quarter of
+    # the prompt) on layers 0-4 and 6-7 and layer 5 global, local and global
+    # RoPE bases 10000 and 1000000 with linear scaling 8 on the global layer,
+    # q/k norms, head_dim 96 beside hidden/heads = 64, and an attention scale
+    # of query_pre_attn_scalar 80.
+    rope = {"full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1000000.0},
+            "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}
+    cfg = Gemma3TextConfig(
+        vocab_size=vocab_size, hidden_size=hidden_size, intermediate_size=intermediate_size,
+        num_hidden_layers=num_hidden_layers, num_attention_heads=num_attention_heads,
+        num_key_value_heads=num_key_value_heads, head_dim=head_dim, query_pre_attn_scalar=query_pre_attn_scalar,
+        sliding_window=sliding_window, final_logit_softcapping=final_logit_softcapping,
+        tie_word_embeddings=tie_word_embeddings, rope_parameters=rope, max_position_embeddings=4096,
+        rms_norm_eps=1e-6, initializer_range=0.05, bos_token_id=2, eos_token_id=1, pad_token_id=0, **kw)
+    if cfg.rope_parameters["full_attention"].get("factor") != 8.0 or "full_attention" not in cfg.layer_types:
+        raise RuntimeError(f"Gemma3TextConfig did not take the settings: {cfg}")
+    return cfg
+
+
+def gemma3_softcap_config():
+    # Final logit soft-capping at 3 (below transformers' largest logits here).
+    return gemma3_config(final_logit_softcapping=3.0)
+
+
+def gemma3_tied_config():
+    # Gemma 3's own head_dim (256) and attention scale over hidden 384 and 4
+    # heads with one KV head, a window of 16, every sixth layer global, tied.
+    return gemma3_config(hidden_size=384, intermediate_size=1024, num_hidden_layers=7, num_attention_heads=4,
+                         num_key_value_heads=1, head_dim=256, query_pre_attn_scalar=256, sliding_window=16,
+                         tie_word_embeddings=True)
+
+
+def gemma3_vision_config():
+    # An image-and-text Gemma 3 (a small SigLIP tower beside it) whose text
+    # model is gemma3_config's: hipgo loads the text model and leaves the
+    # tower unread.
+    text = gemma3_config(hidden_size=256, intermediate_size=512, num_hidden_layers=7, num_attention_heads=4,
+                         num_key_value_heads=2, head_dim=64, tie_word_embeddings=True)
+    vision = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1, "num_attention_heads": 2,
+              "image_size": 28, "patch_size": 14}
+    return Gemma3Config(text_config=text.to_dict(), vision_config=vision, mm_tokens_per_image=4,
+                        image_token_index=8191, boi_token_index=8189, eoi_token_index=8190)
+
+
+def gemma2_config(vocab_size=8192, hidden_size=512, intermediate_size=1408, num_hidden_layers=6,
+                  tie_word_embeddings=True, attn_logit_softcapping=4.5, final_logit_softcapping=3.5,
+                  query_pre_attn_scalar=80, rope_theta=20000.0):
+    # Gemma 2: every other layer sliding (window 8), one RoPE base (20000),
+    # attention soft-capping at 4.5 and final soft-capping at 3.5 (both
+    # biting), head_dim 96 beside hidden/heads 64, query_pre_attn_scalar 80.
+    cfg = make_config(
+        Gemma2Config, {"rope_type": "default", "rope_theta": rope_theta},
+        vocab_size=vocab_size, hidden_size=hidden_size, intermediate_size=intermediate_size,
+        num_hidden_layers=num_hidden_layers, num_attention_heads=8, num_key_value_heads=2, head_dim=96,
+        query_pre_attn_scalar=query_pre_attn_scalar, sliding_window=8, attn_logit_softcapping=attn_logit_softcapping,
+        final_logit_softcapping=final_logit_softcapping, tie_word_embeddings=tie_word_embeddings,
+        max_position_embeddings=4096, rms_norm_eps=1e-6, initializer_range=0.05, bos_token_id=2, eos_token_id=1,
+        pad_token_id=0)
+    if cfg.layer_types[:2] != ["sliding_attention", "full_attention"]:
+        raise RuntimeError(f"Gemma2Config's layer types are {cfg.layer_types}")
+    return cfg
+
+
 # name, class, config, logit bar, greedy tokens
 MODELS = [
     ("llama3-gqa-ropescaling", LlamaForCausalLM, llama3_config, LOGIT_BAR, GREEDY),
@@ -188,20 +277,27 @@ MODELS = [
     ("smollm135m-tied", LlamaForCausalLM, smollm_config, LOGIT_BAR, GREEDY),
     ("qwen3-qk-norm", Qwen3ForCausalLM, qwen3_config, 1e-5, 64),
     ("qwen3-tied-head-dim-128", Qwen3ForCausalLM, qwen3_tied_config, 1e-5, 64),
+    ("gemma3-sliding-untied", Gemma3ForCausalLM, gemma3_config, 1e-5, 64),
+    ("gemma3-final-softcap", Gemma3ForCausalLM, gemma3_softcap_config, 1e-5, 64),
+    ("gemma3-tied-head-dim-256", Gemma3ForCausalLM, gemma3_tied_config, 1e-5, 64),
+    ("gemma3-vision-text-model", Gemma3ForConditionalGeneration, gemma3_vision_config, 1e-5, 64),
+    ("gemma2-softcap", Gemma2ForCausalLM, gemma2_config, 1e-5, 64),
 ]
 
 
 def build(cls, cfg, seed):
     torch.manual_seed(seed)
     model = cls(cfg).float().eval()
-    # transformers initialises biases to 0 and norm weights to 1: randomise
-    # both so those code paths are really compared.
+    # transformers initialises biases to 0 and norm weights to 1 (Gemma's to
+    # 0: its RMSNorm multiplies by 1+w): randomise both so those code paths
+    # are really compared.
+    norm_mean = 0.0 if cls in (Gemma2ForCausalLM, Gemma3ForCausalLM, Gemma3ForConditionalGeneration) else 1.0
     with torch.no_grad():
         for name, p in model.named_parameters():
             if name.endswith(".bias"):
                 p.normal_(0.0, 0.1)
             elif name.endswith("norm.weight"):
-                p.normal_(1.0, 0.1)
+                p.normal_(norm_mean, 0.1)
     return model
 
 
@@ -403,12 +499,21 @@ def main_gguf(args):
 # ---------------------------------------------------------------- golden files for CI
 
 # Checkpoints written by mktestmodel (the Go tests build the same weights
-# with package modeltest), run through transformers; TestQwen3MatchesTransformers
-# checks hipgo against what this writes, without Python.
-PRESET_GOLDEN = [("qwen3-tiny", "qwen3-tiny", []), ("qwen3-tiny-tied", "qwen3-tiny", ["-tie"])]
-PRESET_PROMPT_LEN = 24
+# with package modeltest), run through transformers, by --family: (name,
+# preset, mktestmodel flags) each, the prompt length and the positions whose
+# logits are kept. TestQwen3MatchesTransformers,
+# TestGemma3MatchesTransformers and TestGemma2MatchesTransformers check
+# hipgo against what this writes,
+# without Python. Gemma 3's and Gemma 2's prompts are four times their
+# sliding window (8; 5 for gemma3-tiny-scalar) and their 64 greedy tokens
+# run on past it.
+PRESET_FAMILIES = {
+    "qwen3": ([("qwen3-tiny", "qwen3-tiny", []), ("qwen3-tiny-tied", "qwen3-tiny", ["-tie"])], 24, (0, 11, 23)),
+    "gemma3": ([("gemma3-tiny", "gemma3-tiny", []), ("gemma3-tiny-softcap", "gemma3-tiny-softcap", []),
+                ("gemma3-tiny-scalar", "gemma3-tiny-scalar", [])], 32, (0, 15, 31)),
+    "gemma2": ([("gemma2-tiny", "gemma2-tiny", [])], 32, (0, 15, 31)),
+}
 PRESET_GREEDY = 64
-PRESET_POSITIONS = (0, 11, 23)
 PRESET_LOGIT_BAR = 1e-5
 
 
@@ -423,13 +528,14 @@ def main_preset_golden(args):
     torch.set_num_threads(1)
     log(f"python {sys.version.split()[0]}, torch {torch.__version__}, transformers {transformers.__version__}")
     variants, failures = [], []
-    for i, (name, preset, flags) in enumerate(PRESET_GOLDEN):
+    presets, prompt_len, positions = PRESET_FAMILIES[args.family]
+    for i, (name, preset, flags) in enumerate(presets):
         mdir = os.path.join(args.work, name)
         subprocess.run([os.path.abspath(args.mktestmodel), "-preset", preset, "-out", mdir, *flags], check=True)
         model = AutoModelForCausalLM.from_pretrained(mdir, dtype=torch.float32).eval()
         cfg = model.config
         gen = torch.Generator().manual_seed(args.seed + i)
-        ids = torch.randint(0, cfg.vocab_size, (1, PRESET_PROMPT_LEN), generator=gen)
+        ids = torch.randint(0, cfg.vocab_size, (1, prompt_len), generator=gen)
         ref = hf_prompt_logits(model, ids)
         toks, min_gap = hf_greedy(model, ids, PRESET_GREEDY)
         prompt_path = os.path.join(args.work, f"{name}-prompt.json")
@@ -437,7 +543,7 @@ def main_preset_golden(args):
             json.dump(ids[0].tolist(), f)
         go_res, go_logits = run_go(os.path.abspath(args.hipgo), mdir, prompt_path, os.path.join(args.work, f"{name}-go"),
                                    1, 8, 1, n=PRESET_GREEDY)
-        rows = list(PRESET_POSITIONS)
+        rows = list(positions)
         rel = float(np.abs(go_logits[rows].astype(np.float64) - ref[rows]).max() / np.abs(ref[rows]).max())
         first_diff = next((j for j, (a, b) in enumerate(zip(go_res["greedy"], toks)) if a != b), None)
         log(f"{name} ({type(model).__name__}, head_dim {cfg.head_dim}, tied {cfg.tie_word_embeddings}): "
@@ -459,7 +565,7 @@ def main_preset_golden(args):
             print("  " + f)
         return 1
     golden = {
-        "generator": "model/internal/cmd/hfcompare/hf_compare.py --preset-golden",
+        "generator": f"model/internal/cmd/hfcompare/hf_compare.py --preset-golden --family {args.family}",
         "reference": f"transformers {transformers.__version__} from_pretrained(dtype=float32), torch {torch.__version__}, CPU",
         "variants": variants,
     }
@@ -490,29 +596,78 @@ def qwen3_convert_config(tie):
     )
 
 
-def main_convert(args):
-    """Saves random Qwen3 models with a real Qwen3 tokenizer, converts each
-    with llama.cpp's convert_hf_to_gguf.py (--outtype f32), and checks that
-    hipgo's logits from the GGUF match its logits from the safetensors and
-    transformers', and that 64 greedy tokens agree."""
+GEMMA3_CONVERT_VOCAB = 384
+
+
+def write_sentencepiece(d, vocab_size):
+    """Trains a small SentencePiece BPE model (byte fallback, Gemma's
+    special ids) on fixed text and writes it as d/tokenizer.model: Gemma 3's
+    converter needs one and there is no Gemma tokenizer here to copy."""
+    import io
+
+    import sentencepiece as spm
+
+    text = [f"the quick brown fox jumps over the lazy dog {i} times, and then some more words follow" for i in range(400)]
+    text += [f"tokenizer training text number {i} with digits 0123456789 and punctuation !?.," for i in range(400)]
+    buf = io.BytesIO()
+    spm.SentencePieceTrainer.train(sentence_iterator=iter(text), model_writer=buf, vocab_size=vocab_size,
+                                   model_type="bpe", byte_fallback=True, num_threads=1, minloglevel=2,
+                                   pad_id=0, eos_id=1, bos_id=2, unk_id=3)
+    with open(os.path.join(d, "tokenizer.model"), "wb") as f:
+        f.write(buf.getvalue())
+
+
+def convert_cases(args):
+    """(name, model, write the tokenizer into a directory, prompt id bound) for --convert's family."""
     import shutil
 
+    def copy_tokenizer(d):
+        for f in ("tokenizer.json", "tokenizer_config.json"):
+            shutil.copy(os.path.join(args.tokenizer, f), d)
+
+    if args.family == "gemma3":
+        for i, (tie, softcap) in enumerate(((True, None), (False, 3.0))):
+            cfg = gemma3_config(vocab_size=GEMMA3_CONVERT_VOCAB, hidden_size=128, intermediate_size=256,
+                                num_hidden_layers=7, num_attention_heads=4, num_key_value_heads=2, head_dim=64,
+                                query_pre_attn_scalar=64, final_logit_softcapping=softcap, tie_word_embeddings=tie)
+            name = f"gemma3-convert-{'tied' if tie else 'untied-softcap'}"
+            yield (name, build(Gemma3ForCausalLM, cfg, args.seed + 400 + i),
+                   lambda d: write_sentencepiece(d, GEMMA3_CONVERT_VOCAB), GEMMA3_CONVERT_VOCAB)
+        return
+    if args.family == "gemma2":
+        # Tied: llama.cpp's Gemma 2 always uses the embeddings as the head;
+        # query_pre_attn_scalar is head_dim's (GGUF has no key for it), and
+        # rope_theta Gemma 2's 10000 (the converter writes no
+        # rope.freq_base for gemma2, and llama.cpp then uses 10000).
+        cfg = gemma2_config(vocab_size=GEMMA3_CONVERT_VOCAB, hidden_size=128, intermediate_size=256, num_hidden_layers=4,
+                            query_pre_attn_scalar=96, rope_theta=10000.0)
+        yield ("gemma2-convert-softcap", build(Gemma2ForCausalLM, cfg, args.seed + 500),
+               lambda d: write_sentencepiece(d, GEMMA3_CONVERT_VOCAB), GEMMA3_CONVERT_VOCAB)
+        return
+    for i, tie in enumerate((False, True)):
+        name = f"qwen3-convert-{'tied' if tie else 'untied'}"
+        yield name, build(Qwen3ForCausalLM, qwen3_convert_config(tie), args.seed + 200 + i), copy_tokenizer, 151643
+
+
+def main_convert(args):
+    """Saves random models of --family (Qwen3 with a real Qwen3 tokenizer;
+    Gemma 3 with a small trained SentencePiece model), converts each with
+    llama.cpp's convert_hf_to_gguf.py (--outtype f32), and checks that
+    hipgo's logits from the GGUF match its logits from the safetensors and
+    transformers', and that 64 greedy tokens agree."""
     torch.set_num_threads(1)
     log(f"python {sys.version.split()[0]}, torch {torch.__version__}, transformers {transformers.__version__}; "
         f"{args.convert}")
     failures = []
-    for i, tie in enumerate((False, True)):
-        name = f"qwen3-convert-{'tied' if tie else 'untied'}"
-        model = build(Qwen3ForCausalLM, qwen3_convert_config(tie), args.seed + 200 + i)
+    for i, (name, model, write_tokenizer, id_bound) in enumerate(convert_cases(args)):
         mdir = os.path.join(args.work, name)
         model.save_pretrained(mdir)
-        for f in ("tokenizer.json", "tokenizer_config.json"):
-            shutil.copy(os.path.join(args.tokenizer, f), mdir)
+        write_tokenizer(mdir)
         gguf_path = os.path.join(args.work, f"{name}.gguf")
         subprocess.run([sys.executable, args.convert, mdir, "--outtype", "f32", "--outfile", gguf_path], check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         gen = torch.Generator().manual_seed(args.seed + 300 + i)
-        ids = torch.randint(0, 151643, (1, PROMPT_LEN), generator=gen)
+        ids = torch.randint(0, id_bound, (1, PROMPT_LEN), generator=gen)
         prompt_path = os.path.join(args.work, f"{name}-prompt.json")
         with open(prompt_path, "w") as f:
             json.dump(ids[0].tolist(), f)
@@ -564,13 +719,16 @@ def main():
     ap.add_argument("--preset-golden", default="",
                     help="write transformers' logits and greedy ids for mktestmodel's checkpoints here (needs --mktestmodel)")
     ap.add_argument("--mktestmodel", default="", help="the mktestmodel binary, for --preset-golden")
+    ap.add_argument("--family", default="qwen3", choices=sorted(PRESET_FAMILIES),
+                    help="with --preset-golden: which mktestmodel checkpoints; with --convert: which models")
     ap.add_argument("--convert", default="",
                     help="llama.cpp's convert_hf_to_gguf.py: check Qwen3 GGUFs it converts (needs --tokenizer)")
-    ap.add_argument("--tokenizer", default="", help="with --convert: a directory with Qwen3's tokenizer.json and tokenizer_config.json")
+    ap.add_argument("--tokenizer", default="",
+                    help="with --convert --family qwen3: a directory with Qwen3's tokenizer.json and tokenizer_config.json")
     args = ap.parse_args()
     if args.convert:
-        if not args.tokenizer:
-            ap.error("--convert needs --tokenizer")
+        if not args.tokenizer and args.family == "qwen3":
+            ap.error("--convert needs --tokenizer for qwen3")
         return main_convert(args)
     if args.gguf:
         return main_gguf(args)
@@ -605,7 +763,9 @@ def main():
             log(f"{name}: {nparams / 1e6:.1f}M parameters saved to {mdir}; config rope {rope_keys}")
 
             gen = torch.Generator().manual_seed(args.seed + 100 + i)
-            ids = torch.randint(0, cfg.vocab_size, (1, PROMPT_LEN), generator=gen)
+            # No image tokens in an image-and-text model's prompt.
+            hi = min(cfg.get_text_config().vocab_size, getattr(cfg, "boi_token_index", None) or 1 << 62)
+            ids = torch.randint(0, hi, (1, PROMPT_LEN), generator=gen)
             prompt_path = os.path.join(args.work, f"{name}-prompt.json")
             with open(prompt_path, "w") as f:
                 json.dump(ids[0].tolist(), f)

@@ -21,9 +21,15 @@ var presets = map[string]func() modeltest.Spec{
 	"llama3-tiny": modeltest.Llama3Tiny,
 	"qwen2-tiny":  modeltest.Qwen2Tiny,
 	"qwen3-tiny":  modeltest.Qwen3Tiny,
-	"smollm-tiny": modeltest.SmolLMTiny,
-	"smollm135m":  modeltest.SmolLM135M,
-	"demo-shaped": modeltest.DemoShaped,
+	"gemma3-tiny": modeltest.Gemma3Tiny,
+	// Gemma 3 variants: soft-capping, biases, untied, transformers 5's
+	// config; an attention scale other than head_dim's.
+	"gemma3-tiny-softcap": modeltest.Gemma3TinySoftcap,
+	"gemma3-tiny-scalar":  modeltest.Gemma3TinyScalar,
+	"gemma2-tiny":         modeltest.Gemma2Tiny,
+	"smollm-tiny":         modeltest.SmolLMTiny,
+	"smollm135m":          modeltest.SmolLM135M,
+	"demo-shaped":         modeltest.DemoShaped,
 }
 
 func main() {
