@@ -233,14 +233,7 @@ func checkPrefillDequantizes(t *testing.T, dev func() *runtime.Device, tol float
 	ctx := context.Background()
 	for i, c := range quantGGUFCases() {
 		t.Run(c.name, func(t *testing.T) {
-			quantized := quantizeGGUF(t, uint64(i+11), c.types)
-			path := ggufFromSpec(t, c.spec, nil, quantized)
-			halves := ggufFromSpec(t, c.spec, nil, func(ts []gguf.Tensor) []gguf.Tensor { return dequantizedTwin(t, quantized(ts)) })
-			hm, err := Load(halves, WithoutTokenizer())
-			require.NoError(t, err)
-			gm, err := Load(path, WithoutTokenizer(), WithDevice(dev()))
-			require.NoError(t, err)
-			defer gm.Close()
+			hm, gm := loadWithTwin(t, c, uint64(i+11), dev())
 			b := gm.be.(*gpuBackend).b
 			prompt := testTokens(80, c.spec.Vocab)
 			hs, gs := hm.NewSession(), gm.NewSession()
@@ -281,14 +274,7 @@ func checkBatchDequantizes(t *testing.T, dev func() *runtime.Device) {
 	ctx := context.Background()
 	for i, c := range quantGGUFCases() {
 		t.Run(c.name, func(t *testing.T) {
-			quantized := quantizeGGUF(t, uint64(i+31), c.types)
-			path := ggufFromSpec(t, c.spec, nil, quantized)
-			halves := ggufFromSpec(t, c.spec, nil, func(ts []gguf.Tensor) []gguf.Tensor { return dequantizedTwin(t, quantized(ts)) })
-			hm, err := Load(halves, WithoutTokenizer())
-			require.NoError(t, err)
-			gm, err := Load(path, WithoutTokenizer(), WithDevice(dev()))
-			require.NoError(t, err)
-			defer gm.Close()
+			hm, gm := loadWithTwin(t, c, uint64(i+31), dev())
 			g := gm.be.(*gpuBackend).b
 			const seqs, steps = 8, 10
 			prompts := make([][]uint32, seqs)
@@ -331,6 +317,21 @@ func checkBatchDequantizes(t *testing.T, dev func() *runtime.Device) {
 			t.Logf("%d sequences, %d steps: the float16 twin's tokens; %d dequant_Q launches in decode steps", seqs, steps, deq)
 		})
 	}
+}
+
+// loadWithTwin loads case c's model quantized with seed on dev and its
+// float16 twin (dequantizedTwin) on the CPU; the device model closes with
+// the test.
+func loadWithTwin(t *testing.T, c quantGGUFCase, seed uint64, dev *runtime.Device) (twin, gm *Model) {
+	quantized := quantizeGGUF(t, seed, c.types)
+	path := ggufFromSpec(t, c.spec, nil, quantized)
+	halves := ggufFromSpec(t, c.spec, nil, func(ts []gguf.Tensor) []gguf.Tensor { return dequantizedTwin(t, quantized(ts)) })
+	twin, err := Load(halves, WithoutTokenizer())
+	require.NoError(t, err)
+	gm, err = Load(path, WithoutTokenizer(), WithDevice(dev))
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, gm.Close()) })
+	return twin, gm
 }
 
 // quantLaunches counts the launches of the qforward kernel prefix+type
