@@ -35,7 +35,7 @@
 // Matrix products: from 2 rows on CUDA the 16-bit weights go through the
 // tensor cores (the tc_split_x_W + matmul_tcx_W pair below 512 rows,
 // matmul_tc_W from it); where the forward module is the sm_90a PTX (a
-// compute capability 9.0 GPU), products of 3 to 64 rows that split well
+// compute capability 9.0 GPU), products of 2 to 64 rows that split well
 // over the SMs run on the warpgroup MMA instead: matmul_wgs_W, the LM
 // head included (matmul_wg_W warp-specialized, the same sums; launch.go's
 // wgSplitK;

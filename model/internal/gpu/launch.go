@@ -72,30 +72,17 @@ const (
 	// instead of by matvec_Q, which decodes it again for every 8 rows; the
 	// LM head likewise (headDequantized). One sequence's prompt below
 	// quantDeqRows keeps the exact products, so a single conversation gets
-	// the CPU's tokens. On an H100 (Llama-3.2-1B Q4_K_M, decodebench) a
-	// step of 2 sequences took 2.98 ms this way against 3.22 through
-	// matvec_Q, 4 sequences 2.99 against 4.36 (docs/performance.md).
+	// the CPU's tokens. From 2 sequences one decoding beats decoding every
+	// 8 rows (docs/performance.md).
 	quantDeqRows = 64
 	quantDeqSeqs = 2
 	// tcRows: from this many rows on, bf16 and f16 weights go through the
 	// tensor cores on CUDA (tc_split_x_W + matmul_tcx_W below tcxMaxRows,
 	// matmul_tc_W from it; the warpgroup MMA from wgMinRows). One row
 	// keeps matmul_W's matvec path, which streams each weight once; from
-	// 2 rows its per-row FMAs cost more than the MMA tiles' idle rows: on
-	// the H200 (1B shape, decodebench, docs/generate.md) batch 2 ran 967 -
-	// 973 tokens/s with tcRows 16 and 1485 - 1487 with 2, batch 8 2204 -
-	// 2210 and 6559 - 6573, batch 12 2077 - 2080 and 9561 - 9579, batch 16
-	// 11,271 - 11,339 and 12,449 - 12,618 (the warpgroup MMA from 3 rows).
-	// The pair alone below 17 rows (wgMinRows 17) was slower than the
-	// warpgroup MMA from 3 at every batch from 3 to 16: batch 3 2174 -
-	// 2200 against 2399 - 2501, batch 8 5708 - 5884 against 6354 - 6537,
-	// batch 16 11,170 - 11,220 against 12,387 - 12,501. From 2 rows
-	// (wgMinRows 2, not 3; decodebench, two alternating rounds in one
-	// call, docs/generate.md) batch 2 ran 1880 - 1884 against 1652 - 1659
-	// and batch 3 to 32 were level; from 1 row batch 1 lost (936 - 939
-	// against 1104), so one row keeps matmul_W.
-	// ROCm keeps matmul_W: there the MMA is emulated through lane
-	// exchanges (forward.cu).
+	// 2 rows the MMA tiles' idle rows cost less than the matvec path's
+	// per-row FMAs. ROCm keeps matmul_W: there the MMA is emulated through
+	// lane exchanges (forward.cu).
 	tcRows        = 2
 	tcBigRows     = 64    // FW_TC_BIG_ROWS: from this many rows on, matmul_tc_W's 128-row tile
 	tcTileRows    = 32    // matmul_tc_W's row tile below tcBigRows, and matmul_tcx_W's
@@ -106,9 +93,8 @@ const (
 	// Below tcxMaxRows the backend splits x once (tc_split_x_W) and runs
 	// matmul_tcx_W, whose output tile is tcxSmallOut wide up to tcxMidOut
 	// outputs, tcNarrowOut below tcWideOut, tcTileOut from it
-	// (FW_TCX_MID_OUT). On the H200 (1B shape, cold weights) the pair beat
-	// matmul_tc_W at every row count measured below 512 (3.5x the 128-row
-	// tile's speed at 64 rows, 1.3x at 256) and was within 5% of it at 512.
+	// (FW_TCX_MID_OUT). Splitting x once, not in every warp that reads it,
+	// beats matmul_tc_W below tcxMaxRows; from there the two are level.
 	tcxMaxRows  = 512
 	tcxMidOut   = 2048
 	tcxSmallOut = 8
@@ -119,32 +105,15 @@ const (
 	// module is the sm_90a PTX, for wgMinRows to wgMaxRows rows, where
 	// wgSplitK finds a split of in: blocks of wgOutTile outputs, in split
 	// into the fewest parts (of whole wgStage-wide stages) that make
-	// wgBlocks blocks or more, and every part at least wgMinSplitK wide.
+	// wgBlocks blocks or more, and every part at least wgMinSplitK wide
+	// (narrower parts lose to the pair: their adds cost more than the
+	// extra blocks gain). From wgMinRows it beats or matches the pair at
+	// every row count, the LM head included; from 33 rows the pair's
+	// 32-row tiles read every weight twice, where these read it once up
+	// to 64.
 	// Every such product runs matmul_wgs_W, matmul_wg_W warp-specialized
-	// (the same sums). From 33 rows the pair's 32-row tiles read every
-	// weight twice, where these read it once up to 64.
-	// On the H200 (1B shape, cold weights, 32 rows;
-	// docs/bench/wg-products-h200-2026-12-02*, wgs-experiment-h200-2026-
-	// 12-02-tenth.jsonl) matmul_wg_W's ring 4 deep took 148 us on the LM
-	// head (in unsplit) against the pair's 201 and matmul_wgs_W's 165 (one
-	// block an SM); matmul_wgs_W 8 deep 17.2 on down (8192 split in 8
-	// parts of 1024) against matmul_wg_W's 18.2 and the pair's 21.5, 21.1
-	// on gate|up (unsplit) against 24.6 and 25.5; under 1024 a part both
-	// lost (o: 10.3 at best against 8.3; q|k|v 11.2 against 10.3). End to
-	// end (decodebench, three alternating rounds in one call;
-	// docs/bench/decode-wgs-ab-h200-2026-12-02-tenth.jsonl) this rule took
-	// batch 32 from 17,537-17,701 to 18,108-18,192 tokens/s and batch 64
-	// from 23,164-23,237 to 24,024-24,217; with matmul_wg_W alone on the
-	// layers' products from 17 rows batch 32 had been 1.5% slower
-	// (docs/bench/decode-experiments-h200-2026-12-02-lookahead.txt), so
-	// until the warp-specialized kernel only the LM head ran it below 33.
-	// The LM head (two blocks an SM or more with in whole) stayed on
-	// matmul_wg_W until matmul_wgs_W copied its first weights before its
-	// wait and streamed them evict-first; then matmul_wgs_W beat it on the
-	// H200 (1B shape, decodebench, three alternating rounds in one call,
-	// docs/generate.md): batch 16 12,534-12,630 tokens/s to 12,775-12,857,
-	// batch 32 25,783-25,864 to 26,274-26,376, batch 64 37,677-37,848 to
-	// 39,093-39,165. The backend no longer launches matmul_wg_W.
+	// (the same sums), which copies its first weights before its wait and
+	// streams them evict-first; the backend no longer launches matmul_wg_W.
 	wgMinRows   = tcRows
 	wgMaxRows   = 64  // FW_WG_MAX_ROWS
 	wgOutTile   = 128 // FW_WG_TN
@@ -152,11 +121,8 @@ const (
 	wgBlocks    = 128 // about one block an SM (the H200 has 132)
 	wgMinSplitK = 1024
 	// wgFoldMinSplitK: the narrowest part of in where the norm after the
-	// product adds the parts (residualProduct). On the H200, 1B shape, 32
-	// rows, o (in 2048) in 8 parts of 256 with the adds left out of the
-	// product ran batch 32 at 21,200-21,500 tokens/s against the pair's
-	// 18,600-18,900 in the same call, with down's adds left out too; 4
-	// parts of 512, 20,900-21,400 (docs/generate.md).
+	// product adds the parts (residualProduct): with the product's own adds
+	// gone, parts narrower than wgMinSplitK pay.
 	wgFoldMinSplitK = 256
 	// wgLeaveParts: matmul_wg_W's accumulate that leaves the split
 	// partials in ws (FW_WG_LEAVE_PARTS).
@@ -186,11 +152,8 @@ const (
 	// hold attLongMinKeys keys or more (maxBlocks * BlockSize; the stride
 	// is padded to a power of two, so this means more than half as many
 	// cached): then attention_f32 leaves SMs idle and each group walks a
-	// long chain of keys one after another. On the H200 (1B shape, 32
-	// heads) the long kernel took 0.60x attention_f32's time at 1 and 4
-	// sequences over 1024 keys, 0.51x over 4096, 0.86x over 256, but 1.08x
-	// over 144; at 8 sequences (256 blocks) it was level at 1024 keys and
-	// slower below; at 32, slower everywhere.
+	// long chain of keys one after another. Over short tables, or with
+	// more blocks than about one an SM, the long kernel does not pay.
 	attLongMaxBlocks = 128
 	attLongMinKeys   = 512
 	// attention_gqa_f32 (1024 threads, one block per token and kv head for
@@ -199,15 +162,10 @@ const (
 	// the long kernel does not apply, of gqaMinBlocks blocks or more
 	// (tokens * kv_heads) over tables of attLongMinKeys keys or more: each
 	// key's k and v are read once for its query heads, by 32 key groups
-	// instead of 8. On the H200 (1B shape, 32 sequences) it took 0.94x
-	// attention_f32's time over 256 keys, 0.62x over 1024, 0.52x over 4096,
-	// but 1.25x over 144, and batch-32 decode with a 16-token prompt was
-	// 16% slower end to end with it (its merge of 4 heads costs more than
-	// short tables save); at 8 sequences (64 of its blocks) it was slower
-	// below 1024 keys. attention_bykey_f32 (below) was faster still at
-	// head_dim 64, but not at 128 (Llama-3-8B's shape, 32 sequences over
-	// 1024 keys: 229 us against 198), so the gqa kernel keeps the heads of
-	// gqaMinHeadDim dims or more.
+	// instead of 8. Over short tables, or with fewer blocks, its merge of
+	// the heads costs more than it saves. attention_bykey_f32 (below) is
+	// faster at head_dim 64 but not at 128, so the gqa kernel keeps the
+	// heads of gqaMinHeadDim dims or more.
 	gqaMaxGroup   = 4
 	gqaMaxHeadDim = 128
 	gqaMinBlocks  = 128
@@ -221,13 +179,7 @@ const (
 	// chunk of 256 keys costs about two memory round trips where
 	// attention_f32's groups walk their keys one after another; its fixed
 	// cost (more phases, more barriers) loses to attention_f32 over very
-	// short tables. On the H200 (1B shape, CUDA-graph replays,
-	// docs/bench/attention-bykey-h200-2026-12-01.jsonl), against
-	// attention_f32: 32 sequences 0.61x its time over 80 keys, 0.47x over
-	// 144, 0.39x over 256 (0.65x and 0.75x attention_gqa_f32's over 1024
-	// and 4096), but 1.33x over 16; 8 sequences 0.93x over 80, 0.73x over
-	// 144, 0.61x over 512, 1.8x over 16; 1 sequence 1.08x over 80, 0.87x
-	// over 144, 0.73x over 256 (0.85x attention_long_f32's).
+	// short tables and, with few blocks, over short ones.
 	bykeyMaxGroup      = 8   // FW_ABK_MAX_GROUP
 	attMaxHeadDim      = 256 // FW_ATT_MAX_HEADDIM
 	bykeyMinKeys       = 128
@@ -236,13 +188,10 @@ const (
 	// attention_bykey128_f32, the same kernel in blocks of 128 threads
 	// (FW_ABK128_THREADS: two resident an SM at its registers, where one
 	// of 256 is), from bykey128MinBlocks of its blocks over tables of any
-	// length, after attention_gqa_f32's case. On the H200 (1B shape, 32
-	// sequences x 8 kv heads = 256 blocks on 132 SMs, both kernels in one
-	// call; docs/bench/attention-bykey128-h200-2026-12-02.jsonl) its times
-	// against attention_bykey_f32's were 9.1 against 16.1 us over 16 keys
-	// (attention_f32 12.1), 13.4 against 19.2 over 80, 31.0 against 33.5
-	// over 256, 120.8 against 126.1 over 1024; with 64 blocks it lost (18.2
-	// against 12.5 over 144 keys), and 65 to 255 were not measured.
+	// length, after attention_gqa_f32's case: with about two blocks an SM
+	// or more, two small resident blocks beat one large one at every table
+	// length; at 64 blocks it lost, and the counts between were not
+	// measured.
 	bykey128MinBlocks = 256
 
 	// norm_matvec_W (forward.cu): in at most FW_NV_MAX_IN (its row in
@@ -351,10 +300,7 @@ func (b *Backend) productRoute(rows, in, out int, w matrix) route {
 // of one unquantized type, and the fused kernels on. The backend asks it
 // for a batch-1 step's q|k|v and gate|up (that one with silu_mul_f32 too),
 // not for the LM head, where each of its thousands of blocks would read
-// and sum the row again. On the H200 (decodebench, batch 1, builds
-// alternating; docs/generate.md) the 1B shape ran 1155 tokens/s against
-// 1108 and SmolLM-135M's 1427 against 1250; with the LM head's norm in it
-// too the 1B shape ran 1116.
+// and sum the row again, which costs more than the launch it saves.
 func (b *Backend) normMatvec(rows, in int, w, nw matrix) bool {
 	return b.fuse && rows == 1 && in <= nvMaxIn && w.dtype == nw.dtype && !w.dtype.Quantized() &&
 		b.productRoute(rows, in, 0, w).kind == routeMatmul
@@ -385,8 +331,7 @@ type partials struct {
 // product split over in (wgFoldSplitK), it leaves its partial sums for
 // that norm (FW_WG_LEAVE_PARTS) and returns them: the norm adds them into
 // y as the product's last block would have (the same bytes), without the
-// product's fence, count and second round of loads. On the H200 at 32 rows
-// those adds cost a split product about 4 us (docs/generate.md).
+// product's fence, count and second round of loads.
 //
 // With gu (down's gate|up; residualRoute must put the product on the
 // warpgroup MMA) it splits x from gu itself, as silu_mul_f32's output
@@ -440,14 +385,10 @@ func (b *Backend) leaveParts(x, gu runtime.DevicePtr, w matrix, bias runtime.Dev
 // on the warpgroup MMA with in whole, down runs on it too, intermediate is
 // a multiple of 64 and both are of one type, unless Options.NoFusedKernels.
 //
-// With oImage, at every row count the warpgroup MMA takes. On the H200
-// (1B shape, decodebench, builds alternating in one call, three rounds;
-// docs/generate.md) the two together first paid at 32 rows only (batch 32
-// 23,634-23,770 tokens/s to 24,489-24,527; batch 64 35,309-35,361 to
-// 34,569-34,840), each alone level or slower. Since matmul_wgs_W copies
-// its first weights before its wait, and gate|up lets down launch early,
-// they pay at 64 too: batch 64 34,799-35,110 with them stopped at 32 rows,
-// 37,073-37,139 without that bound, batch 32 unchanged.
+// With oImage, at every row count the warpgroup MMA takes: the two
+// together leave out the split launches between the products, and since
+// matmul_wgs_W copies its first weights before its wait and gate|up lets
+// down launch early, that pays up to wgMaxRows rows.
 func (b *Backend) siluImage(rows int, l *deviceLayer, foldDown bool) bool {
 	c := b.cfg
 	if !b.fuse || l.gateUpParts != nil || c.Intermediate%64 != 0 || l.gateUp.dtype != l.down.dtype {
@@ -854,9 +795,8 @@ func (b *Backend) positions(layer int, qkv, pos, slots runtime.DevicePtr, tokens
 // tile's runs of different sequences run one after another in its block,
 // so decode steps keep attention_f32, or on CUDA one of the decode kernels
 // the constants above route to (attention_long_f32, attention_gqa_f32,
-// attention_bykey_f32, attention_bykey128_f32), each with attention_f32's
-// semantics; attention_warps_f32 takes attention_bykey128_f32's launches
-// unless Options.NoAttentionWarps (see the comment after bykey128MinBlocks).
+// attention_warps_f32, attention_bykey_f32, attention_bykey128_f32), each
+// with attention_f32's semantics (see attentionKernel).
 func (b *Backend) attention(layer int, out, qkv, qSeq, qPos, tables runtime.DevicePtr, maxBlocks, tokens int, tiled bool, scale float32) error {
 	c := b.cfg
 	name, grid := b.attentionKernel(maxBlocks, tokens, tiled)
@@ -872,27 +812,10 @@ func (b *Backend) attention(layer int, out, qkv, qSeq, qPos, tables runtime.Devi
 // every launch of one query a token that attention_long_f32 and
 // attention_gqa_f32 do not (the switch below;
 // Options.NoAttentionWarps keeps attention_bykey128_f32,
-// attention_bykey_f32 and attention_f32 for them). At 128 threads, on
-// the H200 (1B shape, CUDA-graph replays, one call;
-// docs/bench/attention-warps-h200-2026-12-02-twelfth.jsonl), 32
-// sequences: 6.3 us against bykey128's 9.0 over 16 keys, 9.3 against
-// 13.4 over 80, 11.9 against 22.6 over 144, 29.7 against 63.3 over 512
-// (the K/V read floor 24.7); batch-32 decode +1.6-2.4%, batch 64
-// +4.4-4.7%. In attention_bykey_f32's place (fewer blocks) batch-16
-// decode lost 1.6-2.0% then. At 256 threads it won from 64 blocks
-// (two rounds, one call each, docs/generate.md): batch 16 ran
-// 14,626-14,711 tokens/s against 12,979-13,018, batch 12 10,885-10,908
-// against 9535-9763, batch 8 7419-7458 against 6687-6693. Then from
-// 8 blocks (the 1B shape's one sequence; two alternating rounds in one
-// call, docs/generate.md): batch 1 ran 1104-1117 tokens/s against
-// attention_f32's 1004-1006, batch 2 1652-1672 against 1532-1548,
-// batch 4 3728-3809 against 3418-3433, batch 6 5583-5683 against
-// 5015-5028; SmolLM-135M's batch 3 (9 blocks) 3067-3092 against
-// 2682-2684. Then from 1 block (another call): SmolLM-135M's batch 1
-// (3 blocks) 1303-1347 against 1093-1097, batch 2 (6 blocks)
-// 2099-2165 against 1847-1853, the 1B shape level. In
-// attention_bykey_f32's place for one sequence over 256 to 511 keys it
-// was not measured.
+// attention_bykey_f32 and attention_f32 for them): with no barrier
+// before the merge it beat or matched each of them from one block on,
+// over short and long tables. In attention_bykey_f32's place for one
+// sequence over 256 to 511 keys it was not measured.
 func (b *Backend) attentionKernel(maxBlocks, tokens int, tiled bool) (string, int) {
 	c := b.cfg
 	name, grid := "attention_f32", tokens*c.Heads
@@ -919,11 +842,9 @@ func (b *Backend) attentionKernel(maxBlocks, tokens int, tiled bool) (string, in
 // instead of launching positions' kernel before it: in a decode step (one
 // token a sequence, so each block writes the only new key it reads) that
 // attention runs attention_warps_f32 for, unless Options.NoFusedKernels.
-// On the H200 (1B shape, docs/generate.md) it took batch 32 from
-// 22,250-22,322 tokens/s to 22,394-22,457 in one call and was level in
-// another: rope_kv_store_f32's 5.2 us under ncu mostly overlapped the
-// kernels around it already. With q|k|v's partials (qkvLeaves) batch 64
-// went from 32,543-32,625 to 33,036-33,100.
+// Alone it gains little (rope_kv_store_f32 mostly overlapped the kernels
+// around it); it is what lets q|k|v leave its partials (qkvLeaves) and
+// o read its image (oImage).
 func (b *Backend) ropeInAttention(p *plan, ch chunk) bool {
 	if !b.fuse || !p.decode {
 		return false
@@ -936,10 +857,8 @@ func (b *Backend) ropeInAttention(p *plan, ch chunk) bool {
 // leaves its partials for rope_attention_warps_f32 to add (ropeIn), as a
 // residual product leaves them to the norm after it (residualRoute's
 // rule), or 0 where q|k|v writes its rows: from 33 rows, where the pair's
-// 32-row tiles read every weight twice. On the H200 (1B shape, one call,
-// docs/generate.md) the partials took batch 64 from 32,228-32,443 tokens/s
-// (rope in attention, q|k|v on the pair) to 33,108-33,163, and batch 32
-// from 22,394-22,457 to 22,116-22,173.
+// 32-row tiles read every weight twice; at 32 rows or fewer the adds in
+// attention cost more than they save.
 func (b *Backend) qkvLeaves(rows int, l *deviceLayer, ropeIn bool) int {
 	if !ropeIn || l.qkvParts != nil || rows <= tcTileRows {
 		return 0
@@ -977,7 +896,7 @@ func (b *Backend) ropeAttention(layer int, out, qkv, qSeq, qPos, slots, tables r
 // rope_attention_warps_f32 (ropeIn) writes the image of its output that o
 // reads, where o runs on the warpgroup MMA (wg_split_x_W is then not
 // launched): head_dim a multiple of 8, unless Options.NoFusedKernels
-// (ropeIn is false then). The numbers are siluImage's.
+// (ropeIn is false then). siluImage says why the images pay.
 func (b *Backend) oImage(rows int, l *deviceLayer, ropeIn bool) uint32 {
 	c := b.cfg
 	if !ropeIn || c.HeadDim%8 != 0 {

@@ -10,8 +10,8 @@ import (
 // model shapes at batched-decode row counts: the warpgroup MMA
 // (matmul_wgs_W, the LM head included) from 2 to
 // 64 rows where a split of in into about one block an SM keeps 1024 or
-// more a block (measured on the H200 at the Llama-3.2-1B shape:
-// launch.go), the tc_split_x_W + matmul_tcx_W pair (0) elsewhere, and
+// more a block (wgMinSplitK, launch.go says why), the tc_split_x_W +
+// matmul_tcx_W pair (0) elsewhere, and
 // never without the sm_90a module, under 2 or over 64 rows, for in not a
 // multiple of 8 or unaligned weights.
 func TestWarpgroupSplitOfIn(t *testing.T) {
