@@ -153,9 +153,9 @@ func buildGPU(cfg *Config, load func() (*gpu.Weights, error), o options, dev *ru
 // unset times the first decode steps of each batch size both ways, one
 // after another, and keeps the faster way for that batch size; "1"
 // replays a captured graph of each step's kernels, and "0" launches them
-// one by one. On the H200 graphs pay for small models, whose kernels run
-// faster than the host launches them, and cost 1 to 5% for larger ones;
-// "auto" chose that way for both (docs/generate.md, Devices).
+// one by one. Graphs pay for small models, whose kernels run faster than
+// the host launches them, and can cost a little for larger ones; "auto"
+// finds which for each model and batch size.
 const EnvGPUGraphs = "HIPGO_GPU_GRAPHS"
 
 // EnvGPUEarlyStart turns early start off when "0": each forward kernel is

@@ -53,11 +53,9 @@ func init() {
 	// and dot4BF16 (dot4 over widened rows), to measure them side by side.
 	variants["avx2-rows"] = kernels{dot: dotAsm, dotBF16: dotBF16Asm, dot4: dot4Asm, quant: "avx2"}
 	// Decode streams every weight once per token from memory. A software
-	// prefetch 1 KB ahead raised single-core bandwidth on the Intel Xeon we
-	// measured (the H200 host: f32 8.9 -> 10.1 GB/s, bf16 6.3 -> 9.6 GB/s;
-	// decode tokens/s up 3-35% in eight of nine model/thread cases) but
-	// lowered it about 20% on an AMD EPYC, whose hardware prefetchers already
-	// keep up; so it is chosen by vendor.
+	// prefetch 1 KB ahead raised single-core bandwidth, and decode with it,
+	// on the Intel Xeon we measured but lowered it on an AMD EPYC, whose
+	// hardware prefetchers already keep up; so it is chosen by vendor.
 	name := "avx2"
 	if cpuid.Intel() {
 		name = "avx2-prefetch"
