@@ -20,9 +20,10 @@ type backend interface {
 	// error every item of the step failed; the sequences must not be
 	// stepped again.
 	step(ctx context.Context, items []stepItem, out []uint32) error
-	// appliesPenalties reports whether step applies its items' penalties
-	// (a sampling.Penalties with the sequence's history) before sampling.
-	appliesPenalties() bool
+	// samplesOnHost reports whether step samples from logits on the host,
+	// where it applies its items' penalties (a sampling.Penalties with the
+	// sequence's history) and reports their logprobs.
+	samplesOnHost() bool
 	// name identifies the backend in reports ("cpu", "gpu cuda:0 NVIDIA H200").
 	name() string
 	// close frees what the backend holds.
@@ -77,13 +78,28 @@ type stepItem struct {
 	// when no penalty is active.
 	pen  sampling.Penalties
 	hist *sampling.History
+	// lp, when set, receives the sampled token's logprob and the top
+	// logprobs of the untouched logits.
+	lp *TokenLogprobs
 }
 
-// penalise applies the item's penalties to its row of logits.
-func (it *stepItem) penalise(row []float32) {
+// sample draws the item's token from row, its logits: the penalties change
+// row in place first; the logprobs are those of row as the forward gave it.
+func (it *stepItem) sample(out []uint32, row []float32) error {
+	raw := row
+	if it.lp != nil && it.hist != nil {
+		raw = slices.Clone(row)
+	}
 	if it.hist != nil {
 		it.pen.Apply(row, it.hist)
 	}
+	if err := sampling.Argpartition(out, row, 1, len(row), []sampling.Params{it.params}, it.key); err != nil {
+		return fmt.Errorf("model: sampling: %w", err)
+	}
+	if it.lp != nil {
+		it.lp.Logprob, it.lp.Top = sampling.Logprobs(raw, out[0], it.lp.k)
+	}
+	return nil
 }
 
 // sequence is one generation's state on a backend: its KV cache and scratch.
@@ -163,9 +179,8 @@ func (b *cpuBackend) decode(ctx context.Context, items []stepItem, idx []int, ou
 		return err
 	}
 	for j, i := range idx {
-		items[i].penalise(logits[j*V : (j+1)*V])
-		if err := sampling.Argpartition(out[i:i+1], logits[j*V:(j+1)*V], 1, V, []sampling.Params{items[i].params}, items[i].key); err != nil {
-			return fmt.Errorf("model: sampling: %w", err)
+		if err := items[i].sample(out[i:i+1], logits[j*V:(j+1)*V]); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -178,9 +193,8 @@ func hostStep(ctx context.Context, V int, items []stepItem, out []uint32) error 
 		if err := it.seq.forward(ctx, it.tokens, false, logits); err != nil {
 			return err
 		}
-		it.penalise(logits)
-		if err := sampling.Argpartition(out[i:i+1], logits, 1, V, []sampling.Params{it.params}, it.key); err != nil {
-			return fmt.Errorf("model: sampling: %w", err)
+		if err := it.sample(out[i:i+1], logits); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -189,6 +203,6 @@ func hostStep(ctx context.Context, V int, items []stepItem, out []uint32) error 
 func (b *cpuBackend) close() error { return nil }
 
 // The CPU backend samples on the host.
-func (b *cpuBackend) appliesPenalties() bool { return true }
+func (b *cpuBackend) samplesOnHost() bool { return true }
 
 func (s *cpuSequence) release() { s.kv = nil }

@@ -33,15 +33,19 @@ func (e *partialStepError) Error() string      { return e.err.Error() }
 func (e *partialStepError) Unwrap() error      { return e.err }
 func (e *partialStepError) failedItems() []int { return e.items }
 
-// The GPU backend samples on the device, which has no penalty kernels:
-// Model.CheckOptions refuses penalties before a sequence joins.
-func (g *gpuBackend) appliesPenalties() bool { return false }
+// The GPU backend samples on the device, which has no penalty or logprob
+// kernels, and its logits never leave it: Model.CheckOptions refuses
+// penalties and logprobs before a sequence joins.
+func (g *gpuBackend) samplesOnHost() bool { return false }
 
 func (g *gpuBackend) step(ctx context.Context, items []stepItem, out []uint32) error {
 	gi := make([]gpu.Item, len(items))
 	for i, it := range items {
 		if it.hist != nil { // CheckOptions let it through: never sample without them
 			return &UnsupportedOptionError{Option: it.pen.Active()[0], Backend: g.label}
+		}
+		if it.lp != nil {
+			return &UnsupportedOptionError{Option: "logprobs", Backend: g.label}
 		}
 		gi[i] = gpu.Item{Seq: it.seq.(*gpuSequence).s, Tokens: it.tokens, Params: it.params, Key: it.key}
 	}

@@ -196,8 +196,8 @@ func (b *mlxBackend) step(ctx context.Context, items []stepItem, out []uint32) e
 }
 
 // The MLX backend copies each step's logits to the host and samples there
-// (hostStep), where the penalties apply.
-func (b *mlxBackend) appliesPenalties() bool { return true }
+// (hostStep), where the penalties apply and the logprobs are computed.
+func (b *mlxBackend) samplesOnHost() bool { return true }
 
 func (b *mlxBackend) newSequence(capacity int) sequence {
 	return &mlxSequence{b: b, capacity: capacity, k: make([]*mlx.Array, b.cfg.NumLayers), v: make([]*mlx.Array, b.cfg.NumLayers)}

@@ -47,6 +47,7 @@ type batchSeq struct {
 	params    sampling.Params
 	pen       sampling.Penalties
 	hist      *sampling.History // nil when no penalty is active
+	logprobs  int               // -1: none; else the top logprobs to list
 	seed      uint64
 	step      uint64 // draws so far; keys the next draw with the seed
 }
@@ -62,6 +63,9 @@ type StepStats struct {
 type BatchToken struct {
 	Seq SeqID
 	ID  uint32
+	// Logprobs are the token's when the sequence asked for them
+	// (GenerateOptions.Logprobs), else nil.
+	Logprobs *TokenLogprobs
 	// Full: with this token the sequence fills the context, so it cannot
 	// step again; Remove it.
 	Full bool
@@ -103,7 +107,8 @@ func (m *Model) NewBatch() *Batch { return &Batch{m: m} }
 
 // Add queues a sequence with prompt, to be prefilled by the next Step (the
 // next Steps with a prefill budget), and samples it with opts' Temperature,
-// TopK, TopP, MinP, Seed and penalties (its MaxTokens and Stop are the
+// TopK, TopP, MinP, Seed and penalties, and reports the logprobs it asks
+// for (its MaxTokens and Stop are the
 // caller's to apply). The prompt and options are validated as Generate
 // validates them.
 func (b *Batch) Add(prompt []uint32, opts GenerateOptions) (SeqID, error) {
@@ -115,7 +120,10 @@ func (b *Batch) Add(prompt []uint32, opts GenerateOptions) (SeqID, error) {
 		return 0, err
 	}
 	b.next++
-	s := &batchSeq{id: b.next, seq: b.m.be.newSequence(b.m.ctxLen), pending: slices.Clone(prompt), params: params, seed: opts.Seed}
+	s := &batchSeq{id: b.next, seq: b.m.be.newSequence(b.m.ctxLen), pending: slices.Clone(prompt), params: params, seed: opts.Seed, logprobs: -1}
+	if opts.Logprobs {
+		s.logprobs = opts.TopLogprobs
+	}
 	if pen := opts.penalties(); len(pen.Active()) > 0 {
 		s.pen, s.hist = pen, sampling.NewHistory(prompt)
 	}
@@ -179,6 +187,9 @@ func (b *Batch) Step(ctx context.Context) ([]BatchToken, error) {
 	lens := make([]int, len(run))
 	for i, s := range run {
 		items[i] = stepItem{seq: s.seq, tokens: s.pending[:feed[i]], params: s.params, key: sampling.KeyFromSeed(s.seed, s.step), pen: s.pen, hist: s.hist}
+		if s.logprobs >= 0 {
+			items[i].lp = &TokenLogprobs{k: s.logprobs}
+		}
 		lens[i] = s.seq.len()
 	}
 	out := make([]uint32, len(items))
@@ -212,7 +223,7 @@ func (b *Batch) Step(ctx context.Context) ([]BatchToken, error) {
 		if s.hist != nil {
 			s.hist.Add(out[i])
 		}
-		res = append(res, BatchToken{Seq: s.id, ID: out[i], Full: s.seq.len()+1 >= b.m.ctxLen})
+		res = append(res, BatchToken{Seq: s.id, ID: out[i], Logprobs: items[i].lp, Full: s.seq.len()+1 >= b.m.ctxLen})
 	}
 	b.last.Tokens = len(res)
 	return res, nil

@@ -28,15 +28,16 @@ var (
 )
 
 // UnsupportedOptionError is a generation option the model's backend cannot
-// apply (a penalty on the GPU backend, which samples on the device and has
-// no penalty kernels). It is returned before any work, never ignored.
+// apply (a penalty or logprobs on the GPU backend, which samples on the
+// device, has no penalty or logprob kernels and keeps the logits there). It
+// is returned before any work, never ignored.
 type UnsupportedOptionError struct {
-	Option  string // the parameter's name, as sampling.ParameterError names it: "logit_bias", "presence_penalty", ...
+	Option  string // the parameter's name, as sampling.ParameterError names it: "logit_bias", "presence_penalty", ..., "logprobs"
 	Backend string // Model.Backend()
 }
 
 func (e *UnsupportedOptionError) Error() string {
-	return fmt.Sprintf("model: %s is not supported on the %s backend (it samples on the device, where penalties are not applied yet); the CPU backend applies it", e.Option, e.Backend)
+	return fmt.Sprintf("model: %s is not supported on the %s backend (it samples on the device, where penalties and logprobs are not computed yet); the CPU backend applies it", e.Option, e.Backend)
 }
 
 func (e *UnsupportedOptionError) Unwrap() error { return ErrUnsupportedOption }

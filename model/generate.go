@@ -57,6 +57,27 @@ type GenerateOptions struct {
 	// (transformers' repetition_penalty): finite and > 0; 1 and 0 (unset)
 	// are off.
 	RepetitionPenalty float32
+
+	// Logprobs reports each generated token's log-probability
+	// (Token.Logprobs, Result.Logprobs, BatchToken.Logprobs) and the
+	// TopLogprobs (0..sampling.MaxTopLogprobs) most probable tokens at its
+	// place. They are the log-softmax of the logits as the forward pass
+	// gives them, before the penalties, the temperature and the filters
+	// (the model's distribution, as OpenAI reports logprobs and vLLM does
+	// by default), whatever sampled the token. The CPU and MLX backends
+	// compute them; the GPU backend, whose logits never leave the device,
+	// refuses them with an *UnsupportedOptionError. TopLogprobs needs
+	// Logprobs.
+	Logprobs    bool
+	TopLogprobs int
+}
+
+// TokenLogprobs is a generated token's log-probability and the most
+// probable tokens at its place, best first (GenerateOptions.Logprobs).
+type TokenLogprobs struct {
+	Logprob float32
+	Top     []sampling.TokenLogprob
+	k       int // how many Top to list
 }
 
 // DefaultGenerateOptions are examples/generate's defaults: up to 200
@@ -86,6 +107,12 @@ func (o GenerateOptions) Validate() error {
 	if err := o.penalties().Validate(0); err != nil {
 		return fmt.Errorf("model: %w: %w", ErrOptions, err)
 	}
+	if o.TopLogprobs < 0 || o.TopLogprobs > sampling.MaxTopLogprobs {
+		return fmt.Errorf("model: %w: %w", ErrOptions, &sampling.ParameterError{Name: "top_logprobs", Row: -1, Value: fmt.Sprint(o.TopLogprobs), Rule: fmt.Sprintf("must be in [0, %d]", sampling.MaxTopLogprobs)})
+	}
+	if o.TopLogprobs > 0 && !o.Logprobs {
+		return fmt.Errorf("model: %w: %w", ErrOptions, &sampling.ParameterError{Name: "top_logprobs", Row: -1, Value: fmt.Sprint(o.TopLogprobs), Rule: "needs logprobs"})
+	}
 	return nil
 }
 
@@ -95,8 +122,8 @@ func (o GenerateOptions) penalties() sampling.Penalties {
 
 // CheckOptions is Validate and what depends on the model: stop strings need
 // a tokenizer, logit_bias keys must be token ids of its vocabulary (a
-// *sampling.ParameterError), and a penalty its backend cannot apply is an
-// *UnsupportedOptionError naming it and the backend. Generate and
+// *sampling.ParameterError), and a penalty or logprobs its backend cannot
+// apply is an *UnsupportedOptionError naming it and the backend. Generate and
 // Batch.Add call it; a server calls it to refuse a request before queueing
 // it.
 func (m *Model) CheckOptions(opts GenerateOptions) error {
@@ -110,8 +137,11 @@ func (m *Model) CheckOptions(opts GenerateOptions) error {
 	if err := pen.Validate(m.cfg.VocabSize); err != nil {
 		return fmt.Errorf("model: %w: %w", ErrOptions, err)
 	}
-	if active := pen.Active(); len(active) > 0 && !m.be.appliesPenalties() {
+	if active := pen.Active(); len(active) > 0 && !m.be.samplesOnHost() {
 		return &UnsupportedOptionError{Option: active[0], Backend: m.Backend()}
+	}
+	if opts.Logprobs && !m.be.samplesOnHost() {
+		return &UnsupportedOptionError{Option: "logprobs", Backend: m.Backend()}
 	}
 	return nil
 }
@@ -124,6 +154,9 @@ type Token struct {
 	// back, and then longer. The pieces of all emitted tokens concatenate to
 	// Result.Text. An EOS token is emitted only to release held-back text.
 	Text string
+	// Logprobs is the token's (GenerateOptions.Logprobs), else nil; nil
+	// for an EOS token.
+	Logprobs *TokenLogprobs
 }
 
 // StopReason says why generation ended.
@@ -141,8 +174,10 @@ const (
 
 // Result summarises a generation.
 type Result struct {
-	Text         string   // generated text, stop string excluded
-	Tokens       []uint32 // generated token ids, EOS excluded
+	Text   string   // generated text, stop string excluded
+	Tokens []uint32 // generated token ids, EOS excluded
+	// Logprobs are Tokens' (GenerateOptions.Logprobs), else nil.
+	Logprobs     []TokenLogprobs
 	PromptTokens int
 	Reason       StopReason
 	// PromptDuration is the prefill time (with the first draw);
@@ -252,16 +287,18 @@ func (m *Model) generate(ctx context.Context, prompt []uint32, opts GenerateOpti
 	res.PromptDuration = time.Since(start)
 
 	ts := m.NewTextStream(opts.Stop)
+	var lp *TokenLogprobs // the token being released's
 	release := func(id uint32, piece string) error {
 		text.WriteString(piece)
 		if emit == nil {
 			return nil
 		}
-		return emit(Token{ID: id, Text: piece})
+		return emit(Token{ID: id, Text: piece, Logprobs: lp})
 	}
 	decodeStart = time.Now()
 	for {
 		id := next[0].ID
+		lp = nil
 		if m.eos[id] || slices.Contains(stopIDs, id) {
 			res.Reason = StopEOS
 			rest, found := ts.Finish()
@@ -276,6 +313,9 @@ func (m *Model) generate(ctx context.Context, prompt []uint32, opts GenerateOpti
 			break
 		}
 		res.Tokens = append(res.Tokens, id)
+		if lp = next[0].Logprobs; lp != nil {
+			res.Logprobs = append(res.Logprobs, *lp)
+		}
 		out, found := ts.Add(id)
 		full := len(prompt)+len(res.Tokens) >= m.ctxLen
 		capped := opts.MaxTokens > 0 && len(res.Tokens) >= opts.MaxTokens

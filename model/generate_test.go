@@ -90,7 +90,7 @@ func (b *scriptBackend) step(ctx context.Context, items []stepItem, out []uint32
 }
 func (b *scriptBackend) close() error { return nil }
 
-func (b *scriptBackend) appliesPenalties() bool { return true }
+func (b *scriptBackend) samplesOnHost() bool { return true }
 func (s *scriptSeq) forward(ctx context.Context, tokens []uint32, _ bool, logits []float32) error {
 	s.b.forwards.Add(1)
 	if s.b.blockFirst && s.step == 0 {

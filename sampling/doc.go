@@ -21,6 +21,8 @@
 //   - penalties (logit_bias, presence, frequency, repetition): Penalties.Apply
 //     changes a row on the host, by a sequence's History, before it is
 //     drawn; there is no kernel for them yet.
+//   - logprobs: Logprobs is a row's log-softmax at the drawn token and its
+//     k best tokens, from the logits before penalties and temperature.
 //
 // In brief:
 //
