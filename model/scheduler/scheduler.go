@@ -89,8 +89,8 @@ func (e *UnavailableError) Unwrap() error        { return e.Err }
 type Request struct {
 	// Prompt is the prompt's token ids (model.PromptTokens, model.ChatPrompt).
 	Prompt []uint32
-	// Options: sampling, Seed, MaxTokens (0: until the context is full) and
-	// Stop strings.
+	// Options: sampling, Seed, MaxTokens (0: until the context is full),
+	// Stop strings, penalties and logprobs (Chunk.Logprobs).
 	Options model.GenerateOptions
 	// StopIDs end the reply as end of sequence does (a chat template's
 	// end-of-turn token).
@@ -349,24 +349,28 @@ func (s *Scheduler) loop() {
 			}
 			if s.m.IsEOS(t.ID) || slices.Contains(r.st.req.StopIDs, t.ID) {
 				text, _ := r.text.Finish()
-				s.end(batch, seqs, r, text, FinishStop, now)
+				s.end(batch, seqs, r, text, nil, FinishStop, now)
 				continue
 			}
 			r.n++
+			var lp *Logprob
+			if t.Logprobs != nil {
+				lp = &Logprob{ID: t.ID, TokenLogprobs: *t.Logprobs}
+			}
 			text, stopped := r.text.Add(t.ID)
 			capped := r.st.req.Options.MaxTokens > 0 && r.n >= r.st.req.Options.MaxTokens
 			switch {
 			case stopped:
-				s.end(batch, seqs, r, text, FinishStop, now)
+				s.end(batch, seqs, r, text, lp, FinishStop, now)
 			case capped || t.Full:
 				rest, stopped := r.text.Finish()
 				why := FinishLength
 				if stopped {
 					why = FinishStop
 				}
-				s.end(batch, seqs, r, text+rest, why, now)
+				s.end(batch, seqs, r, text+rest, lp, why, now)
 			default:
-				r.st.push(text, r.n, now)
+				r.st.push(text, lp, r.n, now)
 			}
 		}
 	}
@@ -391,10 +395,10 @@ func (s *Scheduler) step(batch *model.Batch) ([]model.BatchToken, error) {
 }
 
 // end finishes a request that completed and frees its slot.
-func (s *Scheduler) end(b *model.Batch, seqs map[model.SeqID]*running, r *running, text string, why Finish, now time.Time) {
+func (s *Scheduler) end(b *model.Batch, seqs map[model.SeqID]*running, r *running, text string, lp *Logprob, why Finish, now time.Time) {
 	_ = b.Remove(r.id)
 	delete(seqs, r.id)
-	r.st.push(text, r.n, now)
+	r.st.push(text, lp, r.n, now)
 	r.st.complete(why)
 }
 

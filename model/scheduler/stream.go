@@ -5,6 +5,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/hipgo/hipgo/model"
 )
 
 // Stream is one request's output. The scheduler appends text without
@@ -16,6 +18,7 @@ type Stream struct {
 
 	mu       sync.Mutex
 	pending  strings.Builder
+	lps      []Logprob
 	tokens   int
 	first    time.Time // the first step's token
 	last     time.Time // the latest token
@@ -35,10 +38,14 @@ func (s *Stream) signal() {
 	}
 }
 
-// push adds released text; n is the tokens generated so far.
-func (s *Stream) push(text string, n int, now time.Time) {
+// push adds released text and the generated token's logprobs (nil: none
+// asked, or an end of sequence); n is the tokens generated so far.
+func (s *Stream) push(text string, lp *Logprob, n int, now time.Time) {
 	s.mu.Lock()
 	s.pending.WriteString(text)
+	if lp != nil {
+		s.lps = append(s.lps, *lp)
+	}
 	if s.first.IsZero() {
 		s.first = now // the first step's token, end of sequence included
 	}
@@ -69,13 +76,25 @@ func (s *Stream) finish(text string, err error) {
 	s.signal()
 }
 
+// Logprob is a generated token and its logprobs (model.TokenLogprobs).
+type Logprob struct {
+	ID uint32
+	model.TokenLogprobs
+}
+
 // Chunk is what Next returns: text released since the last call, and at the
 // end Done with the finish reason or the request's error.
 type Chunk struct {
-	Text   string
-	Done   bool
-	Finish Finish // when Done without Err
-	Err    error  // when Done: why the request failed
+	Text string
+	// Logprobs are those of the tokens generated since the last call, when
+	// the request asked for them. The text of a token can come in a later
+	// chunk than its logprobs (bytes of an incomplete character or of a
+	// possible stop string are held back), and the tokens of a stop string
+	// have logprobs but no text.
+	Logprobs []Logprob
+	Done     bool
+	Finish   Finish // when Done without Err
+	Err      error  // when Done: why the request failed
 }
 
 // Next waits for new text or the end. It returns the request context's
@@ -84,10 +103,11 @@ type Chunk struct {
 func (s *Stream) Next() Chunk {
 	for {
 		s.mu.Lock()
-		c := Chunk{Text: s.pending.String(), Done: s.finished, Finish: s.why, Err: s.err}
+		c := Chunk{Text: s.pending.String(), Logprobs: s.lps, Done: s.finished, Finish: s.why, Err: s.err}
 		s.pending.Reset()
+		s.lps = nil
 		s.mu.Unlock()
-		if c.Text != "" || c.Done {
+		if c.Text != "" || len(c.Logprobs) > 0 || c.Done {
 			return c
 		}
 		select {
