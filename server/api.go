@@ -52,11 +52,12 @@ type chatRequest struct {
 	common
 	Messages            chatMessages `json:"messages"`
 	MaxCompletionTokens *int         `json:"max_completion_tokens"`
+	// top_logprobs (0..20) needs logprobs: true.
+	Logprobs    *bool `json:"logprobs"`
+	TopLogprobs *int  `json:"top_logprobs"`
 
 	// Refused (400 unsupported_value) unless they ask for what the server
 	// does anyway: see chatRefusals.
-	Logprobs         json.RawMessage `json:"logprobs"`
-	TopLogprobs      json.RawMessage `json:"top_logprobs"`
 	ResponseFormat   json.RawMessage `json:"response_format"`
 	Tools            json.RawMessage `json:"tools"`
 	ToolChoice       json.RawMessage `json:"tool_choice"`
@@ -77,13 +78,15 @@ type chatRequest struct {
 type completionRequest struct {
 	common
 	Prompt json.RawMessage `json:"prompt"`
+	// Logprobs is the legacy API's: how many top logprobs to list (0..20),
+	// the sampled token's always.
+	Logprobs *int `json:"logprobs"`
 
 	// Refused unless they ask for what the server does anyway: see
 	// completionRefusals.
-	Echo     json.RawMessage `json:"echo"`
-	BestOf   json.RawMessage `json:"best_of"`
-	Logprobs json.RawMessage `json:"logprobs"`
-	Suffix   json.RawMessage `json:"suffix"`
+	Echo   json.RawMessage `json:"echo"`
+	BestOf json.RawMessage `json:"best_of"`
+	Suffix json.RawMessage `json:"suffix"`
 }
 
 // chatMessages decodes each message on its own, so that a message of the
@@ -199,11 +202,11 @@ type usage struct {
 }
 
 type chatChoice struct {
-	Index        int          `json:"index"`
-	Message      *wireMessage `json:"message,omitempty"`
-	Delta        *wireMessage `json:"delta,omitempty"`
-	FinishReason *string      `json:"finish_reason"`
-	Logprobs     *struct{}    `json:"logprobs"`
+	Index        int           `json:"index"`
+	Message      *wireMessage  `json:"message,omitempty"`
+	Delta        *wireMessage  `json:"delta,omitempty"`
+	FinishReason *string       `json:"finish_reason"`
+	Logprobs     *chatLogprobs `json:"logprobs"`
 }
 
 type wireMessage struct {
@@ -222,10 +225,10 @@ type chatResponse struct {
 }
 
 type completionChoice struct {
-	Index        int       `json:"index"`
-	Text         string    `json:"text"`
-	FinishReason *string   `json:"finish_reason"`
-	Logprobs     *struct{} `json:"logprobs"`
+	Index        int                 `json:"index"`
+	Text         string              `json:"text"`
+	FinishReason *string             `json:"finish_reason"`
+	Logprobs     *completionLogprobs `json:"logprobs"`
 }
 
 type completionResponse struct {

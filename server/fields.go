@@ -7,7 +7,7 @@ import (
 
 // refusal is a request field the server does not implement. Its absence,
 // null, or one of the values that ask for nothing beyond what the server
-// does anyway (logprobs false, tools [], response_format {"type":"text"})
+// does anyway (tools [], response_format {"type":"text"})
 // are accepted; anything else is a 400 unsupported_value naming it, since
 // ignoring it would change the answer behind the client's back.
 type refusal struct {
@@ -51,8 +51,6 @@ func asksNothing(v json.RawMessage, defaults []string) bool {
 
 func chatRefusals(r *chatRequest) []refusal {
 	return []refusal{
-		{"logprobs", r.Logprobs, []string{"false"}, "logprobs are not supported"},
-		{"top_logprobs", r.TopLogprobs, nil, "top_logprobs needs logprobs, which are not supported"},
 		{"response_format", r.ResponseFormat, []string{`{"type":"text"}`}, "only response_format {\"type\": \"text\"} is supported (no constrained decoding: json_object and json_schema would return unchecked prose)"},
 		{"tools", r.Tools, []string{"[]"}, "tools are not supported"},
 		{"tool_choice", r.ToolChoice, []string{`"none"`}, "tools are not supported (tool_choice may only be \"none\")"},
@@ -68,7 +66,6 @@ func chatRefusals(r *chatRequest) []refusal {
 
 func completionRefusals(r *completionRequest) []refusal {
 	return []refusal{
-		{"logprobs", r.Logprobs, nil, "logprobs are not supported"},
 		{"echo", r.Echo, []string{"false"}, "echo is not supported"},
 		{"best_of", r.BestOf, []string{"1"}, "only best_of = 1 is supported"},
 		{"suffix", r.Suffix, []string{`""`}, "suffix (insertion) is not supported"},

@@ -28,8 +28,8 @@ const maxStops = 4
 // model.GenerateOptions; the sampling ranges are sampling.Params.Validate's
 // and sampling.Penalties.Validate's, and m.CheckOptions refuses what m's
 // backend cannot apply (a 400 unsupported_value naming the field).
-func (s *Server) options(m *model.Model, c *common, maxTokens *int, maxTokensField string, defaultMax int) (model.GenerateOptions, *apiError) {
-	var o model.GenerateOptions
+func (s *Server) options(m *model.Model, c *common, lp logprobRequest, maxTokens *int, maxTokensField string, defaultMax int) (model.GenerateOptions, *apiError) {
+	o := model.GenerateOptions{Logprobs: lp.on, TopLogprobs: lp.top}
 	if c.Model != "" && c.Model != s.opts.ModelName {
 		return o, &apiError{Status: http.StatusBadRequest, Message: fmt.Sprintf("model: %q is not served here (this server serves %q)", c.Model, s.opts.ModelName),
 			Type: "invalid_request_error", Param: "model", Code: "model_not_found", Class: "bad_request"}
@@ -139,7 +139,7 @@ func classifyOptions(err error) *apiError {
 	case err == nil:
 		return nil
 	case errors.As(err, &ue):
-		return badRequest(ue.Option, "unsupported_value", "not supported on this server's %s backend, which samples on the device where penalties are not applied yet (the CPU backend applies them)", ue.Backend)
+		return badRequest(ue.Option, "unsupported_value", "not supported on this server's %s backend, which samples on the device, where penalties and logprobs are not computed yet (the CPU backend computes them)", ue.Backend)
 	case errors.As(err, &pe):
 		return badRequest(pe.Name, "invalid_value", "%s %s", pe.Value, pe.Rule)
 	}
@@ -190,8 +190,18 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) *apiError {
 	if req.MaxCompletionTokens != nil {
 		field = "max_completion_tokens"
 	}
+	var lp logprobRequest
+	if req.Logprobs != nil {
+		lp.on = *req.Logprobs
+	}
+	if k := req.TopLogprobs; k != nil && (lp.on || *k != 0) {
+		if !lp.on {
+			return badRequest("top_logprobs", "invalid_value", "top_logprobs needs logprobs: true")
+		}
+		lp.top = *k
+	}
 	m := sch.Status().Model
-	opts, e := s.options(m, &req.common, req.MaxCompletionTokens, field, 0)
+	opts, e := s.options(m, &req.common, lp, req.MaxCompletionTokens, field, 0)
 	if e != nil {
 		return e
 	}
@@ -266,8 +276,15 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) *apiError {
 	if e != nil {
 		return e
 	}
+	var lp logprobRequest
+	if n := req.Logprobs; n != nil {
+		if *n < 0 || *n > sampling.MaxTopLogprobs {
+			return badRequest("logprobs", "invalid_value", "%d must be in [0, %d]", *n, sampling.MaxTopLogprobs)
+		}
+		lp = logprobRequest{on: true, top: *n}
+	}
 	m := sch.Status().Model
-	opts, e := s.options(m, &req.common, nil, "max_tokens", 16) // the API's default
+	opts, e := s.options(m, &req.common, lp, nil, "max_tokens", 16) // the API's default
 	if e != nil {
 		return e
 	}
@@ -295,6 +312,13 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) *apiError {
 	return s.run(w, r, sch, scheduler.Request{Prompt: ids, Options: opts}, req.Stream, req.StreamOptions, false)
 }
 
+// logprobRequest is what a request asks of logprobs: on, and how many top
+// logprobs a token lists.
+type logprobRequest struct {
+	on  bool
+	top int
+}
+
 // run submits the request and writes the answer, whole or streamed.
 func (s *Server) run(w http.ResponseWriter, r *http.Request, sch *scheduler.Scheduler, req scheduler.Request, stream bool, so *streamOptions, isChat bool) *apiError {
 	start := time.Now()
@@ -305,12 +329,30 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, sch *scheduler.Sche
 	id := map[bool]string{true: "chatcmpl-", false: "cmpl-"}[isChat] + rand.Text()
 	ent := entryOf(r)
 	created := now()
+	var lpw *logprobWriter // nil: no logprobs asked
+	if req.Options.Logprobs {
+		lpw = &logprobWriter{tok: sch.Status().Model.Tokenizer()}
+	}
+	chatLP := func(lps []scheduler.Logprob) *chatLogprobs {
+		if lpw == nil {
+			return nil
+		}
+		return lpw.chat(lps)
+	}
+	compLP := func(lps []scheduler.Logprob) *completionLogprobs {
+		if lpw == nil {
+			return nil
+		}
+		return lpw.completion(lps)
+	}
 	if !stream {
 		var text strings.Builder
+		var lps []scheduler.Logprob
 		var end scheduler.Chunk
 		for range math.MaxInt32 {
 			end = st.Next()
 			text.WriteString(end.Text)
+			lps = append(lps, end.Logprobs...)
 			if end.Done {
 				break
 			}
@@ -329,10 +371,10 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, sch *scheduler.Sche
 		finish := string(end.Finish)
 		if isChat {
 			writeJSON(w, http.StatusOK, chatResponse{ID: id, Object: "chat.completion", Created: created, Model: s.opts.ModelName, SystemFingerprint: "hipgo",
-				Choices: []chatChoice{{Message: &wireMessage{Role: "assistant", Content: text.String()}, FinishReason: &finish}}, Usage: &u})
+				Choices: []chatChoice{{Message: &wireMessage{Role: "assistant", Content: text.String()}, FinishReason: &finish, Logprobs: chatLP(lps)}}, Usage: &u})
 		} else {
 			writeJSON(w, http.StatusOK, completionResponse{ID: id, Object: "text_completion", Created: created, Model: s.opts.ModelName, SystemFingerprint: "hipgo",
-				Choices: []completionChoice{{Text: text.String(), FinishReason: &finish}}, Usage: &u})
+				Choices: []completionChoice{{Text: text.String(), FinishReason: &finish, Logprobs: compLP(lps)}}, Usage: &u})
 		}
 		return nil
 	}
@@ -356,24 +398,34 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, sch *scheduler.Sche
 		}
 		return nil
 	}
-	chunk := func(text string, role string, finish *string) any {
+	// chunk is a streamed choice; lps (the logprobs of the tokens since
+	// the last chunk) are written only when there are some.
+	chunk := func(text string, lps []scheduler.Logprob, role string, finish *string) any {
 		if isChat {
+			var l *chatLogprobs
+			if len(lps) > 0 {
+				l = chatLP(lps)
+			}
 			return chatResponse{ID: id, Object: "chat.completion.chunk", Created: created, Model: s.opts.ModelName, SystemFingerprint: "hipgo",
-				Choices: []chatChoice{{Delta: &wireMessage{Role: role, Content: text}, FinishReason: finish}}}
+				Choices: []chatChoice{{Delta: &wireMessage{Role: role, Content: text}, FinishReason: finish, Logprobs: l}}}
+		}
+		var l *completionLogprobs
+		if len(lps) > 0 {
+			l = compLP(lps)
 		}
 		return completionResponse{ID: id, Object: "text_completion", Created: created, Model: s.opts.ModelName, SystemFingerprint: "hipgo",
-			Choices: []completionChoice{{Text: text, FinishReason: finish}}}
+			Choices: []completionChoice{{Text: text, FinishReason: finish, Logprobs: l}}}
 	}
 	if isChat {
-		if err := send(chunk("", "assistant", nil)); err != nil {
+		if err := send(chunk("", nil, "assistant", nil)); err != nil {
 			ent.err = cancelled
 			return nil // the client is gone; its context ends the generation
 		}
 	}
 	for range math.MaxInt32 {
 		c := st.Next()
-		if c.Text != "" {
-			if err := send(chunk(c.Text, "", nil)); err != nil {
+		if c.Text != "" || len(c.Logprobs) > 0 {
+			if err := send(chunk(c.Text, c.Logprobs, "", nil)); err != nil {
 				s.observe(st, start, err)
 				ent.generated(s.opts.ModelName, st)
 				ent.err = cancelled
@@ -400,7 +452,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, sch *scheduler.Sche
 			return nil
 		}
 		finish := string(c.Finish)
-		_ = send(chunk("", "", &finish))
+		_ = send(chunk("", nil, "", &finish))
 		if so != nil && so.IncludeUsage {
 			u := usageOf(st)
 			if isChat {

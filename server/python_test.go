@@ -20,7 +20,8 @@ import (
 // client (installed by scripts/deps.sh into .cache/pyopenai) against the
 // server: completions and chat, whole and streamed, penalties and
 // logit_bias (the penalised text must be model.Generate's, passed in
-// HIPGO_PENALISED_TEXT), /tokenize and /detokenize, and the errors the
+// HIPGO_PENALISED_TEXT), logprobs (parsed into the client's types, greedy
+// picking the top-1, streamed equal to whole), /tokenize and /detokenize, and the errors the
 // client raises. The script fails on the first wrong answer.
 func TestPythonOpenAIClient(t *testing.T) {
 	py, err := filepath.Abs("../.cache/pyopenai/bin/python")

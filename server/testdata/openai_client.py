@@ -1,9 +1,11 @@
 """Drives the server with PyPI's official openai client (server/python_test.go
 runs it): completions and chat, whole and streamed, usage in the last
-streamed chunk, penalties and logit_bias, the errors as the client raises
+streamed chunk, penalties and logit_bias, logprobs (chat and the legacy
+completions shape, whole and streamed), the errors as the client raises
 them, and llama-server's /tokenize and /detokenize through httpx (the
 client's own HTTP library). It prints one line per check and exits non-zero
 on the first failure."""
+import math
 import os
 import sys
 
@@ -62,6 +64,40 @@ assert p.choices[0].text == os.environ["HIPGO_PENALISED_TEXT"], (p.choices[0].te
 streamed = "".join(ch.choices[0].text for ch in client.completions.create(stream=True, **pen) if ch.choices)
 assert streamed == p.choices[0].text, (streamed, p.choices[0].text)
 print("penalised completion is model.Generate's, whole and streamed:", repr(p.choices[0].text))
+
+lp = dict(model=model, messages=msgs, max_tokens=8, temperature=0, logprobs=True, top_logprobs=4)
+r = client.chat.completions.create(**lp)
+content = r.choices[0].logprobs.content
+assert content and "".join(t.token for t in content).startswith(r.choices[0].message.content), content
+for t in content:
+    assert bytes(t.bytes).decode() == t.token, t
+    assert len(t.top_logprobs) == 4 and sum(math.exp(a.logprob) for a in t.top_logprobs) <= 1, t
+    assert t.top_logprobs[0].token == t.token and t.top_logprobs[0].logprob == t.logprob, t  # greedy: the top-1
+streamed = [t for ch in client.chat.completions.create(stream=True, **lp) if ch.choices and ch.choices[0].logprobs
+            for t in ch.choices[0].logprobs.content]
+assert [t.model_dump() for t in streamed] == [t.model_dump() for t in content], (streamed, content)
+print("chat logprobs, greedy picks the top-1, streamed the same:", [(t.token, round(t.logprob, 3)) for t in content[:3]])
+
+clp = dict(model=model, prompt="And God said", max_tokens=8, seed=5, temperature=0.8, logprobs=3)
+c = client.completions.create(**clp)
+l = c.choices[0].logprobs
+assert len(l.tokens) == len(l.token_logprobs) == len(l.top_logprobs) == len(l.text_offset) == 8, l
+assert all(len(t) == 3 and sum(math.exp(v) for v in t.values()) <= 1 for t in l.top_logprobs), l.top_logprobs
+assert all(c.choices[0].text[o:].startswith(t) for o, t in zip(l.text_offset, l.tokens)), l
+s = {"tokens": [], "token_logprobs": [], "top_logprobs": [], "text_offset": []}
+for ch in client.completions.create(stream=True, **clp):
+    if ch.choices and ch.choices[0].logprobs:
+        for k in s:
+            s[k] += getattr(ch.choices[0].logprobs, k)
+assert s == {k: getattr(l, k) for k in s}, (s, l)
+print("completion logprobs, streamed the same:", list(zip(l.tokens, l.token_logprobs))[:3])
+
+try:
+    client.chat.completions.create(model=model, messages=msgs, logprobs=True, top_logprobs=21)
+    sys.exit("top_logprobs 21 was accepted")
+except openai.BadRequestError as e:
+    assert e.body["param"] == "top_logprobs" and e.body["code"] == "invalid_value", e.body
+    print("top_logprobs 21:", e.status_code, e.body["code"])
 
 try:
     client.chat.completions.create(model=model, messages=msgs, presence_penalty=2.5)
