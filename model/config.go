@@ -28,6 +28,12 @@ const (
 	// layer sliding with one RoPE base, and attention and final logit
 	// soft-capping.
 	Gemma2 Architecture = "Gemma2ForCausalLM"
+	// Mistral is Llama's layout (no biases) with sliding_window: null (v0.2
+	// and later) runs as Llama does on every backend; a window shorter than
+	// max_position_embeddings (7B v0.1's 4096) makes every layer a
+	// sliding-window one, on the CPU. llama.cpp writes Mistral GGUFs as
+	// llama.
+	Mistral Architecture = "MistralForCausalLM"
 )
 
 // gemma: the Gemma layout (Config.Gemma).
@@ -38,7 +44,7 @@ func (a Architecture) gemma() bool { return a == Gemma2 || a == Gemma3 }
 var architectures = []struct {
 	arch            Architecture
 	modelType, gguf string
-}{{Llama, "llama", "llama"}, {Qwen2, "qwen2", "qwen2"}, {Qwen3, "qwen3", "qwen3"}, {Gemma3, "gemma3_text", "gemma3"}, {Gemma2, "gemma2", "gemma2"}}
+}{{Llama, "llama", "llama"}, {Qwen2, "qwen2", "qwen2"}, {Qwen3, "qwen3", "qwen3"}, {Gemma3, "gemma3_text", "gemma3"}, {Gemma2, "gemma2", "gemma2"}, {Mistral, "mistral", ""}}
 
 // Names an error message lists the supported architectures by.
 const (
@@ -51,6 +57,9 @@ const (
 func supportedList(by int) string {
 	var names []string
 	for _, a := range architectures {
+		if by == byGGUF && a.gguf == "" {
+			continue
+		}
 		switch by {
 		case byClass:
 			names = append(names, string(a.arch))
@@ -366,8 +375,11 @@ func (p *configParser) parse() (*Config, error) {
 		}
 	}
 	defKV := c.NumHeads
-	if c.Architecture.gemma() {
+	switch {
+	case c.Architecture.gemma():
 		defKV = 4
+	case c.Architecture == Mistral && c.NumHeads%8 == 0:
+		defKV = 8 // MistralConfig's
 	}
 	if c.NumKVHeads, err = p.intField(p.raw, "", "num_key_value_heads", defKV, 1, maxDim); err != nil {
 		return nil, err
@@ -397,7 +409,7 @@ func (p *configParser) parse() (*Config, error) {
 	switch c.Architecture {
 	case Qwen2, Qwen3:
 		defCtx = 32768
-	case Gemma3:
+	case Gemma3, Mistral:
 		defCtx = 131072
 	case Gemma2:
 		defCtx = 8192
@@ -442,6 +454,11 @@ func (p *configParser) parse() (*Config, error) {
 		c.QKVBias = true
 	case Qwen3, Gemma3:
 		c.QKVBias, c.OBias, c.QKNorm = attnBias, attnBias, true
+	case Mistral:
+		// MistralAttention has no biases whatever attention_bias says.
+		if err := p.mistralWindow(c); err != nil {
+			return nil, err
+		}
 	default:
 		c.QKVBias, c.OBias = attnBias, attnBias
 	}
@@ -475,6 +492,24 @@ func (p *configParser) parse() (*Config, error) {
 		}
 	}
 	return c, nil
+}
+
+// mistralWindow reads Mistral's sliding_window (MistralConfig's 4096 when
+// absent; null: none). A window that holds the whole context changes
+// nothing and is dropped, so such a model runs wherever Llama does.
+func (p *configParser) mistralWindow(c *Config) error {
+	if m, ok := p.raw["sliding_window"]; ok && isNull(m) {
+		return nil
+	}
+	w, err := p.intField(p.raw, "", "sliding_window", 4096, 1, maxCtx)
+	if err != nil || w >= c.MaxPositionEmbeddings {
+		return err
+	}
+	c.SlidingWindow, c.SlidingLayers = w, make([]bool, c.NumLayers)
+	for i := range c.SlidingLayers {
+		c.SlidingLayers[i] = true
+	}
+	return nil
 }
 
 // rope reads rope_theta and rope_scaling (transformers 4) or rope_parameters (transformers 5).

@@ -2,6 +2,7 @@ package model
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -351,4 +352,55 @@ func TestQwen3ConfigDefaults(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 32, c.HeadDim)
 	require.True(t, c.QKVBias && c.OBias)
+}
+
+// TestMistralConfigWindow proves how a Mistral's sliding_window is read:
+// null (v0.3) and a window holding the whole context are no window (the
+// model is Llama's and runs on every backend), a shorter one (7B v0.1's
+// 4096 of 32768) makes every layer slide with the one RoPE, and an absent
+// one is MistralConfig's 4096.
+func TestMistralConfigWindow(t *testing.T) {
+	const v03 = `{"architectures": ["MistralForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 1, "eos_token_id": 2,
+  "head_dim": 128, "hidden_act": "silu", "hidden_size": 4096, "initializer_range": 0.02, "intermediate_size": 14336,
+  "max_position_embeddings": 32768, "model_type": "mistral", "num_attention_heads": 32, "num_hidden_layers": 32,
+  "num_key_value_heads": 8, "rms_norm_eps": 1e-05, "rope_theta": 1000000.0, "sliding_window": null,
+  "tie_word_embeddings": false, "torch_dtype": "bfloat16", "transformers_version": "4.42.0.dev0", "use_cache": true,
+  "vocab_size": 32768}`
+	c, err := ParseConfig("", []byte(v03))
+	require.NoError(t, err)
+	require.Equal(t, Mistral, c.Architecture)
+	require.Equal(t, []int{4096, 14336, 32, 32, 8, 128, 32768, 32768},
+		[]int{c.HiddenSize, c.IntermediateSize, c.NumLayers, c.NumHeads, c.NumKVHeads, c.HeadDim, c.VocabSize, c.MaxPositionEmbeddings})
+	require.Equal(t, 1e6, c.RopeTheta)
+	require.Zero(t, c.SlidingWindow)
+	require.Empty(t, c.cpuOnly(), "v0.3 runs wherever Llama runs")
+
+	for _, tc := range []struct {
+		name   string
+		edit   string
+		window int
+	}{
+		{"v0.1's window", `"sliding_window": 4096`, 4096},
+		{"absent: MistralConfig's 4096", ``, 4096},
+		{"the whole context", `"sliding_window": 32768`, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := strings.Replace(v03, `"sliding_window": null`, tc.edit, 1)
+			if tc.edit == "" {
+				cfg = strings.Replace(v03, `"sliding_window": null,`, "", 1)
+			}
+			c, err := ParseConfig("", []byte(cfg))
+			require.NoError(t, err)
+			require.Equal(t, tc.window, c.SlidingWindow)
+			if tc.window == 0 {
+				require.Empty(t, c.cpuOnly())
+				return
+			}
+			require.Equal(t, []string{"sliding-window attention layers"}, c.cpuOnly())
+			for l := range c.NumLayers {
+				require.Equal(t, tc.window, c.window(l), "layer %d", l)
+			}
+			require.Equal(t, c.ropeInvFreq(), c.ropeLocalInvFreq(), "one RoPE for every layer")
+		})
+	}
 }

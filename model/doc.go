@@ -2,7 +2,9 @@
 // checkpoints, on the CPU in pure Go (no cgo) or on a GPU through hipgo's
 // runtime and forward kernels: Llama 2 and 3 (grouped-query
 // attention, RoPE with theta and Llama 3.1 rope scaling), Qwen2 and 2.5
-// (q/k/v biases), SmolLM-style small models (tied embeddings) and, on the
+// (q/k/v biases), SmolLM-style small models (tied embeddings), Mistral
+// v0.2 and later (MistralForCausalLM with sliding_window null; 7B v0.1's
+// window on every layer runs on the CPU only) and, on the
 // CPU only, dense Qwen3 (a per-head RMSNorm of q and k before RoPE) and
 // the Gemma 3 text model (Gemma3ForCausalLM: scaled embeddings, (1+w)
 // norms four to a layer, GeGLU, q/k norms, sliding-window layers beside

@@ -12,7 +12,7 @@ type Llama3Scaling struct {
 
 // Spec describes a random model.
 type Spec struct {
-	Arch         string // "llama", "qwen2", "qwen3", "gemma3" or "gemma2"
+	Arch         string // "llama", "qwen2", "qwen3", "gemma3", "gemma2" or "mistral"
 	Hidden       int
 	Intermediate int
 	Layers       int
@@ -53,6 +53,9 @@ type Spec struct {
 	// one RoPE base; AttnSoftcap and FinalSoftcap > 0 soft-cap the
 	// attention scores and the logits (0: null in the config).
 	AttnSoftcap float64
+	// Mistral (Arch "mistral"): SlidingWindow > 0 makes every layer attend
+	// to the last SlidingWindow positions (7B v0.1's); 0: sliding_window
+	// null (v0.3's).
 }
 
 // Presets used across tests and benchmarks.
@@ -118,6 +121,21 @@ func Gemma2Tiny() Spec {
 	return Spec{Arch: "gemma2", Hidden: 64, Intermediate: 96, Layers: 4, Heads: 4, KVHeads: 2, HeadDim: 32, Vocab: 280, MaxPos: 256,
 		RopeTheta: 20000, SlidingWindow: 8, AttnSoftcap: 4.5, FinalSoftcap: 6.5, Tie: true,
 		RMSNormEps: 1e-6, DType: safetensors.F32, Seed: 9, Std: 0.2}
+}
+
+// MistralTiny is a small Mistral v0.3: Llama's layout with GQA (4 heads, 1
+// KV head), sliding_window null, RoPE base 1000000, an untied head.
+func MistralTiny() Spec {
+	return Spec{Arch: "mistral", Hidden: 64, Intermediate: 112, Layers: 3, Heads: 4, KVHeads: 1, Vocab: 280, MaxPos: 256,
+		RopeTheta: 1000000, RMSNormEps: 1e-5, DType: safetensors.F32, Seed: 10, Std: 0.2}
+}
+
+// MistralTinyWindow is MistralTiny with Mistral 7B v0.1's windowed
+// attention: every layer sees the last 8 positions.
+func MistralTinyWindow() Spec {
+	s := MistralTiny()
+	s.SlidingWindow, s.Seed = 8, 11
+	return s
 }
 
 // SmolLMTiny is a small tied-embedding llama (SmolLM-style) in bf16.

@@ -106,6 +106,8 @@ func Config(s Spec) ([]byte, error) {
 		arch, mtype = "Gemma3ForCausalLM", "gemma3_text"
 	case "gemma2":
 		arch, mtype = "Gemma2ForCausalLM", "gemma2"
+	case "mistral":
+		arch, mtype = "MistralForCausalLM", "mistral"
 	}
 	dtypeName := map[safetensors.DType]string{safetensors.F32: "float32", safetensors.F16: "float16", safetensors.BF16: "bfloat16"}[s.DType]
 	c := map[string]any{
@@ -137,6 +139,11 @@ func Config(s Spec) ([]byte, error) {
 		return gemma3Config(s, c, dtypeName)
 	case "gemma2":
 		gemma2Config(s, c)
+	case "mistral":
+		c["sliding_window"] = nil
+		if s.SlidingWindow > 0 {
+			c["sliding_window"] = s.SlidingWindow
+		}
 	default:
 		c["attention_bias"] = s.AttnBias
 		c["mlp_bias"] = s.MLPBias

@@ -27,6 +27,9 @@ var presets = map[string]func() modeltest.Spec{
 	"gemma3-tiny-softcap": modeltest.Gemma3TinySoftcap,
 	"gemma3-tiny-scalar":  modeltest.Gemma3TinyScalar,
 	"gemma2-tiny":         modeltest.Gemma2Tiny,
+	// Mistral v0.3 (sliding_window null) and 7B v0.1's window.
+	"mistral-tiny":        modeltest.MistralTiny,
+	"mistral-tiny-window": modeltest.MistralTinyWindow,
 	"smollm-tiny":         modeltest.SmolLMTiny,
 	"smollm135m":          modeltest.SmolLM135M,
 	"demo-shaped":         modeltest.DemoShaped,
