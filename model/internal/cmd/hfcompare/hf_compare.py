@@ -9,15 +9,16 @@ and three Gemma 3 models with a sliding window of 8 or 16 beside global
 layers, two RoPE bases, q/k norms, GeGLU and (1+w) norms: untied with an
 attention scale other than head_dim's, the same with final logit
 soft-capping, and tied with Gemma's head_dim 256; an image-and-text
-Gemma3ForConditionalGeneration, whose text model hipgo loads; and a Gemma 2
-with attention and final logit soft-capping) it:
+Gemma3ForConditionalGeneration, whose text model hipgo loads; a Gemma 2
+with attention and final logit soft-capping; and two Mistrals, v0.3's
+sliding_window null and 7B v0.1's window of 8 on every layer) it:
 
   1. saves the model with save_pretrained (float32 safetensors, config.json);
   2. runs the Go binary (model/internal/cmd/hfcompare, built with
      CGO_ENABLED=0) on the saved directory and a 32-token prompt;
   3. compares the float32 logits of every prompt position: max |go - hf| over
-     max |hf| (bar 1e-4; 1e-5 for Qwen3 and Gemma 3);
-  4. checks that 32 greedy tokens (64 for Qwen3 and Gemma 3) are identical (and reports the smallest gap
+     max |hf| (bar 1e-4; 1e-5 for Qwen3, Gemma and Mistral);
+  4. checks that 32 greedy tokens (64 for Qwen3, Gemma and Mistral) are identical (and reports the smallest gap
      between the top two logits on transformers' side, so a divergence can be
      told apart from a near tie);
   5. times decode tokens/s on the CPU with torch.set_num_threads(N) against
@@ -55,7 +56,8 @@ transformers' (CONVERT_LOGIT_BAR) and 64 greedy tokens:
 
 With --family gemma3 it converts random Gemma 3 models (every feature on as in
 MODELS, head_dim 64 beside hidden/heads 32; tied, and untied with final
-logit soft-capping), with --family gemma2 a Gemma 2 with both soft-caps
+logit soft-capping), with --family mistral a Mistral v0.3 (written as
+llama), with --family gemma2 a Gemma 2 with both soft-caps
 (rope_theta 10000 and query_pre_attn_scalar head_dim's, which the
 converter's GGUF assumes), each with a small SentencePiece model it trains
 (the converter reads tokenizer.model; needs the sentencepiece package), and
@@ -69,7 +71,9 @@ for TestQwen3MatchesTransformers (--family qwen3, the default) or
 TestGemma3MatchesTransformers (--family gemma3: sliding window 8 on a
 32-token prompt, final logit soft-capping, an attention scale other than
 head_dim's) or TestGemma2MatchesTransformers (--family gemma2: attention and
-final soft-capping), which check them in CI without Python:
+final soft-capping) or TestMistralMatchesTransformers (--family mistral:
+sliding_window null, and a window of 8 on a 32-token prompt), which check
+them in CI without Python:
 
   CGO_ENABLED=0 go build -o mktestmodel ./model/internal/cmd/mktestmodel
   python3 hf_compare.py --hipgo ./hfcompare --mktestmodel ./mktestmodel \\
@@ -78,6 +82,8 @@ final soft-capping), which check them in CI without Python:
       --preset-golden model/testdata/gemma3-tiny-transformers.json
   python3 hf_compare.py --hipgo ./hfcompare --mktestmodel ./mktestmodel --family gemma2 \\
       --preset-golden model/testdata/gemma2-tiny-transformers.json
+  python3 hf_compare.py --hipgo ./hfcompare --mktestmodel ./mktestmodel --family mistral \\
+      --preset-golden model/testdata/mistral-tiny-transformers.json
 """
 
 import argparse
@@ -97,7 +103,7 @@ import torch  # noqa: E402
 import transformers  # noqa: E402
 from transformers import (Gemma2Config, Gemma2ForCausalLM, Gemma3Config, Gemma3ForCausalLM,  # noqa: E402
                           Gemma3ForConditionalGeneration, Gemma3TextConfig, LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM,
-                          Qwen3Config, Qwen3ForCausalLM)
+                          MistralConfig, MistralForCausalLM, Qwen3Config, Qwen3ForCausalLM)
 
 PROMPT_LEN = 32
 GREEDY = 32
@@ -270,6 +276,24 @@ def gemma2_config(vocab_size=8192, hidden_size=512, intermediate_size=1408, num_
     return cfg
 
 
+def mistral_config(sliding_window=None, vocab_size=8192, hidden_size=512, intermediate_size=1408):
+    # Mistral v0.3 (sliding_window null): Llama's layout without biases,
+    # GQA 8:2, RoPE base 1000000; with sliding_window 8, 7B v0.1's windowed
+    # attention on every layer (a quarter of the prompt).
+    return make_config(
+        MistralConfig,
+        {"rope_type": "default", "rope_theta": 1000000.0},
+        vocab_size=vocab_size, hidden_size=hidden_size, intermediate_size=intermediate_size, num_hidden_layers=6,
+        num_attention_heads=8, num_key_value_heads=2, max_position_embeddings=4096,
+        rms_norm_eps=1e-5, tie_word_embeddings=False, sliding_window=sliding_window,
+        initializer_range=0.05, bos_token_id=1, eos_token_id=2,
+    )
+
+
+def mistral_window_config():
+    return mistral_config(sliding_window=8)
+
+
 # name, class, config, logit bar, greedy tokens
 MODELS = [
     ("llama3-gqa-ropescaling", LlamaForCausalLM, llama3_config, LOGIT_BAR, GREEDY),
@@ -282,6 +306,8 @@ MODELS = [
     ("gemma3-tied-head-dim-256", Gemma3ForCausalLM, gemma3_tied_config, 1e-5, 64),
     ("gemma3-vision-text-model", Gemma3ForConditionalGeneration, gemma3_vision_config, 1e-5, 64),
     ("gemma2-softcap", Gemma2ForCausalLM, gemma2_config, 1e-5, 64),
+    ("mistral-v03", MistralForCausalLM, mistral_config, 1e-5, 64),
+    ("mistral-window-8", MistralForCausalLM, mistral_window_config, 1e-5, 64),
 ]
 
 
@@ -502,7 +528,8 @@ def main_gguf(args):
 # with package modeltest), run through transformers, by --family: (name,
 # preset, mktestmodel flags) each, the prompt length and the positions whose
 # logits are kept. TestQwen3MatchesTransformers,
-# TestGemma3MatchesTransformers and TestGemma2MatchesTransformers check
+# TestGemma3MatchesTransformers, TestGemma2MatchesTransformers and
+# TestMistralMatchesTransformers check
 # hipgo against what this writes,
 # without Python. Gemma 3's and Gemma 2's prompts are four times their
 # sliding window (8; 5 for gemma3-tiny-scalar) and their 64 greedy tokens
@@ -512,6 +539,8 @@ PRESET_FAMILIES = {
     "gemma3": ([("gemma3-tiny", "gemma3-tiny", []), ("gemma3-tiny-softcap", "gemma3-tiny-softcap", []),
                 ("gemma3-tiny-scalar", "gemma3-tiny-scalar", [])], 32, (0, 15, 31)),
     "gemma2": ([("gemma2-tiny", "gemma2-tiny", [])], 32, (0, 15, 31)),
+    "mistral": ([("mistral-tiny", "mistral-tiny", []), ("mistral-tiny-window", "mistral-tiny-window", [])],
+                32, (0, 15, 31)),
 }
 PRESET_GREEDY = 64
 PRESET_LOGIT_BAR = 1e-5
@@ -642,6 +671,13 @@ def convert_cases(args):
         cfg = gemma2_config(vocab_size=GEMMA3_CONVERT_VOCAB, hidden_size=128, intermediate_size=256, num_hidden_layers=4,
                             query_pre_attn_scalar=96, rope_theta=10000.0)
         yield ("gemma2-convert-softcap", build(Gemma2ForCausalLM, cfg, args.seed + 500),
+               lambda d: write_sentencepiece(d, GEMMA3_CONVERT_VOCAB), GEMMA3_CONVERT_VOCAB)
+        return
+    if args.family == "mistral":
+        # sliding_window null (v0.3): the converter writes Mistral as llama,
+        # which has no window.
+        cfg = mistral_config(vocab_size=GEMMA3_CONVERT_VOCAB, hidden_size=256, intermediate_size=512)
+        yield ("mistral-convert", build(MistralForCausalLM, cfg, args.seed + 600),
                lambda d: write_sentencepiece(d, GEMMA3_CONVERT_VOCAB), GEMMA3_CONVERT_VOCAB)
         return
     for i, tie in enumerate((False, True)):
