@@ -56,6 +56,15 @@ func (c *Config) cpuOnly() []string {
 	if c.FinalLogitSoftcap > 0 {
 		out = append(out, "final logit soft-capping")
 	}
+	if c.Architecture == Phi3 {
+		out = append(out, "Phi-3's fused qkv_proj and gate_up_proj weights")
+	}
+	if c.rotaryDim() < c.HeadDim {
+		out = append(out, "partial rotary embeddings (partial_rotary_factor)")
+	}
+	if c.RopeScaling != nil && c.RopeScaling.Type == "longrope" {
+		out = append(out, "LongRoPE scaling (short and long factors, attention factor)")
+	}
 	return out
 }
 
@@ -163,7 +172,7 @@ func (b *cpuBackend) decode(ctx context.Context, items []stepItem, idx []int, ou
 		if err := s.reserve(1); err != nil {
 			return err
 		}
-		rows[j], tokens[j] = cpuRow{s, s.n}, items[i].tokens[0]
+		rows[j], tokens[j] = cpuRow{s, s.n, b.cfg.longRoPE(s.n + 1)}, items[i].tokens[0]
 	}
 	sc, _ := b.decodeScratch.Get().(*cpuScratch)
 	if sc == nil {

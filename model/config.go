@@ -34,6 +34,11 @@ const (
 	// sliding-window one, on the CPU. llama.cpp writes Mistral GGUFs as
 	// llama.
 	Mistral Architecture = "MistralForCausalLM"
+	// Phi3 is Phi-3 and Phi-4 (Phi3ForCausalLM): Llama's computation with
+	// fused qkv_proj and gate_up_proj weights, RoPE on the first
+	// partial_rotary_factor of each head, LongRoPE scaling, and
+	// sliding_window as Mistral's (none when absent). CPU only.
+	Phi3 Architecture = "Phi3ForCausalLM"
 )
 
 // gemma: the Gemma layout (Config.Gemma).
@@ -44,7 +49,7 @@ func (a Architecture) gemma() bool { return a == Gemma2 || a == Gemma3 }
 var architectures = []struct {
 	arch            Architecture
 	modelType, gguf string
-}{{Llama, "llama", "llama"}, {Qwen2, "qwen2", "qwen2"}, {Qwen3, "qwen3", "qwen3"}, {Gemma3, "gemma3_text", "gemma3"}, {Gemma2, "gemma2", "gemma2"}, {Mistral, "mistral", ""}}
+}{{Llama, "llama", "llama"}, {Qwen2, "qwen2", "qwen2"}, {Qwen3, "qwen3", "qwen3"}, {Gemma3, "gemma3_text", "gemma3"}, {Gemma2, "gemma2", "gemma2"}, {Mistral, "mistral", ""}, {Phi3, "phi3", ""}}
 
 // Names an error message lists the supported architectures by.
 const (
@@ -78,24 +83,36 @@ func supportedList(by int) string {
 // (Config.VisionSkipped).
 const Gemma3Vision = "Gemma3ForConditionalGeneration"
 
-// RopeScaling is the RoPE frequency scaling of a config. Type is "linear" or "llama3".
+// RopeScaling is the RoPE frequency scaling of a config. Type is
+// "linear", "llama3" or "longrope".
 type RopeScaling struct {
 	Type                          string
 	Factor                        float64
 	LowFreqFactor                 float64 // llama3
 	HighFreqFactor                float64 // llama3
-	OriginalMaxPositionEmbeddings int     // llama3
+	OriginalMaxPositionEmbeddings int     // llama3 and longrope
+	// longrope (Phi-3): each rotary pair's inverse frequency is divided by
+	// its ShortFactor, or by its LongFactor in a forward call that reaches
+	// past OriginalMaxPositionEmbeddings (the call's last position decides
+	// for all its tokens, as transformers decides; keys cached before keep
+	// theirs), and cos and sin are multiplied by AttentionFactor.
+	ShortFactor, LongFactor []float64
+	AttentionFactor         float64
 }
 
 // Config is a validated llama-family config.json.
 type Config struct {
-	Architecture          Architecture
-	HiddenSize            int
-	IntermediateSize      int
-	NumLayers             int
-	NumHeads              int
-	NumKVHeads            int
-	HeadDim               int
+	Architecture     Architecture
+	HiddenSize       int
+	IntermediateSize int
+	NumLayers        int
+	NumHeads         int
+	NumKVHeads       int
+	HeadDim          int
+	// RotaryDim: RoPE turns the first RotaryDim values of each head of q
+	// and k (head_dim times partial_rotary_factor, Phi-3's) and leaves the
+	// rest; 0: all of them.
+	RotaryDim             int
 	VocabSize             int
 	MaxPositionEmbeddings int
 	RMSNormEps            float64
@@ -157,6 +174,21 @@ func (c *Config) attnScale() float32 {
 	return float32(1 / math.Sqrt(float64(c.HeadDim)))
 }
 
+// rotaryDim is how many values of each head RoPE turns.
+func (c *Config) rotaryDim() int {
+	if c.RotaryDim > 0 {
+		return c.RotaryDim
+	}
+	return c.HeadDim
+}
+
+// longRoPE reports whether a forward call whose last position is end-1
+// takes LongRoPE's long factors.
+func (c *Config) longRoPE(end int) bool {
+	rs := c.RopeScaling
+	return rs != nil && rs.Type == "longrope" && end > rs.OriginalMaxPositionEmbeddings
+}
+
 // window is the sliding window of layer l; 0: the layer attends to every
 // position.
 func (c *Config) window(l int) int {
@@ -200,6 +232,7 @@ type configParser struct {
 	// except for the keys in outer, taken from the top level.
 	prefix string
 	outer  map[string]bool
+	phi3   bool // the architecture is Phi3 (partial rotary and longrope are its)
 }
 
 func (p *configParser) errf(field, format string, args ...any) error {
@@ -345,6 +378,7 @@ func (p *configParser) parse() (*Config, error) {
 	if c.Architecture, err = p.architecture(); err != nil {
 		return nil, err
 	}
+	p.phi3 = c.Architecture == Phi3
 	c.VisionSkipped = p.prefix != ""
 	// Required, but for Gemma 3, whose configs (the multimodal models'
 	// text_config above all) rely on Gemma3TextConfig's defaults.
@@ -454,9 +488,9 @@ func (p *configParser) parse() (*Config, error) {
 		c.QKVBias = true
 	case Qwen3, Gemma3:
 		c.QKVBias, c.OBias, c.QKNorm = attnBias, attnBias, true
-	case Mistral:
-		// MistralAttention has no biases whatever attention_bias says.
-		if err := p.mistralWindow(c); err != nil {
+	case Mistral, Phi3:
+		// Their attention has no biases whatever attention_bias says.
+		if err := p.everyLayerWindow(c); err != nil {
 			return nil, err
 		}
 	default:
@@ -494,11 +528,13 @@ func (p *configParser) parse() (*Config, error) {
 	return c, nil
 }
 
-// mistralWindow reads Mistral's sliding_window (MistralConfig's 4096 when
-// absent; null: none). A window that holds the whole context changes
-// nothing and is dropped, so such a model runs wherever Llama does.
-func (p *configParser) mistralWindow(c *Config) error {
-	if m, ok := p.raw["sliding_window"]; ok && isNull(m) {
+// everyLayerWindow reads Mistral's and Phi-3's sliding_window, a window
+// on every layer (when absent: MistralConfig's 4096, Phi3Config's none;
+// null: none). A window that holds the whole context changes nothing and
+// is dropped, so such a model runs wherever Llama does.
+func (p *configParser) everyLayerWindow(c *Config) error {
+	m, ok := p.raw["sliding_window"]
+	if (ok && isNull(m)) || (!ok && c.Architecture == Phi3) {
 		return nil
 	}
 	w, err := p.intField(p.raw, "", "sliding_window", 4096, 1, maxCtx)
@@ -538,11 +574,102 @@ func (p *configParser) rope(c *Config) error {
 	if !(c.RopeTheta > 1) || math.IsInf(c.RopeTheta, 0) {
 		return p.errf("rope_theta", "%g is not a finite base > 1", c.RopeTheta)
 	}
+	if c.Architecture == Phi3 {
+		if err := p.partialRotary(c, sc, prefix); err != nil {
+			return err
+		}
+	}
 	if sc == nil {
 		return nil
 	}
-	c.RopeScaling, err = p.scaling(sc, prefix)
-	return err
+	if c.RopeScaling, err = p.scaling(sc, prefix); err != nil || c.RopeScaling == nil || c.RopeScaling.Type != "longrope" {
+		return err
+	}
+	return p.longrope(c, sc, prefix)
+}
+
+// partialRotary reads Phi-3's partial_rotary_factor (top level, or in
+// rope_parameters) into RotaryDim, as transformers rounds it: int(head_dim
+// * factor).
+func (p *configParser) partialRotary(c *Config, sc map[string]json.RawMessage, prefix string) error {
+	field := "partial_rotary_factor"
+	prf, err := p.floatField(p.raw, "", field, 1, false)
+	if err != nil {
+		return err
+	}
+	if m := sc["partial_rotary_factor"]; !isNull(m) {
+		field = prefix + field
+		if prf, err = p.floatField(sc, prefix, "partial_rotary_factor", 1, false); err != nil {
+			return err
+		}
+	}
+	if !(prf > 0 && prf <= 1) {
+		return p.errf(field, "%g is not in (0, 1]", prf)
+	}
+	rd := int(float64(c.HeadDim) * prf)
+	if rd < 2 || rd%2 != 0 {
+		return p.errf(field, "%g of head_dim %d turns %d values; RoPE wants an even number of at least 2", prf, c.HeadDim, rd)
+	}
+	if rd < c.HeadDim {
+		c.RotaryDim = rd
+	}
+	return nil
+}
+
+// longrope reads LongRoPE's factors (rope_scaling or rope_parameters of
+// type longrope, Phi-3's) as transformers' _compute_longrope_parameters
+// does: original_max_position_embeddings from the block or the top level,
+// factor max_position_embeddings over it when absent, attention_factor
+// sqrt(1 + ln(factor)/ln(original)) when absent (1 for a factor <= 1).
+func (p *configParser) longrope(c *Config, sc map[string]json.RawMessage, prefix string) error {
+	rs := c.RopeScaling
+	var err error
+	if _, ok := sc["original_max_position_embeddings"]; ok {
+		rs.OriginalMaxPositionEmbeddings, err = p.intField(sc, prefix, "original_max_position_embeddings", -1, 1, maxCtx)
+	} else {
+		rs.OriginalMaxPositionEmbeddings, err = p.intField(p.raw, "", "original_max_position_embeddings", -1, 1, maxCtx)
+	}
+	if err != nil {
+		return err
+	}
+	orig := float64(rs.OriginalMaxPositionEmbeddings)
+	if rs.Factor, err = p.floatField(sc, prefix, "factor", float64(c.MaxPositionEmbeddings)/orig, false); err != nil {
+		return err
+	}
+	if !(rs.Factor > 0) || math.IsInf(rs.Factor, 0) {
+		return p.errf(prefix+"factor", "%g is not a finite factor > 0", rs.Factor)
+	}
+	def := 1.0
+	if rs.Factor > 1 {
+		def = math.Sqrt(1 + math.Log(rs.Factor)/math.Log(orig))
+	}
+	if rs.AttentionFactor, err = p.floatField(sc, prefix, "attention_factor", def, false); err != nil {
+		return err
+	}
+	if !(rs.AttentionFactor > 0) || math.IsInf(rs.AttentionFactor, 0) || math.IsNaN(rs.AttentionFactor) {
+		return p.errf(prefix+"attention_factor", "%g is not a finite number > 0", rs.AttentionFactor)
+	}
+	for _, f := range []struct {
+		key string
+		dst *[]float64
+	}{{"short_factor", &rs.ShortFactor}, {"long_factor", &rs.LongFactor}} {
+		m := sc[f.key]
+		if isNull(m) {
+			return p.errf(prefix+f.key, "missing (required for longrope)")
+		}
+		if err := json.Unmarshal(m, f.dst); err != nil {
+			return p.errf(prefix+f.key, "want a list of numbers, got %s", m)
+		}
+		if len(*f.dst) != c.rotaryDim()/2 {
+			return p.errf(prefix+f.key, "%d factors for %d rotary pairs", len(*f.dst), c.rotaryDim()/2)
+		}
+		for _, v := range *f.dst {
+			if !(v > 0) || math.IsInf(v, 0) {
+				return p.errf(prefix+f.key, "%g is not a finite factor > 0", v)
+			}
+		}
+	}
+	return nil
 }
 
 // scaling reads a rope_scaling block (or rope_parameters' scaling keys);
@@ -557,19 +684,29 @@ func (p *configParser) scaling(sc map[string]json.RawMessage, prefix string) (*R
 			return nil, err
 		}
 	}
+	phi3 := p.phi3
 	if prf, err := p.floatField(sc, prefix, "partial_rotary_factor", 1, false); err != nil {
 		return nil, err
-	} else if prf != 1 {
+	} else if prf != 1 && !phi3 {
 		return nil, p.errf(prefix+"partial_rotary_factor", "%g is not supported (want 1)", prf)
 	}
-	switch strings.ToLower(typ) {
+	typ = strings.ToLower(typ)
+	if typ == "su" && phi3 { // early Phi-3 configs' name for longrope
+		typ = "longrope"
+	}
+	switch typ {
 	case "", "default":
 		return nil, nil
 	case "linear", "llama3":
+	case "longrope":
+		if !phi3 {
+			return nil, p.errf(prefix+"rope_type", "%q is supported for Phi3ForCausalLM only", typ)
+		}
+		return &RopeScaling{Type: typ}, nil
 	default:
-		return nil, p.errf(prefix+"rope_type", "%q is not supported (want default, linear or llama3)", typ)
+		return nil, p.errf(prefix+"rope_type", "%q is not supported (want default, linear, llama3 or, for Phi-3, longrope)", typ)
 	}
-	rs := &RopeScaling{Type: strings.ToLower(typ)}
+	rs := &RopeScaling{Type: typ}
 	if rs.Factor, err = p.floatField(sc, prefix, "factor", 0, true); err != nil {
 		return nil, err
 	}
@@ -779,7 +916,16 @@ func (p *configParser) tokenIDs(key string, vocab int) ([]int, error) {
 
 // ropeInvFreq is each rotary pair's inverse frequency, scaled as transformers
 // does (computed in float64, rounded once to float32 like torch's tensor).
-func (c *Config) ropeInvFreq() []float32 { return c.invFreq(c.RopeTheta, true) }
+func (c *Config) ropeInvFreq() []float32 { return c.invFreq(c.RopeTheta, true, false) }
+
+// ropeLongInvFreq is ropeInvFreq with LongRoPE's long factors; nil
+// without LongRoPE.
+func (c *Config) ropeLongInvFreq() []float32 {
+	if c.RopeScaling == nil || c.RopeScaling.Type != "longrope" {
+		return nil
+	}
+	return c.invFreq(c.RopeTheta, true, true)
+}
 
 // ropeLocalInvFreq is ropeInvFreq for sliding-window layers: base
 // RopeLocalTheta, unscaled (0: the global layers'); nil without sliding
@@ -791,14 +937,15 @@ func (c *Config) ropeLocalInvFreq() []float32 {
 	if c.RopeLocalTheta == 0 {
 		return c.ropeInvFreq()
 	}
-	return c.invFreq(c.RopeLocalTheta, false)
+	return c.invFreq(c.RopeLocalTheta, false, false)
 }
 
-func (c *Config) invFreq(theta float64, scaled bool) []float32 {
-	half := c.HeadDim / 2
+func (c *Config) invFreq(theta float64, scaled, long bool) []float32 {
+	rd := c.rotaryDim()
+	half := rd / 2
 	out := make([]float32, half)
 	for i := range half {
-		inv := 1 / math.Pow(theta, float64(2*i)/float64(c.HeadDim))
+		inv := 1 / math.Pow(theta, float64(2*i)/float64(rd))
 		if !scaled {
 			out[i] = float32(inv)
 			continue
@@ -809,6 +956,12 @@ func (c *Config) invFreq(theta float64, scaled bool) []float32 {
 				inv /= rs.Factor
 			case "llama3":
 				inv = llama3Scale(inv, rs)
+			case "longrope":
+				if long {
+					inv /= rs.LongFactor[i]
+				} else {
+					inv /= rs.ShortFactor[i]
+				}
 			}
 		}
 		if i < len(c.RopeFreqFactors) {

@@ -404,3 +404,62 @@ func TestMistralConfigWindow(t *testing.T) {
 		})
 	}
 }
+
+// TestPhi3Config proves how a Phi3ForCausalLM config is read: the
+// partial rotary dimension (Phi-4-mini's 0.75 of 128), LongRoPE's factors
+// with transformers' defaults for factor and attention_factor (and early
+// Phi-3's "su" for longrope), Phi-3-mini-4k's window of 2047 on every
+// layer, and refusals naming the field.
+func TestPhi3Config(t *testing.T) {
+	factors := func(n int, v string) string { return "[" + strings.TrimSuffix(strings.Repeat(v+",", n), ",") + "]" }
+	phi4mini := `{"architectures": ["Phi3ForCausalLM"], "model_type": "phi3", "hidden_size": 3072, "intermediate_size": 8192,
+  "num_hidden_layers": 32, "num_attention_heads": 24, "num_key_value_heads": 8, "vocab_size": 200064,
+  "max_position_embeddings": 131072, "original_max_position_embeddings": 4096, "partial_rotary_factor": 0.75,
+  "rope_theta": 10000.0, "sliding_window": 262144, "tie_word_embeddings": true, "hidden_act": "silu",
+  "rope_scaling": {"type": "longrope", "short_factor": ` + factors(48, "1.0") + `, "long_factor": ` + factors(48, "2.5") + `}}`
+	c, err := ParseConfig("", []byte(phi4mini))
+	require.NoError(t, err)
+	require.Equal(t, Phi3, c.Architecture)
+	require.Equal(t, 128, c.HeadDim)
+	require.Equal(t, 96, c.RotaryDim)
+	require.Zero(t, c.SlidingWindow, "a window holding the whole context is none")
+	rs := c.RopeScaling
+	require.Equal(t, "longrope", rs.Type)
+	require.Equal(t, 4096, rs.OriginalMaxPositionEmbeddings)
+	require.Equal(t, 32.0, rs.Factor)
+	require.InDelta(t, math.Sqrt(1+math.Log(32)/math.Log(4096)), rs.AttentionFactor, 1e-15)
+	require.Len(t, c.ropeInvFreq(), 48)
+	require.InDelta(t, 2.5, float64(c.ropeInvFreq()[7]/c.ropeLongInvFreq()[7]), 1e-6)
+	require.False(t, c.longRoPE(4096))
+	require.True(t, c.longRoPE(4097))
+
+	su := strings.Replace(phi4mini, `"type": "longrope"`, `"type": "su"`, 1)
+	c, err = ParseConfig("", []byte(su))
+	require.NoError(t, err)
+	require.Equal(t, "longrope", c.RopeScaling.Type)
+
+	mini4k := `{"architectures": ["Phi3ForCausalLM"], "hidden_size": 3072, "intermediate_size": 8192, "num_hidden_layers": 32,
+  "num_attention_heads": 32, "vocab_size": 32064, "max_position_embeddings": 4096, "original_max_position_embeddings": 4096,
+  "rope_scaling": null, "sliding_window": 2047}`
+	c, err = ParseConfig("", []byte(mini4k))
+	require.NoError(t, err)
+	require.Equal(t, 2047, c.SlidingWindow)
+	require.Zero(t, c.RotaryDim)
+	require.Nil(t, c.RopeScaling)
+	require.Contains(t, c.cpuOnly(), "sliding-window attention layers")
+
+	for _, tc := range []struct{ name, cfg, field string }{
+		{"short factors", strings.Replace(phi4mini, factors(48, "1.0"), factors(47, "1.0"), 1), "rope_scaling.short_factor"},
+		{"a zero factor", strings.Replace(phi4mini, factors(48, "2.5"), factors(47, "2.5")[:len(factors(47, "2.5"))-1]+",0]", 1), "rope_scaling.long_factor"},
+		{"partial rotary", strings.Replace(phi4mini, `"partial_rotary_factor": 0.75`, `"partial_rotary_factor": 1.5`, 1), "partial_rotary_factor"},
+		{"longrope outside Phi-3", `{"architectures": ["LlamaForCausalLM"], "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 1,
+  "num_attention_heads": 4, "vocab_size": 300, "rope_scaling": {"rope_type": "longrope", "short_factor": [1], "long_factor": [1]}}`, "rope_scaling.rope_type"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseConfig("", []byte(tc.cfg))
+			var ce *ConfigError
+			require.ErrorAs(t, err, &ce)
+			require.Equal(t, tc.field, ce.Field)
+		})
+	}
+}

@@ -10,11 +10,12 @@
 // norms four to a layer, GeGLU, q/k norms, sliding-window layers beside
 // global ones with their own RoPE base, final logit soft-capping; also
 // the text model inside a Gemma3ForConditionalGeneration, whose vision
-// tower is left unread) and Gemma 2 (Gemma2ForCausalLM: no q/k norms, one
-// RoPE base, attention logit soft-capping); the GPU and MLX backends
-// refuse those with a *BackendError. On the CPU a sliding-window layer's
-// KV cache keeps only the window, so its memory does not grow with the
-// context.
+// tower is left unread), Gemma 2 (Gemma2ForCausalLM: no q/k norms, one
+// RoPE base, attention logit soft-capping) and Phi-3 and Phi-4
+// (Phi3ForCausalLM: fused qkv_proj and gate_up_proj, partial rotary,
+// LongRoPE); the GPU and MLX backends refuse those with a *BackendError.
+// On the CPU a sliding-window layer's KV cache keeps only the window, so
+// its memory does not grow with the context.
 //
 // Start with Load (a checkpoint directory or a GGUF file) or LoadFS (an
 // embedded model, such as model/demo's), then Model.Generate for text,

@@ -17,7 +17,13 @@ type cpuBackend struct {
 	w       *weights
 	pool    *cpu.Pool
 	chunks  int       // parallel ranges per loop
-	invFreq []float32 // RoPE inverse frequencies, headDim/2
+	invFreq []float32 // RoPE inverse frequencies, a rotary pair each
+	// invFreqLong is LongRoPE's with its long factors (nil without), for
+	// rows whose forward call reaches past the original context, and
+	// ropeScale multiplies every cos and sin (LongRoPE's attention factor;
+	// else 1).
+	invFreqLong []float32
+	ropeScale   float32
 	// invFreqLocal is sliding-window layers' (Config.RopeLocalTheta), nil
 	// without them.
 	invFreqLocal []float32
@@ -29,8 +35,12 @@ type cpuBackend struct {
 }
 
 func newCPUBackend(cfg *Config, w *weights, pool *cpu.Pool, threads int) *cpuBackend {
-	return &cpuBackend{cfg: cfg, w: w, pool: pool.WithLimit(threads), chunks: 4 * threads,
-		invFreq: cfg.ropeInvFreq(), invFreqLocal: cfg.ropeLocalInvFreq()}
+	b := &cpuBackend{cfg: cfg, w: w, pool: pool.WithLimit(threads), chunks: 4 * threads,
+		invFreq: cfg.ropeInvFreq(), invFreqLong: cfg.ropeLongInvFreq(), invFreqLocal: cfg.ropeLocalInvFreq(), ropeScale: 1}
+	if rs := cfg.RopeScaling; rs != nil && rs.Type == "longrope" {
+		b.ropeScale = float32(rs.AttentionFactor)
+	}
+	return b
 }
 
 func (b *cpuBackend) name() string { return "cpu" }
@@ -77,10 +87,12 @@ func (s *cpuSequence) len() int { return s.n }
 
 // cpuRow is one row of a forward pass: a token of seq at position pos. A
 // sequence's prompt is rows of one sequence at consecutive positions; a
-// batched decode step is one row of each sequence.
+// batched decode step is one row of each sequence. long: the row's forward
+// call reaches past LongRoPE's original context (Config.longRoPE).
 type cpuRow struct {
-	seq *cpuSequence
-	pos int
+	seq  *cpuSequence
+	pos  int
+	long bool
 }
 
 // cpuScratch is one forward pass's activations, sized for the most rows it
@@ -189,6 +201,7 @@ func (s *cpuSequence) forwardChunks(ctx context.Context, tokens []uint32, all bo
 	}
 	s.scratch.ensure(s.b, prefillChunk)
 	V := s.b.cfg.VocabSize
+	long := s.b.cfg.longRoPE(s.n + len(tokens)) // the whole call's, as transformers chooses
 	for start := 0; start < len(tokens); start += prefillChunk {
 		chunk := tokens[start:min(len(tokens), start+prefillChunk)]
 		last := start+len(chunk) == len(tokens)
@@ -199,7 +212,7 @@ func (s *cpuSequence) forwardChunks(ctx context.Context, tokens []uint32, all bo
 		case last:
 			out = logits[:V]
 		}
-		if err := s.step(ctx, chunk, all, out); err != nil {
+		if err := s.step(ctx, chunk, all, out, long); err != nil {
 			return err
 		}
 	}
@@ -207,13 +220,13 @@ func (s *cpuSequence) forwardChunks(ctx context.Context, tokens []uint32, all bo
 }
 
 // step runs up to prefillChunk tokens of the sequence through every layer.
-func (s *cpuSequence) step(ctx context.Context, tokens []uint32, all bool, logits []float32) error {
+func (s *cpuSequence) step(ctx context.Context, tokens []uint32, all bool, logits []float32, long bool) error {
 	if err := s.reserve(len(tokens)); err != nil {
 		return err
 	}
 	rows := s.scratch.rows[:0]
 	for t := range tokens {
-		rows = append(rows, cpuRow{s, s.n + t})
+		rows = append(rows, cpuRow{s, s.n + t, long})
 	}
 	s.scratch.rows = rows
 	return s.b.pass(ctx, &s.scratch, rows, tokens, all, logits)
@@ -248,9 +261,9 @@ func (b *cpuBackend) pass(ctx context.Context, sc *cpuScratch, rows []cpuRow, to
 	}
 	// Angles are inv_freq*position rounded to float32, as transformers
 	// computes them, then cos and sin of that angle.
-	half := hd / 2
-	angles(sc.cos, sc.sin, rows, b.invFreq)
-	angles(sc.cosL, sc.sinL, rows, b.invFreqLocal)
+	half, rd := len(b.invFreq), c.rotaryDim()
+	angles(sc.cos, sc.sin, rows, b.invFreq, b.invFreqLong, b.ropeScale)
+	angles(sc.cosL, sc.sinL, rows, b.invFreqLocal, nil, 1)
 
 	xb, qkv, q, att := sc.xb[:T*D], sc.qkv[:T*qkvD], sc.q[:T*qD], sc.att[:T*qD]
 	gu, act := sc.gu[:T*2*I], sc.act[:T*I]
@@ -273,13 +286,13 @@ func (b *cpuBackend) pass(ctx context.Context, sc *cpuScratch, rows []cpuRow, to
 			copy(qt, row[:qD])
 			cos, sin := cosAll[t*half:(t+1)*half], sinAll[t*half:(t+1)*half]
 			headNorm(qt, hd, lw.qNorm, eps)
-			cpu.RoPE(qt, H, hd, cos, sin)
+			rope(qt, H, hd, rd, cos, sin)
 			kv := &r.seq.kv[l]
 			at := (r.pos - kv.base) * kvD
 			k := kv.k[at : at+kvD]
 			copy(k, row[qD:qD+kvD])
 			headNorm(k, hd, lw.kNorm, eps)
-			cpu.RoPE(k, KV, hd, cos, sin)
+			rope(k, KV, hd, rd, cos, sin)
 			copy(kv.v[at:at+kvD], row[qD+kvD:])
 		}
 		b.attention(sc, rows, l, q, att)
@@ -325,17 +338,35 @@ func (b *cpuBackend) pass(ctx context.Context, sc *cpuScratch, rows []cpuRow, to
 }
 
 // angles writes each row's RoPE cosines and sines for inverse
-// frequencies inv (nothing when inv is nil): the angle inv*position
-// rounded to float32, as transformers computes it.
-func angles(cos, sin []float32, rows []cpuRow, inv []float32) {
+// frequencies inv, or long for a long row when long is not nil (nothing
+// when inv is nil): the angle inv*position rounded to float32, as
+// transformers computes it, and its cos and sin times scale in float32.
+func angles(cos, sin []float32, rows []cpuRow, inv, long []float32, scale float32) {
 	half := len(inv)
 	for t, r := range rows {
 		p := float32(r.pos)
-		for i, f := range inv {
-			a := float64(f * p)
-			cos[t*half+i] = float32(math.Cos(a))
-			sin[t*half+i] = float32(math.Sin(a))
+		fs := inv
+		if r.long && long != nil {
+			fs = long
 		}
+		for i, f := range fs {
+			a := float64(f * p)
+			cos[t*half+i] = float32(math.Cos(a)) * scale
+			sin[t*half+i] = float32(math.Sin(a)) * scale
+		}
+	}
+}
+
+// rope turns the first rd values of each of the heads of x (hd values
+// each) by cos and sin (rd/2 each); the rest pass through (Phi-3's
+// partial rotary).
+func rope(x []float32, heads, hd, rd int, cos, sin []float32) {
+	if rd == hd {
+		cpu.RoPE(x, heads, hd, cos, sin)
+		return
+	}
+	for h := range heads {
+		cpu.RoPE(x[h*hd:h*hd+rd], 1, rd, cos, sin)
 	}
 }
 

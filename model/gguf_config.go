@@ -14,7 +14,7 @@ import (
 // semantics the forward pass follows.
 func ggufArch(name string) (Architecture, bool) {
 	for _, a := range architectures {
-		if a.gguf == name {
+		if a.gguf != "" && a.gguf == name {
 			return a.arch, true
 		}
 	}
@@ -51,6 +51,12 @@ func configFromGGUF(f *gguf.File) (*Config, error) {
 		return nil, &ConfigError{File: name, Field: "general.architecture", Reason: "unreadable", Err: err}
 	}
 	arch, ok := ggufArch(archName)
+	if !ok && archName == "phi3" {
+		// llama.cpp picks LongRoPE's factors by the context size, not by
+		// each call's positions as transformers does, and fuses gate and up
+		// into ffn_up: not read yet.
+		return nil, errf("general.architecture", "%q is not supported yet (load the Phi-3 safetensors checkpoint: Phi3ForCausalLM runs on the CPU)", archName)
+	}
 	if !ok {
 		return nil, errf("general.architecture", "%q is not supported (want %s)", archName, supportedList(byGGUF))
 	}

@@ -569,6 +569,11 @@ func TestBatchGivesEachSequenceItsAloneTokens(t *testing.T) {
 	t.Run("cpu-gemma3", func(t *testing.T) { requireBatchMatchesAlone(t, loadSpec(t, gemma3), gemma3.Vocab) })
 	gemma2 := modeltest.Gemma2Tiny()
 	t.Run("cpu-gemma2", func(t *testing.T) { requireBatchMatchesAlone(t, loadSpec(t, gemma2), gemma2.Vocab) })
+	// Each row of a batched decode pass takes LongRoPE's long factors when
+	// its own position passes the original context (8 here), as alone.
+	phi3 := modeltest.Phi3Tiny()
+	phi3.LongRoPE.OriginalMaxPositionEmbeddings = 8
+	t.Run("cpu-phi3", func(t *testing.T) { requireBatchMatchesAlone(t, loadSpec(t, phi3), phi3.Vocab) })
 }
 
 // requireBatchMatchesAlone runs sequences of different lengths and sampling

@@ -335,7 +335,12 @@ func loadWeights(cfg *Config, set *safetensors.Set, format WeightFormat, progres
 		}
 		qkv := []string{p + "self_attn.q_proj.", p + "self_attn.k_proj.", p + "self_attn.v_proj."}
 		qkvRows := []int{qD, kvD, kvD}
-		if lw.qkv, lw.qkvParts, err = l.stacked(D, suffix(qkv, "weight"), qkvRows); err != nil {
+		if cfg.Architecture == Phi3 { // fused in the checkpoint, in our order
+			lw.qkv, err = l.matrix(D, p+"self_attn.qkv_proj.weight", qD+2*kvD)
+		} else {
+			lw.qkv, lw.qkvParts, err = l.stacked(D, suffix(qkv, "weight"), qkvRows)
+		}
+		if err != nil {
 			return nil, err
 		}
 		if lw.qkvBias, err = l.biases(cfg.QKVBias, suffix(qkv, "bias"), qkvRows); err != nil {
@@ -359,7 +364,12 @@ func loadWeights(cfg *Config, set *safetensors.Set, format WeightFormat, progres
 			return nil, err
 		}
 		gu := []string{p + "mlp.gate_proj.", p + "mlp.up_proj."}
-		if lw.gateUp, lw.gateUpParts, err = l.stacked(D, suffix(gu, "weight"), []int{I, I}); err != nil {
+		if cfg.Architecture == Phi3 { // gate rows then up rows, as ours
+			lw.gateUp, err = l.matrix(D, p+"mlp.gate_up_proj.weight", 2*I)
+		} else {
+			lw.gateUp, lw.gateUpParts, err = l.stacked(D, suffix(gu, "weight"), []int{I, I})
+		}
+		if err != nil {
 			return nil, err
 		}
 		if lw.gateUpBias, err = l.biases(cfg.MLPBias, suffix(gu, "bias"), []int{I, I}); err != nil {

@@ -12,7 +12,7 @@ type Llama3Scaling struct {
 
 // Spec describes a random model.
 type Spec struct {
-	Arch         string // "llama", "qwen2", "qwen3", "gemma3", "gemma2" or "mistral"
+	Arch         string // "llama", "qwen2", "qwen3", "gemma3", "gemma2", "mistral" or "phi3"
 	Hidden       int
 	Intermediate int
 	Layers       int
@@ -56,6 +56,20 @@ type Spec struct {
 	// Mistral (Arch "mistral"): SlidingWindow > 0 makes every layer attend
 	// to the last SlidingWindow positions (7B v0.1's); 0: sliding_window
 	// null (v0.3's).
+	//
+	// Phi-3 (Arch "phi3"): fused qkv_proj and gate_up_proj weights;
+	// PartialRotary in (0, 1) turns that part of each head (0: all);
+	// LongRoPE, when set, is its rope_scaling.
+	PartialRotary float64
+	LongRoPE      *LongRoPEScaling
+}
+
+// LongRoPEScaling is Phi-3's rope_scaling of type longrope: a factor per
+// rotary pair below and past OriginalMaxPositionEmbeddings (factor and
+// attention_factor left to their defaults).
+type LongRoPEScaling struct {
+	ShortFactor, LongFactor       []float64
+	OriginalMaxPositionEmbeddings int
 }
 
 // Presets used across tests and benchmarks.
@@ -136,6 +150,19 @@ func MistralTinyWindow() Spec {
 	s := MistralTiny()
 	s.SlidingWindow, s.Seed = 8, 11
 	return s
+}
+
+// Phi3Tiny is a small Phi-3 with every feature on: fused qkv_proj and
+// gate_up_proj, RoPE on the first 12 of each head's 16 values
+// (partial_rotary_factor 0.75), LongRoPE with an original context of 32
+// (short factors near 1, long ones up to 6; factor 256/32 and its
+// attention factor sqrt(1+ln 8/ln 32)), GQA (4 heads, 2 KV heads), untied.
+func Phi3Tiny() Spec {
+	short := []float64{1, 1.05, 1.1, 1.2, 1.35, 1.5}
+	long := []float64{1, 1.4, 2, 3, 4.5, 6}
+	return Spec{Arch: "phi3", Hidden: 64, Intermediate: 96, Layers: 2, Heads: 4, KVHeads: 2, Vocab: 280, MaxPos: 256,
+		RopeTheta: 10000, PartialRotary: 0.75, LongRoPE: &LongRoPEScaling{ShortFactor: short, LongFactor: long, OriginalMaxPositionEmbeddings: 32},
+		RMSNormEps: 1e-5, DType: safetensors.F32, Seed: 12, Std: 0.2}
 }
 
 // SmolLMTiny is a small tied-embedding llama (SmolLM-style) in bf16.

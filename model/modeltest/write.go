@@ -47,9 +47,13 @@ func Tensors(s Spec) []Tensor {
 	for l := range s.Layers {
 		p := fmt.Sprintf("model.layers.%d.", l)
 		add(p+"input_layernorm.weight", normMean, s.Hidden)
-		add(p+"self_attn.q_proj.weight", 0, qD, s.Hidden)
-		add(p+"self_attn.k_proj.weight", 0, kvD, s.Hidden)
-		add(p+"self_attn.v_proj.weight", 0, kvD, s.Hidden)
+		if s.Arch == "phi3" {
+			add(p+"self_attn.qkv_proj.weight", 0, qD+2*kvD, s.Hidden)
+		} else {
+			add(p+"self_attn.q_proj.weight", 0, qD, s.Hidden)
+			add(p+"self_attn.k_proj.weight", 0, kvD, s.Hidden)
+			add(p+"self_attn.v_proj.weight", 0, kvD, s.Hidden)
+		}
 		if qkvBias {
 			add(p+"self_attn.q_proj.bias", 0, qD)
 			add(p+"self_attn.k_proj.bias", 0, kvD)
@@ -68,8 +72,12 @@ func Tensors(s Spec) []Tensor {
 			add(p+"pre_feedforward_layernorm.weight", normMean, s.Hidden)
 			add(p+"post_feedforward_layernorm.weight", normMean, s.Hidden)
 		}
-		add(p+"mlp.gate_proj.weight", 0, s.Intermediate, s.Hidden)
-		add(p+"mlp.up_proj.weight", 0, s.Intermediate, s.Hidden)
+		if s.Arch == "phi3" {
+			add(p+"mlp.gate_up_proj.weight", 0, 2*s.Intermediate, s.Hidden)
+		} else {
+			add(p+"mlp.gate_proj.weight", 0, s.Intermediate, s.Hidden)
+			add(p+"mlp.up_proj.weight", 0, s.Intermediate, s.Hidden)
+		}
 		add(p+"mlp.down_proj.weight", 0, s.Hidden, s.Intermediate)
 		if s.MLPBias {
 			add(p+"mlp.gate_proj.bias", 0, s.Intermediate)
@@ -108,6 +116,8 @@ func Config(s Spec) ([]byte, error) {
 		arch, mtype = "Gemma2ForCausalLM", "gemma2"
 	case "mistral":
 		arch, mtype = "MistralForCausalLM", "mistral"
+	case "phi3":
+		arch, mtype = "Phi3ForCausalLM", "phi3"
 	}
 	dtypeName := map[safetensors.DType]string{safetensors.F32: "float32", safetensors.F16: "float16", safetensors.BF16: "bfloat16"}[s.DType]
 	c := map[string]any{
@@ -144,6 +154,12 @@ func Config(s Spec) ([]byte, error) {
 		if s.SlidingWindow > 0 {
 			c["sliding_window"] = s.SlidingWindow
 		}
+	case "phi3":
+		c["sliding_window"] = nil
+		c["pad_token_id"] = s.Vocab - 1 // Phi3Config's 32000 is past this vocabulary
+		if s.PartialRotary > 0 {
+			c["partial_rotary_factor"] = s.PartialRotary
+		}
 	default:
 		c["attention_bias"] = s.AttnBias
 		c["mlp_bias"] = s.MLPBias
@@ -154,6 +170,11 @@ func Config(s Spec) ([]byte, error) {
 			"rope_type": "llama3", "factor": s.Llama3.Factor, "low_freq_factor": s.Llama3.LowFreqFactor,
 			"high_freq_factor": s.Llama3.HighFreqFactor, "original_max_position_embeddings": s.Llama3.OriginalMaxPositionEmbeddings,
 		}
+	}
+	if lr := s.LongRoPE; lr != nil {
+		// Phi-3's configs keep original_max_position_embeddings at the top level.
+		scaling = map[string]any{"rope_type": "longrope", "short_factor": lr.ShortFactor, "long_factor": lr.LongFactor}
+		c["original_max_position_embeddings"] = lr.OriginalMaxPositionEmbeddings
 	}
 	if s.ConfigVersion == 5 {
 		rp := map[string]any{"rope_type": "default", "rope_theta": s.RopeTheta}

@@ -30,9 +30,11 @@ var presets = map[string]func() modeltest.Spec{
 	// Mistral v0.3 (sliding_window null) and 7B v0.1's window.
 	"mistral-tiny":        modeltest.MistralTiny,
 	"mistral-tiny-window": modeltest.MistralTinyWindow,
-	"smollm-tiny":         modeltest.SmolLMTiny,
-	"smollm135m":          modeltest.SmolLM135M,
-	"demo-shaped":         modeltest.DemoShaped,
+	// Phi-3: fused weights, partial rotary, LongRoPE from position 32.
+	"phi3-tiny":   modeltest.Phi3Tiny,
+	"smollm-tiny": modeltest.SmolLMTiny,
+	"smollm135m":  modeltest.SmolLM135M,
+	"demo-shaped": modeltest.DemoShaped,
 }
 
 func main() {
