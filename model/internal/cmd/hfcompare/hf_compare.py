@@ -10,15 +10,17 @@ layers, two RoPE bases, q/k norms, GeGLU and (1+w) norms: untied with an
 attention scale other than head_dim's, the same with final logit
 soft-capping, and tied with Gemma's head_dim 256; an image-and-text
 Gemma3ForConditionalGeneration, whose text model hipgo loads; a Gemma 2
-with attention and final logit soft-capping; and two Mistrals, v0.3's
-sliding_window null and 7B v0.1's window of 8 on every layer) it:
+with attention and final logit soft-capping; two Mistrals, v0.3's
+sliding_window null and 7B v0.1's window of 8 on every layer; and a Phi-3
+with partial rotary and LongRoPE from position 32, the prompt's length, so
+its greedy tokens take the long factors) it:
 
   1. saves the model with save_pretrained (float32 safetensors, config.json);
   2. runs the Go binary (model/internal/cmd/hfcompare, built with
      CGO_ENABLED=0) on the saved directory and a 32-token prompt;
   3. compares the float32 logits of every prompt position: max |go - hf| over
-     max |hf| (bar 1e-4; 1e-5 for Qwen3, Gemma and Mistral);
-  4. checks that 32 greedy tokens (64 for Qwen3, Gemma and Mistral) are identical (and reports the smallest gap
+     max |hf| (bar 1e-4; 1e-5 for Qwen3, Gemma, Mistral and Phi-3);
+  4. checks that 32 greedy tokens (64 for Qwen3, Gemma, Mistral and Phi-3) are identical (and reports the smallest gap
      between the top two logits on transformers' side, so a divergence can be
      told apart from a near tie);
   5. times decode tokens/s on the CPU with torch.set_num_threads(N) against
@@ -72,8 +74,10 @@ TestGemma3MatchesTransformers (--family gemma3: sliding window 8 on a
 32-token prompt, final logit soft-capping, an attention scale other than
 head_dim's) or TestGemma2MatchesTransformers (--family gemma2: attention and
 final soft-capping) or TestMistralMatchesTransformers (--family mistral:
-sliding_window null, and a window of 8 on a 32-token prompt), which check
-them in CI without Python:
+sliding_window null, and a window of 8 on a 32-token prompt) or
+TestPhi3MatchesTransformers (--family phi3: LongRoPE from position 32, a
+24-token prompt whose greedy tokens cross it and a 48-token prompt past
+it), which check them in CI without Python:
 
   CGO_ENABLED=0 go build -o mktestmodel ./model/internal/cmd/mktestmodel
   python3 hf_compare.py --hipgo ./hfcompare --mktestmodel ./mktestmodel \\
@@ -84,6 +88,8 @@ them in CI without Python:
       --preset-golden model/testdata/gemma2-tiny-transformers.json
   python3 hf_compare.py --hipgo ./hfcompare --mktestmodel ./mktestmodel --family mistral \\
       --preset-golden model/testdata/mistral-tiny-transformers.json
+  python3 hf_compare.py --hipgo ./hfcompare --mktestmodel ./mktestmodel --family phi3 \\
+      --preset-golden model/testdata/phi3-tiny-transformers.json
 """
 
 import argparse
@@ -103,7 +109,7 @@ import torch  # noqa: E402
 import transformers  # noqa: E402
 from transformers import (Gemma2Config, Gemma2ForCausalLM, Gemma3Config, Gemma3ForCausalLM,  # noqa: E402
                           Gemma3ForConditionalGeneration, Gemma3TextConfig, LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM,
-                          MistralConfig, MistralForCausalLM, Qwen3Config, Qwen3ForCausalLM)
+                          MistralConfig, MistralForCausalLM, Phi3Config, Phi3ForCausalLM, Qwen3Config, Qwen3ForCausalLM)
 
 PROMPT_LEN = 32
 GREEDY = 32
@@ -294,6 +300,26 @@ def mistral_window_config():
     return mistral_config(sliding_window=8)
 
 
+def phi3_config():
+    # Phi-3 with every feature on: fused qkv_proj and gate_up_proj, RoPE on
+    # the first 48 of each head's 64 values (partial_rotary_factor 0.75),
+    # LongRoPE with an original context of 32 (the prompt's length: its
+    # logits take the short factors, the greedy tokens past it the long
+    # ones), factor 4096/32 and its attention factor, GQA 8:2.
+    pairs = 24
+    rope = {"rope_type": "longrope", "rope_theta": 10000.0, "partial_rotary_factor": 0.75,
+            "short_factor": [1.0 + 0.02 * i for i in range(pairs)], "long_factor": [1.0 + 0.5 * i for i in range(pairs)],
+            "original_max_position_embeddings": 32}
+    cfg = Phi3Config(vocab_size=8192, hidden_size=512, intermediate_size=1408, num_hidden_layers=6,
+                     num_attention_heads=8, num_key_value_heads=2, max_position_embeddings=4096,
+                     original_max_position_embeddings=32, partial_rotary_factor=0.75, rope_parameters=rope,
+                     rms_norm_eps=1e-5, tie_word_embeddings=False, initializer_range=0.05, bos_token_id=1,
+                     eos_token_id=2, pad_token_id=0)
+    if cfg.rope_parameters.get("rope_type") != "longrope" or cfg.rope_parameters.get("partial_rotary_factor") != 0.75:
+        raise RuntimeError(f"Phi3Config did not take the settings: {cfg.rope_parameters}")
+    return cfg
+
+
 # name, class, config, logit bar, greedy tokens
 MODELS = [
     ("llama3-gqa-ropescaling", LlamaForCausalLM, llama3_config, LOGIT_BAR, GREEDY),
@@ -308,6 +334,7 @@ MODELS = [
     ("gemma2-softcap", Gemma2ForCausalLM, gemma2_config, 1e-5, 64),
     ("mistral-v03", MistralForCausalLM, mistral_config, 1e-5, 64),
     ("mistral-window-8", MistralForCausalLM, mistral_window_config, 1e-5, 64),
+    ("phi3-partial-longrope", Phi3ForCausalLM, phi3_config, 1e-5, 64),
 ]
 
 
@@ -528,12 +555,12 @@ def main_gguf(args):
 # with package modeltest), run through transformers, by --family: (name,
 # preset, mktestmodel flags) each, the prompt length and the positions whose
 # logits are kept. TestQwen3MatchesTransformers,
-# TestGemma3MatchesTransformers, TestGemma2MatchesTransformers and
-# TestMistralMatchesTransformers check
+# TestGemma3MatchesTransformers, TestGemma2MatchesTransformers,
+# TestMistralMatchesTransformers and TestPhi3MatchesTransformers check
 # hipgo against what this writes,
 # without Python. Gemma 3's and Gemma 2's prompts are four times their
 # sliding window (8; 5 for gemma3-tiny-scalar) and their 64 greedy tokens
-# run on past it.
+# run on past it. A variant may carry its own (prompt length, positions).
 PRESET_FAMILIES = {
     "qwen3": ([("qwen3-tiny", "qwen3-tiny", []), ("qwen3-tiny-tied", "qwen3-tiny", ["-tie"])], 24, (0, 11, 23)),
     "gemma3": ([("gemma3-tiny", "gemma3-tiny", []), ("gemma3-tiny-softcap", "gemma3-tiny-softcap", []),
@@ -541,6 +568,11 @@ PRESET_FAMILIES = {
     "gemma2": ([("gemma2-tiny", "gemma2-tiny", [])], 32, (0, 15, 31)),
     "mistral": ([("mistral-tiny", "mistral-tiny", []), ("mistral-tiny-window", "mistral-tiny-window", [])],
                 32, (0, 15, 31)),
+    # LongRoPE's original context is 32: a 24-token prompt takes the short
+    # factors and its greedy tokens cross into the long ones; a 48-token
+    # prompt takes the long ones throughout.
+    "phi3": ([("phi3-tiny", "phi3-tiny", []), ("phi3-tiny-long-prompt", "phi3-tiny", [], (48, (0, 31, 47)))],
+             24, (0, 11, 23)),
 }
 PRESET_GREEDY = 64
 PRESET_LOGIT_BAR = 1e-5
@@ -558,7 +590,9 @@ def main_preset_golden(args):
     log(f"python {sys.version.split()[0]}, torch {torch.__version__}, transformers {transformers.__version__}")
     variants, failures = [], []
     presets, prompt_len, positions = PRESET_FAMILIES[args.family]
-    for i, (name, preset, flags) in enumerate(presets):
+    family_len, family_positions = prompt_len, positions
+    for i, (name, preset, flags, *own) in enumerate(presets):
+        prompt_len, positions = own[0] if own else (family_len, family_positions)
         mdir = os.path.join(args.work, name)
         subprocess.run([os.path.abspath(args.mktestmodel), "-preset", preset, "-out", mdir, *flags], check=True)
         model = AutoModelForCausalLM.from_pretrained(mdir, dtype=torch.float32).eval()
@@ -575,7 +609,7 @@ def main_preset_golden(args):
         rows = list(positions)
         rel = float(np.abs(go_logits[rows].astype(np.float64) - ref[rows]).max() / np.abs(ref[rows]).max())
         first_diff = next((j for j, (a, b) in enumerate(zip(go_res["greedy"], toks)) if a != b), None)
-        log(f"{name} ({type(model).__name__}, head_dim {cfg.head_dim}, tied {cfg.tie_word_embeddings}): "
+        log(f"{name} ({type(model).__name__}, head_dim {getattr(cfg, 'head_dim', None) or cfg.hidden_size // cfg.num_attention_heads}, tied {cfg.tie_word_embeddings}): "
             f"max|d|/max|logit| {rel:.3e} (max|logit| {np.abs(ref[rows]).max():.2f}), {PRESET_GREEDY} greedy "
             f"{'identical' if first_diff is None else f'diverge at {first_diff}'} (smallest top-2 gap {min_gap:.4f})")
         if rel > PRESET_LOGIT_BAR:
@@ -765,6 +799,8 @@ def main():
     if args.convert:
         if not args.tokenizer and args.family == "qwen3":
             ap.error("--convert needs --tokenizer for qwen3")
+        if args.family == "phi3":
+            ap.error("--convert has no phi3: hipgo refuses phi3 GGUFs")
         return main_convert(args)
     if args.gguf:
         return main_gguf(args)
