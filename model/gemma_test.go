@@ -3,8 +3,6 @@ package model
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -53,10 +51,7 @@ func TestGemma2MatchesTransformers(t *testing.T) {
 }
 
 func requireGemmaGolden(t *testing.T, file string, arch Architecture, presets map[string]func() modeltest.Spec) {
-	data, err := os.ReadFile(file)
-	require.NoError(t, err, "regenerate with hf_compare.py --preset-golden --family (see its doc)")
-	var g qwen3Golden
-	require.NoError(t, json.Unmarshal(data, &g))
+	g := readGolden(t, file, string(arch))
 	require.Len(t, g.Variants, len(presets))
 	for _, v := range g.Variants {
 		t.Run(v.Name, func(t *testing.T) {
@@ -64,15 +59,9 @@ func requireGemmaGolden(t *testing.T, file string, arch Architecture, presets ma
 			require.True(t, ok, "no spec for %s", v.Name)
 			spec := mk()
 			spec.NoTokenizer = true
-			files, err := modeltest.Safetensors(spec)
-			require.NoError(t, err)
-			sum := sha256.Sum256(files["model.safetensors"])
-			require.Equal(t, v.SHA256, hex.EncodeToString(sum[:]),
-				"modeltest's %s weights are not the ones the golden file was made from; regenerate it", v.Name)
 			require.Equal(t, spec.Tie, v.Tie)
 			require.Greater(t, len(v.PromptIDs), 2*spec.SlidingWindow, "the prompt must outrun the window")
-			dir := t.TempDir()
-			require.NoError(t, modeltest.Write(dir, spec))
+			dir := goldenCheckpoint(t, spec, v.Name, v.SHA256)
 			paths := map[string]string{"safetensors": dir}
 			if spec.QueryPreAttnScalar == 0 {
 				paths["gguf"] = ggufFromSpec(t, spec, nil, nil)

@@ -2,10 +2,6 @@ package model
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
-	"os"
 	"testing"
 
 	"github.com/hipgo/hipgo/model/modeltest"
@@ -22,10 +18,7 @@ import (
 // greedy tokens identical (model/testdata/mistral-tiny-transformers.json,
 // hf_compare.py --preset-golden --family mistral).
 func TestMistralMatchesTransformers(t *testing.T) {
-	data, err := os.ReadFile("testdata/mistral-tiny-transformers.json")
-	require.NoError(t, err, "regenerate with hf_compare.py --preset-golden --family mistral (see its doc)")
-	var g qwen3Golden
-	require.NoError(t, json.Unmarshal(data, &g))
+	g := readGolden(t, "testdata/mistral-tiny-transformers.json", "mistral")
 	presets := map[string]func() modeltest.Spec{
 		"mistral-tiny":        modeltest.MistralTiny,
 		"mistral-tiny-window": modeltest.MistralTinyWindow,
@@ -37,13 +30,7 @@ func TestMistralMatchesTransformers(t *testing.T) {
 			require.True(t, ok, "no spec for %s", v.Name)
 			spec := mk()
 			spec.NoTokenizer = true
-			files, err := modeltest.Safetensors(spec)
-			require.NoError(t, err)
-			sum := sha256.Sum256(files["model.safetensors"])
-			require.Equal(t, v.SHA256, hex.EncodeToString(sum[:]),
-				"modeltest's %s weights are not the ones the golden file was made from; regenerate it", v.Name)
-			dir := t.TempDir()
-			require.NoError(t, modeltest.Write(dir, spec))
+			dir := goldenCheckpoint(t, spec, v.Name, v.SHA256)
 			paths := map[string]string{"safetensors": dir}
 			if spec.SlidingWindow == 0 {
 				asLlama := spec

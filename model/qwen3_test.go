@@ -39,22 +39,13 @@ const qwen3GoldenFile = "testdata/qwen3-tiny-transformers.json"
 // logits at the golden positions within 1e-5 of max|logit|, and 64 greedy
 // tokens through the KV cache identical.
 func TestQwen3MatchesTransformers(t *testing.T) {
-	data, err := os.ReadFile(qwen3GoldenFile)
-	require.NoError(t, err, "regenerate with hf_compare.py --preset-golden (see its doc)")
-	var g qwen3Golden
-	require.NoError(t, json.Unmarshal(data, &g))
+	g := readGolden(t, qwen3GoldenFile, "qwen3")
 	require.Len(t, g.Variants, 2)
 	for _, v := range g.Variants {
 		t.Run(v.Name, func(t *testing.T) {
 			spec := modeltest.Qwen3Tiny()
 			spec.Tie, spec.NoTokenizer = v.Tie, true
-			files, err := modeltest.Safetensors(spec)
-			require.NoError(t, err)
-			sum := sha256.Sum256(files["model.safetensors"])
-			require.Equal(t, v.SHA256, hex.EncodeToString(sum[:]),
-				"modeltest.Qwen3Tiny's weights are not the ones the golden file was made from; regenerate it")
-			dir := t.TempDir()
-			require.NoError(t, modeltest.Write(dir, spec))
+			dir := goldenCheckpoint(t, spec, v.Name, v.SHA256)
 			for format, path := range map[string]string{"safetensors": dir, "gguf": ggufFromSpec(t, spec, nil, nil)} {
 				m, err := Load(path, WithoutTokenizer())
 				require.NoError(t, err, format)
@@ -64,6 +55,31 @@ func TestQwen3MatchesTransformers(t *testing.T) {
 			}
 		})
 	}
+}
+
+// readGolden reads a golden file hf_compare.py --preset-golden --family
+// family wrote.
+func readGolden(t *testing.T, file, family string) qwen3Golden {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	require.NoError(t, err, "regenerate with hf_compare.py --preset-golden --family %s (see its doc)", family)
+	var g qwen3Golden
+	require.NoError(t, json.Unmarshal(data, &g))
+	return g
+}
+
+// goldenCheckpoint writes spec as a safetensors directory, after checking
+// that its weights are the ones golden variant name was made from.
+func goldenCheckpoint(t *testing.T, spec modeltest.Spec, name, sha string) string {
+	t.Helper()
+	files, err := modeltest.Safetensors(spec)
+	require.NoError(t, err)
+	sum := sha256.Sum256(files["model.safetensors"])
+	require.Equal(t, sha, hex.EncodeToString(sum[:]),
+		"modeltest's %s weights are not the ones the golden file was made from; regenerate it", name)
+	dir := t.TempDir()
+	require.NoError(t, modeltest.Write(dir, spec))
+	return dir
 }
 
 // checkGolden compares m's logits of prompt at positions with want (max
