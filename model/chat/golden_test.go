@@ -57,14 +57,15 @@ func deref(s *string) string {
 // special markers inside content, tool turns, add_generation_prompt both
 // ways) for the real SmolLM2-135M-Instruct (from its GGUF), Qwen2.5-Instruct, Qwen3,
 // Llama 3.1 and 3.2 Instruct (strftime_now at a frozen instant), Mistral
-// Nemo and Gemma 3 templates, and that where the template raised an exception
-// (Mistral Nemo's and Gemma 3's on roles out of order) Render returns a
+// Nemo, Gemma 3 and Mistral Small 3.2 ([INST], strftime_now) templates, and
+// that where the template raised an exception (on roles out of order, or
+// Mistral Small's on tool turns without a tool_call_id) Render returns a
 // *RaiseError with the same message.
 func TestRendersLikeTransformers(t *testing.T) {
 	var convs []conversation
 	readJSON(t, "testdata/conversations.json", &convs)
 	require.Len(t, convs, 50)
-	for _, name := range []string{"smollm2", "qwen2.5", "qwen3", "llama3.1", "llama3.2", "mistral-nemo", "gemma3"} {
+	for _, name := range []string{"smollm2", "qwen2.5", "qwen3", "llama3.1", "llama3.2", "mistral-nemo", "gemma3", "mistral-small-3.2"} {
 		t.Run(name, func(t *testing.T) {
 			var g goldenFile
 			readJSON(t, "testdata/golden-"+name+".json", &g)

