@@ -237,6 +237,12 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) *apiError {
 		if id, ok := m.EndOfTurnID(); ok {
 			stopIDs = []uint32{id}
 		}
+	} else if terr := m.ChatTemplateError(); terr != nil {
+		// The checkpoint has a chat template that does not compile: the
+		// plain format would answer in a format the model was not trained
+		// on, without a word of why.
+		return &apiError{Status: http.StatusNotImplemented, Message: "the model's chat template does not compile, so chat is not served (text completions are): " + terr.Error(),
+			Type: "server_error", Code: "chat_template_error", Class: "chat_template_error"}
 	} else {
 		var err error
 		if prompt, err = m.PromptTokens(PlainChat(msgs)); err != nil {
