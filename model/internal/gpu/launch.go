@@ -644,8 +644,7 @@ func (b *Backend) matmulPtrSplit(y, x runtime.DevicePtr, w matrix, bias runtime.
 // false where the product stays on the quantized kernels: smaller chunks,
 // no tensor cores, or the LM head (headDequantized).
 func (b *Backend) dequantized(w matrix, rows, in, out int) (h matrix, ok bool, err error) {
-	head := w.buf == b.w.lmHead.buf || w.buf == b.w.embed.buf
-	if !b.f16Quant || !b.tcCapable(F16) || head || b.sc.deq == nil || b.sc.deq.Size() < 2*in*out {
+	if !b.f16Quant || !b.tcCapable(F16) || b.isHead(w) || b.sc.deq == nil || b.sc.deq.Size() < 2*in*out {
 		return matrix{}, false, nil
 	}
 	err = b.launch("dequant_"+w.dtype.Suffix(), g1(ceilDiv(out*in/8, qfDequantThreads)), b.sc.deq.Ptr(), w.buf, u32(out), u32(in))
@@ -660,8 +659,7 @@ func (b *Backend) dequantized(w matrix, rows, in, out int) (h matrix, ok bool, e
 // on matvec_Q: b.f16Quant unset, no tensor cores, a bias or an
 // accumulation (the head has neither).
 func (b *Backend) headDequantized(y, x runtime.DevicePtr, w matrix, bias runtime.DevicePtr, rows, in, out int, accumulate bool) (ok bool, err error) {
-	head := w.buf == b.w.lmHead.buf || w.buf == b.w.embed.buf
-	if !head || !b.f16Quant || !b.tcCapable(F16) || bias != 0 || accumulate {
+	if !b.isHead(w) || !b.f16Quant || !b.tcCapable(F16) || bias != 0 || accumulate {
 		return false, nil
 	}
 	n := b.headSliceRows()
@@ -688,6 +686,9 @@ func (b *Backend) headDequantized(y, x runtime.DevicePtr, w matrix, bias runtime
 	}
 	return true, nil
 }
+
+// isHead: w is the LM head (or the tied embedding table that serves as it).
+func (b *Backend) isHead(w matrix) bool { return w.buf == b.w.lmHead.buf || w.buf == b.w.embed.buf }
 
 // headSliceRows is how many rows of a quantized LM head headDequantized
 // decodes at a time (0 where the head is not quantized): an eighth of the
