@@ -30,9 +30,14 @@ var forwardABI = func() map[string]struct {
 		"attention_bykey128_f32": {[]int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, 128},
 		"attention_warps_f32":    {[]int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, 256},
 		"attention_prefill_f32":  {[]int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, 256},
-		"silu_mul_f32":           {[]int{8, 8, 4, 4}, 256},
-		"add_f32":                {[]int{8, 8, 4}, 256},
-		"copy_rows_f32":          {[]int{8, 8, 8, 4, 4}, 256},
+		// attention_warps_f32's over key ranges (part for out, then ml,
+		// ranges), then the ranges' merge: out, part, ml, tokens, heads,
+		// headdim, ranges.
+		"attention_split_f32": {[]int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4, 8, 4}, 256},
+		"attention_merge_f32": {[]int{8, 8, 8, 4, 4, 4, 4}, 128},
+		"silu_mul_f32":        {[]int{8, 8, 4, 4}, 256},
+		"add_f32":             {[]int{8, 8, 4}, 256},
+		"copy_rows_f32":       {[]int{8, 8, 8, 4, 4}, 256},
 		// The fused rope + kv store.
 		"rope_kv_store_f32": {[]int{8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4}, 256},
 		// It and attention_warps_f32 in one launch: attention's arguments,

@@ -150,23 +150,25 @@ func TestGPUForwardMatchesTheCPU(t *testing.T) {
 
 // TestGPUDecodeAttentionKernelsMatchTheCPU proves on the device that the
 // decode steps routed to each decode attention kernel (on CUDA,
-// launch.go: attention_f32 over tables of 128 keys for one sequence,
-// attention_bykey_f32 over 256, attention_long_f32 over 512; and
-// attention_bykey_f32 for 32 sequences of a model with 2 kv heads over
-// 128, attention_warps_f32 for 128 of them) give the CPU forward's
-// logits within the float32 tolerance (one sequence of a float32 SmolLM,
-// prompts of 100, 250 and 350 tokens, 8 decode steps each), and that 32
-// and then 128 sequences decoded in one batch each get greedily the
-// tokens the CPU gives it alone (a float32 Llama-3, prompts of 100 to 131
-// tokens, 6 tokens each); on CUDA attention_warps_f32 was launched.
+// launch.go: rope_attention_warps_f32 over tables of 128 and 256 keys for
+// one sequence, attention_split_f32 then attention_merge_f32 over 512;
+// and rope_attention_warps_f32 for 32 and 128 sequences of a model with 2
+// kv heads) give the CPU forward's logits within the float32 tolerance
+// (one sequence of a float32 SmolLM, prompts of 100, 250 and 350 tokens,
+// 8 decode steps each), and that 32 and then 128 sequences decoded in one
+// batch each get greedily the tokens the CPU gives it alone (a float32
+// Llama-3, prompts of 100 to 131 tokens, 6 tokens each); on CUDA each of
+// those kernels was launched.
 func TestGPUDecodeAttentionKernelsMatchTheCPU(t *testing.T) {
 	dev := openGPU(t)
 	n := testGPUDecodeAttention(t, dev)
-	t.Logf("%d attention_warps_f32 and rope_attention_warps_f32 launches", n)
-	if dev.Backend() == driver.CUDA {
-		require.Positive(t, n)
-	} else {
-		require.Zero(t, n)
+	t.Logf("launches: %v", n)
+	for _, k := range []string{"rope_attention_warps_f32", "attention_split_f32", "attention_merge_f32"} {
+		if dev.Backend() == driver.CUDA {
+			require.Positive(t, n[k], k)
+		} else {
+			require.Zero(t, n[k], k)
+		}
 	}
 }
 
@@ -177,14 +179,17 @@ func TestGPUDecodeAttentionKernelsMatchTheCPU(t *testing.T) {
 func TestGPUAttentionBykey128MatchesTheCPU(t *testing.T) {
 	dev := openGPU(t)
 	t.Setenv(EnvGPUAttentionWarps, "0")
-	require.Zero(t, testGPUDecodeAttention(t, dev))
+	for k, n := range testGPUDecodeAttention(t, dev) {
+		require.Zero(t, n, k)
+	}
 }
 
 // testGPUDecodeAttention runs TestGPUDecodeAttentionKernelsMatchTheCPU's
-// checks on dev and returns the models' attention_warps_f32 launches (and
-// rope_attention_warps_f32's, its body with rope_kv_store_f32's in front,
-// which a decode step launches instead).
-func testGPUDecodeAttention(t *testing.T, dev *runtime.Device) int64 {
+// checks on dev and returns the models' launches of the kernels that run
+// attention_warps_f32's body (its own, rope_attention_warps_f32 with
+// rope_kv_store_f32's in front, attention_split_f32 over key ranges) and of
+// attention_merge_f32.
+func testGPUDecodeAttention(t *testing.T, dev *runtime.Device) map[string]int64 {
 	ctx := context.Background()
 	load := func(s modeltest.Spec, opts ...Option) *Model {
 		t.Helper()
@@ -243,11 +248,11 @@ func testGPUDecodeAttention(t *testing.T, dev *runtime.Device) int64 {
 		}
 		t.Logf("%d sequences in one batch: %d greedy tokens each, the CPU's", seqs, steps)
 	}
-	warps := func(m *Model) int64 {
-		b := m.be.(*gpuBackend).b
-		return b.Launched("attention_warps_f32") + b.Launched("rope_attention_warps_f32")
+	n := map[string]int64{}
+	for _, k := range []string{"attention_warps_f32", "rope_attention_warps_f32", "attention_split_f32", "attention_merge_f32"} {
+		n[k] = gm.be.(*gpuBackend).b.Launched(k) + gl.be.(*gpuBackend).b.Launched(k)
 	}
-	return warps(gm) + warps(gl)
+	return n
 }
 
 // forwardBoth feeds prompt (every position's logits) and then steps single

@@ -317,8 +317,13 @@ func TestSimGPUFoldedAdds(t *testing.T) {
 // batched decode step launches on CUDA (launch.go's rule), by the step's
 // block tables (what they can hold: the longest sequence's blocks, padded
 // to a power of two, times 16 keys), its sequences and the model's heads:
-//   - attention_long_f32 for at most 128 blocks (tokens * heads) over
-//     tables of 512 keys or more;
+//   - attention_split_f32 (then attention_merge_f32) for up to 8 query
+//     heads a kv head where attention_warps_f32's blocks (tokens *
+//     kv_heads) fill at most one an SM (132 on the simulated device) and
+//     the tables hold 512 keys or more (two ranges of 256 or more), unless
+//     HIPGO_GPU_ATTENTION_WARPS=0;
+//   - attention_long_f32, from there, for at most 128 blocks (tokens *
+//     heads) over tables of 512 keys or more;
 //   - attention_gqa_f32, from there, for 128 of its blocks (tokens *
 //     kv_heads) or more, 2 to 4 query heads a kv head, head_dim 65 to 128;
 //   - attention_warps_f32, from there, for up to 8 query heads a kv head,
@@ -340,7 +345,7 @@ func TestSimGPUFoldedAdds(t *testing.T) {
 // hold the logits to the CPU forward's.
 func TestSimGPUDecodeAttentionRouting(t *testing.T) {
 	ctx := context.Background()
-	kernels := []string{"attention_f32", "attention_long_f32", "attention_gqa_f32", "attention_bykey_f32", "attention_bykey128_f32", "attention_warps_f32", "rope_attention_warps_f32"}
+	kernels := []string{"attention_f32", "attention_long_f32", "attention_gqa_f32", "attention_bykey_f32", "attention_bykey128_f32", "attention_warps_f32", "rope_attention_warps_f32", "attention_split_f32"}
 	// decodeKernel: the one decode attention kernel of the second step of a
 	// batch of seqs sequences, the first with a prompt of first tokens, the
 	// others of one.
@@ -392,7 +397,7 @@ func TestSimGPUDecodeAttentionRouting(t *testing.T) {
 	}{
 		{"1 sequence, tables of 128", gqa, 1, 100, "attention_warps_f32", "attention_f32"},
 		{"1 sequence, tables of 256", gqa, 1, 250, "attention_warps_f32", "attention_bykey_f32"},
-		{"1 sequence, tables of 512", gqa, 1, 350, "attention_long_f32", ""},
+		{"1 sequence, tables of 512", gqa, 1, 350, "attention_split_f32", "attention_long_f32"},
 		{"32 sequences, tables of 128", gqa, 32, 100, "attention_warps_f32", "attention_bykey_f32"},
 		{"31 sequences, tables of 128", gqa, 31, 100, "attention_warps_f32", "attention_f32"},
 		{"31 sequences, tables of 16", gqa, 31, 10, "attention_warps_f32", "attention_f32"},
@@ -400,10 +405,11 @@ func TestSimGPUDecodeAttentionRouting(t *testing.T) {
 		{"3 sequences, tables of 16", gqa, 3, 10, "attention_warps_f32", "attention_f32"},
 		{"32 sequences, tables of 16", gqa, 32, 10, "attention_warps_f32", "attention_f32"},
 		{"64 sequences, tables of 16", gqa, 64, 10, "attention_warps_f32", "attention_f32"},
-		{"31 sequences, tables of 512", gqa, 31, 300, "attention_long_f32", ""},
-		{"64 sequences, tables of 512", gqa, 64, 300, "attention_warps_f32", "attention_bykey_f32"},
-		{"64 sequences, tables of 512, head_dim 80", wide, 64, 300, "attention_gqa_f32", ""},
-		{"63 sequences, tables of 512, head_dim 80", wide, 63, 300, "attention_warps_f32", "attention_bykey_f32"},
+		{"31 sequences, tables of 512", gqa, 31, 300, "attention_split_f32", "attention_long_f32"},
+		{"64 sequences, tables of 512", gqa, 64, 300, "attention_split_f32", "attention_bykey_f32"},
+		{"64 sequences, tables of 512, head_dim 80", wide, 64, 300, "attention_split_f32", "attention_gqa_f32"},
+		{"63 sequences, tables of 512, head_dim 80", wide, 63, 300, "attention_split_f32", "attention_bykey_f32"},
+		{"67 sequences, tables of 512", gqa, 67, 300, "attention_warps_f32", "attention_bykey_f32"},
 		{"MHA, 63 sequences, tables of 512", mha, 63, 300, "attention_warps_f32", "attention_bykey_f32"},
 		{"MHA, 64 sequences, tables of 512", mha, 64, 300, "attention_warps_f32", "attention_bykey128_f32"},
 		{"9 heads a kv head, 32 sequences, tables of 256", nine, 32, 250, "attention_f32", ""},
@@ -444,7 +450,7 @@ func TestSimGPUDecodeAttentionRouting(t *testing.T) {
 		t.Setenv(EnvGPUAttentionWarps, "0")
 		for _, c := range cases {
 			want := c.want
-			if want == "attention_warps_f32" {
+			if want == "attention_warps_f32" || want == "attention_split_f32" {
 				want = c.noWarps
 			}
 			t.Run(c.name, func(t *testing.T) {
@@ -464,6 +470,66 @@ func TestSimGPUDecodeAttentionRouting(t *testing.T) {
 		require.Equal(t, "attention_f32", decodeKernel(t, rdev, rf, gqa, c.seqs, c.first), "rocm, %d sequences, the first of %d tokens", c.seqs, c.first)
 	}
 	require.Equal(t, "attention_f32", decodeKernel(t, rdev, rf, gqa, 128, 10), "rocm, 128 sequences (attention_warps_f32's case on CUDA)")
+}
+
+// TestSimGPULongDecodeSplitsTheKeys: decode steps over long tables with
+// few sequences cut each sequence's keys into ranges (attention_split_f32,
+// then attention_merge_f32 adds them up) and still give the CPU's logits
+// and, in a batch of sequences 600, 300 and 40 tokens long (each cut by
+// its own length), each sequence's greedy tokens alone. The twins compute
+// each range's share and the merge from the launch's own buffers, so a
+// launcher that placed the shares, their maxima and sums, or the ranges
+// wrongly fails here.
+func TestSimGPULongDecodeSplitsTheKeys(t *testing.T) {
+	ctx := context.Background()
+	spec := modeltest.Llama3Tiny()
+	spec.MaxPos = 1024
+	faults := &gpusim.Faults{}
+	cpuM := loadSpec(t, spec)
+	gpuM := loadSpec(t, spec, WithDevice(simDevice(t, faults)), WithKVCacheTokens(4096))
+	prompt := testTokens(600, spec.Vocab)
+	cs, gs := cpuM.NewSession(), gpuM.NewSession()
+	defer gs.Close()
+	_, err := cs.Forward(ctx, prompt, false)
+	require.NoError(t, err)
+	_, err = gs.Forward(ctx, prompt, false)
+	require.NoError(t, err)
+	splits, merges := faults.Launched("attention_split_f32"), faults.Launched("attention_merge_f32")
+	for i := range 6 {
+		tok := []uint32{uint32((i*37 + 3) % spec.Vocab)}
+		want, err := cs.Forward(ctx, tok, false)
+		require.NoError(t, err)
+		got, err := gs.Forward(ctx, tok, false)
+		require.NoError(t, err)
+		require.Less(t, relDiff32(want, got), 1e-5, "decode step %d", i)
+	}
+	require.Equal(t, int64(6*spec.Layers), faults.Launched("attention_split_f32")-splits)
+	require.Equal(t, int64(6*spec.Layers), faults.Launched("attention_merge_f32")-merges)
+
+	prompts := [][]uint32{prompt, testTokens(300, spec.Vocab), testTokens(40, spec.Vocab)}
+	b := gpuM.NewBatch()
+	defer b.Close()
+	ids := map[SeqID]int{}
+	for i, p := range prompts {
+		id, err := b.Add(p, GenerateOptions{})
+		require.NoError(t, err)
+		ids[id] = i
+	}
+	splits = faults.Launched("attention_split_f32")
+	got := make([][]uint32, len(prompts))
+	for range 6 {
+		toks, err := b.Step(ctx)
+		require.NoError(t, err)
+		for _, tok := range toks {
+			got[ids[tok.Seq]] = append(got[ids[tok.Seq]], tok.ID)
+		}
+	}
+	require.Greater(t, faults.Launched("attention_split_f32"), splits, "the batch's decode steps split the keys")
+	for i, p := range prompts {
+		res, err := cpuM.GenerateTokens(ctx, p, GenerateOptions{MaxTokens: 6}, nil)
+		require.NoError(t, err)
+		require.Equal(t, res.Tokens, got[i][:len(res.Tokens)], "sequence %d", i)
+	}
 }
 
 // TestSimGPUPrefillAttentionFromSixteenTokens: a chunk of 16 query tokens

@@ -166,6 +166,19 @@ void attention_warps_f32(float* out, const float* qkv, const float* k_cache, con
   ::attention_warps_f32(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens, heads,
                         kv_heads, headdim, stride, scale, gm, gl, wt, part, TG);
 }
+void attention_split_f32(float* part, const float* qkv, const float* k_cache, const float* v_cache,
+                         const uint32_t* q_seq, const uint32_t* q_pos, const uint32_t* block_tables,
+                         uint32_t max_blocks, uint32_t block_size, uint32_t tokens, uint32_t heads, uint32_t kv_heads,
+                         uint32_t headdim, uint32_t stride, float scale, float* ml, uint32_t ranges) {
+  static float gm[FW_ABK_MAX_GROUP * FW_ATW_MAX_UNITS], gl[FW_ABK_MAX_GROUP * FW_ATW_MAX_UNITS],
+      wt[FW_ABK_MAX_GROUP * FW_ATW_MAX_UNITS], buf[FW_ATW_PART];
+  ::attention_split_f32(part, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens, heads,
+                        kv_heads, headdim, stride, scale, ml, ranges, gm, gl, wt, buf, TG);
+}
+void attention_merge_f32(float* out, const float* part, const float* ml, uint32_t tokens, uint32_t heads,
+                         uint32_t headdim, uint32_t ranges) {
+  ::attention_merge_f32(out, part, ml, tokens, heads, headdim, ranges, TG);
+}
 void rope_attention_warps_f32(float* out, float* qkv, float* k_cache, float* v_cache, const uint32_t* q_seq,
                               const uint32_t* q_pos, const uint32_t* block_tables, uint32_t max_blocks,
                               uint32_t block_size, uint32_t tokens, uint32_t heads, uint32_t kv_heads,
@@ -347,6 +360,18 @@ const std::map<std::string, Kernel> kernels = {
         FWK(attention_prefill_f32)(P<float>(a, 0), P<float>(a, 1), P<float>(a, 2), P<float>(a, 3), P<uint32_t>(a, 4),
                                    P<uint32_t>(a, 5), P<uint32_t>(a, 6), U(a, 7), U(a, 8), U(a, 9), U(a, 10),
                                    U(a, 11), U(a, 12), U(a, 13), F(a, 14));
+      }}},
+    {"attention_split_f32",
+     {FW_ATW_THREADS,
+      [](std::vector<Arg>& a) {
+        FWK(attention_split_f32)(P<float>(a, 0), P<float>(a, 1), P<float>(a, 2), P<float>(a, 3), P<uint32_t>(a, 4),
+                            P<uint32_t>(a, 5), P<uint32_t>(a, 6), U(a, 7), U(a, 8), U(a, 9), U(a, 10), U(a, 11),
+                            U(a, 12), U(a, 13), F(a, 14), P<float>(a, 15), U(a, 16));
+      }}},
+    {"attention_merge_f32",
+     {FW_ATM_THREADS,
+      [](std::vector<Arg>& a) {
+        FWK(attention_merge_f32)(P<float>(a, 0), P<float>(a, 1), P<float>(a, 2), U(a, 3), U(a, 4), U(a, 5), U(a, 6));
       }}},
     {"silu_mul_f32",
      {FW_EW_THREADS, [](std::vector<Arg>& a) { FWK(silu_mul_f32)(P<float>(a, 0), P<float>(a, 1), U(a, 2), U(a, 3)); }}},

@@ -3228,6 +3228,22 @@ DEVICE void fw_atw_image_zeros(fw_u32x4* xs, uint32_t t, uint32_t kvh, uint32_t 
       }
 }
 
+// fw_atw_range: which of a token's keys a block of attention_warps takes,
+// and where its output goes. block is the (t, kvh) block, t * kv_heads +
+// kvh. The keys are first .. first + count - 1 (those the token has). With
+// ml null the output is the attention itself; with ml (attention_split_f32)
+// it is the range's share: for head h of token t, slot (t * heads + h) *
+// ranges + index of out ([.., headdim]) gets the sum of the range's v rows
+// weighted by exp(score - mx) and ml[2 slot], ml[2 slot + 1] get mx and the
+// sum of those weights (-inf and 0 for a range past the token's keys).
+struct fw_atw_range {
+  uint32_t block, first, count, index, ranges;
+  float* ml;
+};
+
+// fw_atw_whole: the range of attention_warps_f32's block: all its keys.
+DEVICE fw_atw_range fw_atw_whole() { return fw_atw_range{block_idx_x(), 0u, 0xffffffffu, 0u, 1u, nullptr}; }
+
 // attention_warps: the kernel's body for at most G query heads a kv head
 // (a power of two up to LK), key groups of LK lanes, C columns a lane, a
 // ring of R keys.
@@ -3237,18 +3253,22 @@ DEVICE void attention_warps(float* out, const float* qkv, const float* k_cache, 
                             uint32_t max_blocks, uint32_t block_size, uint32_t tokens, uint32_t heads,
                             uint32_t kv_heads, uint32_t headdim, uint32_t stride, float scale,
                             float (*gm)[FW_ATW_MAX_UNITS], float (*gl)[FW_ATW_MAX_UNITS],
-                            float (*wt)[FW_ATW_MAX_UNITS], float* part, fw_u32x4* xs, uint32_t split) {
+                            float (*wt)[FW_ATW_MAX_UNITS], float* part, fw_u32x4* xs, uint32_t split,
+                            const fw_atw_range& rg) {
   constexpr uint32_t T = FW_ATW_THREADS, U = T / LK, HL = LK / G, CW = 4 * LK * C, HR = FW_ATW_PART / (U * CW);
   static_assert(G >= 1 && G <= LK && U <= FW_ATW_MAX_UNITS && HR >= 1 && G * U <= T,
                 "heads over a group's lanes, key groups, merge rounds, weights");
   const uint32_t group = heads / kv_heads;
-  const uint32_t b = block_idx_x(), t = b / kv_heads, kvh = b % kv_heads;
+  const uint32_t b = rg.block, t = b / kv_heads, kvh = b % kv_heads;
   if (t >= tokens) return;
   const uint32_t tid = thread_idx_x(), u = tid / LK, sl = tid % LK, hl = sl / HL;  // hl: this lane's head
   const uint32_t kv_dim = kv_heads * headdim, cols = (headdim + 3u) / 4u;
   const bool vec = headdim % 4u == 0 && fw_aligned16(k_cache) && fw_aligned16(v_cache);
-  // Keys 0 .. n-1, clamped so that the key indices 2R steps ahead cannot wrap.
-  const uint32_t n = fw_decode_keys(q_pos, t, max_blocks, block_size, 0xfffff000u);
+  // The range's keys jb .. jb+n-1 of the token's keys, clamped so that the
+  // key indices 2R steps ahead cannot wrap; below, j counts from jb.
+  const uint32_t all = fw_decode_keys(q_pos, t, max_blocks, block_size, 0xfffff000u);
+  const uint32_t jb = rg.first < all ? rg.first : all;
+  const uint32_t n = all - jb < rg.count ? all - jb : rg.count;
   const uint32_t* table = block_tables + (uint64_t)q_seq[t] * max_blocks;
   // Key j's table index and place in its block: a shift and a mask for a
   // power-of-two block size (the GPU backend's 16), else a division.
@@ -3256,8 +3276,9 @@ DEVICE void attention_warps(float* out, const float* qkv, const float* k_cache, 
   const uint32_t bshift = pow2 ? 31u - (uint32_t)__builtin_clz(block_size) : 0u;
   const uint64_t head_off = (uint64_t)kvh * headdim;
 #define FW_ATW_ROW(blk, j)                                                                                        \
-  (((uint64_t)(blk) * block_size + (pow2 ? (j) & (block_size - 1u) : (j) % block_size)) * kv_dim + head_off)
-#define FW_ATW_TABLE(j) table[pow2 ? (j) >> bshift : (j) / block_size]
+  (((uint64_t)(blk) * block_size + (pow2 ? ((j) + jb) & (block_size - 1u) : ((j) + jb) % block_size)) * kv_dim +   \
+   head_off)
+#define FW_ATW_TABLE(j) table[pow2 ? ((j) + jb) >> bshift : ((j) + jb) / block_size]
   // The ring, before anything waits: keys u + U r (r < R) in flight, and
   // the table entries of the R keys after them.
   fw_f32x4 kv[R][C], vv[R][C];
@@ -3379,6 +3400,18 @@ DEVICE void attention_warps(float* out, const float* qkv, const float* k_cache, 
     const uint32_t nh = group - h0 < HR ? group - h0 : HR;
     for (uint32_t i = tid; i < nh * headdim; i += T) {
       const uint32_t hh = i / headdim, d = i % headdim, h = h0 + hh, col = (kvh * group + h) * headdim + d;
+      if (rg.ml) {  // the range's share, for attention_merge_f32: not divided by its sum
+        const uint64_t slot = ((uint64_t)t * heads + kvh * group + h) * rg.ranges + rg.index;
+        float a = 0.0f, l = 0.0f, mx = gm[h][0];
+        for (uint32_t k = 0; k < U; ++k) {
+          a = mf_fma(part[(hh * U + k) * CW + d], wt[h][k], a);
+          l = mf_fma(gl[h][k], wt[h][k], l);
+          mx = fmax_f32(mx, gm[h][k]);
+        }
+        out[slot * headdim + d] = a;
+        if (d == 0) rg.ml[2u * slot] = mx, rg.ml[2u * slot + 1u] = l;
+        continue;
+      }
       const float v = fw_atw_merged<U, CW>(part, gl, wt, h, hh, d);
       if (split)  // o's image (headdim % 8 == 0)
         fw_wg_store_one(xs, split, v, wg_rows(tokens), t, col);
@@ -3395,11 +3428,12 @@ DEVICE void attention_warps_for(float* out, const float* qkv, const float* k_cac
                                 uint32_t max_blocks, uint32_t block_size, uint32_t tokens, uint32_t heads,
                                 uint32_t kv_heads, uint32_t headdim, uint32_t stride, float scale,
                                 float (*gm)[FW_ATW_MAX_UNITS], float (*gl)[FW_ATW_MAX_UNITS],
-                                float (*wt)[FW_ATW_MAX_UNITS], float* part, fw_u32x4* xs, uint32_t split) {
+                                float (*wt)[FW_ATW_MAX_UNITS], float* part, fw_u32x4* xs, uint32_t split,
+                                const fw_atw_range& rg) {
   const uint32_t group = heads / kv_heads;
 #define FW_ATW_BODY(G, LK, C, R)                                                                                  \
   attention_warps<G, LK, C, R>(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, \
-                               tokens, heads, kv_heads, headdim, stride, scale, gm, gl, wt, part, xs, split)
+                               tokens, heads, kv_heads, headdim, stride, scale, gm, gl, wt, part, xs, split, rg)
   // Bodies for up to 4 heads (the usual groups; MHA runs it with 1) or 8,
   // with key groups as wide as head_dim needs at 2 columns a lane (1 for 8
   // heads up to 128 dims; see attention_warps_f32).
@@ -3429,7 +3463,7 @@ KERNEL FW_ATW_BOUNDS void attention_warps_f32(float* out, const float* qkv, cons
   const uint32_t group = heads / kv_heads;
   if (group > FW_ABK_MAX_GROUP || headdim == 0 || headdim > FW_ATT_MAX_HEADDIM) return;
   attention_warps_for(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens, heads,
-                      kv_heads, headdim, stride, scale, gm, gl, wt, part, nullptr, 0u);
+                      kv_heads, headdim, stride, scale, gm, gl, wt, part, nullptr, 0u, fw_atw_whole());
 }
 
 // =====================================================================
@@ -3477,8 +3511,78 @@ KERNEL FW_ATW_BOUNDS void rope_attention_warps_f32(
                   kv_heads, headdim, stride);
   block_sync();  // the block's q heads in qkv and its new key and value in the caches
   attention_warps_for(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens, heads,
-                      kv_heads, headdim, stride, scale, gm, gl, wt, part, xs, split);
+                      kv_heads, headdim, stride, scale, gm, gl, wt, part, xs, split, fw_atw_whole());
   if (split) fw_atw_image_zeros(xs, t, kvh, tokens, heads, kv_heads, headdim);
+}
+
+// =====================================================================
+// attention_split_f32 and attention_merge_f32: attention_warps_f32's
+// attention for a decode step whose blocks (tokens * kv_heads) are too few
+// to fill the GPU over long contexts ("flash decoding"): each token's n
+// keys are cut into ranges of c = ceil(n / ranges), and block ((t *
+// kv_heads + kvh) * ranges + r) runs attention_warps_f32's body over range
+// r (keys r c .. r c + c - 1) for the query heads of kv head kvh. The cut
+// follows each token's own keys, not what its block table can hold, so a
+// graph replayed as the context grows keeps its ranges full. It writes
+// the range's share (fw_atw_range: the weighted sum of v rows, the max
+// score and the sum of weights, per head) into part ([tokens * heads *
+// ranges, headdim]) and ml ([tokens * heads * ranges, 2]).
+// attention_merge_f32 then writes the attention: block (t * heads + h)
+// takes the ranges in order, M the largest max of those with keys, and
+// out[t, h] = sum_r part_r exp(max_r - M) / sum_r l_r exp(max_r - M). Each
+// range's sums are attention_warps_f32's over its keys, so over one range
+// the bytes differ from attention_warps_f32's only by the division's place.
+// attention_split_f32: attention_warps_f32's arguments with part for out,
+// then ml, ranges; grid tokens * kv_heads * ranges, block
+// FW_ATW_THREADS. attention_merge_f32: out, part, ml, tokens, heads,
+// headdim, ranges; grid tokens * heads, block FW_ATM_THREADS.
+// =====================================================================
+KERNEL FW_ATW_BOUNDS void attention_split_f32(float* part, const float* qkv, const float* k_cache,
+                                              const float* v_cache, const uint32_t* q_seq, const uint32_t* q_pos,
+                                              const uint32_t* block_tables, uint32_t max_blocks, uint32_t block_size,
+                                              uint32_t tokens, uint32_t heads, uint32_t kv_heads, uint32_t headdim,
+                                              uint32_t stride, float scale, float* ml, uint32_t ranges) {
+  fw_early_start();
+  __shared__ float gm[FW_ABK_MAX_GROUP][FW_ATW_MAX_UNITS], gl[FW_ABK_MAX_GROUP][FW_ATW_MAX_UNITS];
+  __shared__ float wt[FW_ABK_MAX_GROUP][FW_ATW_MAX_UNITS];
+  __shared__ float buf[FW_ATW_PART];
+  if (kv_heads == 0 || heads % kv_heads != 0 || block_size == 0 || ranges == 0) return;
+  const uint32_t group = heads / kv_heads;
+  if (group > FW_ABK_MAX_GROUP || headdim == 0 || headdim > FW_ATT_MAX_HEADDIM) return;
+  const uint32_t b = block_idx_x(), r = b % ranges, t = b / ranges / kv_heads;
+  if (t >= tokens) return;
+  const uint32_t n = fw_decode_keys(q_pos, t, max_blocks, block_size, 0xfffff000u);
+  const uint32_t c = n / ranges + (n % ranges != 0u);
+  const fw_atw_range rg{b / ranges, r * c, c, r, ranges, ml};  // r c <= n + ranges: no wrap
+  attention_warps_for(part, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens, heads,
+                      kv_heads, headdim, stride, scale, gm, gl, wt, buf, nullptr, 0u, rg);
+}
+
+#define FW_ATM_THREADS 128
+KERNEL KBOUNDS(FW_ATM_THREADS) void attention_merge_f32(float* out, const float* part, const float* ml,
+                                                        uint32_t tokens, uint32_t heads, uint32_t headdim,
+                                                        uint32_t ranges) {
+  fw_early_start();
+  const uint32_t b = block_idx_x();
+  if (b >= tokens * heads || ranges == 0) return;
+  const float* pm = ml + (uint64_t)b * ranges * 2u;
+  float M = -__builtin_inff();
+  for (uint32_t r = 0; r < ranges; ++r)
+    if (pm[2u * r + 1u] != 0.0f) M = fmax_f32(M, pm[2u * r]);  // a NaN sum is kept, and spreads
+  float L = 0.0f;
+  for (uint32_t r = 0; r < ranges; ++r) {
+    const float l = pm[2u * r + 1u];
+    if (l != 0.0f) L = mf_fma(l, mf_expf(pm[2u * r] - M), L);
+  }
+  const float* pr = part + (uint64_t)b * ranges * headdim;
+  for (uint32_t d = thread_idx_x(); d < headdim; d += FW_ATM_THREADS) {
+    float a = 0.0f;
+    for (uint32_t r = 0; r < ranges; ++r) {
+      const float l = pm[2u * r + 1u];
+      if (l != 0.0f) a = mf_fma(pr[(uint64_t)r * headdim + d], mf_expf(pm[2u * r] - M), a);
+    }
+    out[(uint64_t)b * headdim + d] = a / L;
+  }
 }
 
 // =====================================================================

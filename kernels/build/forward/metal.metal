@@ -1351,32 +1351,42 @@ static inline float fw_atw_merged(threadgroup const float* part, threadgroup con
   return a / l;
 }
 
+// fw_atw_range: which of a token's keys a block of fw_attention_warps
+// takes, and where its output goes (see forward.cu).
+struct fw_atw_range {
+  uint block, first, count, index, ranges;
+  device float* ml;
+};
+
 template <uint G, uint LK, uint C, uint R>
 static inline void fw_attention_warps(device float* out, device const float* qkv, device const float* k_cache,
                                       device const float* v_cache, device const uint* q_seq, device const uint* q_pos,
                                       device const uint* block_tables, uint max_blocks, uint block_size, uint tokens,
                                       uint heads, uint kv_heads, uint headdim, uint stride, float scale,
                                       threadgroup float* gm, threadgroup float* gl, threadgroup float* wt,
-                                      threadgroup float* part, device uint* xs, uint split, uint tid, uint blk) {
+                                      threadgroup float* part, device uint* xs, uint split, uint tid,
+                                      fw_atw_range rg) {
   constexpr uint T = FW_ATW_THREADS, U = T / LK, HL = LK / G, CW = 4 * LK * C, HR = FW_ATW_PART / (U * CW);
   constexpr uint MU = FW_ATW_MAX_UNITS;
   const uint group = heads / kv_heads;
-  const uint t = blk / kv_heads, kvh = blk % kv_heads;
+  const uint t = rg.block / kv_heads, kvh = rg.block % kv_heads;
   if (t >= tokens) return;
   const uint u = tid / LK, sl = tid % LK, hl = sl / HL;
   const uint kv_dim = kv_heads * headdim, cols = (headdim + 3u) / 4u;
   ulong n64 = (ulong)q_pos[t] + 1;
   const ulong cap = (ulong)max_blocks * block_size;
   if (n64 > cap) n64 = cap;
-  const uint n = n64 > 0xfffff000u ? 0xfffff000u : (uint)n64;
+  const uint all = n64 > 0xfffff000u ? 0xfffff000u : (uint)n64;
+  const uint jb = rg.first < all ? rg.first : all;  // the range's keys jb .. jb+n-1; below, j counts from jb
+  const uint n = all - jb < rg.count ? all - jb : rg.count;
   device const uint* table = block_tables + (ulong)q_seq[t] * max_blocks;
   const bool pow2 = (block_size & (block_size - 1u)) == 0u;
   uint bshift = 0;
   while (pow2 && (1u << bshift) < block_size) ++bshift;
   const ulong head_off = (ulong)kvh * headdim;
 #define FW_ATW_ROW(blk, j) \
-  (((ulong)(blk) * block_size + (pow2 ? (j) & (block_size - 1u) : (j) % block_size)) * kv_dim + head_off)
-#define FW_ATW_TABLE(j) table[pow2 ? (j) >> bshift : (j) / block_size]
+  (((ulong)(blk) * block_size + (pow2 ? ((j) + jb) & (block_size - 1u) : ((j) + jb) % block_size)) * kv_dim + head_off)
+#define FW_ATW_TABLE(j) table[pow2 ? ((j) + jb) >> bshift : ((j) + jb) / block_size]
   float kv[R][C][4], vv[R][C][4];
   uint tb[R];
 #pragma unroll
@@ -1486,6 +1496,18 @@ static inline void fw_attention_warps(device float* out, device const float* qkv
     const uint nh = group - h0 < HR ? group - h0 : HR;
     for (uint i = tid; i < nh * headdim; i += T) {
       const uint hh = i / headdim, d = i % headdim, h = h0 + hh, col = (kvh * group + h) * headdim + d;
+      if (rg.ml) {  // the range's share, for attention_merge_f32: not divided by its sum
+        const ulong slot = ((ulong)t * heads + kvh * group + h) * rg.ranges + rg.index;
+        float a = 0.0f, l = 0.0f, mx = gm[h * MU];
+        for (uint k = 0; k < U; ++k) {
+          a = fma(part[(hh * U + k) * CW + d], wt[h * MU + k], a);
+          l = fma(gl[h * MU + k], wt[h * MU + k], l);
+          mx = fmax(mx, gm[h * MU + k]);
+        }
+        out[slot * headdim + d] = a;
+        if (d == 0) rg.ml[2u * slot] = mx, rg.ml[2u * slot + 1u] = l;
+        continue;
+      }
       const float v = fw_atw_merged<U, CW>(part, gl, wt, h, hh, d);
       if (split)  // o's image (headdim % 8 == 0)
         fw_wg_store_one(xs, split, v, fw_wg_rows(tokens), t, col);
@@ -1503,11 +1525,11 @@ static inline void fw_attention_warps_for(device float* out, device const float*
                                           uint block_size, uint tokens, uint heads, uint kv_heads, uint headdim,
                                           uint stride, float scale, threadgroup float* gm, threadgroup float* gl,
                                           threadgroup float* wt, threadgroup float* part, device uint* xs,
-                                          uint split, uint tid, uint blk) {
+                                          uint split, uint tid, fw_atw_range rg) {
   const uint group = heads / kv_heads;
 #define FW_ATW_BODY(G, LK, C, R)                                                                                     \
   fw_attention_warps<G, LK, C, R>(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, \
-                                  tokens, heads, kv_heads, headdim, stride, scale, gm, gl, wt, part, xs, split, tid, blk)
+                                  tokens, heads, kv_heads, headdim, stride, scale, gm, gl, wt, part, xs, split, tid, rg)
   if (group <= 4) {
     if (headdim <= 64) FW_ATW_BODY(4, 8, 2, FW_ATW_RING);
     else if (headdim <= 128) FW_ATW_BODY(4, 16, 2, FW_ATW_RING);
@@ -1538,7 +1560,8 @@ kernel void attention_warps_f32(device float* out [[buffer(0)]], device const fl
   const uint group = heads / kv_heads;
   if (group > FW_ABK_MAX_GROUP || headdim == 0 || headdim > FW_ATT_MAX_HEADDIM) return;
   fw_attention_warps_for(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens, heads,
-                         kv_heads, headdim, stride, scale, gm, gl, wt, part, nullptr, 0u, tid, blk);
+                         kv_heads, headdim, stride, scale, gm, gl, wt, part, nullptr, 0u, tid,
+                         fw_atw_range{blk, 0u, 0xffffffffu, 0u, 1u, nullptr});
 }
 
 // =====================================================================
@@ -1576,8 +1599,73 @@ kernel void rope_attention_warps_f32(device float* out [[buffer(0)]], device flo
                   kv_heads, headdim, stride, tid);
   threadgroup_barrier(mem_flags::mem_device);  // the block's q heads in qkv and its new key and value in the caches
   fw_attention_warps_for(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens, heads,
-                         kv_heads, headdim, stride, scale, gm, gl, wt, part, xs, split, tid, blk);
+                         kv_heads, headdim, stride, scale, gm, gl, wt, part, xs, split, tid,
+                         fw_atw_range{blk, 0u, 0xffffffffu, 0u, 1u, nullptr});
   if (split) fw_atw_image_zeros(xs, t, kvh, tokens, heads, kv_heads, headdim, tid);
+}
+
+// =====================================================================
+// attention_split_f32 and attention_merge_f32 (see forward.cu): decode
+// attention over key ranges, then their merge. Split: block
+// FW_ATW_THREADS, grid tokens * kv_heads * ranges, attention_warps_f32's
+// threadgroup memory; merge: block FW_ATM_THREADS, grid tokens * heads.
+// =====================================================================
+[[max_total_threads_per_threadgroup(256)]]
+kernel void attention_split_f32(device float* part [[buffer(0)]], device const float* qkv [[buffer(1)]],
+                                device const float* k_cache [[buffer(2)]], device const float* v_cache [[buffer(3)]],
+                                device const uint* q_seq [[buffer(4)]], device const uint* q_pos [[buffer(5)]],
+                                device const uint* block_tables [[buffer(6)]], constant uint& max_blocks [[buffer(7)]],
+                                constant uint& block_size [[buffer(8)]], constant uint& tokens [[buffer(9)]],
+                                constant uint& heads [[buffer(10)]], constant uint& kv_heads [[buffer(11)]],
+                                constant uint& headdim [[buffer(12)]], constant uint& stride [[buffer(13)]],
+                                constant float& scale [[buffer(14)]], device float* ml [[buffer(15)]],
+                                constant uint& ranges [[buffer(16)]],
+                                threadgroup float* gm [[threadgroup(0)]] /* hipgo: 1024 bytes */,
+                                threadgroup float* gl [[threadgroup(1)]] /* hipgo: 1024 bytes */,
+                                threadgroup float* wt [[threadgroup(2)]] /* hipgo: 1024 bytes */,
+                                threadgroup float* buf [[threadgroup(3)]] /* hipgo: 16384 bytes */,
+                                uint tid [[thread_position_in_threadgroup]], uint blk [[threadgroup_position_in_grid]]) {
+  if (kv_heads == 0 || heads % kv_heads != 0 || block_size == 0 || ranges == 0) return;
+  const uint group = heads / kv_heads;
+  if (group > FW_ABK_MAX_GROUP || headdim == 0 || headdim > FW_ATT_MAX_HEADDIM) return;
+  const uint r = blk % ranges, t = blk / ranges / kv_heads;
+  if (t >= tokens) return;
+  ulong n64 = (ulong)q_pos[t] + 1;
+  const ulong cap = (ulong)max_blocks * block_size;
+  if (n64 > cap) n64 = cap;
+  const uint n = n64 > 0xfffff000u ? 0xfffff000u : (uint)n64;
+  const uint c = n / ranges + (n % ranges != 0u ? 1u : 0u);
+  fw_attention_warps_for(part, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens, heads,
+                         kv_heads, headdim, stride, scale, gm, gl, wt, buf, nullptr, 0u, tid,
+                         fw_atw_range{blk / ranges, r * c, c, r, ranges, ml});
+}
+
+#define FW_ATM_THREADS 128
+[[max_total_threads_per_threadgroup(128)]]
+kernel void attention_merge_f32(device float* out [[buffer(0)]], device const float* part [[buffer(1)]],
+                                device const float* ml [[buffer(2)]], constant uint& tokens [[buffer(3)]],
+                                constant uint& heads [[buffer(4)]], constant uint& headdim [[buffer(5)]],
+                                constant uint& ranges [[buffer(6)]], uint tid [[thread_position_in_threadgroup]],
+                                uint blk [[threadgroup_position_in_grid]]) {
+  if (blk >= tokens * heads || ranges == 0) return;
+  device const float* pm = ml + (ulong)blk * ranges * 2u;
+  float M = -mf_bits2f(0x7f800000u);
+  for (uint r = 0; r < ranges; ++r)
+    if (pm[2u * r + 1u] != 0.0f) M = fmax(M, pm[2u * r]);  // a NaN sum is kept, and spreads
+  float L = 0.0f;
+  for (uint r = 0; r < ranges; ++r) {
+    const float l = pm[2u * r + 1u];
+    if (l != 0.0f) L = fma(l, mf_expf(pm[2u * r] - M), L);
+  }
+  device const float* pr = part + (ulong)blk * ranges * headdim;
+  for (uint d = tid; d < headdim; d += FW_ATM_THREADS) {
+    float a = 0.0f;
+    for (uint r = 0; r < ranges; ++r) {
+      const float l = pm[2u * r + 1u];
+      if (l != 0.0f) a = fma(pr[(ulong)r * headdim + d], mf_expf(pm[2u * r] - M), a);
+    }
+    out[(ulong)blk * headdim + d] = a / L;
+  }
 }
 
 // =====================================================================

@@ -76,19 +76,20 @@ type Backend struct {
 	// f16Quant: the products being launched decode quantized matrices to
 	// float16 first (dequantized, headDequantized); set per chunk and for
 	// the LM head by forward (plan.f16Chunk, plan.f16Head).
-	f16Quant bool
-	cfg      Config
-	dev      *runtime.Device
-	s        *runtime.Stream
-	mod      *runtime.Module // forward
-	qmod     *runtime.Module // qforward: loaded when a weight is quantized or a layer unfused
-	kernels  map[string]*runtime.Kernel
-	tc       bool // CUDA: 16-bit weights go through the tensor cores from tcRows rows (launch.go)
-	wg       bool // and the forward module is the sm_90a PTX: matmul_wgs_W where wgSplitK says (launch.go)
-	longAtt  bool // CUDA: decode attention may take attention_long_f32, attention_gqa_f32 or attention_bykey(128)_f32 (launch.go; measured on the H200 only)
-	attWarps bool // and attention_warps_f32 where attention_bykey128_f32 would run (Options.NoAttentionWarps)
-	foldAdds bool // residual products leave their split partials to rmsnorm_fused_W (Options.NoFoldedAdds)
-	sampler  *sampling.Sampler
+	f16Quant     bool
+	cfg          Config
+	dev          *runtime.Device
+	s            *runtime.Stream
+	mod          *runtime.Module // forward
+	qmod         *runtime.Module // qforward: loaded when a weight is quantized or a layer unfused
+	kernels      map[string]*runtime.Kernel
+	tc           bool // CUDA: 16-bit weights go through the tensor cores from tcRows rows (launch.go)
+	wg           bool // and the forward module is the sm_90a PTX: matmul_wgs_W where wgSplitK says (launch.go)
+	longAtt      bool // CUDA: decode attention may take attention_long_f32, attention_gqa_f32 or attention_bykey(128)_f32 (launch.go; measured on the H200 only)
+	attWarps     bool // and attention_warps_f32 where attention_bykey128_f32 would run (Options.NoAttentionWarps)
+	computeUnits int  // the device's SMs or CUs (attentionRanges)
+	foldAdds     bool // residual products leave their split partials to rmsnorm_fused_W (Options.NoFoldedAdds)
+	sampler      *sampling.Sampler
 
 	mu       sync.Mutex       // one call at a time
 	launched map[string]int64 // launches enqueued so far by kernel name (Launched)
@@ -136,7 +137,7 @@ func New(ctx context.Context, dev *runtime.Device, cfg Config, w *Weights, opts 
 		return nil, fmt.Errorf("gpu: KV cache of %d tokens: %w", opts.KVTokens, runtime.ErrInvalidArgument)
 	}
 	b := &Backend{cfg: cfg, dev: dev, kernels: map[string]*runtime.Kernel{}, stepTokens: opts.StepTokens,
-		tc: dev.Backend() == driver.CUDA, longAtt: dev.Backend() == driver.CUDA}
+		tc: dev.Backend() == driver.CUDA, longAtt: dev.Backend() == driver.CUDA, computeUnits: max(1, dev.Info().ComputeUnits)}
 	b.graphs.off, b.graphs.timed = opts.NoGraphs, opts.GraphsByTiming
 	b.graphs.now = func(bool, bool) time.Time { return time.Now() }
 	b.earlyStart = !opts.NoEarlyStart
@@ -267,6 +268,7 @@ func (b *Backend) kernelNames() []string {
 		}
 		if b.bykeyShape() {
 			names["attention_bykey_f32"] = true
+			names["attention_split_f32"], names["attention_merge_f32"] = true, true
 			if b.attWarps {
 				names["attention_warps_f32"] = true
 				if b.fuse {

@@ -193,6 +193,15 @@ const (
 	// length; at 64 blocks it lost, and the counts between were not
 	// measured.
 	bykey128MinBlocks = 256
+	// attention_split_f32 + attention_merge_f32 (attentionRanges) cut a
+	// decode step's keys into ranges when its attention_warps_f32 blocks
+	// (tokens * kv_heads) fill at most half of splitBlocksPerCU an SM (the
+	// kernel's occupancy), as many ranges as fit that many blocks, each
+	// keeping at least splitMinKeys of the keys the tables can hold; at
+	// most splitMaxRanges.
+	splitBlocksPerCU = 2
+	splitMinKeys     = 256
+	splitMaxRanges   = 64
 
 	// norm_matvec_W (forward.cu): in at most FW_NV_MAX_IN (its row in
 	// shared memory), one output per 32-lane group, 8 a block.
@@ -801,8 +810,46 @@ func (b *Backend) positions(layer int, qkv, pos, slots runtime.DevicePtr, tokens
 func (b *Backend) attention(layer int, out, qkv, qSeq, qPos, tables runtime.DevicePtr, maxBlocks, tokens int, tiled bool, scale float32) error {
 	c := b.cfg
 	name, grid := b.attentionKernel(maxBlocks, tokens, tiled)
+	if name == "attention_split_f32" {
+		ranges := grid / (tokens * c.KVHeads)
+		part, ml := b.sc.attPart.Ptr(), b.sc.attPart.Ptr()+runtime.DevicePtr(4*splitPartFloats(tokens, c.Heads, c.HeadDim, ranges))
+		if err := b.launch(name, g1(grid), part, qkv, b.kc[layer], b.vc[layer], qSeq, qPos, tables,
+			u32(maxBlocks), u32(BlockSize), u32(tokens), u32(c.Heads), u32(c.KVHeads), u32(c.HeadDim), u32(c.qkvDim()), scale,
+			ml, u32(ranges)); err != nil {
+			return err
+		}
+		return b.launch("attention_merge_f32", g1(tokens*c.Heads), out, part, ml, u32(tokens), u32(c.Heads), u32(c.HeadDim), u32(ranges))
+	}
 	return b.launch(name, g1(grid), out, qkv, b.kc[layer], b.vc[layer], qSeq, qPos, tables,
 		u32(maxBlocks), u32(BlockSize), u32(tokens), u32(c.Heads), u32(c.KVHeads), u32(c.HeadDim), u32(c.qkvDim()), scale)
+}
+
+// attentionRanges is how many ranges attention_split_f32 cuts each
+// token's keys into in a decode launch of tokens over tables of maxBlocks
+// blocks, or 1 where attention_warps_f32 runs alone: over long tables with
+// fewer of its blocks (tokens * kv_heads) than the GPU holds at once, one
+// block walks a whole context per kv head while most SMs idle (batch 1 on
+// the 1B shape: 8 blocks on 132 SMs). The ranges bring the blocks up to
+// about splitBlocksPerCU an SM.
+func (b *Backend) attentionRanges(maxBlocks, tokens int) int {
+	c := b.cfg
+	if !b.attWarps || !b.bykeyShape() || tokens <= 0 {
+		return 1
+	}
+	fit := splitBlocksPerCU * b.computeUnits / (tokens * c.KVHeads)
+	return max(1, min(fit, maxBlocks*BlockSize/splitMinKeys, splitMaxRanges))
+}
+
+// splitPartFloats: the floats of attention_split_f32's shares (part) for
+// tokens; its maxima and sums (ml) follow them, 2 a share.
+func splitPartFloats(tokens, heads, headDim, ranges int) int {
+	return tokens * heads * ranges * headDim
+}
+
+// splitScratchBytes: the scratch of attention_split_f32 for a launch of
+// tokens over ranges.
+func splitScratchBytes(tokens, heads, headDim, ranges int) int {
+	return 4 * (splitPartFloats(tokens, heads, headDim, ranges) + tokens*heads*ranges*2)
 }
 
 // attentionKernel is attention's kernel and grid (see attention).
@@ -824,6 +871,8 @@ func (b *Backend) attentionKernel(maxBlocks, tokens int, tiled bool) (string, in
 	switch {
 	case tiled:
 		name, grid = "attention_prefill_f32", ceilDiv(tokens, attpRows)*c.Heads
+	case b.attentionRanges(maxBlocks, tokens) > 1:
+		name, grid = "attention_split_f32", tokens*c.KVHeads*b.attentionRanges(maxBlocks, tokens) // key ranges, then attention_merge_f32
 	case b.longAtt && grid <= attLongMaxBlocks && keys >= attLongMinKeys:
 		name = "attention_long_f32" // few blocks, long keys: 32 groups a block instead of 8
 	case b.longAtt && tokens*c.KVHeads >= gqaMinBlocks && keys >= attLongMinKeys && c.HeadDim >= gqaMinHeadDim && b.gqaShape():

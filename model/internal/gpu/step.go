@@ -40,6 +40,7 @@ type scratch struct {
 	x, xb, qkv, att, gu, act *runtime.Buffer    // one chunk's activations
 	part                     *runtime.Buffer    // one unfused projection part's output (Layer.QKVParts)
 	deq                      *runtime.Buffer    // a quantized layer matrix decoded to float16 (dequantized), or a slice of the LM head's
+	attPart                  *runtime.Buffer    // attention_split_f32's shares of the key ranges (launch.go attention)
 	headPart                 *runtime.Buffer    // the logits of one such slice (headDequantized)
 	xs                       *runtime.Buffer    // x split for matmul_tcx_W, or its image for matmul_wg_W (launch.go)
 	silu                     *runtime.Buffer    // down's image, which gate|up writes itself (siluImage)
@@ -309,6 +310,14 @@ func (b *Backend) run(ctx context.Context, p *plan) error {
 	} {
 		if err := b.ensure(e.buf, 4*e.n); err != nil {
 			return err
+		}
+	}
+	for _, ch := range p.chunks {
+		n := ch.t1 - ch.t0
+		if name, grid := b.attentionKernel(p.maxBlocks, n, ch.tiledAttention()); name == "attention_split_f32" {
+			if err := b.ensure(&b.sc.attPart, splitScratchBytes(n, c.Heads, c.HeadDim, grid/(n*c.KVHeads))); err != nil {
+				return err
+			}
 		}
 	}
 	if b.unfused() {

@@ -144,7 +144,13 @@ func runSeqOn(t *testing.T, srcs []*source, ls []Launch, exact bool, want ...*Bu
 // after the source.
 func each(t *testing.T, outs [][]*Buf, check func(t *testing.T, bufs []*Buf)) {
 	t.Helper()
-	for i, s := range sources {
+	eachOn(t, sources, outs, check)
+}
+
+// eachOn is each for the outputs of runSeqOn over srcs.
+func eachOn(t *testing.T, srcs []*source, outs [][]*Buf, check func(t *testing.T, bufs []*Buf)) {
+	t.Helper()
+	for i, s := range srcs {
 		t.Run(s.name, func(t *testing.T) { check(t, outs[i]) })
 	}
 }
@@ -793,6 +799,45 @@ func TestAttentionWarps(t *testing.T) {
 	})
 }
 
+// TestAttentionSplit: attention_split_f32 then attention_merge_f32 against
+// the CPU attention
+// at attention_f32's tolerance: each token's keys cut into 2 to 64 ranges
+// of attention_warps_f32's body, on TestAttentionWarps' shapes and on the
+// cuts' edges: more ranges than keys (ranges with none: a max of -inf and
+// a sum of 0 that the merge skips), keys an exact multiple of the ranges,
+// one key, 2000 keys in 64 ranges, and tokens of one batch with 1 to 1000
+// keys side by side (each cut by its own count).
+func TestAttentionSplit(t *testing.T) {
+	cases := []struct {
+		attnCase
+		ranges int
+	}{
+		{attnCase{heads: 32, kvHeads: 8, headdim: 64, ctx: []int{16, 80, 144, 150, 1}, nq: []int{1, 1, 1, 1, 1}}, 4},
+		{attnCase{heads: 32, kvHeads: 8, headdim: 64, ctx: []int{2000}, nq: []int{1}}, 64},
+		{attnCase{heads: 4, kvHeads: 4, headdim: 64, ctx: []int{1, 17, 40}, nq: []int{1, 1, 1}}, 3},
+		{attnCase{heads: 16, kvHeads: 2, headdim: 64, ctx: []int{1000, 129, 3}, nq: []int{1, 1, 1}}, 8},
+		{attnCase{heads: 14, kvHeads: 2, headdim: 16, ctx: []int{77, 2}, nq: []int{1, 1}}, 5},
+		{attnCase{heads: 8, kvHeads: 2, headdim: 80, ctx: []int{300, 33}, nq: []int{1, 1}}, 2},
+		{attnCase{heads: 8, kvHeads: 2, headdim: 128, ctx: []int{256, 20}, nq: []int{1, 3}}, 16},
+		{attnCase{heads: 9, kvHeads: 3, headdim: 130, ctx: []int{129}, nq: []int{3}}, 7},
+		{attnCase{heads: 16, kvHeads: 2, headdim: 256, ctx: []int{97, 31}, nq: []int{1, 2}}, 6},
+		{attnCase{heads: 8, kvHeads: 2, headdim: 64, ctx: []int{100, 33}, nq: []int{1, 1}, shift: 4}, 9},
+	}
+	for ci, c := range cases {
+		t.Run(fmt.Sprintf("case%d/h%d/kv%d/d%d/r%d", ci, c.heads, c.kvHeads, c.headdim, c.ranges), func(t *testing.T) {
+			checkAttentionOn(t, rand.New(rand.NewPCG(47, uint64(ci))), c.attnCase, sources, func(args []Arg, tokens int) []Launch {
+				H, KV, hd, R := c.heads, c.kvHeads, c.headdim, c.ranges
+				part, ml := F32s(make([]float32, tokens*H*R*hd)), F32s(make([]float32, tokens*H*R*2))
+				split := append(append([]Arg{part}, args[1:]...), ml, U32(R))
+				return []Launch{
+					{"attention_split_f32", tokens * KV * R, split},
+					{"attention_merge_f32", tokens * H, []Arg{args[0], part, ml, U32(tokens), U32(H), U32(hd), U32(R)}},
+				}
+			})
+		})
+	}
+}
+
 // TestAttentionPrefill: attention_prefill_f32 against the same CPU
 // attention as TestAttention, on the shapes that cross its tiles: 16-token
 // query tiles that end mid-sequence (17, 65, 130 tokens), tiles holding
@@ -836,6 +881,14 @@ func attnGrid(kernel string, tokens, heads, kvHeads int) int {
 // checkAttention runs kernel on case c (inputs drawn from rng), holds its
 // output to the CPU's attention, and returns it (one slice per source).
 func checkAttention(t *testing.T, rng *rand.Rand, c attnCase, kernel string) [][]float32 {
+	return checkAttentionOn(t, rng, c, sources, func(args []Arg, tokens int) []Launch {
+		return []Launch{{kernel, attnGrid(kernel, tokens, c.heads, c.kvHeads), args}}
+	})
+}
+
+// checkAttentionOn is checkAttention over srcs, for the launches that
+// launches makes from attention_f32's arguments (out first) and the tokens.
+func checkAttentionOn(t *testing.T, rng *rand.Rand, c attnCase, srcs []*source, launches func(args []Arg, tokens int) []Launch) [][]float32 {
 	const bs = 16
 	H, KV, hd := c.heads, c.kvHeads, c.headdim
 	kvD := KV * hd
@@ -869,9 +922,10 @@ func checkAttention(t *testing.T, rng *rand.Rand, c attnCase, kernel string) [][
 	out := F32s(make([]float32, T*H*hd))
 	qkvb, kcb, vcb := F32s(qkv), F32s(kc), F32s(vc)
 	qkvb.Shift, kcb.Shift, vcb.Shift = c.shift, c.shift, c.shift
-	outs := runAll(t, Launch{kernel, attnGrid(kernel, T, H, KV), []Arg{out, qkvb, kcb, vcb, U32s(qSeq), U32s(qPos), U32s(tables),
-		U32(maxBlocks), U32(bs), U32(T), U32(H), U32(KV), U32(hd), U32(stride), F32(scale)}}, true, out)
-	each(t, outs, func(t *testing.T, b []*Buf) {
+	ls := launches([]Arg{out, qkvb, kcb, vcb, U32s(qSeq), U32s(qPos), U32s(tables),
+		U32(maxBlocks), U32(bs), U32(T), U32(H), U32(KV), U32(hd), U32(stride), F32(scale)}, T)
+	outs := runSeqOn(t, srcs, ls, true, out)
+	eachOn(t, srcs, outs, func(t *testing.T, b []*Buf) {
 		got := b[0].Floats()
 		vmax := 0.0
 		for _, v := range vc {

@@ -159,6 +159,8 @@ func forwardKernels() []simgpu.KernelDef {
 		{Name: "attention_bykey128_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, Run: perKVHeadAttention(8, 256, 128)},
 		{Name: "attention_warps_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, Run: perKVHeadAttention(8, 256, 256)},
 		{Name: "rope_attention_warps_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4, 8, 8, 4, 8, 8, 4, 8, 4}, Run: ropeAttentionWarps},
+		{Name: "attention_split_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4, 8, 4}, Run: attentionSplit},
+		{Name: "attention_merge_f32", ParamSizes: []int{8, 8, 8, 4, 4, 4, 4}, Run: attentionMerge},
 		{Name: "attention_prefill_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, Run: attentionPrefill},
 		{Name: "silu_mul_f32", ParamSizes: []int{8, 8, 4, 4}, Run: siluMul},
 		{Name: "add_f32", ParamSizes: []int{8, 8, 4}, Run: add},
@@ -755,6 +757,130 @@ func perKVHeadAttention(maxGroup, maxHeadDim int, threads uint32) simgpu.KernelF
 		}
 		return attention(d, g, b, a, stop)
 	}
+}
+
+// attention_split_f32: attention_f32's arguments with part for out, then
+// ml, ranges. For token t, head h and range r (of ranges), over the
+// token's keys r c .. r c + c - 1 with c = ceil(n / ranges) (n its keys):
+// part[(t*heads+h)*ranges+r] = sum_j exp(s_j - m) v_j, ml[2 that] = m, the
+// largest score s_j (-inf with no key), and ml[2 that + 1] = sum_j exp(s_j
+// - m). The launch is checked as attention_warps_f32's, with ranges times
+// its blocks.
+func attentionSplit(d *simgpu.Device, g, b driver.Dim3, a []uint64, _ <-chan struct{}) error {
+	maxBlocks, bs, T, H, KV, hd, stride := int(a[7]), int(a[8]), int(a[9]), int(a[10]), int(a[11]), int(a[12]), int(a[13])
+	scale, R := f32arg(a[14]), int(a[16])
+	if KV <= 0 || H%KV != 0 || H/KV > 8 || hd <= 0 || hd > 256 || R <= 0 ||
+		int(g.X)*int(g.Y)*int(g.Z) != T*KV*R || b.X*b.Y*b.Z != 256 {
+		return simgpu.CodeLaunchFailure
+	}
+	kvD := KV * hd
+	part, err := f32s(d, a[0], T*H*R*hd)
+	if err != nil {
+		return err
+	}
+	ml, err := f32s(d, a[15], T*H*R*2)
+	if err != nil {
+		return err
+	}
+	qkv, err := f32s(d, a[1], T*stride)
+	if err != nil {
+		return err
+	}
+	qSeq, err := u32s(d, a[4], T)
+	if err != nil {
+		return err
+	}
+	qPos, err := u32s(d, a[5], T)
+	if err != nil {
+		return err
+	}
+	for t := range T {
+		table, err := u32s(d, a[6]+uint64(4*int(qSeq[t])*maxBlocks), maxBlocks)
+		if err != nil {
+			return err
+		}
+		n := min(int(qPos[t])+1, maxBlocks*bs)
+		c := (n + R - 1) / R
+		for h := range H {
+			qh := qkv[t*stride+h*hd : t*stride+(h+1)*hd]
+			off := (h / (H / KV)) * hd
+			for r := range R {
+				slot := (t*H+h)*R + r
+				o := part[slot*hd : (slot+1)*hd]
+				clear(o)
+				j0, j1 := min(r*c, n), min(r*c+c, n)
+				sc := make([]float32, j1-j0)
+				m := float32(math.Inf(-1))
+				rows := make([][]float32, len(sc))
+				for i := range sc {
+					j := j0 + i
+					kslot := int(table[j/bs])*bs + j%bs
+					k, err := f32s(d, a[2]+uint64(4*(kslot*kvD+off)), hd)
+					if err != nil {
+						return err
+					}
+					if rows[i], err = f32s(d, a[3]+uint64(4*(kslot*kvD+off)), hd); err != nil {
+						return err
+					}
+					sc[i] = cpu.Dot(qh, k) * scale
+					m = max(m, sc[i])
+				}
+				var l float32
+				for i, s := range sc {
+					w := float32(math.Exp(float64(s - m)))
+					l += w
+					cpu.Axpy(w, rows[i], o)
+				}
+				ml[2*slot], ml[2*slot+1] = m, l
+			}
+		}
+	}
+	return nil
+}
+
+// attention_merge_f32: out, part, ml, tokens, heads, headdim, ranges: for
+// token t and head h, attention_split_f32's shares of the ranges with keys
+// weighted by exp(m_r - M), M their largest m_r, over the same weighted sum
+// of their l_r. Grid tokens * heads, block 128.
+func attentionMerge(d *simgpu.Device, g, b driver.Dim3, a []uint64, _ <-chan struct{}) error {
+	T, H, hd, R := int(a[3]), int(a[4]), int(a[5]), int(a[6])
+	if R <= 0 || int(g.X)*int(g.Y)*int(g.Z) != T*H || b.X*b.Y*b.Z != 128 {
+		return simgpu.CodeLaunchFailure
+	}
+	out, err := f32s(d, a[0], T*H*hd)
+	if err != nil {
+		return err
+	}
+	part, err := f32s(d, a[1], T*H*R*hd)
+	if err != nil {
+		return err
+	}
+	ml, err := f32s(d, a[2], T*H*R*2)
+	if err != nil {
+		return err
+	}
+	for th := range T * H {
+		M := float32(math.Inf(-1))
+		for r := range R {
+			if ml[2*(th*R+r)+1] != 0 {
+				M = max(M, ml[2*(th*R+r)])
+			}
+		}
+		o := out[th*hd : (th+1)*hd]
+		clear(o)
+		var L float32
+		for r := range R {
+			if l := ml[2*(th*R+r)+1]; l != 0 {
+				w := float32(math.Exp(float64(ml[2*(th*R+r)] - M)))
+				L += l * w
+				cpu.Axpy(w, part[(th*R+r)*hd:(th*R+r+1)*hd], o)
+			}
+		}
+		for i := range o {
+			o[i] /= L
+		}
+	}
+	return nil
 }
 
 // sumPartials writes into y [rows, width] a split product's partial sums
