@@ -234,6 +234,39 @@ func (t *Tokenizer) Piece(id uint32) ([]byte, bool) {
 	return []byte(tok), true
 }
 
+// TextBytes is the bytes id adds to a decoded text after other tokens
+// (where Piece is the token on its own): for a byte-level tokenizer the
+// same, for a SentencePiece-style decoder chain with its ▁ turned into a
+// space (and not dropped, as it is at the start of a text), for a byte
+// token its byte. False for special tokens and ids the vocabulary does
+// not hold. Constrained decoding matches these bytes against a grammar.
+func (t *Tokenizer) TextBytes(id uint32) ([]byte, bool) {
+	tok, ok := t.decodeToken(id, DecodeOptions{SkipSpecial: true})
+	if !ok {
+		return nil, false
+	}
+	switch t.decoder.kind {
+	case decoderByteLevel:
+		return appendTokenBytes(nil, tok), true
+	case decoderChain:
+		if b, ok := byteToken(tok); ok && t.decoder.byteRuns {
+			return []byte{b}, true
+		}
+		// Decode it after a plain token, which nothing strips or joins
+		// with, and keep what it added.
+		tokens := []string{"a", tok}
+		for _, st := range t.decoder.steps {
+			tokens = st.decodeChain(tokens)
+		}
+		s := strings.Join(tokens, "")
+		if !strings.HasPrefix(s, "a") {
+			return nil, false
+		}
+		return []byte(s[1:]), true
+	}
+	return []byte(" " + tok), true // no decoder: tokens joined with spaces
+}
+
 // decodeToken is the token text of id as decoding sees it, or false when the
 // id is unknown or skipped.
 func (t *Tokenizer) decodeToken(id uint32, opts DecodeOptions) (string, bool) {
