@@ -4,8 +4,9 @@ import "math/big"
 
 // MaxWhitespace is the most whitespace bytes allowed in a row between JSON
 // tokens: enough to indent a pretty-printed value a few levels, too few
-// to loop in.
-const MaxWhitespace = 12
+// to loop in: a model that pretty-prints gets a newline and a shallow
+// indent.
+const MaxWhitespace = 4
 
 // A Grammar is the set of JSON texts a request accepts. It is immutable
 // and may be shared by many Matchers.
@@ -38,6 +39,10 @@ type node struct {
 	keys       *lit
 	required   uint64
 	additional *node // the schema of other keys' values; nil: none allowed
+
+	// kString: the length in characters (code points); maxLen < 0 is
+	// no bound.
+	minLen, maxLen int
 
 	// kArray
 	items              *node
@@ -101,7 +106,7 @@ var (
 	anyNode    = &node{kind: kAny}
 	anyObject  = &node{kind: kObject, keys: &lit{}, additional: anyNode}
 	anyArray   = &node{kind: kArray, items: anyNode, maxItems: -1}
-	stringNode = &node{kind: kString}
+	stringNode = &node{kind: kString, maxLen: -1}
 	numberNode = &node{kind: kNumber}
 	wordsNode  = &node{kind: kLit, lit: words()}
 )

@@ -67,7 +67,7 @@ type frame struct {
 	hi   byte
 	n    *node
 	l    *lit   // fLit: the position; fString key: the position in the keys, or nil
-	cnt  int32  // fArray: items; fObject: the current key's property (-1: other)
+	cnt  int32  // fArray: items; fObject: the current key's property (-1: other); fString: characters
 	seen uint64 // fObject: properties present
 	num  *numBuf
 }
@@ -490,8 +490,17 @@ func stringByte(f *frame, c int, s []frame) bool {
 	}
 	switch f.st {
 	case sNormal:
+		if c != '"' && (c >= 0x20 && c < 0x80 || c >= 0xC2 && c <= 0xF4) { // a character starts
+			f.cnt++
+			if f.n != nil && f.n.maxLen >= 0 && int(f.cnt) > f.n.maxLen {
+				return false
+			}
+		}
 		switch {
 		case c == '"':
+			if f.n != nil && int(f.cnt) < f.n.minLen {
+				return false
+			}
 			if f.key && f.l != nil {
 				// A known property's name again is a duplicate.
 				if e := f.l.child('"'); e != nil && e.end && s[len(s)-2].seen&(1<<uint(e.idx)) != 0 {
@@ -526,12 +535,19 @@ func stringByte(f *frame, c int, s []frame) bool {
 		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 			f.st = sNormal
 		case 'u':
-			f.st, f.aux = sHex, 0
+			f.st, f.aux, f.lo = sHex, 0, 0
 		default:
 			return false
 		}
 	case sHex:
 		if !isDigit(c) && !(c >= 'a' && c <= 'f') && !(c >= 'A' && c <= 'F') {
+			return false
+		}
+		// No surrogates (\uD800-\uDFFF): each escape is then one code
+		// point, and a character outside the BMP is written as UTF-8.
+		if f.aux == 0 && (c == 'd' || c == 'D') {
+			f.lo = 1
+		} else if f.aux == 1 && f.lo == 1 && !(c >= '0' && c <= '7') {
 			return false
 		}
 		f.aux++

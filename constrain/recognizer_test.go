@@ -49,6 +49,12 @@ func TestRecognizerAcceptsExactlyTheSchemasValues(t *testing.T) {
 		{"typed enum", `{"type":"string","enum":["a","ab",1]}`, false,
 			[]string{`"a"`, `"ab"`},
 			[]string{`1`, `"b"`}},
+		{"string length", `{"type":"string","minLength":2,"maxLength":3}`, false,
+			[]string{`"ab"`, `"abc"`, `"\u00e9\n"`, "\"\xc3\xa9\xf0\x9f\x98\x80\"", `"a\""`},
+			[]string{`"a"`, `"abcd"`, `""`, "\"\xc3\xa9\"", `"\n\n\n\n"`}},
+		{"no surrogate escapes", `{"type":"string"}`, false,
+			[]string{`"\ud7ff"`, `"\uE000"`},
+			[]string{`"\ud800"`, `"\uDC00"`, `"\udfff"`}},
 		{"const", `{"const":"x"}`, false, []string{`"x"`}, []string{`"y"`, `"x"x`}},
 		{"boolean and null", `{"type":["boolean","null"]}`, false, []string{`true`, `false`, `null`}, []string{`0`, `"true"`, `nul`}},
 		{"nullable string", `{"type":["string","null"]}`, false, []string{`"s"`, `null`}, []string{`1`}},
@@ -102,7 +108,7 @@ func TestJSONObjectIsAnyObject(t *testing.T) {
 // TestUnsupportedAndMalformedSchemasAreErrors: an unsupported keyword is a
 // SchemaError naming it; a malformed schema a SchemaError saying why.
 func TestUnsupportedAndMalformedSchemasAreErrors(t *testing.T) {
-	for _, kw := range []string{"pattern", "format", "minLength", "maxLength", "oneOf", "allOf", "not", "uniqueItems", "multipleOf", "patternProperties", "prefixItems", "if"} {
+	for _, kw := range []string{"pattern", "format", "oneOf", "allOf", "not", "uniqueItems", "multipleOf", "patternProperties", "prefixItems", "if"} {
 		_, err := CompileSchema([]byte(`{"type":"object","properties":{"a":{"type":"string","`+kw+`":1}}}`), true)
 		var se *SchemaError
 		require.True(t, errors.As(err, &se), kw)
@@ -114,6 +120,8 @@ func TestUnsupportedAndMalformedSchemasAreErrors(t *testing.T) {
 		`{"type":"strung"}`:                              "unknown type",
 		`{"type":"object","required":["a"]}`:             "properties does not define",
 		`{"type":"array","minItems":3,"maxItems":2}`:     "above maxItems",
+		`{"type":"string","minLength":3,"maxLength":2}`:  "above maxLength",
+		`{"type":"string","maxLength":-1}`:               "non-negative",
 		`{"type":"integer","minimum":1.5,"maximum":1.7}`: "no integer",
 		`{"enum":[]}`:                  "non-empty",
 		`{"type":"string","enum":[1]}`: "no enum value",

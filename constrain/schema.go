@@ -29,7 +29,7 @@ func (e *SchemaError) Error() string {
 // Supported lists the keywords CompileSchema implements; Annotations those
 // it accepts and ignores (they do not constrain the value).
 var (
-	Supported = []string{"type", "properties", "required", "additionalProperties", "items", "minItems", "maxItems",
+	Supported = []string{"type", "properties", "required", "additionalProperties", "items", "minItems", "maxItems", "minLength", "maxLength",
 		"enum", "const", "anyOf", "$ref", "$defs", "definitions", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}
 	Annotations = []string{"title", "description", "default", "examples", "$schema", "$id", "$comment", "deprecated", "readOnly", "writeOnly"}
 )
@@ -82,7 +82,7 @@ func (c *compiler) errf(path, kw, format string, args ...any) error {
 
 var typeKeywords = map[string]string{
 	"properties": "object", "required": "object", "additionalProperties": "object",
-	"items": "array", "minItems": "array", "maxItems": "array",
+	"items": "array", "minItems": "array", "maxItems": "array", "minLength": "string", "maxLength": "string",
 	"minimum": "number", "maximum": "number", "exclusiveMinimum": "number", "exclusiveMaximum": "number",
 }
 
@@ -255,7 +255,23 @@ func (c *compiler) typed(m map[string]any, t, path string) (*node, error) {
 		}
 		return n, nil
 	case "string":
-		return stringNode, nil
+		_, lo := m["minLength"]
+		_, hi := m["maxLength"]
+		if !lo && !hi {
+			return stringNode, nil
+		}
+		n := &node{kind: kString}
+		var err error
+		if n.minLen, err = c.count(m, "minLength", 0, path); err != nil {
+			return nil, err
+		}
+		if n.maxLen, err = c.count(m, "maxLength", -1, path); err != nil {
+			return nil, err
+		}
+		if n.maxLen >= 0 && n.minLen > n.maxLen {
+			return nil, c.errf(path, "minLength", "minLength %d is above maxLength %d", n.minLen, n.maxLen)
+		}
+		return n, nil
 	case "number", "integer":
 		n := &node{kind: kNumber, integer: t == "integer"}
 		bd := &bounds{}

@@ -153,12 +153,12 @@ func (m *Matcher) walk(ni int32, depth int, allowed []uint64) int {
 }
 
 // unchanged reports whether byte c leaves st as it is: one stack, in the
-// middle of a string that is no object key, and c a printable ASCII byte
-// other than the quote and the backslash.
+// middle of a string that is no object key and has no length bounds, and
+// c a printable ASCII byte other than the quote and the backslash.
 func unchanged(st *State, c byte) bool {
 	if len(st.ends) != 1 || c < 0x20 || c >= 0x80 || c == '"' || c == '\\' {
 		return false
 	}
 	top := &st.frames[len(st.frames)-1]
-	return top.k == fString && top.st == sNormal && !top.key
+	return top.k == fString && top.st == sNormal && !top.key && top.n.minLen == 0 && top.n.maxLen < 0
 }

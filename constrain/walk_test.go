@@ -22,6 +22,7 @@ var walkSchemas = []string{
 	`{"anyOf":[{"type":"object","properties":{"kind":{"const":"circle"},"r":{"type":"number","minimum":0}},"required":["kind","r"],"additionalProperties":false},{"type":"object","properties":{"kind":{"const":"square"},"side":{"type":"integer","minimum":1,"maximum":9}},"required":["kind","side"],"additionalProperties":false}]}`,
 	`{"$ref":"#/$defs/t","$defs":{"t":{"type":"object","properties":{"v":{"type":["integer","null"]},"kids":{"type":"array","items":{"$ref":"#/$defs/t"},"maxItems":2}},"required":["v"],"additionalProperties":false}}}`,
 	`{"type":"object","properties":{"a":{"type":"boolean"},"b":{"type":"null"}},"additionalProperties":{"type":"string"}}`,
+	`{"type":"object","properties":{"s":{"type":"string","minLength":1,"maxLength":5},"t":{"type":["string","null"],"maxLength":2}},"required":["s","t"],"additionalProperties":false}`,
 }
 
 // next lists the bytes st takes and the states they lead to.
