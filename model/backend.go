@@ -90,20 +90,35 @@ type stepItem struct {
 	// lp, when set, receives the sampled token's logprob and the top
 	// logprobs of the untouched logits.
 	lp *TokenLogprobs
+	// gram, when set, masks the logits to the tokens that continue the
+	// sequence's constrained value and follows the sampled token; it is
+	// nil for a draw that will be dropped (a prompt slice).
+	gram *seqGrammar
 }
 
-// sample draws the item's token from row, its logits: the penalties change
-// row in place first; the logprobs are those of row as the forward gave it.
+// sample draws the item's token from row, its logits: the penalties and
+// then the grammar's mask change row in place first; the logprobs are
+// those of row as the forward gave it.
 func (it *stepItem) sample(out []uint32, row []float32) error {
 	raw := row
-	if it.lp != nil && it.hist != nil {
+	if it.lp != nil && (it.hist != nil || it.gram != nil) {
 		raw = slices.Clone(row)
 	}
 	if it.hist != nil {
 		it.pen.Apply(row, it.hist)
 	}
+	if it.gram != nil {
+		if err := it.gram.apply(row); err != nil {
+			return err
+		}
+	}
 	if err := sampling.Argpartition(out, row, 1, len(row), []sampling.Params{it.params}, it.key); err != nil {
 		return fmt.Errorf("model: sampling: %w", err)
+	}
+	if it.gram != nil {
+		if err := it.gram.accept(out[0]); err != nil {
+			return fmt.Errorf("model: constrained decoding: %w", err)
+		}
 	}
 	if it.lp != nil {
 		it.lp.Logprob, it.lp.Top = sampling.Logprobs(raw, out[0], it.lp.k)

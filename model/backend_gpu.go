@@ -47,6 +47,9 @@ func (g *gpuBackend) step(ctx context.Context, items []stepItem, out []uint32) e
 		if it.lp != nil {
 			return &UnsupportedOptionError{Option: "logprobs", Backend: g.label}
 		}
+		if it.gram != nil {
+			return &UnsupportedOptionError{Option: "response_format", Backend: g.label}
+		}
 		gi[i] = gpu.Item{Seq: it.seq.(*gpuSequence).s, Tokens: it.tokens, Params: it.params, Key: it.key}
 	}
 	err := g.b.Step(ctx, gi, out)

@@ -47,6 +47,7 @@ type batchSeq struct {
 	params    sampling.Params
 	pen       sampling.Penalties
 	hist      *sampling.History // nil when no penalty is active
+	gram      *seqGrammar       // nil without a grammar
 	logprobs  int               // -1: none; else the top logprobs to list
 	seed      uint64
 	step      uint64 // draws so far; keys the next draw with the seed
@@ -127,6 +128,9 @@ func (b *Batch) Add(prompt []uint32, opts GenerateOptions) (SeqID, error) {
 	if pen := opts.penalties(); len(pen.Active()) > 0 {
 		s.pen, s.hist = pen, sampling.NewHistory(prompt)
 	}
+	if opts.Grammar != nil {
+		s.gram = b.m.newSeqGrammar(opts.Grammar)
+	}
 	b.seqs = append(b.seqs, s)
 	return s.id, nil
 }
@@ -189,6 +193,9 @@ func (b *Batch) Step(ctx context.Context) ([]BatchToken, error) {
 		items[i] = stepItem{seq: s.seq, tokens: s.pending[:feed[i]], params: s.params, key: sampling.KeyFromSeed(s.seed, s.step), pen: s.pen, hist: s.hist}
 		if s.logprobs >= 0 {
 			items[i].lp = &TokenLogprobs{k: s.logprobs}
+		}
+		if s.prefilled || feed[i] == len(s.pending) { // a draw that is kept
+			items[i].gram = s.gram
 		}
 		lens[i] = s.seq.len()
 	}

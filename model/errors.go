@@ -37,7 +37,7 @@ type UnsupportedOptionError struct {
 }
 
 func (e *UnsupportedOptionError) Error() string {
-	return fmt.Sprintf("model: %s is not supported on the %s backend (it samples on the device, where penalties and logprobs are not computed yet); the CPU backend applies it", e.Option, e.Backend)
+	return fmt.Sprintf("model: %s is not supported on the %s backend (it samples on the device, where penalties, logprobs and grammars are not applied yet); the CPU backend applies it", e.Option, e.Backend)
 }
 
 func (e *UnsupportedOptionError) Unwrap() error { return ErrUnsupportedOption }

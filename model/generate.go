@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hipgo/hipgo/constrain"
 	"github.com/hipgo/hipgo/sampling"
 )
 
@@ -70,6 +71,16 @@ type GenerateOptions struct {
 	// Logprobs.
 	Logprobs    bool
 	TopLogprobs int
+
+	// Grammar constrains the generated text to a value it accepts
+	// (constrain.CompileSchema, constrain.JSONObject): before each draw
+	// the tokens that cannot continue such a value get a logit of -Inf
+	// (after the penalties, before the filters and the temperature), and
+	// end of sequence is allowed once the value is complete, and then only
+	// it. MaxTokens or a stop string can still cut the value short. The
+	// CPU and MLX backends apply it; the GPU backend refuses it with an
+	// *UnsupportedOptionError (Option "response_format").
+	Grammar *constrain.Grammar
 }
 
 // TokenLogprobs is a generated token's log-probability and the most
@@ -122,8 +133,8 @@ func (o GenerateOptions) penalties() sampling.Penalties {
 
 // CheckOptions is Validate and what depends on the model: stop strings need
 // a tokenizer, logit_bias keys must be token ids of its vocabulary (a
-// *sampling.ParameterError), and a penalty or logprobs its backend cannot
-// apply is an *UnsupportedOptionError naming it and the backend. Generate and
+// *sampling.ParameterError), and a penalty, logprobs or a grammar its
+// backend cannot apply is an *UnsupportedOptionError naming it and the backend. Generate and
 // Batch.Add call it; a server calls it to refuse a request before queueing
 // it.
 func (m *Model) CheckOptions(opts GenerateOptions) error {
@@ -142,6 +153,9 @@ func (m *Model) CheckOptions(opts GenerateOptions) error {
 	}
 	if opts.Logprobs && !m.be.samplesOnHost() {
 		return &UnsupportedOptionError{Option: "logprobs", Backend: m.Backend()}
+	}
+	if opts.Grammar != nil {
+		return m.checkGrammar()
 	}
 	return nil
 }

@@ -36,6 +36,7 @@ type Model struct {
 	hasTurnEnd bool
 	// cpuReason is why DeviceAuto runs on the CPU; nil otherwise.
 	cpuReason error
+	gvocab    grammarVocab // constrained decoding's vocabulary, built on first use
 }
 
 type options struct {
