@@ -33,12 +33,25 @@ func viable(n *node, b []byte, st uint8) bool {
 		d, _ := new(big.Rat).SetString(ip)
 		p := big.NewRat(1, 1)
 		ten := big.NewRat(10, 1)
+		// The intervals only grow: past the bound on the far side of
+		// zero, none meets the bounds.
+		far := n.bounds.hi
+		if neg {
+			far = n.bounds.lo
+		}
 		for j := 0; j <= maxNumber-len(b); j++ {
 			a := new(big.Rat).Mul(d, p)
 			e := new(big.Rat).Add(d, big.NewRat(1, 1))
-			ivs = append(ivs, interval{a, e.Mul(e, p)})
+			iv := interval{a, e.Mul(e, p)}
+			if meets(n.bounds, iv, neg, n.integer) {
+				return true
+			}
+			if far != nil && a.Cmp(new(big.Rat).Abs(far)) > 0 {
+				return false
+			}
 			p = new(big.Rat).Mul(p, ten)
 		}
+		return false
 	case nDot:
 		d, _ := new(big.Rat).SetString(ip)
 		ivs = []interval{{d, new(big.Rat).Add(d, big.NewRat(1, 1))}}

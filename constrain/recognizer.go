@@ -72,10 +72,12 @@ type frame struct {
 	num  *numBuf
 }
 
-// numBuf is a bounded number's text so far. Frames share it until they
-// change it (copy on write), so copying a frame stays cheap.
+// numBuf is a bounded number's text so far and whether it is within the
+// bounds as it stands. Frames share it until they change it (copy on
+// write), so copying a frame stays cheap.
 type numBuf struct {
-	b []byte
+	b  []byte
+	in bool
 }
 
 // State is the recognizer's state: the stacks alive after some text.
@@ -466,6 +468,7 @@ func open(n *node, c int) (frame, bool) {
 		}
 		if f.num != nil {
 			f.num = &numBuf{b: []byte{byte(c)}}
+			f.num.in = c != '-' && inBounds(n.bounds, f.num.b)
 			if !viable(f.n, f.num.b, f.st) {
 				return f, false
 			}
@@ -600,7 +603,7 @@ func numberByte(f *frame, c int) (ok, ended bool) {
 		if !canEnd {
 			return false, false
 		}
-		if f.num != nil && !inBounds(f.n.bounds, f.num.b) {
+		if f.num != nil && !f.num.in {
 			return false, false
 		}
 		return true, true
@@ -615,7 +618,7 @@ func numberByte(f *frame, c int) (ok, ended bool) {
 		if !viable(f.n, b, uint8(next)) {
 			return false, false
 		}
-		f.num = &numBuf{b: b}
+		f.num = &numBuf{b: b, in: inBounds(f.n.bounds, b)}
 	}
 	f.st = uint8(next)
 	return true, false

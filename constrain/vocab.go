@@ -5,15 +5,26 @@ import (
 	"slices"
 )
 
-// Vocab is a tokenizer's vocabulary compiled into a byte trie: each node
-// a prefix, with the tokens whose bytes are exactly that prefix. It is
-// immutable and shared by every Matcher of a model.
+// Vocab is a tokenizer's vocabulary compiled into byte tries: each node a
+// prefix, with the tokens whose bytes are exactly that prefix. Tokens of
+// plain string text (printable ASCII but the quote and the backslash),
+// which leave a free string as it is, are also kept as a bitset, and the
+// others in a trie of their own: inside such a string the mask is that
+// bitset and a walk of the smaller trie. A Vocab is immutable and shared
+// by every Matcher of a model.
 type Vocab struct {
-	depth int // the longest token's length
+	depth  int // the longest token's length
+	all    trie
+	rest   trie     // the tokens that are not plain
+	plain  []uint64 // the plain tokens
+	nPlain int
+	bytes  [][]byte
+}
+
+type trie struct {
 	nodes []vnode
 	edges []vedge
 	ids   []uint32
-	bytes [][]byte
 }
 
 type vnode struct {
@@ -29,17 +40,41 @@ type vedge struct {
 // NewVocab compiles tokens (token id → the bytes it adds to the text).
 // A token with no bytes (a special token, an unused id) is never allowed.
 func NewVocab(tokens [][]byte) *Vocab {
+	v := &Vocab{bytes: tokens, plain: make([]uint64, (len(tokens)+63)/64)}
+	var rest [][]byte = make([][]byte, len(tokens))
+	for id, b := range tokens {
+		v.depth = max(v.depth, len(b))
+		if len(b) > 0 && plainText(b) {
+			v.plain[id/64] |= 1 << (id % 64)
+			v.nPlain++
+		} else {
+			rest[id] = b
+		}
+	}
+	v.all = newTrie(tokens)
+	v.rest = newTrie(rest)
+	return v
+}
+
+func plainText(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 || c >= 0x80 || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
+func newTrie(tokens [][]byte) trie {
 	type build struct {
 		next map[byte]int
 		ids  []uint32
 	}
 	tmp := []build{{next: map[byte]int{}}}
-	v := &Vocab{bytes: tokens}
 	for id, b := range tokens {
 		if len(b) == 0 {
 			continue
 		}
-		v.depth = max(v.depth, len(b))
 		n := 0
 		for _, c := range b {
 			nx, ok := tmp[n].next[c]
@@ -52,20 +87,20 @@ func NewVocab(tokens [][]byte) *Vocab {
 		}
 		tmp[n].ids = append(tmp[n].ids, uint32(id))
 	}
-	v.nodes = make([]vnode, len(tmp))
+	t := trie{nodes: make([]vnode, len(tmp))}
 	for i, b := range tmp {
 		cs := make([]byte, 0, len(b.next))
 		for c := range b.next {
 			cs = append(cs, c)
 		}
 		slices.Sort(cs)
-		v.nodes[i] = vnode{edge: int32(len(v.edges)), nEdge: int32(len(cs)), id: int32(len(v.ids)), nID: int32(len(b.ids))}
+		t.nodes[i] = vnode{edge: int32(len(t.edges)), nEdge: int32(len(cs)), id: int32(len(t.ids)), nID: int32(len(b.ids))}
 		for _, c := range cs {
-			v.edges = append(v.edges, vedge{c, int32(b.next[c])})
+			t.edges = append(t.edges, vedge{c, int32(b.next[c])})
 		}
-		v.ids = append(v.ids, b.ids...)
+		t.ids = append(t.ids, b.ids...)
 	}
-	return v
+	return t
 }
 
 // Size is the number of token ids.
@@ -120,16 +155,22 @@ func (m *Matcher) Mask(allowed []uint64) int {
 		m.pool = make([]State, m.v.depth+1)
 	}
 	m.levels[0] = &m.st
-	return m.walk(0, 0, allowed)
+	if unchanged(&m.st, 'a') { // in a free string: every plain token, and the others walked
+		for i, w := range m.v.plain {
+			allowed[i] |= w
+		}
+		return m.v.nPlain + m.walk(&m.v.rest, 0, 0, allowed)
+	}
+	return m.walk(&m.v.all, 0, 0, allowed)
 }
 
 // walk visits the children of trie node ni, whose prefix leaves the
 // recognizer in m.levels[depth].
-func (m *Matcher) walk(ni int32, depth int, allowed []uint64) int {
+func (m *Matcher) walk(t *trie, ni int32, depth int, allowed []uint64) int {
 	count := 0
-	n := m.v.nodes[ni]
+	n := t.nodes[ni]
 	src := m.levels[depth]
-	for _, e := range m.v.edges[n.edge : n.edge+n.nEdge] {
+	for _, e := range t.edges[n.edge : n.edge+n.nEdge] {
 		dst := &m.pool[depth]
 		if unchanged(src, e.c) {
 			dst = src // inside a string, a plain byte changes nothing
@@ -139,14 +180,14 @@ func (m *Matcher) walk(ni int32, depth int, allowed []uint64) int {
 				continue
 			}
 		}
-		c := m.v.nodes[e.child]
-		for _, id := range m.v.ids[c.id : c.id+c.nID] {
+		c := t.nodes[e.child]
+		for _, id := range t.ids[c.id : c.id+c.nID] {
 			allowed[id/64] |= 1 << (id % 64)
 		}
 		count += int(c.nID)
 		if c.nEdge > 0 {
 			m.levels[depth+1] = dst
-			count += m.walk(e.child, depth+1, allowed)
+			count += m.walk(t, e.child, depth+1, allowed)
 		}
 	}
 	return count
