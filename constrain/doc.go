@@ -13,11 +13,13 @@
 // when end of sequence may be sampled (after a complete value nothing else
 // is allowed).
 //
-// Every prefix the recognizer accepts can be completed (no dead ends), so
+// The value starts at the first byte and ends at the last: no whitespace
+// around it. Every prefix the recognizer accepts can be completed (no
+// dead ends), so
 // some token is always allowed when the vocabulary has every byte as a
 // token, as byte-level BPE and byte-fallback vocabularies do. Whitespace
-// between tokens is bounded to MaxWhitespace bytes in a row, so a model
-// cannot loop in spaces. Text is produced in one canonical form where JSON
+// between tokens is none, one space, or a newline and at most MaxIndent
+// spaces or tabs, so a model cannot loop in it. Text is produced in one canonical form where JSON
 // allows several only for enum and const values (compact, as json.Marshal
 // writes them with sorted keys); elsewhere any valid JSON is allowed.
 package constrain

@@ -2,11 +2,11 @@ package constrain
 
 import "math/big"
 
-// MaxWhitespace is the most whitespace bytes allowed in a row between JSON
-// tokens: enough to indent a pretty-printed value a few levels, too few
-// to loop in: a model that pretty-prints gets a newline and a shallow
-// indent.
-const MaxWhitespace = 4
+// MaxIndent bounds the whitespace between JSON tokens, which is none, one
+// space, or a newline and at most MaxIndent spaces or tabs (llama.cpp's
+// JSON grammars' rule): enough to pretty-print a few levels deep, too
+// little to loop in.
+const MaxIndent = 20
 
 // A Grammar is the set of JSON texts a request accepts. It is immutable
 // and may be shared by many Matchers.

@@ -70,7 +70,32 @@ type frame struct {
 	cnt  int32  // fArray: items; fObject: the current key's property (-1: other); fString: characters
 	seen uint64 // fObject: properties present
 	num  *numBuf
+	// A key that is no property is told from the others by a 64-bit hash
+	// of its bytes (a collision would refuse a new key, never allow a
+	// repeated one): h is a key string's so far, other an object's keys.
+	h     uint64
+	other *keyHash
 }
+
+// keyHash is a list of key hashes, shared by the frames that copy it.
+type keyHash struct {
+	h    uint64
+	next *keyHash
+}
+
+func (k *keyHash) has(h uint64) bool {
+	for ; k != nil; k = k.next {
+		if k.h == h {
+			return true
+		}
+	}
+	return false
+}
+
+const (
+	fnvOffset = 14695981039346656037
+	fnvPrime  = 1099511628211
+)
 
 // numBuf is a bounded number's text so far and whether it is within the
 // bounds as it stands. Frames share it until they change it (copy on
@@ -133,7 +158,8 @@ func (st *State) copyFrom(o *State) {
 
 func (g *Grammar) start() State {
 	var st State
-	st.push([]frame{{k: fDoc}, {k: fValue, n: g.root}})
+	// The value starts at once: no whitespace before it (or after it).
+	st.push([]frame{{k: fDoc}, {k: fValue, n: g.root, ws: wsSpace}})
 	return st
 }
 
@@ -160,6 +186,30 @@ func (st *State) canEnd(scratch *[]frame) bool {
 	return false
 }
 
+// A frame's ws is where it stands in the whitespace of a gap: none yet,
+// after its one space, or after a newline and ws-wsNewline indent bytes.
+const (
+	wsNone = iota
+	wsSpace
+	wsNewline
+)
+
+// wsStep takes whitespace byte c into a gap, as llama.cpp's JSON grammars
+// allow it: one space, or a newline and up to MaxIndent spaces or tabs.
+func wsStep(ws *uint8, c int) bool {
+	switch {
+	case *ws == wsNone && c == ' ':
+		*ws = wsSpace
+	case *ws == wsNone && c == '\n':
+		*ws = wsNewline
+	case *ws >= wsNewline && (c == ' ' || c == '\t') && *ws-wsNewline < MaxIndent:
+		*ws++
+	default:
+		return false
+	}
+	return true
+}
+
 func isWS(c int) bool { return c == ' ' || c == '\n' || c == '\t' || c == '\r' }
 
 func isDigit(c int) bool { return c >= '0' && c <= '9' }
@@ -182,10 +232,9 @@ func step(s []frame, c int, out *State, depth int) bool {
 
 		case fValue:
 			if isWS(c) {
-				if top.ws >= MaxWhitespace {
+				if !wsStep(&top.ws, c) {
 					return false
 				}
-				top.ws++
 				out.push(s)
 				return false
 			}
@@ -221,10 +270,9 @@ func step(s []frame, c int, out *State, depth int) bool {
 		case fObject:
 			n := top.n
 			if isWS(c) && top.st != oKey && top.st != oValue {
-				if top.ws >= MaxWhitespace {
+				if !wsStep(&top.ws, c) {
 					return false
 				}
-				top.ws++
 				out.push(s)
 				return false
 			}
@@ -241,7 +289,7 @@ func step(s []frame, c int, out *State, depth int) bool {
 						l := n.keys.child('"')
 						s = append(s, frame{k: fLit, key: true, l: l})
 					} else {
-						s = append(s, frame{k: fString, key: true, l: n.keys.child('"')})
+						s = append(s, frame{k: fString, key: true, l: n.keys.child('"'), h: fnvOffset})
 					}
 					out.push(s)
 					return false
@@ -276,10 +324,9 @@ func step(s []frame, c int, out *State, depth int) bool {
 		case fArray:
 			n := top.n
 			if isWS(c) {
-				if top.ws >= MaxWhitespace {
+				if !wsStep(&top.ws, c) {
 					return false
 				}
-				top.ws++
 				out.push(s)
 				return false
 			}
@@ -322,6 +369,13 @@ func step(s []frame, c int, out *State, depth int) bool {
 					if e := top.l.child('"'); e != nil && e.end {
 						idx = e.idx
 					}
+				}
+				if top.key && idx < 0 {
+					obj := &s[len(s)-2]
+					if obj.other.has(top.h) {
+						return false // a key twice
+					}
+					obj.other = &keyHash{top.h, obj.other}
 				}
 				s = s[:len(s)-1]
 				if !childDone(s, idx) {
@@ -488,8 +542,11 @@ func stringByte(f *frame, c int, s []frame) bool {
 	if c == eof {
 		return false
 	}
-	if f.key && f.l != nil && !(f.st == sNormal && c == '"') {
-		f.l = f.l.child(byte(c))
+	if f.key && !(f.st == sNormal && c == '"') {
+		f.h = (f.h ^ uint64(c)) * fnvPrime
+		if f.l != nil {
+			f.l = f.l.child(byte(c))
+		}
 	}
 	switch f.st {
 	case sNormal:

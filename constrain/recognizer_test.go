@@ -26,8 +26,8 @@ func TestRecognizerAcceptsExactlyTheSchemasValues(t *testing.T) {
 		good, bad    []string
 	}{
 		{"any object", `{"type":"object"}`, false,
-			[]string{`{}`, `{"a":1}`, ` { "a" : [1, 2.5e-3, "x", true, null, {"b":{}}] }`, `{"a":"\u00e9\n\"\\"}`, "{\"k\":\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"}"},
-			[]string{``, `{`, `{"a"}`, `{"a":}`, `{"a":1,}`, `{,}`, `[]`, `"x"`, `{"a":01}`, `{"a":1.}`, `{"a":-}`, `{"a":"\x"}`, "{\"a\":\"\x01\"}", "{\"a\":\"\xc0\x80\"}", "{\"a\":\"\xed\xa0\x80\"}", `{"a":tru}`, `{} x`, `{} `}},
+			[]string{`{}`, `{"a":1}`, "{\n  \"a\": [\n    1\n  ]\n}", `{ "a" : [1, 2.5e-3, "x", true, null, {"b":{}}] }`, `{"a":"\u00e9\n\"\\"}`, "{\"k\":\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"}"},
+			[]string{``, `{`, `{"a"}`, `{"a":}`, `{"a":1,}`, `{,}`, `[]`, `"x"`, `{"a":01}`, `{"a":1.}`, `{"a":-}`, `{"a":"\x"}`, "{\"a\":\"\x01\"}", "{\"a\":\"\xc0\x80\"}", "{\"a\":\"\xed\xa0\x80\"}", `{"a":tru}`, `{"k":1,"k":1}`, `{} x`, `{} `, ` {}`}},
 		{"properties and required", `{"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer"}},"required":["name"],"additionalProperties":false}`, false,
 			[]string{`{"name":"x"}`, `{"age":3,"name":"y"}`, `{"name":"x","age":-12}`},
 			[]string{`{}`, `{"age":3}`, `{"name":1}`, `{"name":"x","age":1.5}`, `{"name":"x","other":1}`, `{"name":"x","name":"y"}`, `{"name":"x","age":1e3}`}},
@@ -36,7 +36,7 @@ func TestRecognizerAcceptsExactlyTheSchemasValues(t *testing.T) {
 			[]string{`{"b":1}`, `{"a":1}`}},
 		{"non-strict opens objects", `{"type":"object","properties":{"a":{"type":"boolean"}}}`, false,
 			[]string{`{}`, `{"a":false,"b":[1]}`, `{"ab":1}`},
-			[]string{`{"a":1}`, `{"a":true,"a":false}`}},
+			[]string{`{"a":1}`, `{"a":true,"a":false}`, `{"b":1,"c":2,"b":3}`}},
 		{"additionalProperties schema", `{"type":"object","additionalProperties":{"type":"integer"}}`, true,
 			[]string{`{}`, `{"x":1,"y":2}`},
 			[]string{`{"x":"1"}`}},
@@ -80,8 +80,8 @@ func TestRecognizerAcceptsExactlyTheSchemasValues(t *testing.T) {
 			[]string{`{"v":1,"kids":[{}]}`}},
 		{"number root", `{"type":"number"}`, false, []string{`12`, `-0.5E+3`}, []string{`12 `, `+1`, `.5`}},
 		{"whitespace bound", `{"type":"array"}`, false,
-			[]string{"[" + strings.Repeat(" ", MaxWhitespace) + "1]"},
-			[]string{"[" + strings.Repeat(" ", MaxWhitespace+1) + "1]"}},
+			[]string{"[ 1 , 2 ]", "[\n" + strings.Repeat(" ", MaxIndent) + "1,\n\t2\n]"},
+			[]string{"[  1]", "[\n" + strings.Repeat(" ", MaxIndent+1) + "1]", "[1,\n\n2]", "[1 \n]", "[\t1]", "[1,\r\n2]", " [1]", "[1]\n"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -13,9 +13,10 @@ import (
 // SchemaError is a schema CompileSchema cannot compile: malformed, or
 // asking for a keyword it does not implement (Keyword is then set).
 type SchemaError struct {
-	Path    string // JSON pointer of the schema object within the schema ("" the root)
-	Keyword string // the unsupported keyword, or ""
-	Msg     string
+	Path        string // JSON pointer of the schema object within the schema ("" the root)
+	Keyword     string // the keyword at fault, or ""
+	Unsupported bool   // Keyword is valid JSON Schema that CompileSchema does not implement
+	Msg         string
 }
 
 func (e *SchemaError) Error() string {
@@ -102,13 +103,13 @@ func (c *compiler) compile(v any, path string) (*node, error) {
 func (c *compiler) object(m map[string]any, path string) (*node, error) {
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		if !slices.Contains(Supported, k) && !slices.Contains(Annotations, k) {
-			return nil, c.errf(path, k, "keyword %q is not supported (supported: %s)", k, strings.Join(Supported, ", "))
+			return nil, &SchemaError{Path: path, Keyword: k, Unsupported: true, Msg: fmt.Sprintf("keyword %q is not supported (supported: %s)", k, strings.Join(Supported, ", "))}
 		}
 	}
 	if ref, ok := m["$ref"]; ok {
 		for k := range m {
 			if k != "$ref" && k != "$defs" && k != "definitions" && !slices.Contains(Annotations, k) {
-				return nil, c.errf(path, k, "keyword %q beside $ref is not supported", k)
+				return nil, &SchemaError{Path: path, Keyword: k, Unsupported: true, Msg: fmt.Sprintf("keyword %q beside $ref is not supported", k)}
 			}
 		}
 		s, ok := ref.(string)
@@ -120,7 +121,7 @@ func (c *compiler) object(m map[string]any, path string) (*node, error) {
 	if alts, ok := m["anyOf"]; ok {
 		for k := range m {
 			if k != "anyOf" && k != "$defs" && k != "definitions" && !slices.Contains(Annotations, k) {
-				return nil, c.errf(path, k, "keyword %q beside anyOf is not supported (move it into each alternative)", k)
+				return nil, &SchemaError{Path: path, Keyword: k, Unsupported: true, Msg: fmt.Sprintf("keyword %q beside anyOf is not supported (move it into each alternative)", k)}
 			}
 		}
 		list, ok := alts.([]any)
@@ -236,7 +237,7 @@ func (c *compiler) typed(m map[string]any, t, path string) (*node, error) {
 		n := &node{kind: kArray, items: anyNode, maxItems: -1}
 		if it, ok := m["items"]; ok {
 			if _, ok := it.([]any); ok {
-				return nil, c.errf(path, "items", "items as an array (tuple validation) is not supported")
+				return nil, &SchemaError{Path: path, Keyword: "items", Unsupported: true, Msg: "items as an array (tuple validation) is not supported"}
 			}
 			var err error
 			if n.items, err = c.compile(it, path+"/items"); err != nil {
