@@ -56,9 +56,12 @@ type chatRequest struct {
 	Logprobs    *bool `json:"logprobs"`
 	TopLogprobs *int  `json:"top_logprobs"`
 
+	// response_format: text, json_object or json_schema, by constrained
+	// decoding (responseFormat).
+	ResponseFormat *responseFormatRequest `json:"response_format"`
+
 	// Refused (400 unsupported_value) unless they ask for what the server
 	// does anyway: see chatRefusals.
-	ResponseFormat   json.RawMessage `json:"response_format"`
 	Tools            json.RawMessage `json:"tools"`
 	ToolChoice       json.RawMessage `json:"tool_choice"`
 	Functions        json.RawMessage `json:"functions"`

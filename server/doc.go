@@ -40,9 +40,11 @@
 // {"error":{"message","type","param","code","request_id"}}; docs/serve.md
 // has the table, and the field policy: every request field is implemented,
 // ignored (it does not change the answer) or a 400 unless it asks for
-// nothing, and a key that is no field is a 400. The penalties, logit_bias
-// and logprobs are passed to the model where its backend computes them and
-// refused, naming the field, where it does not (model.CheckOptions);
+// nothing, and a key that is no field is a 400. The penalties, logit_bias,
+// logprobs and response_format (json_object and json_schema, compiled by
+// package constrain into the grammar the reply is decoded under) are
+// passed to the model where its backend computes them and refused, naming
+// the field, where it does not (model.CheckOptions);
 // logprobs come back in OpenAI's shapes (chat's content list, completions'
 // legacy parallel lists), each token as its tokenizer piece.
 package server

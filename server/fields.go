@@ -7,7 +7,7 @@ import (
 
 // refusal is a request field the server does not implement. Its absence,
 // null, or one of the values that ask for nothing beyond what the server
-// does anyway (tools [], response_format {"type":"text"})
+// does anyway (tools [], tool_choice "none")
 // are accepted; anything else is a 400 unsupported_value naming it, since
 // ignoring it would change the answer behind the client's back.
 type refusal struct {
@@ -51,7 +51,6 @@ func asksNothing(v json.RawMessage, defaults []string) bool {
 
 func chatRefusals(r *chatRequest) []refusal {
 	return []refusal{
-		{"response_format", r.ResponseFormat, []string{`{"type":"text"}`}, "only response_format {\"type\": \"text\"} is supported (no constrained decoding: json_object and json_schema would return unchecked prose)"},
 		{"tools", r.Tools, []string{"[]"}, "tools are not supported"},
 		{"tool_choice", r.ToolChoice, []string{`"none"`}, "tools are not supported (tool_choice may only be \"none\")"},
 		{"functions", r.Functions, []string{"[]"}, "functions are not supported"},

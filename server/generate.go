@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hipgo/hipgo/constrain"
 	"github.com/hipgo/hipgo/model"
 	"github.com/hipgo/hipgo/model/chat"
 	"github.com/hipgo/hipgo/model/scheduler"
@@ -28,8 +29,8 @@ const maxStops = 4
 // model.GenerateOptions; the sampling ranges are sampling.Params.Validate's
 // and sampling.Penalties.Validate's, and m.CheckOptions refuses what m's
 // backend cannot apply (a 400 unsupported_value naming the field).
-func (s *Server) options(m *model.Model, c *common, lp logprobRequest, maxTokens *int, maxTokensField string, defaultMax int) (model.GenerateOptions, *apiError) {
-	o := model.GenerateOptions{Logprobs: lp.on, TopLogprobs: lp.top}
+func (s *Server) options(m *model.Model, c *common, lp logprobRequest, g *constrain.Grammar, maxTokens *int, maxTokensField string, defaultMax int) (model.GenerateOptions, *apiError) {
+	o := model.GenerateOptions{Logprobs: lp.on, TopLogprobs: lp.top, Grammar: g}
 	if c.Model != "" && c.Model != s.opts.ModelName {
 		return o, &apiError{Status: http.StatusBadRequest, Message: fmt.Sprintf("model: %q is not served here (this server serves %q)", c.Model, s.opts.ModelName),
 			Type: "invalid_request_error", Param: "model", Code: "model_not_found", Class: "bad_request"}
@@ -139,7 +140,7 @@ func classifyOptions(err error) *apiError {
 	case err == nil:
 		return nil
 	case errors.As(err, &ue):
-		return badRequest(ue.Option, "unsupported_value", "not supported on this server's %s backend, which samples on the device, where penalties and logprobs are not computed yet (the CPU backend computes them)", ue.Backend)
+		return badRequest(ue.Option, "unsupported_value", "not supported on this server's %s backend, which samples on the device, where penalties, logprobs and constrained decoding are not applied yet (the CPU backend applies them)", ue.Backend)
 	case errors.As(err, &pe):
 		return badRequest(pe.Name, "invalid_value", "%s %s", pe.Value, pe.Rule)
 	}
@@ -200,8 +201,12 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) *apiError {
 		}
 		lp.top = *k
 	}
+	g, e := responseFormat(req.ResponseFormat)
+	if e != nil {
+		return e
+	}
 	m := sch.Status().Model
-	opts, e := s.options(m, &req.common, lp, req.MaxCompletionTokens, field, 0)
+	opts, e := s.options(m, &req.common, lp, g, req.MaxCompletionTokens, field, 0)
 	if e != nil {
 		return e
 	}
@@ -290,7 +295,7 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) *apiError {
 		lp = logprobRequest{on: true, top: *n}
 	}
 	m := sch.Status().Model
-	opts, e := s.options(m, &req.common, lp, nil, "max_tokens", 16) // the API's default
+	opts, e := s.options(m, &req.common, lp, nil, nil, "max_tokens", 16) // the API's default
 	if e != nil {
 		return e
 	}

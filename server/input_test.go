@@ -71,8 +71,18 @@ func TestBadInputIsA400NamingTheField(t *testing.T) {
 		{"unknown message field", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x","mood":"glad"}]}`, "messages[0].mood", "unknown_field"},
 		{"unknown stream option", "/v1/completions", `{"prompt":"x","stream_options":{"include_usage":true,"extra":1}}`, "stream_options.extra", "unknown_field"},
 		// Fields that would change the answer and are not implemented.
-		{"json_object", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_object"}}`, "response_format", "unsupported_value"},
-		{"json_schema", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"a","schema":{"type":"object"}}}}`, "response_format", "unsupported_value"},
+		// response_format: a schema keyword constrained decoding does not
+		// implement, and malformed formats and schemas.
+		{"schema pattern", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"a","schema":{"type":"object","properties":{"s":{"type":"string","pattern":"^a"}}}}}}`, "response_format.json_schema.schema", "unsupported_value"},
+		{"schema oneOf", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"a","schema":{"oneOf":[{"type":"string"}]}}}}`, "response_format.json_schema.schema", "unsupported_value"},
+		{"schema unknown type", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"a","schema":{"type":"strung"}}}}`, "response_format.json_schema.schema", "invalid_value"},
+		{"schema not an object", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"a","schema":[1]}}}`, "response_format.json_schema.schema", "invalid_value"},
+		{"schema missing", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"a"}}}`, "response_format.json_schema.schema", "invalid_value"},
+		{"schema name missing", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"schema":{}}}}`, "response_format.json_schema.name", "invalid_value"},
+		{"json_schema missing", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema"}}`, "response_format.json_schema", "invalid_value"},
+		{"response_format type", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"xml"}}`, "response_format.type", "invalid_value"},
+		{"response_format unknown key", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_object","grammar":"x"}}`, "response_format.grammar", "unknown_field"},
+		{"response_format a string", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"response_format":"json"}`, "response_format", "invalid_type"},
 		{"tools", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}}]}`, "tools", "unsupported_value"},
 		{"tool_choice", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"tool_choice":"auto"}`, "tool_choice", "unsupported_value"},
 		{"functions", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"functions":[{"name":"f"}]}`, "functions", "unsupported_value"},
