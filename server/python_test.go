@@ -21,7 +21,9 @@ import (
 // server: completions and chat, whole and streamed, penalties and
 // logit_bias (the penalised text must be model.Generate's, passed in
 // HIPGO_PENALISED_TEXT), logprobs (parsed into the client's types, greedy
-// picking the top-1, streamed equal to whole), /tokenize and /detokenize, and the errors the
+// picking the top-1, streamed equal to whole), structured output
+// (json_schema through parse() with a pydantic model, and streamed; a
+// refused keyword), /tokenize and /detokenize, and the errors the
 // client raises. The script fails on the first wrong answer.
 func TestPythonOpenAIClient(t *testing.T) {
 	py, err := filepath.Abs("../.cache/pyopenai/bin/python")

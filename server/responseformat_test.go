@@ -6,9 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/shared"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/require"
 
@@ -226,4 +229,50 @@ func TestResponseFormatOnSmolLM2(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestResponseFormatThroughOpenAIGo: openai-go's json_schema response
+// format, whole and streamed, gives a reply that validates against the
+// schema, and a refused keyword comes back as the client's 400 naming it.
+func TestResponseFormatThroughOpenAIGo(t *testing.T) {
+	ts := start(t, scheduler.Config{}, Options{APIKeys: []string{"k"}})
+	c := client(ts, "k")
+	ctx := context.Background()
+	i := slices.IndexFunc(structuredSchemas, func(s struct{ name, schema string }) bool { return s.name == "$ref to $defs" })
+	s := structuredSchemas[i]
+	var schema map[string]any
+	require.NoError(t, json.Unmarshal([]byte(s.schema), &schema))
+	params := openai.ChatCompletionNewParams{
+		Model: demoName, Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Where from, where to?")},
+		MaxTokens: openai.Int(300), Temperature: openai.Float(0.7), Seed: openai.Int(8),
+		ResponseFormat: openai.ChatCompletionNewParamsResponseFormatUnion{OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{
+			JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: "route", Schema: schema, Strict: openai.Bool(true)}}},
+	}
+	sch := compileSchema(t, s.schema)
+	r, err := c.Chat.Completions.New(ctx, params)
+	require.NoError(t, err)
+	checkReply(t, sch, r.Choices[0].Message.Content, string(r.Choices[0].FinishReason))
+
+	stream := c.Chat.Completions.NewStreaming(ctx, params)
+	var text strings.Builder
+	finish := ""
+	for stream.Next() {
+		if ch := stream.Current(); len(ch.Choices) > 0 {
+			text.WriteString(ch.Choices[0].Delta.Content)
+			if ch.Choices[0].FinishReason != "" {
+				finish = ch.Choices[0].FinishReason
+			}
+		}
+	}
+	require.NoError(t, stream.Err())
+	checkReply(t, sch, text.String(), finish)
+	require.Equal(t, r.Choices[0].Message.Content, text.String(), "the same seed streamed")
+
+	params.ResponseFormat.OfJSONSchema.JSONSchema.Schema = map[string]any{"type": "string", "format": "date"}
+	_, err = c.Chat.Completions.New(ctx, params)
+	var apiErr *openai.Error
+	require.ErrorAs(t, err, &apiErr)
+	require.Equal(t, http.StatusBadRequest, apiErr.StatusCode)
+	require.Equal(t, "response_format.json_schema.schema", apiErr.Param)
+	require.Contains(t, apiErr.Message, "format")
 }

@@ -2,15 +2,20 @@
 runs it): completions and chat, whole and streamed, usage in the last
 streamed chunk, penalties and logit_bias, logprobs (chat and the legacy
 completions shape, whole and streamed), the errors as the client raises
-them, and llama-server's /tokenize and /detokenize through httpx (the
+them, structured output (response_format json_schema through the client's
+parse() with a pydantic model, and streamed), and llama-server's
+/tokenize and /detokenize through httpx (the
 client's own HTTP library). It prints one line per check and exits non-zero
 on the first failure."""
+import json
 import math
 import os
 import sys
+from typing import Literal
 
 import httpx
 import openai
+from pydantic import BaseModel, Field
 
 base = os.environ["HIPGO_BASE_URL"]
 client = openai.OpenAI(base_url=base + "/v1", api_key="k", max_retries=0)
@@ -91,6 +96,33 @@ for ch in client.completions.create(stream=True, **clp):
             s[k] += getattr(ch.choices[0].logprobs, k)
 assert s == {k: getattr(l, k) for k in s}, (s, l)
 print("completion logprobs, streamed the same:", list(zip(l.tokens, l.token_logprobs))[:3])
+
+class Tribe(BaseModel):
+    name: Literal["Judah", "Levi", "Dan"]
+    count: int = Field(ge=1, le=12)
+    note: str = Field(max_length=6)
+
+for temperature in (0, 0.9):
+    parsed = client.chat.completions.parse(model=model, messages=msgs, max_tokens=200, temperature=temperature, seed=4, response_format=Tribe)
+    assert parsed.choices[0].finish_reason == "stop", parsed
+    tribe = parsed.choices[0].message.parsed
+    assert isinstance(tribe, Tribe) and 1 <= tribe.count <= 12 and len(tribe.note) <= 6, tribe
+    print("json_schema through parse():", repr(parsed.choices[0].message.content))
+schema = {"type": "object", "properties": {"ok": {"type": "boolean"}, "n": {"type": "integer", "minimum": -3, "maximum": 3}},
+          "required": ["ok", "n"], "additionalProperties": False}
+rf = {"type": "json_schema", "json_schema": {"name": "s", "schema": schema, "strict": True}}
+streamed = "".join(chunk.choices[0].delta.content or "" for chunk in client.chat.completions.create(
+    model=model, messages=msgs, max_tokens=100, temperature=0.8, seed=1, response_format=rf, stream=True) if chunk.choices)
+value = json.loads(streamed)
+assert set(value) == {"ok", "n"} and isinstance(value["ok"], bool) and -3 <= value["n"] <= 3, value
+print("streamed json_schema:", streamed)
+try:
+    bad = {"type": "json_schema", "json_schema": {"name": "s", "schema": {"type": "string", "pattern": "^a"}}}
+    client.chat.completions.create(model=model, messages=msgs, response_format=bad)
+    sys.exit("a schema with pattern was accepted")
+except openai.BadRequestError as e:
+    assert e.body["param"] == "response_format.json_schema.schema" and e.body["code"] == "unsupported_value" and "pattern" in e.body["message"], e.body
+    print("pattern:", e.status_code, e.body["code"])
 
 try:
     client.chat.completions.create(model=model, messages=msgs, logprobs=True, top_logprobs=21)
