@@ -56,6 +56,8 @@ func TestRecognizerAcceptsExactlyTheSchemasValues(t *testing.T) {
 			[]string{`"\ud7ff"`, `"\uE000"`},
 			[]string{`"\ud800"`, `"\uDC00"`, `"\udfff"`}},
 		{"const", `{"const":"x"}`, false, []string{`"x"`}, []string{`"y"`, `"x"x`}},
+		{"HTML characters as themselves", `{"type":"object","properties":{"a<b":{"const":"x&y"}},"required":["a<b"],"additionalProperties":false}`, false,
+			[]string{`{"a<b":"x&y"}`}, []string{`{"a\u003cb":"x&y"}`, `{"a<b":"x\u0026y"}`}},
 		{"boolean and null", `{"type":["boolean","null"]}`, false, []string{`true`, `false`, `null`}, []string{`0`, `"true"`, `nul`}},
 		{"nullable string", `{"type":["string","null"]}`, false, []string{`"s"`, `null`}, []string{`1`}},
 		{"integer bounds", `{"type":"integer","minimum":-5,"maximum":120}`, false,

@@ -336,8 +336,7 @@ func (c *compiler) objectType(m map[string]any, path string) (*node, error) {
 				return nil, err
 			}
 			n.props = append(n.props, pn)
-			key, _ := json.Marshal(name)
-			n.keys.add(key, i)
+			n.keys.add([]byte(canonical(name)), i)
 		}
 	}
 	if r, ok := m["required"]; ok {
@@ -431,10 +430,14 @@ func (c *compiler) ref(s, path string) (*node, error) {
 	return n, nil
 }
 
-// canonical is v's compact serialization with sorted keys.
+// canonical is v's compact serialization with sorted keys, and <, > and &
+// as themselves (json.Marshal would escape them for HTML).
 func canonical(v any) string {
-	b, _ := json.Marshal(v)
-	return string(b)
+	var b bytes.Buffer
+	e := json.NewEncoder(&b)
+	e.SetEscapeHTML(false)
+	_ = e.Encode(v)
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 func jsonType(v any) string {
