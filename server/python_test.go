@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -22,8 +23,9 @@ import (
 // logit_bias (the penalised text must be model.Generate's, passed in
 // HIPGO_PENALISED_TEXT), logprobs (parsed into the client's types, greedy
 // picking the top-1, streamed equal to whole), structured output
-// (json_schema through parse() with a pydantic model, and streamed; a
-// refused keyword), /tokenize and /detokenize, and the errors the
+// (json_schema through parse() with a pydantic model, and streamed, and
+// each of structuredSchemas, in HIPGO_SCHEMAS, checked for its required
+// keys; a refused keyword), /tokenize and /detokenize, and the errors the
 // client raises. The script fails on the first wrong answer.
 func TestPythonOpenAIClient(t *testing.T) {
 	py, err := filepath.Abs("../.cache/pyopenai/bin/python")
@@ -40,7 +42,13 @@ func TestPythonOpenAIClient(t *testing.T) {
 		PresencePenalty: 0.5, FrequencyPenalty: 1.5, RepetitionPenalty: 1.3, LogitBias: map[uint32]float32{ids[0]: 4}}, nil)
 	require.NoError(t, err)
 	cmd := exec.CommandContext(ctx, py, "testdata/openai_client.py")
-	cmd.Env = append(os.Environ(), "HIPGO_BASE_URL="+ts.URL, "HIPGO_PENALISED_TEXT="+want.Text, "NO_PROXY=127.0.0.1", "no_proxy=127.0.0.1")
+	schemas := make([]json.RawMessage, len(structuredSchemas))
+	for i, s := range structuredSchemas {
+		schemas[i] = json.RawMessage(s.schema)
+	}
+	schemaList, err := json.Marshal(schemas)
+	require.NoError(t, err)
+	cmd.Env = append(os.Environ(), "HIPGO_BASE_URL="+ts.URL, "HIPGO_PENALISED_TEXT="+want.Text, "HIPGO_SCHEMAS="+string(schemaList), "NO_PROXY=127.0.0.1", "no_proxy=127.0.0.1")
 	out, err := cmd.CombinedOutput()
 	t.Logf("openai_client.py:\n%s", out)
 	require.NoError(t, err)

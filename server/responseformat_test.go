@@ -232,12 +232,25 @@ func TestResponseFormatOnSmolLM2(t *testing.T) {
 }
 
 // TestResponseFormatThroughOpenAIGo: openai-go's json_schema response
-// format, whole and streamed, gives a reply that validates against the
-// schema, and a refused keyword comes back as the client's 400 naming it.
+// format gives, for each structured-output schema, a reply that validates
+// against it, whole and streamed (the same with the same seed), and a
+// refused keyword comes back as the client's 400 naming it.
 func TestResponseFormatThroughOpenAIGo(t *testing.T) {
 	ts := start(t, scheduler.Config{}, Options{APIKeys: []string{"k"}})
 	c := client(ts, "k")
 	ctx := context.Background()
+	for _, s := range structuredSchemas {
+		var schema map[string]any
+		require.NoError(t, json.Unmarshal([]byte(s.schema), &schema))
+		r, err := c.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{
+			Model: demoName, Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Reply in JSON.")},
+			MaxTokens: openai.Int(300), Temperature: openai.Float(0),
+			ResponseFormat: openai.ChatCompletionNewParamsResponseFormatUnion{OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{
+				JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: "s", Schema: schema, Strict: openai.Bool(true)}}},
+		})
+		require.NoError(t, err, s.name)
+		checkReply(t, compileSchema(t, s.schema), r.Choices[0].Message.Content, string(r.Choices[0].FinishReason))
+	}
 	i := slices.IndexFunc(structuredSchemas, func(s struct{ name, schema string }) bool { return s.name == "$ref to $defs" })
 	s := structuredSchemas[i]
 	var schema map[string]any
