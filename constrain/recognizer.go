@@ -109,11 +109,21 @@ type numBuf struct {
 type State struct {
 	frames []frame
 	ends   []int
+	// overflow: more than MaxAlternatives stacks fit the text; the state
+	// is then empty (see MaxAlternatives).
+	overflow bool
 }
+
+// MaxAlternatives bounds the stacks alive at once: anyOf alternatives that
+// overlap (two object schemas that both fit `{"a":`) each keep a stack
+// until the text tells them apart, and nested ones multiply. A text that
+// more would fit is refused (Matcher.Accept's ErrTooAmbiguous), so that a
+// schema cannot make a step's mask cost grow without bound.
+const MaxAlternatives = 32
 
 func (st *State) empty() bool { return len(st.ends) == 0 }
 
-func (st *State) reset() { st.frames, st.ends = st.frames[:0], st.ends[:0] }
+func (st *State) reset() { st.frames, st.ends, st.overflow = st.frames[:0], st.ends[:0], false }
 
 func (st *State) stack(i int) []frame {
 	from := 0
@@ -130,6 +140,10 @@ func (st *State) push(s []frame) {
 		if equalStacks(st.stack(i), s) {
 			return
 		}
+	}
+	if len(st.ends) == MaxAlternatives {
+		st.overflow = true
+		return
 	}
 	st.frames = append(st.frames, s...)
 	st.ends = append(st.ends, len(st.frames))
@@ -170,6 +184,9 @@ func advance(src *State, c int, dst *State, scratch []frame) []frame {
 	for i := range src.ends {
 		scratch = append(scratch[:0], src.stack(i)...)
 		step(scratch, c, dst, 0)
+	}
+	if dst.overflow {
+		dst.frames, dst.ends = dst.frames[:0], dst.ends[:0]
 	}
 	return scratch
 }

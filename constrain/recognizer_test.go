@@ -139,3 +139,29 @@ func TestUnsupportedAndMalformedSchemasAreErrors(t *testing.T) {
 		require.ErrorContains(t, err, msg, schema)
 	}
 }
+
+// TestOverlappingAnyOfIsBounded: anyOf alternatives that overlap are all
+// followed while the text fits several, but nested overlaps that would
+// need more than MaxAlternatives stacks at once are refused with
+// ErrTooAmbiguous instead of growing the state without bound.
+func TestOverlappingAnyOfIsBounded(t *testing.T) {
+	two := `{"anyOf":[{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"}},"required":["a","b"],"additionalProperties":false},{"type":"object","properties":{"a":{"type":"integer"},"c":{"type":"integer"}},"required":["a","c"],"additionalProperties":false}]}`
+	g := compile(t, two, true)
+	require.True(t, g.Accepts([]byte(`{"a":1,"b":2}`)))
+	require.True(t, g.Accepts([]byte(`{"a":1,"c":2}`)))
+	require.False(t, g.Accepts([]byte(`{"a":1}`)))
+
+	// Six levels of three alternatives that all fit {"x": ...: 3^6 readings.
+	inner := `{"type":"integer"}`
+	for range 6 {
+		alt := `{"type":"object","properties":{"x":` + inner + `}}`
+		alt3 := `{"type":"object","properties":{"y":{"type":"null"},"x":` + inner + `}}`
+		inner = `{"anyOf":[` + alt + `,` + alt + `,` + alt3 + `]}`
+	}
+	deep := compile(t, inner, true)
+	text := strings.Repeat(`{"x":`, 6) + "1" + strings.Repeat("}", 6)
+	v := NewVocab([][]byte{[]byte(text)})
+	m := deep.NewMatcher(v)
+	err := m.Accept(0)
+	require.ErrorIs(t, err, ErrTooAmbiguous)
+}

@@ -1,9 +1,14 @@
 package constrain
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 )
+
+// ErrTooAmbiguous: more than MaxAlternatives readings of the schema fit
+// the text at once (anyOf alternatives that overlap, nested).
+var ErrTooAmbiguous = errors.New("more alternatives of the schema's anyOf fit the text at once than the recognizer follows")
 
 // Vocab is a tokenizer's vocabulary compiled into byte tries: each node a
 // prefix, with the tokens whose bytes are exactly that prefix. Tokens of
@@ -133,6 +138,9 @@ func (m *Matcher) Accept(id uint32) error {
 	var nx State
 	for _, c := range m.v.bytes[id] {
 		m.scratch = advance(&cur, int(c), &nx, m.scratch)
+		if nx.overflow {
+			return fmt.Errorf("constrain: token %d (%q): %w", id, m.v.bytes[id], ErrTooAmbiguous)
+		}
 		if nx.empty() {
 			return fmt.Errorf("constrain: token %d (%q) does not continue the value", id, m.v.bytes[id])
 		}

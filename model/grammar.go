@@ -76,7 +76,7 @@ func (g *seqGrammar) apply(row []float32) error {
 		}
 	}
 	if n == 0 {
-		return fmt.Errorf("model: no token of the vocabulary continues the constrained value")
+		return fmt.Errorf("model: no token of the vocabulary continues the constrained value (or every one would need more than %d readings of the schema's anyOf at once)", constrain.MaxAlternatives)
 	}
 	inf := float32(math.Inf(-1))
 	for id := range row {
