@@ -38,11 +38,16 @@ var forwardABI = func() map[string]struct {
 		"silu_mul_f32":        {[]int{8, 8, 4, 4}, 256},
 		"add_f32":             {[]int{8, 8, 4}, 256},
 		"copy_rows_f32":       {[]int{8, 8, 8, 4, 4}, 256},
+		// The kernels over a half-precision KV cache: their f32-cache twins'
+		// arguments (set below).
 		// The fused rope + kv store.
 		"rope_kv_store_f32": {[]int{8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4}, 256},
 		// It and attention_warps_f32 in one launch: attention's arguments,
 		// then inv_freq, slots, num_slots, the q|k|v partials ws, bias, parts, and o's image xs, split.
 		"rope_attention_warps_f32": {[]int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4, 8, 8, 4, 8, 8, 4, 8, 4}, 256},
+	}
+	for _, n := range []string{"kv_store_f32", "rope_kv_store_f32", "attention_f32", "attention_warps_f32", "rope_attention_warps_f32", "attention_split_f32", "attention_prefill_f32"} {
+		m[n+"_kv16"] = m[n]
 	}
 	for _, w := range []string{"f32", "f16", "bf16"} {
 		m["embed_"+w] = k{[]int{8, 8, 8, 4, 4, 4}, 256}

@@ -51,6 +51,36 @@ func WithDeviceMode(mode string) Option { return func(o *options) { o.mode = mod
 // sequences of n tokens need B * ceil(n / KVBlockTokens) * KVBlockTokens.
 func WithKVCacheTokens(n int) Option { return func(o *options) { o.kvTokens = n } }
 
+// KVCacheType is the element type of the KV cache (WithKVCacheType).
+type KVCacheType string
+
+const (
+	// KVCacheAuto is the backend's default: f32 on every backend.
+	KVCacheAuto KVCacheType = ""
+	// KVCacheF32 keeps every cached key and value in float32.
+	KVCacheF32 KVCacheType = "f32"
+	// KVCacheF16 keeps the GPU backend's cache in IEEE half precision: each
+	// key and value rounded to nearest even when stored, half the bytes of
+	// f32, so twice the tokens fit a pool and long-context decode reads
+	// half as much. The attention reads the f16 values exactly and sums in
+	// float32. The CPU and MLX backends keep f32 and refuse it.
+	KVCacheF16 KVCacheType = "f16"
+)
+
+// WithKVCacheType sets the KV cache's element type (default KVCacheAuto).
+// Another type, or KVCacheF16 on the CPU or MLX, is an ErrOptions error
+// from Load.
+func WithKVCacheType(t KVCacheType) Option { return func(o *options) { o.kvType = t } }
+
+// checkKVCacheType: t is a type Load knows.
+func checkKVCacheType(t KVCacheType) error {
+	switch t {
+	case KVCacheAuto, KVCacheF32, KVCacheF16:
+		return nil
+	}
+	return fmt.Errorf("model: KV cache type %q: want f32 or f16: %w", t, ErrOptions)
+}
+
 // KVBlockTokens is the tokens per block of the GPU backend's KV-cache pool.
 const KVBlockTokens = gpu.BlockSize
 
@@ -116,7 +146,7 @@ func buildGPU(cfg *Config, load func() (*gpu.Weights, error), o options, dev *ru
 	if err != nil {
 		return nil, 0, err
 	}
-	opts := gpu.Options{KVTokens: n, StepTokens: o.gpuStepTokens}
+	opts := gpu.Options{KVTokens: n, StepTokens: o.gpuStepTokens, HalfKVCache: o.kvType == KVCacheF16}
 	for _, sw := range []struct {
 		env string
 		off *bool
@@ -185,12 +215,14 @@ const EnvGPUWarpgroupMMA = "HIPGO_GPU_WGMMA"
 // lookahead.go); "1" or unset: on.
 const EnvGPULookahead = "HIPGO_GPU_LOOKAHEAD"
 
-// EnvGPUAttentionWarps turns attention_warps_f32 off when "0": on CUDA
-// the GPU backend then launches the kernels it replaces for a step's
-// attention of one query a token (blocks: tokens times kv heads):
-// attention_bykey128_f32 from 256 blocks, attention_bykey_f32 or
-// attention_f32 below (the sums differ in rounding only), to measure them;
-// "1" or unset: on.
+// EnvGPUAttentionWarps turns attention_warps_f32 and its key ranges
+// (attention_split_f32) off when "0": on CUDA the GPU backend then
+// launches the kernels they replace for a step's attention of one query a
+// token (blocks: tokens times kv heads): attention_long_f32 for few blocks
+// over long tables, attention_bykey128_f32 from 256 blocks,
+// attention_bykey_f32 or attention_f32 below (the sums differ in rounding
+// only), to measure them; an f16 cache (KVCacheF16) then takes
+// attention_f32_kv16. "1" or unset: on.
 const EnvGPUAttentionWarps = "HIPGO_GPU_ATTENTION_WARPS"
 
 // EnvGPUFoldAdds turns the folded adds off when "0": in batched decode on

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/hipgo/hipgo/model/internal/cpu"
+	"github.com/hipgo/hipgo/model/safetensors"
 )
 
 // cpuBackend runs the llama forward pass in pure Go on the shared worker pool.
@@ -27,6 +28,10 @@ type cpuBackend struct {
 	// invFreqLocal is sliding-window layers' (Config.RopeLocalTheta), nil
 	// without them.
 	invFreqLocal []float32
+	// roundKV stores each cached key and value rounded to f16 (nearest
+	// even) in its f32 slot: the values an f16 GPU cache holds, for tests
+	// to hold KVCacheF16 to (options.cpuRoundKV).
+	roundKV bool
 	// decodeScratch holds *cpuScratch for batched decode passes.
 	decodeScratch sync.Pool
 	// passes counts forward passes (tests check that a batched decode step
@@ -44,6 +49,13 @@ func newCPUBackend(cfg *Config, w *weights, pool *cpu.Pool, threads int) *cpuBac
 }
 
 func (b *cpuBackend) name() string { return "cpu" }
+
+// roundF16 rounds v's values to f16, nearest even (roundKV).
+func roundF16(v []float32) {
+	for i, x := range v {
+		v[i] = safetensors.F16ToFloat32(safetensors.Float32ToF16(x))
+	}
+}
 
 // prefillChunk bounds the tokens processed per forward step: it bounds scratch
 // memory and lets cancellation interrupt a long prompt.
@@ -294,6 +306,10 @@ func (b *cpuBackend) pass(ctx context.Context, sc *cpuScratch, rows []cpuRow, to
 			headNorm(k, hd, lw.kNorm, eps)
 			rope(k, KV, hd, rd, cos, sin)
 			copy(kv.v[at:at+kvD], row[qD+kvD:])
+			if b.roundKV {
+				roundF16(k)
+				roundF16(kv.v[at : at+kvD])
+			}
 		}
 		b.attention(sc, rows, l, q, att)
 		b.pool.MatMul(xb, att, T, &lw.o, lw.oBias)

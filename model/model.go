@@ -52,11 +52,13 @@ type options struct {
 	dev        *runtime.Device
 	mode       string
 	kvTokens   int
+	kvType     KVCacheType
 	// gpuStepTokens replaces the GPU backend's tokens per pass through the
 	// layers, and openDevice runtime.Open in the device modes (tests).
 	gpuStepTokens int
 	openDevice    func(context.Context) (*runtime.Device, error)
 	stepFaults    func(step uint64) error // WithStepFaults
+	cpuRoundKV    bool                    // the CPU backend rounds its cache to f16 (tests: cpuBackend.roundKV)
 }
 
 // Option configures Load and LoadFS.
@@ -283,6 +285,9 @@ func build(cfg *Config, tok textCodec, o options, src weightSource) (*Model, err
 	if _, err := kvTokens(o, ctxLen); err != nil {
 		return nil, err
 	}
+	if err := checkKVCacheType(o.kvType); err != nil {
+		return nil, err
+	}
 	where, err := choose(o)
 	if err != nil {
 		return nil, err
@@ -334,6 +339,13 @@ func place(cfg *Config, tok textCodec, o options, src weightSource, where placem
 			return nil, err // before the weights are read
 		}
 	}
+	if o.kvType == KVCacheF16 {
+		name := "cpu"
+		if where.mlx {
+			name = "mlx"
+		}
+		return nil, fmt.Errorf("model: KV cache type f16: the %s backend keeps an f32 cache: %w", name, ErrOptions)
+	}
 	w, err := src.cpu()
 	if err != nil {
 		return nil, err
@@ -346,7 +358,9 @@ func place(cfg *Config, tok textCodec, o options, src weightSource, where placem
 		m.be, m.bytes = be, be.bytes
 		return m, nil
 	}
-	m.be = newCPUBackend(cfg, w, pool, threads)
+	cb := newCPUBackend(cfg, w, pool, threads)
+	cb.roundKV = o.cpuRoundKV
+	m.be = cb
 	m.bytes = w.size()
 	return m, nil
 }

@@ -726,6 +726,15 @@ DEVICE float tc_widen(fw_f16, uint32_t h) {
 DEVICE float tc_widen(fw_f16, uint32_t h) { return fw_f16_f32(h & 0xffffu); }
 #endif
 
+// ---- the KV cache's element ----
+// float, or fw_f16 for the kernels named *_kv16 (the half-precision
+// cache): a value is stored rounded to nearest even and read back exactly,
+// so every kernel that reads a cached key sees the same value.
+DEVICE void fw_kv_put(float* p, float v) { *p = v; }
+DEVICE void fw_kv_put(fw_f16* p, float v) { p->bits = (uint16_t)(tc_pack(fw_f16{}, v, 0.0f) & 0xffffu); }
+DEVICE float fw_kv_get(const float* p) { return *p; }
+DEVICE float fw_kv_get(const fw_f16* p) { return tc_widen(fw_f16{}, p->bits); }
+
 // tc_split: x0, x1 as hi = (RN16(x0), RN16(x1)) and lo = the same of the
 // remainders (zero where hi is x exactly, infinities included).
 template <typename W>
@@ -2192,23 +2201,30 @@ KERNEL KBOUNDS(FW_ROPE_THREADS) void rope_f32(float* x, const uint32_t* pos, con
 // v_cache likewise from v_off, for j < kv_dim; a slot >= num_slots is
 // skipped. Block FW_KV_THREADS, grid tokens.
 // =====================================================================
-KERNEL KBOUNDS(FW_KV_THREADS) void kv_store_f32(float* k_cache, float* v_cache, const float* qkv,
-                                                const uint32_t* slots, uint32_t tokens, uint32_t kv_dim,
-                                                uint32_t k_off, uint32_t v_off, uint32_t stride,
-                                                uint32_t num_slots) {
-  fw_early_start();
+template <typename KV>
+DEVICE void kv_store(KV* k_cache, KV* v_cache, const float* qkv, const uint32_t* slots, uint32_t tokens,
+                     uint32_t kv_dim, uint32_t k_off, uint32_t v_off, uint32_t stride, uint32_t num_slots) {
   const uint32_t t = block_idx_x();
   if (t >= tokens) return;
   const uint32_t slot = slots[t];
   if (slot >= num_slots) return;
   const float* row = qkv + (uint64_t)t * stride;
-  float* kc = k_cache + (uint64_t)slot * kv_dim;
-  float* vc = v_cache + (uint64_t)slot * kv_dim;
+  KV* kc = k_cache + (uint64_t)slot * kv_dim;
+  KV* vc = v_cache + (uint64_t)slot * kv_dim;
   for (uint32_t j = thread_idx_x(); j < kv_dim; j += FW_KV_THREADS) {
-    kc[j] = row[k_off + j];
-    vc[j] = row[v_off + j];
+    fw_kv_put(kc + j, row[k_off + j]);
+    fw_kv_put(vc + j, row[v_off + j]);
   }
 }
+#define FW_KV_STORE_KERNEL(NAME, KV)                                                                           \
+  KERNEL KBOUNDS(FW_KV_THREADS) void NAME(KV* k_cache, KV* v_cache, const float* qkv, const uint32_t* slots,  \
+                                          uint32_t tokens, uint32_t kv_dim, uint32_t k_off, uint32_t v_off,   \
+                                          uint32_t stride, uint32_t num_slots) {                             \
+    fw_early_start();                                                                                          \
+    kv_store<KV>(k_cache, v_cache, qkv, slots, tokens, kv_dim, k_off, v_off, stride, num_slots);               \
+  }
+FW_KV_STORE_KERNEL(kv_store_f32, float)
+FW_KV_STORE_KERNEL(kv_store_f32_kv16, fw_f16)
 
 // =====================================================================
 // rope_kv_store_f32: rope_f32 of the heads + kv_heads heads at the start of
@@ -2219,12 +2235,10 @@ KERNEL KBOUNDS(FW_KV_THREADS) void kv_store_f32(float* k_cache, float* v_cache, 
 // rotated k value goes to the cache from the register it was written to
 // qkv from, so no barrier is needed. Block FW_ROPE_THREADS, grid tokens.
 // =====================================================================
-KERNEL KBOUNDS(FW_ROPE_THREADS) void rope_kv_store_f32(float* qkv, float* k_cache, float* v_cache,
-                                                       const uint32_t* pos, const float* inv_freq,
-                                                       const uint32_t* slots, uint32_t tokens, uint32_t heads,
-                                                       uint32_t kv_heads, uint32_t headdim, uint32_t stride,
-                                                       uint32_t num_slots) {
-  fw_early_start();
+template <typename KV>
+DEVICE void rope_kv_store(float* qkv, KV* k_cache, KV* v_cache, const uint32_t* pos, const float* inv_freq,
+                          const uint32_t* slots, uint32_t tokens, uint32_t heads, uint32_t kv_heads, uint32_t headdim,
+                          uint32_t stride, uint32_t num_slots) {
   const uint32_t t = block_idx_x();
   if (t >= tokens) return;
   const uint32_t half = headdim / 2, kv_dim = kv_heads * headdim;
@@ -2232,8 +2246,8 @@ KERNEL KBOUNDS(FW_ROPE_THREADS) void rope_kv_store_f32(float* qkv, float* k_cach
   const uint32_t slot = slots[t];
   const bool store = slot < num_slots;
   float* xt = qkv + (uint64_t)t * stride;
-  float* kc = k_cache + (uint64_t)(store ? slot : 0u) * kv_dim;
-  float* vc = v_cache + (uint64_t)(store ? slot : 0u) * kv_dim;
+  KV* kc = k_cache + (uint64_t)(store ? slot : 0u) * kv_dim;
+  KV* vc = v_cache + (uint64_t)(store ? slot : 0u) * kv_dim;
   for (uint32_t j = thread_idx_x(); j < (heads + kv_heads) * half; j += FW_ROPE_THREADS) {
     const uint32_t h = j / half, i = j % half;
     float sn, cs;
@@ -2244,19 +2258,30 @@ KERNEL KBOUNDS(FW_ROPE_THREADS) void rope_kv_store_f32(float* qkv, float* k_cach
     v[i] = lo;
     v[i + half] = hi;
     if (store && h >= heads) {
-      float* k = kc + (uint64_t)(h - heads) * headdim;
-      k[i] = lo;
-      k[i + half] = hi;
+      KV* k = kc + (uint64_t)(h - heads) * headdim;
+      fw_kv_put(k + i, lo);
+      fw_kv_put(k + i + half, hi);
     }
   }
   if (!store) return;
   const float* kr = xt + (uint64_t)heads * headdim;
   const float* vr = xt + (uint64_t)(heads + kv_heads) * headdim;
   for (uint32_t j = thread_idx_x(); j < kv_dim; j += FW_ROPE_THREADS) {
-    vc[j] = vr[j];
-    if (j % headdim >= 2 * half) kc[j] = kr[j];  // an odd head_dim's last element, which rope leaves
+    fw_kv_put(vc + j, vr[j]);
+    if (j % headdim >= 2 * half) fw_kv_put(kc + j, kr[j]);  // an odd head_dim's last element, which rope leaves
   }
 }
+#define FW_ROPE_KV_STORE_KERNEL(NAME, KV)                                                                         \
+  KERNEL KBOUNDS(FW_ROPE_THREADS) void NAME(float* qkv, KV* k_cache, KV* v_cache, const uint32_t* pos,           \
+                                            const float* inv_freq, const uint32_t* slots, uint32_t tokens,       \
+                                            uint32_t heads, uint32_t kv_heads, uint32_t headdim, uint32_t stride, \
+                                            uint32_t num_slots) {                                                \
+    fw_early_start();                                                                                             \
+    rope_kv_store<KV>(qkv, k_cache, v_cache, pos, inv_freq, slots, tokens, heads, kv_heads, headdim, stride,      \
+                      num_slots);                                                                                 \
+  }
+FW_ROPE_KV_STORE_KERNEL(rope_kv_store_f32, float)
+FW_ROPE_KV_STORE_KERNEL(rope_kv_store_f32_kv16, fw_f16)
 
 // =====================================================================
 // attention_f32: for query token t (sequence q_seq[t], position q_pos[t])
@@ -2273,20 +2298,20 @@ KERNEL KBOUNDS(FW_ROPE_THREADS) void rope_kv_store_f32(float* qkv, float* k_cach
 // fw_att_load: this lane's share (dims lane + 32i, i < LD) of key j's k
 // and v rows of kv head kvh, through the block table; zeros past n or
 // headdim.
-template <uint32_t LD>
-DEVICE void fw_att_load(float* kn, float* vn, const float* k_cache, const float* v_cache, const uint32_t* table,
+template <uint32_t LD, typename KV>
+DEVICE void fw_att_load(float* kn, float* vn, const KV* k_cache, const KV* v_cache, const uint32_t* table,
                         uint64_t j, uint64_t n, uint32_t block_size, uint32_t kv_dim, uint32_t kvh, uint32_t headdim,
                         uint32_t lane) {
 #pragma unroll
   for (uint32_t i = 0; i < LD; ++i) kn[i] = vn[i] = 0.0f;
   if (j >= n) return;
   const uint64_t slot = (uint64_t)table[j / block_size] * block_size + j % block_size;
-  const float* kr = k_cache + slot * kv_dim + (uint64_t)kvh * headdim;
-  const float* vr = v_cache + slot * kv_dim + (uint64_t)kvh * headdim;
+  const KV* kr = k_cache + slot * kv_dim + (uint64_t)kvh * headdim;
+  const KV* vr = v_cache + slot * kv_dim + (uint64_t)kvh * headdim;
 #pragma unroll
   for (uint32_t i = 0; i < LD; ++i) {
     const uint32_t e = lane + 32u * i;
-    if (e < headdim) kn[i] = kr[e], vn[i] = vr[e];
+    if (e < headdim) kn[i] = fw_kv_get(kr + e), vn[i] = fw_kv_get(vr + e);
   }
 }
 
@@ -2314,8 +2339,8 @@ DEVICE void fw_att_step(float& m, float& l, float* o, const float* qs, const flo
 
 // attention_decode: the body of attention_f32 (GROUPS = FW_ATT_GROUPS) and
 // attention_long_f32 (FW_ATTL_GROUPS): GROUPS 32-lane groups a block.
-template <uint32_t GROUPS>
-DEVICE void attention_decode(float* out, const float* qkv, const float* k_cache, const float* v_cache,
+template <uint32_t GROUPS, typename KV = float>
+DEVICE void attention_decode(float* out, const float* qkv, const KV* k_cache, const KV* v_cache,
                              const uint32_t* q_seq, const uint32_t* q_pos, const uint32_t* block_tables,
                              uint32_t max_blocks, uint32_t block_size, uint32_t tokens, uint32_t heads,
                              uint32_t kv_heads, uint32_t headdim, uint32_t stride, float scale) {
@@ -2390,16 +2415,18 @@ DEVICE void attention_decode(float* out, const float* qkv, const float* k_cache,
   }
 }
 
-KERNEL KBOUNDS(FW_ATT_THREADS) void attention_f32(float* out, const float* qkv, const float* k_cache,
-                                                  const float* v_cache, const uint32_t* q_seq,
-                                                  const uint32_t* q_pos, const uint32_t* block_tables,
-                                                  uint32_t max_blocks, uint32_t block_size, uint32_t tokens,
-                                                  uint32_t heads, uint32_t kv_heads, uint32_t headdim,
-                                                  uint32_t stride, float scale) {
-  fw_early_start();
-  attention_decode<FW_ATT_GROUPS>(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size,
-                                  tokens, heads, kv_heads, headdim, stride, scale);
-}
+#define FW_ATTENTION_KERNEL(NAME, KV)                                                                          \
+  KERNEL KBOUNDS(FW_ATT_THREADS) void NAME(float* out, const float* qkv, const KV* k_cache, const KV* v_cache,  \
+                                           const uint32_t* q_seq, const uint32_t* q_pos,                       \
+                                           const uint32_t* block_tables, uint32_t max_blocks,                  \
+                                           uint32_t block_size, uint32_t tokens, uint32_t heads,               \
+                                           uint32_t kv_heads, uint32_t headdim, uint32_t stride, float scale) { \
+    fw_early_start();                                                                                          \
+    attention_decode<FW_ATT_GROUPS, KV>(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks,    \
+                                        block_size, tokens, heads, kv_heads, headdim, stride, scale);          \
+  }
+FW_ATTENTION_KERNEL(attention_f32, float)
+FW_ATTENTION_KERNEL(attention_f32_kv16, fw_f16)
 
 // attention_long_f32: attention_f32's arguments, semantics and grid with
 // FW_ATTL_THREADS (1024) a block: 32 groups, each walking every 32nd key,
@@ -2547,7 +2574,8 @@ DEVICE float fw_group_max(float v) {
 // fw_attp_stage: dims c0 .. c0+FW_ATTP_DCHUNK-1 of the rows of keys
 // j0 .. j0+FW_ATTP_KEYS-1 (of kv head kvh, through the block table) into
 // buf, swizzled; zeros past n or headdim.
-DEVICE void fw_attp_stage(float* buf, const float* cache, const uint32_t* table, uint64_t j0, uint64_t n,
+template <typename KV>
+DEVICE void fw_attp_stage(float* buf, const KV* cache, const uint32_t* table, uint64_t j0, uint64_t n,
                           uint32_t block_size, uint32_t kv_dim, uint32_t kvh, uint32_t headdim, uint32_t c0,
                           uint32_t tid) {
   for (uint32_t i = tid; i < FW_ATTP_KEYS * FW_ATTP_DCHUNK; i += FW_ATTP_THREADS) {
@@ -2556,22 +2584,18 @@ DEVICE void fw_attp_stage(float* buf, const float* cache, const uint32_t* table,
     float v = 0.0f;
     if (j < n && c0 + d < headdim) {
       const uint64_t slot = (uint64_t)table[j / block_size] * block_size + j % block_size;
-      v = cache[slot * kv_dim + (uint64_t)kvh * headdim + c0 + d];
+      v = fw_kv_get(cache + slot * kv_dim + (uint64_t)kvh * headdim + c0 + d);
     }
     buf[k * FW_ATTP_DCHUNK + (d ^ k)] = v;
   }
 }
 
-KERNEL KBOUNDS(FW_ATTP_THREADS) void attention_prefill_f32(float* out, const float* qkv, const float* k_cache,
-                                                           const float* v_cache, const uint32_t* q_seq,
-                                                           const uint32_t* q_pos, const uint32_t* block_tables,
-                                                           uint32_t max_blocks, uint32_t block_size,
-                                                           uint32_t tokens, uint32_t heads, uint32_t kv_heads,
-                                                           uint32_t headdim, uint32_t stride, float scale) {
-  fw_early_start();
-  __shared__ float qs[FW_ATTP_ROWS][FW_ATT_MAX_HEADDIM];
-  __shared__ float buf[FW_ATTP_KEYS * FW_ATTP_DCHUNK];
-  __shared__ float ps[FW_ATTP_ROWS][FW_ATTP_KEYS];
+template <typename KV>
+DEVICE void attention_prefill(float* out, const float* qkv, const KV* k_cache, const KV* v_cache,
+                              const uint32_t* q_seq, const uint32_t* q_pos, const uint32_t* block_tables,
+                              uint32_t max_blocks, uint32_t block_size, uint32_t tokens, uint32_t heads,
+                              uint32_t kv_heads, uint32_t headdim, uint32_t stride, float scale,
+                              float (*qs)[FW_ATT_MAX_HEADDIM], float* buf, float (*ps)[FW_ATTP_KEYS]) {
   if (heads == 0 || kv_heads == 0 || kv_heads > heads || block_size == 0) return;
   if (headdim > FW_ATT_MAX_HEADDIM) return;
   const uint32_t b = block_idx_x();
@@ -2699,6 +2723,21 @@ KERNEL KBOUNDS(FW_ATTP_THREADS) void attention_prefill_f32(float* out, const flo
     }
   }
 }
+#define FW_ATTENTION_PREFILL_KERNEL(NAME, KV)                                                                    \
+  KERNEL KBOUNDS(FW_ATTP_THREADS) void NAME(float* out, const float* qkv, const KV* k_cache, const KV* v_cache,   \
+                                            const uint32_t* q_seq, const uint32_t* q_pos,                        \
+                                            const uint32_t* block_tables, uint32_t max_blocks,                   \
+                                            uint32_t block_size, uint32_t tokens, uint32_t heads,                \
+                                            uint32_t kv_heads, uint32_t headdim, uint32_t stride, float scale) {  \
+    fw_early_start();                                                                                             \
+    __shared__ float qs[FW_ATTP_ROWS][FW_ATT_MAX_HEADDIM];                                                        \
+    __shared__ float buf[FW_ATTP_KEYS * FW_ATTP_DCHUNK];                                                          \
+    __shared__ float ps[FW_ATTP_ROWS][FW_ATTP_KEYS];                                                              \
+    attention_prefill<KV>(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens, \
+                          heads, kv_heads, headdim, stride, scale, qs, buf, ps);                                  \
+  }
+FW_ATTENTION_PREFILL_KERNEL(attention_prefill_f32, float)
+FW_ATTENTION_PREFILL_KERNEL(attention_prefill_f32_kv16, fw_f16)
 
 // =====================================================================
 // attention_bykey_f32: attention_f32's arguments and semantics, one block
@@ -3055,12 +3094,34 @@ DEVICE fw_f32x4 fw_atw_load4(const float* r, uint32_t c, uint32_t headdim, bool 
   }
   return v;
 }
+// fw_atw_load4 of a half-precision cache row: 4 halves (8 bytes) widened
+// exactly; the scalar path as the float one's.
+struct __attribute__((aligned(8))) fw_u32x2 {
+  uint32_t v[2];
+};
+DEVICE fw_f32x4 fw_atw_load4(const fw_f16* r, uint32_t c, uint32_t headdim, bool vec) {
+  fw_f32x4 v;
+  if (vec) {
+    const fw_u32x2 w = ((const fw_u32x2*)r)[c];
+    v.v[0] = tc_widen(fw_f16{}, w.v[0]), v.v[1] = tc_widen(fw_f16{}, w.v[0] >> 16);
+    v.v[2] = tc_widen(fw_f16{}, w.v[1]), v.v[3] = tc_widen(fw_f16{}, w.v[1] >> 16);
+    return v;
+  }
+  const uint32_t last = headdim - 1u;
+#pragma unroll
+  for (uint32_t e = 0; e < 4; ++e) {
+    const uint32_t d = 4u * c + e;
+    const float x = fw_kv_get(r + (d < last ? d : last));
+    v.v[e] = d < headdim ? x : 0.0f;
+  }
+  return v;
+}
 
 // fw_atw_load: the C float4 columns sl, sl + LK, ... (zeros from cols on)
 // of the k and v rows at offset row of the caches; all zeros for no key
 // (has false: nothing is read).
-template <uint32_t LK, uint32_t C>
-DEVICE void fw_atw_load(fw_f32x4* kv, fw_f32x4* vv, const float* k_cache, const float* v_cache, uint64_t row,
+template <uint32_t LK, uint32_t C, typename KV>
+DEVICE void fw_atw_load(fw_f32x4* kv, fw_f32x4* vv, const KV* k_cache, const KV* v_cache, uint64_t row,
                         bool has, uint32_t headdim, uint32_t sl, uint32_t cols, bool vec) {
 #pragma unroll
   for (uint32_t i = 0; i < C; ++i) {
@@ -3131,7 +3192,8 @@ DEVICE float fw_qkv_value(const float* xt, const float* wt, uint64_t part, uint3
 
 // fw_rope_kv_head: block (t, kvh)'s share of rope_kv_store_f32, from qkv
 // or the partials (see rope_attention_warps_f32).
-DEVICE void fw_rope_kv_head(float* qkv, float* k_cache, float* v_cache, const uint32_t* pos, const float* inv_freq,
+template <typename KV>
+DEVICE void fw_rope_kv_head(float* qkv, KV* k_cache, KV* v_cache, const uint32_t* pos, const float* inv_freq,
                             const uint32_t* slots, uint32_t num_slots, const float* ws, const float* bias,
                             uint32_t parts, uint32_t t, uint32_t kvh, uint32_t tokens, uint32_t heads,
                             uint32_t kv_heads, uint32_t headdim, uint32_t stride) {
@@ -3142,8 +3204,8 @@ DEVICE void fw_rope_kv_head(float* qkv, float* k_cache, float* v_cache, const ui
   float* xt = qkv + (uint64_t)t * stride;
   const float* wt = parts ? ws + (uint64_t)t * stride : nullptr;
   const uint64_t part = (uint64_t)tokens * stride;
-  float* kc = k_cache + (uint64_t)(store ? slot : 0u) * kv_dim + (uint64_t)kvh * headdim;
-  float* vc = v_cache + (uint64_t)(store ? slot : 0u) * kv_dim + (uint64_t)kvh * headdim;
+  KV* kc = k_cache + (uint64_t)(store ? slot : 0u) * kv_dim + (uint64_t)kvh * headdim;
+  KV* vc = v_cache + (uint64_t)(store ? slot : 0u) * kv_dim + (uint64_t)kvh * headdim;
   // Head hh < group is q's head kvh * group + hh; hh = group is k's head kvh.
 #define FW_RAW_HEAD(hh) ((hh) < group ? (kvh * group + (hh)) * headdim : (heads + kvh) * headdim)
   for (uint32_t j = tid; j < (group + 1u) * half; j += FW_ATW_THREADS) {
@@ -3156,8 +3218,8 @@ DEVICE void fw_rope_kv_head(float* qkv, float* k_cache, float* v_cache, const ui
     xt[c + i] = lo;
     xt[c + i + half] = hi;
     if (store && hh == group) {
-      kc[i] = lo;
-      kc[i + half] = hi;
+      fw_kv_put(kc + i, lo);
+      fw_kv_put(kc + i + half, hi);
     }
   }
   // v's head, and an odd head_dim's last element of each head (which rope
@@ -3166,13 +3228,13 @@ DEVICE void fw_rope_kv_head(float* qkv, float* k_cache, float* v_cache, const ui
   for (uint32_t j = tid; j < headdim; j += FW_ATW_THREADS) {
     const float v = fw_qkv_value(xt, wt, part, parts, bias, vcol + j);
     if (parts) xt[vcol + j] = v;
-    if (store) vc[j] = v;
+    if (store) fw_kv_put(vc + j, v);
     if (j < 2u * half) continue;
     for (uint32_t hh = 0; hh <= group; ++hh) {
       const uint32_t c = FW_RAW_HEAD(hh) + j;
       const float x = fw_qkv_value(xt, wt, part, parts, bias, c);
       if (parts) xt[c] = x;
-      if (store && hh == group) kc[j] = x;
+      if (store && hh == group) fw_kv_put(kc + j, x);
     }
   }
 #undef FW_RAW_HEAD
@@ -3247,8 +3309,8 @@ DEVICE fw_atw_range fw_atw_whole() { return fw_atw_range{block_idx_x(), 0u, 0xff
 // attention_warps: the kernel's body for at most G query heads a kv head
 // (a power of two up to LK), key groups of LK lanes, C columns a lane, a
 // ring of R keys.
-template <uint32_t G, uint32_t LK, uint32_t C, uint32_t R>
-DEVICE void attention_warps(float* out, const float* qkv, const float* k_cache, const float* v_cache,
+template <uint32_t G, uint32_t LK, uint32_t C, uint32_t R, typename KV>
+DEVICE void attention_warps(float* out, const float* qkv, const KV* k_cache, const KV* v_cache,
                             const uint32_t* q_seq, const uint32_t* q_pos, const uint32_t* block_tables,
                             uint32_t max_blocks, uint32_t block_size, uint32_t tokens, uint32_t heads,
                             uint32_t kv_heads, uint32_t headdim, uint32_t stride, float scale,
@@ -3423,7 +3485,8 @@ DEVICE void attention_warps(float* out, const float* qkv, const float* k_cache, 
 
 // attention_warps_for: attention_warps with the body for the model's
 // group and head_dim (the caller checked them).
-DEVICE void attention_warps_for(float* out, const float* qkv, const float* k_cache, const float* v_cache,
+template <typename KV>
+DEVICE void attention_warps_for(float* out, const float* qkv, const KV* k_cache, const KV* v_cache,
                                 const uint32_t* q_seq, const uint32_t* q_pos, const uint32_t* block_tables,
                                 uint32_t max_blocks, uint32_t block_size, uint32_t tokens, uint32_t heads,
                                 uint32_t kv_heads, uint32_t headdim, uint32_t stride, float scale,
@@ -3432,8 +3495,8 @@ DEVICE void attention_warps_for(float* out, const float* qkv, const float* k_cac
                                 const fw_atw_range& rg) {
   const uint32_t group = heads / kv_heads;
 #define FW_ATW_BODY(G, LK, C, R)                                                                                  \
-  attention_warps<G, LK, C, R>(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, \
-                               tokens, heads, kv_heads, headdim, stride, scale, gm, gl, wt, part, xs, split, rg)
+  attention_warps<G, LK, C, R, KV>(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, \
+                                   tokens, heads, kv_heads, headdim, stride, scale, gm, gl, wt, part, xs, split, rg)
   // Bodies for up to 4 heads (the usual groups; MHA runs it with 1) or 8,
   // with key groups as wide as head_dim needs at 2 columns a lane (1 for 8
   // heads up to 128 dims; see attention_warps_f32).
@@ -3449,22 +3512,24 @@ DEVICE void attention_warps_for(float* out, const float* qkv, const float* k_cac
 #undef FW_ATW_BODY
 }
 
-KERNEL FW_ATW_BOUNDS void attention_warps_f32(float* out, const float* qkv, const float* k_cache,
-                                                        const float* v_cache, const uint32_t* q_seq,
-                                                        const uint32_t* q_pos, const uint32_t* block_tables,
-                                                        uint32_t max_blocks, uint32_t block_size, uint32_t tokens,
-                                                        uint32_t heads, uint32_t kv_heads, uint32_t headdim,
-                                                        uint32_t stride, float scale) {
-  fw_early_start();
-  __shared__ float gm[FW_ABK_MAX_GROUP][FW_ATW_MAX_UNITS], gl[FW_ABK_MAX_GROUP][FW_ATW_MAX_UNITS];
-  __shared__ float wt[FW_ABK_MAX_GROUP][FW_ATW_MAX_UNITS];  // each group's weight in the merge
-  __shared__ float part[FW_ATW_PART];
-  if (kv_heads == 0 || heads % kv_heads != 0 || block_size == 0) return;
-  const uint32_t group = heads / kv_heads;
-  if (group > FW_ABK_MAX_GROUP || headdim == 0 || headdim > FW_ATT_MAX_HEADDIM) return;
-  attention_warps_for(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens, heads,
-                      kv_heads, headdim, stride, scale, gm, gl, wt, part, nullptr, 0u, fw_atw_whole());
-}
+#define FW_ATTENTION_WARPS_KERNEL(NAME, KV)                                                                    \
+  KERNEL FW_ATW_BOUNDS void NAME(float* out, const float* qkv, const KV* k_cache, const KV* v_cache,            \
+                                 const uint32_t* q_seq, const uint32_t* q_pos, const uint32_t* block_tables,    \
+                                 uint32_t max_blocks, uint32_t block_size, uint32_t tokens, uint32_t heads,     \
+                                 uint32_t kv_heads, uint32_t headdim, uint32_t stride, float scale) {           \
+    fw_early_start();                                                                                           \
+    __shared__ float gm[FW_ABK_MAX_GROUP][FW_ATW_MAX_UNITS], gl[FW_ABK_MAX_GROUP][FW_ATW_MAX_UNITS];             \
+    __shared__ float wt[FW_ABK_MAX_GROUP][FW_ATW_MAX_UNITS]; /* each group's weight in the merge */             \
+    __shared__ float part[FW_ATW_PART];                                                                         \
+    if (kv_heads == 0 || heads % kv_heads != 0 || block_size == 0) return;                                      \
+    const uint32_t group = heads / kv_heads;                                                                    \
+    if (group > FW_ABK_MAX_GROUP || headdim == 0 || headdim > FW_ATT_MAX_HEADDIM) return;                       \
+    attention_warps_for<KV>(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size,     \
+                            tokens, heads, kv_heads, headdim, stride, scale, gm, gl, wt, part, nullptr, 0u,     \
+                            fw_atw_whole());                                                                    \
+  }
+FW_ATTENTION_WARPS_KERNEL(attention_warps_f32, float)
+FW_ATTENTION_WARPS_KERNEL(attention_warps_f32_kv16, fw_f16)
 
 // =====================================================================
 // rope_attention_warps_f32: rope_kv_store_f32 and attention_warps_f32 in
@@ -3490,30 +3555,35 @@ KERNEL FW_ATW_BOUNDS void attention_warps_f32(float* out, const float* qkv, cons
 // byte, zero rows and columns included, and out is not written: one launch
 // fewer a layer. Block FW_ATW_THREADS, grid tokens * kv_heads.
 // =====================================================================
-KERNEL FW_ATW_BOUNDS void rope_attention_warps_f32(
-    float* out, float* qkv, float* k_cache, float* v_cache, const uint32_t* q_seq, const uint32_t* q_pos,
-    const uint32_t* block_tables, uint32_t max_blocks, uint32_t block_size, uint32_t tokens, uint32_t heads,
-    uint32_t kv_heads, uint32_t headdim, uint32_t stride, float scale, const float* inv_freq, const uint32_t* slots,
-    uint32_t num_slots, const float* ws, const float* bias, uint32_t parts, fw_u32x4* xs, uint32_t split) {
-  fw_early_start();
-  __shared__ float gm[FW_ABK_MAX_GROUP][FW_ATW_MAX_UNITS], gl[FW_ABK_MAX_GROUP][FW_ATW_MAX_UNITS];
-  __shared__ float wt[FW_ABK_MAX_GROUP][FW_ATW_MAX_UNITS];
-  __shared__ float part[FW_ATW_PART];
-  if (kv_heads == 0 || heads % kv_heads != 0 || block_size == 0) return;
-  const uint32_t group = heads / kv_heads;
-  if (group > FW_ABK_MAX_GROUP || headdim == 0 || headdim > FW_ATT_MAX_HEADDIM) return;
-  if (split && (split < FW_SPLIT_WG_BF16 || split > FW_SPLIT_WG_F16 || headdim % 8u != 0 ||
-                wg_rows(tokens) > FW_WG_MAX_ROWS))
-    return;
-  const uint32_t b = block_idx_x(), t = b / kv_heads, kvh = b % kv_heads;
-  if (t >= tokens) return;
-  fw_rope_kv_head(qkv, k_cache, v_cache, q_pos, inv_freq, slots, num_slots, ws, bias, parts, t, kvh, tokens, heads,
-                  kv_heads, headdim, stride);
-  block_sync();  // the block's q heads in qkv and its new key and value in the caches
-  attention_warps_for(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens, heads,
-                      kv_heads, headdim, stride, scale, gm, gl, wt, part, xs, split, fw_atw_whole());
-  if (split) fw_atw_image_zeros(xs, t, kvh, tokens, heads, kv_heads, headdim);
-}
+#define FW_ROPE_ATTENTION_WARPS_KERNEL(NAME, KV)                                                                 \
+  KERNEL FW_ATW_BOUNDS void NAME(float* out, float* qkv, KV* k_cache, KV* v_cache, const uint32_t* q_seq,          \
+                                 const uint32_t* q_pos, const uint32_t* block_tables, uint32_t max_blocks,         \
+                                 uint32_t block_size, uint32_t tokens, uint32_t heads, uint32_t kv_heads,          \
+                                 uint32_t headdim, uint32_t stride, float scale, const float* inv_freq,            \
+                                 const uint32_t* slots, uint32_t num_slots, const float* ws, const float* bias,    \
+                                 uint32_t parts, fw_u32x4* xs, uint32_t split) {                                   \
+    fw_early_start();                                                                                              \
+    __shared__ float gm[FW_ABK_MAX_GROUP][FW_ATW_MAX_UNITS], gl[FW_ABK_MAX_GROUP][FW_ATW_MAX_UNITS];                \
+    __shared__ float wt[FW_ABK_MAX_GROUP][FW_ATW_MAX_UNITS];                                                       \
+    __shared__ float part[FW_ATW_PART];                                                                            \
+    if (kv_heads == 0 || heads % kv_heads != 0 || block_size == 0) return;                                         \
+    const uint32_t group = heads / kv_heads;                                                                       \
+    if (group > FW_ABK_MAX_GROUP || headdim == 0 || headdim > FW_ATT_MAX_HEADDIM) return;                          \
+    if (split && (split < FW_SPLIT_WG_BF16 || split > FW_SPLIT_WG_F16 || headdim % 8u != 0 ||                      \
+                  wg_rows(tokens) > FW_WG_MAX_ROWS))                                                               \
+      return;                                                                                                      \
+    const uint32_t b = block_idx_x(), t = b / kv_heads, kvh = b % kv_heads;                                        \
+    if (t >= tokens) return;                                                                                       \
+    fw_rope_kv_head<KV>(qkv, k_cache, v_cache, q_pos, inv_freq, slots, num_slots, ws, bias, parts, t, kvh, tokens, \
+                        heads, kv_heads, headdim, stride);                                                         \
+    block_sync(); /* the block's q heads in qkv and its new key and value in the caches */                         \
+    attention_warps_for<KV>(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size,        \
+                            tokens, heads, kv_heads, headdim, stride, scale, gm, gl, wt, part, xs, split,          \
+                            fw_atw_whole());                                                                       \
+    if (split) fw_atw_image_zeros(xs, t, kvh, tokens, heads, kv_heads, headdim);                                   \
+  }
+FW_ROPE_ATTENTION_WARPS_KERNEL(rope_attention_warps_f32, float)
+FW_ROPE_ATTENTION_WARPS_KERNEL(rope_attention_warps_f32_kv16, fw_f16)
 
 // =====================================================================
 // attention_split_f32 and attention_merge_f32: attention_warps_f32's
@@ -3537,26 +3607,29 @@ KERNEL FW_ATW_BOUNDS void rope_attention_warps_f32(
 // FW_ATW_THREADS. attention_merge_f32: out, part, ml, tokens, heads,
 // headdim, ranges; grid tokens * heads, block FW_ATM_THREADS.
 // =====================================================================
-KERNEL FW_ATW_BOUNDS void attention_split_f32(float* part, const float* qkv, const float* k_cache,
-                                              const float* v_cache, const uint32_t* q_seq, const uint32_t* q_pos,
-                                              const uint32_t* block_tables, uint32_t max_blocks, uint32_t block_size,
-                                              uint32_t tokens, uint32_t heads, uint32_t kv_heads, uint32_t headdim,
-                                              uint32_t stride, float scale, float* ml, uint32_t ranges) {
-  fw_early_start();
-  __shared__ float gm[FW_ABK_MAX_GROUP][FW_ATW_MAX_UNITS], gl[FW_ABK_MAX_GROUP][FW_ATW_MAX_UNITS];
-  __shared__ float wt[FW_ABK_MAX_GROUP][FW_ATW_MAX_UNITS];
-  __shared__ float buf[FW_ATW_PART];
-  if (kv_heads == 0 || heads % kv_heads != 0 || block_size == 0 || ranges == 0) return;
-  const uint32_t group = heads / kv_heads;
-  if (group > FW_ABK_MAX_GROUP || headdim == 0 || headdim > FW_ATT_MAX_HEADDIM) return;
-  const uint32_t b = block_idx_x(), r = b % ranges, t = b / ranges / kv_heads;
-  if (t >= tokens) return;
-  const uint32_t n = fw_decode_keys(q_pos, t, max_blocks, block_size, 0xfffff000u);
-  const uint32_t c = n / ranges + (n % ranges != 0u);
-  const fw_atw_range rg{b / ranges, r * c, c, r, ranges, ml};  // r c <= n + ranges: no wrap
-  attention_warps_for(part, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens, heads,
-                      kv_heads, headdim, stride, scale, gm, gl, wt, buf, nullptr, 0u, rg);
-}
+#define FW_ATTENTION_SPLIT_KERNEL(NAME, KV)                                                                    \
+  KERNEL FW_ATW_BOUNDS void NAME(float* part, const float* qkv, const KV* k_cache, const KV* v_cache,           \
+                                 const uint32_t* q_seq, const uint32_t* q_pos, const uint32_t* block_tables,    \
+                                 uint32_t max_blocks, uint32_t block_size, uint32_t tokens, uint32_t heads,     \
+                                 uint32_t kv_heads, uint32_t headdim, uint32_t stride, float scale, float* ml,  \
+                                 uint32_t ranges) {                                                             \
+    fw_early_start();                                                                                           \
+    __shared__ float gm[FW_ABK_MAX_GROUP][FW_ATW_MAX_UNITS], gl[FW_ABK_MAX_GROUP][FW_ATW_MAX_UNITS];             \
+    __shared__ float wt[FW_ABK_MAX_GROUP][FW_ATW_MAX_UNITS];                                                    \
+    __shared__ float buf[FW_ATW_PART];                                                                          \
+    if (kv_heads == 0 || heads % kv_heads != 0 || block_size == 0 || ranges == 0) return;                       \
+    const uint32_t group = heads / kv_heads;                                                                    \
+    if (group > FW_ABK_MAX_GROUP || headdim == 0 || headdim > FW_ATT_MAX_HEADDIM) return;                       \
+    const uint32_t b = block_idx_x(), r = b % ranges, t = b / ranges / kv_heads;                                \
+    if (t >= tokens) return;                                                                                    \
+    const uint32_t n = fw_decode_keys(q_pos, t, max_blocks, block_size, 0xfffff000u);                           \
+    const uint32_t c = n / ranges + (n % ranges != 0u);                                                         \
+    const fw_atw_range rg{b / ranges, r * c, c, r, ranges, ml}; /* r c <= n + ranges: no wrap */                \
+    attention_warps_for<KV>(part, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size,    \
+                            tokens, heads, kv_heads, headdim, stride, scale, gm, gl, wt, buf, nullptr, 0u, rg); \
+  }
+FW_ATTENTION_SPLIT_KERNEL(attention_split_f32, float)
+FW_ATTENTION_SPLIT_KERNEL(attention_split_f32_kv16, fw_f16)
 
 #define FW_ATM_THREADS 128
 KERNEL KBOUNDS(FW_ATM_THREADS) void attention_merge_f32(float* out, const float* part, const float* ml,

@@ -145,6 +145,22 @@ static inline float fw_to_f32(float v) { return v; }
 static inline float fw_to_f32(fw_bf16 v) { return fw_bf16_f32(v.bits); }
 static inline float fw_to_f32(fw_f16 v) { return fw_f16_f32(v.bits); }
 
+// ---- the KV cache's element (see forward.cu) ----
+// float, or fw_f16 for the kernels named *_kv16: stored rounded to nearest
+// even, read back exactly.
+static inline uint fw_f16_rne(float f) {
+  const uint x = fw_f2u(f);
+  const uint sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu;
+  if (ax > 0x7f800000u) return sign | 0x7e00u;
+  if (ax >= 0x477ff000u) return sign | 0x7c00u;
+  if (ax < 0x38800000u) return sign | (fw_f2u(fw_u2f(ax) + 0.5f) - 0x3f000000u);
+  return sign | ((ax + 0xfffu + ((ax >> 13) & 1u) - (112u << 23)) >> 13);
+}
+static inline void fw_kv_put(device float* p, float v) { *p = v; }
+static inline void fw_kv_put(device fw_f16* p, float v) { p->bits = (ushort)fw_f16_rne(v); }
+static inline float fw_kv_get(device const float* p) { return *p; }
+static inline float fw_kv_get(device const fw_f16* p) { return fw_f16_f32(p->bits); }
+
 // fw_load8: eight consecutive weights starting at p (element alignment).
 static inline void fw_load8(device const float* p, thread float* o) {
   const packed_float4 a = ((device const packed_float4*)p)[0], b = ((device const packed_float4*)p)[1];
@@ -486,37 +502,42 @@ kernel void rope_f32(device float* x [[buffer(0)]], device const uint* pos [[buf
 // kv_store_f32 (see forward.cu): a slot >= num_slots is skipped.
 // Block FW_KV_THREADS, grid tokens.
 // =====================================================================
-[[max_total_threads_per_threadgroup(256)]]
-kernel void kv_store_f32(device float* k_cache [[buffer(0)]], device float* v_cache [[buffer(1)]],
-                         device const float* qkv [[buffer(2)]], device const uint* slots [[buffer(3)]],
-                         constant uint& tokens [[buffer(4)]], constant uint& kv_dim [[buffer(5)]],
-                         constant uint& k_off [[buffer(6)]], constant uint& v_off [[buffer(7)]],
-                         constant uint& stride [[buffer(8)]], constant uint& num_slots [[buffer(9)]],
-                         uint tid [[thread_position_in_threadgroup]], uint blk [[threadgroup_position_in_grid]]) {
+template <typename KV>
+static inline void fw_kv_store(device KV* k_cache, device KV* v_cache, device const float* qkv,
+                               device const uint* slots, uint tokens, uint kv_dim, uint k_off, uint v_off, uint stride,
+                               uint num_slots, uint tid, uint blk) {
   const uint t = blk;
   if (t >= tokens) return;
   const uint slot = slots[t];
   if (slot >= num_slots) return;
   device const float* row = qkv + (ulong)t * stride;
-  device float* kc = k_cache + (ulong)slot * kv_dim;
-  device float* vc = v_cache + (ulong)slot * kv_dim;
+  device KV* kc = k_cache + (ulong)slot * kv_dim;
+  device KV* vc = v_cache + (ulong)slot * kv_dim;
   for (uint j = tid; j < kv_dim; j += FW_KV_THREADS) {
-    kc[j] = row[k_off + j];
-    vc[j] = row[v_off + j];
+    fw_kv_put(kc + j, row[k_off + j]);
+    fw_kv_put(vc + j, row[v_off + j]);
   }
 }
+#define FW_KV_STORE_KERNEL(NAME, KV)                                                                              \
+  [[max_total_threads_per_threadgroup(256)]]                                                                      \
+  kernel void NAME(device KV* k_cache [[buffer(0)]], device KV* v_cache [[buffer(1)]],                            \
+                   device const float* qkv [[buffer(2)]], device const uint* slots [[buffer(3)]],                  \
+                   constant uint& tokens [[buffer(4)]], constant uint& kv_dim [[buffer(5)]],                      \
+                   constant uint& k_off [[buffer(6)]], constant uint& v_off [[buffer(7)]],                        \
+                   constant uint& stride [[buffer(8)]], constant uint& num_slots [[buffer(9)]],                   \
+                   uint tid [[thread_position_in_threadgroup]], uint blk [[threadgroup_position_in_grid]]) {      \
+    fw_kv_store<KV>(k_cache, v_cache, qkv, slots, tokens, kv_dim, k_off, v_off, stride, num_slots, tid, blk);     \
+  }
+FW_KV_STORE_KERNEL(kv_store_f32, float)
+FW_KV_STORE_KERNEL(kv_store_f32_kv16, fw_f16)
 
 // =====================================================================
 // rope_kv_store_f32 (see forward.cu). Block FW_ROPE_THREADS, grid tokens.
 // =====================================================================
-[[max_total_threads_per_threadgroup(256)]]
-kernel void rope_kv_store_f32(device float* qkv [[buffer(0)]], device float* k_cache [[buffer(1)]],
-                              device float* v_cache [[buffer(2)]], device const uint* pos [[buffer(3)]],
-                              device const float* inv_freq [[buffer(4)]], device const uint* slots [[buffer(5)]],
-                              constant uint& tokens [[buffer(6)]], constant uint& heads [[buffer(7)]],
-                              constant uint& kv_heads [[buffer(8)]], constant uint& headdim [[buffer(9)]],
-                              constant uint& stride [[buffer(10)]], constant uint& num_slots [[buffer(11)]],
-                              uint tid [[thread_position_in_threadgroup]], uint blk [[threadgroup_position_in_grid]]) {
+template <typename KV>
+static inline void fw_rope_kv_store(device float* qkv, device KV* k_cache, device KV* v_cache, device const uint* pos,
+                                    device const float* inv_freq, device const uint* slots, uint tokens, uint heads,
+                                    uint kv_heads, uint headdim, uint stride, uint num_slots, uint tid, uint blk) {
   const uint t = blk;
   if (t >= tokens) return;
   const uint half_dim = headdim / 2, kv_dim = kv_heads * headdim;
@@ -524,8 +545,8 @@ kernel void rope_kv_store_f32(device float* qkv [[buffer(0)]], device float* k_c
   const uint slot = slots[t];
   const bool store = slot < num_slots;
   device float* xt = qkv + (ulong)t * stride;
-  device float* kc = k_cache + (ulong)(store ? slot : 0u) * kv_dim;
-  device float* vc = v_cache + (ulong)(store ? slot : 0u) * kv_dim;
+  device KV* kc = k_cache + (ulong)(store ? slot : 0u) * kv_dim;
+  device KV* vc = v_cache + (ulong)(store ? slot : 0u) * kv_dim;
   for (uint j = tid; j < (heads + kv_heads) * half_dim; j += FW_ROPE_THREADS) {
     const uint h = j / half_dim, i = j % half_dim;
     float sn, cs;
@@ -536,19 +557,33 @@ kernel void rope_kv_store_f32(device float* qkv [[buffer(0)]], device float* k_c
     v[i] = lo;
     v[i + half_dim] = hi;
     if (store && h >= heads) {
-      device float* k = kc + (ulong)(h - heads) * headdim;
-      k[i] = lo;
-      k[i + half_dim] = hi;
+      device KV* k = kc + (ulong)(h - heads) * headdim;
+      fw_kv_put(k + i, lo);
+      fw_kv_put(k + i + half_dim, hi);
     }
   }
   if (!store) return;
   device const float* kr = xt + (ulong)heads * headdim;
   device const float* vr = xt + (ulong)(heads + kv_heads) * headdim;
   for (uint j = tid; j < kv_dim; j += FW_ROPE_THREADS) {
-    vc[j] = vr[j];
-    if (j % headdim >= 2 * half_dim) kc[j] = kr[j];
+    fw_kv_put(vc + j, vr[j]);
+    if (j % headdim >= 2 * half_dim) fw_kv_put(kc + j, kr[j]);
   }
 }
+#define FW_ROPE_KV_STORE_KERNEL(NAME, KV)                                                                         \
+  [[max_total_threads_per_threadgroup(256)]]                                                                      \
+  kernel void NAME(device float* qkv [[buffer(0)]], device KV* k_cache [[buffer(1)]],                             \
+                   device KV* v_cache [[buffer(2)]], device const uint* pos [[buffer(3)]],                        \
+                   device const float* inv_freq [[buffer(4)]], device const uint* slots [[buffer(5)]],            \
+                   constant uint& tokens [[buffer(6)]], constant uint& heads [[buffer(7)]],                       \
+                   constant uint& kv_heads [[buffer(8)]], constant uint& headdim [[buffer(9)]],                   \
+                   constant uint& stride [[buffer(10)]], constant uint& num_slots [[buffer(11)]],                 \
+                   uint tid [[thread_position_in_threadgroup]], uint blk [[threadgroup_position_in_grid]]) {      \
+    fw_rope_kv_store<KV>(qkv, k_cache, v_cache, pos, inv_freq, slots, tokens, heads, kv_heads, headdim, stride,   \
+                         num_slots, tid, blk);                                                                    \
+  }
+FW_ROPE_KV_STORE_KERNEL(rope_kv_store_f32, float)
+FW_ROPE_KV_STORE_KERNEL(rope_kv_store_f32_kv16, fw_f16)
 
 // =====================================================================
 // attention_f32 and attention_long_f32 (see forward.cu). Block
@@ -556,20 +591,20 @@ kernel void rope_kv_store_f32(device float* qkv [[buffer(0)]], device float* k_c
 // FW_ATT_MAX_HEADDIM. Threadgroup memory: qs [FW_ATT_MAX_HEADDIM], gm and gl
 // [groups], go [groups][CH], CH = min(4096 / groups, FW_ATT_MAX_HEADDIM).
 // =====================================================================
-template <uint LD>
-static inline void fw_att_load(thread float* kn, thread float* vn, device const float* k_cache,
-                               device const float* v_cache, device const uint* table, ulong j, ulong n,
+template <uint LD, typename KV>
+static inline void fw_att_load(thread float* kn, thread float* vn, device const KV* k_cache,
+                               device const KV* v_cache, device const uint* table, ulong j, ulong n,
                                uint block_size, uint kv_dim, uint kvh, uint headdim, uint lane) {
 #pragma unroll
   for (uint i = 0; i < LD; ++i) kn[i] = vn[i] = 0.0f;
   if (j >= n) return;
   const ulong slot = (ulong)table[j / block_size] * block_size + j % block_size;
-  device const float* kr = k_cache + slot * kv_dim + (ulong)kvh * headdim;
-  device const float* vr = v_cache + slot * kv_dim + (ulong)kvh * headdim;
+  device const KV* kr = k_cache + slot * kv_dim + (ulong)kvh * headdim;
+  device const KV* vr = v_cache + slot * kv_dim + (ulong)kvh * headdim;
 #pragma unroll
   for (uint i = 0; i < LD; ++i) {
     const uint e = lane + 32u * i;
-    if (e < headdim) kn[i] = kr[e], vn[i] = vr[e];
+    if (e < headdim) kn[i] = fw_kv_get(kr + e), vn[i] = fw_kv_get(vr + e);
   }
 }
 
@@ -592,9 +627,9 @@ static inline void fw_att_step(thread float& m, thread float& l, thread float* o
   m = mn;
 }
 
-template <uint GROUPS>
-static inline void fw_attention_decode(device float* out, device const float* qkv, device const float* k_cache,
-                                       device const float* v_cache, device const uint* q_seq,
+template <uint GROUPS, typename KV = float>
+static inline void fw_attention_decode(device float* out, device const float* qkv, device const KV* k_cache,
+                                       device const KV* v_cache, device const uint* q_seq,
                                        device const uint* q_pos, device const uint* block_tables, uint max_blocks,
                                        uint block_size, uint tokens, uint heads, uint kv_heads, uint headdim,
                                        uint stride, float scale, threadgroup float* qs, threadgroup float* gm,
@@ -661,23 +696,27 @@ static inline void fw_attention_decode(device float* out, device const float* qk
   }
 }
 
-[[max_total_threads_per_threadgroup(256)]]
-kernel void attention_f32(device float* out [[buffer(0)]], device const float* qkv [[buffer(1)]],
-                          device const float* k_cache [[buffer(2)]], device const float* v_cache [[buffer(3)]],
-                          device const uint* q_seq [[buffer(4)]], device const uint* q_pos [[buffer(5)]],
-                          device const uint* block_tables [[buffer(6)]], constant uint& max_blocks [[buffer(7)]],
-                          constant uint& block_size [[buffer(8)]], constant uint& tokens [[buffer(9)]],
-                          constant uint& heads [[buffer(10)]], constant uint& kv_heads [[buffer(11)]],
-                          constant uint& headdim [[buffer(12)]], constant uint& stride [[buffer(13)]],
-                          constant float& scale [[buffer(14)]],
-                          threadgroup float* qs [[threadgroup(0)]] /* hipgo: 1024 bytes */,
-                          threadgroup float* gm [[threadgroup(1)]] /* hipgo: 32 bytes */,
-                          threadgroup float* gl [[threadgroup(2)]] /* hipgo: 32 bytes */,
-                          threadgroup float* go [[threadgroup(3)]] /* hipgo: 8192 bytes */,
-                          uint tid [[thread_position_in_threadgroup]], uint blk [[threadgroup_position_in_grid]]) {
-  fw_attention_decode<FW_ATT_GROUPS>(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size,
-                                     tokens, heads, kv_heads, headdim, stride, scale, qs, gm, gl, go, tid, blk);
-}
+#define FW_ATTENTION_KERNEL(NAME, KV)                                                                             \
+  [[max_total_threads_per_threadgroup(256)]]                                                                      \
+  kernel void NAME(device float* out [[buffer(0)]], device const float* qkv [[buffer(1)]],                        \
+                   device const KV* k_cache [[buffer(2)]], device const KV* v_cache [[buffer(3)]],                \
+                   device const uint* q_seq [[buffer(4)]], device const uint* q_pos [[buffer(5)]],                \
+                   device const uint* block_tables [[buffer(6)]], constant uint& max_blocks [[buffer(7)]],        \
+                   constant uint& block_size [[buffer(8)]], constant uint& tokens [[buffer(9)]],                  \
+                   constant uint& heads [[buffer(10)]], constant uint& kv_heads [[buffer(11)]],                   \
+                   constant uint& headdim [[buffer(12)]], constant uint& stride [[buffer(13)]],                   \
+                   constant float& scale [[buffer(14)]],                                                          \
+                   threadgroup float* qs [[threadgroup(0)]] /* hipgo: 1024 bytes */,                              \
+                   threadgroup float* gm [[threadgroup(1)]] /* hipgo: 32 bytes */,                                \
+                   threadgroup float* gl [[threadgroup(2)]] /* hipgo: 32 bytes */,                                \
+                   threadgroup float* go [[threadgroup(3)]] /* hipgo: 8192 bytes */,                              \
+                   uint tid [[thread_position_in_threadgroup]], uint blk [[threadgroup_position_in_grid]]) {      \
+    fw_attention_decode<FW_ATT_GROUPS, KV>(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks,    \
+                                           block_size, tokens, heads, kv_heads, headdim, stride, scale, qs, gm,   \
+                                           gl, go, tid, blk);                                                     \
+  }
+FW_ATTENTION_KERNEL(attention_f32, float)
+FW_ATTENTION_KERNEL(attention_f32_kv16, fw_f16)
 
 // attention_long_f32 (see forward.cu): attention_f32 with FW_ATTL_THREADS a
 // threadgroup; go holds 128 of head_dim's dims per merge round.
@@ -800,7 +839,8 @@ static inline float fw_group_max(float v) {
   return v;
 }
 
-static inline void fw_attp_stage(threadgroup float* buf, device const float* cache, device const uint* table, ulong j0,
+template <typename KV>
+static inline void fw_attp_stage(threadgroup float* buf, device const KV* cache, device const uint* table, ulong j0,
                                  ulong n, uint block_size, uint kv_dim, uint kvh, uint headdim, uint c0, uint tid) {
   for (uint i = tid; i < FW_ATTP_KEYS * FW_ATTP_DCHUNK; i += FW_ATTP_THREADS) {
     const uint k = i / FW_ATTP_DCHUNK, d = i % FW_ATTP_DCHUNK;
@@ -808,25 +848,19 @@ static inline void fw_attp_stage(threadgroup float* buf, device const float* cac
     float v = 0.0f;
     if (j < n && c0 + d < headdim) {
       const ulong slot = (ulong)table[j / block_size] * block_size + j % block_size;
-      v = cache[slot * kv_dim + (ulong)kvh * headdim + c0 + d];
+      v = fw_kv_get(cache + slot * kv_dim + (ulong)kvh * headdim + c0 + d);
     }
     buf[k * FW_ATTP_DCHUNK + (d ^ k)] = v;
   }
 }
 
-[[max_total_threads_per_threadgroup(256)]]
-kernel void attention_prefill_f32(device float* out [[buffer(0)]], device const float* qkv [[buffer(1)]],
-                                  device const float* k_cache [[buffer(2)]], device const float* v_cache [[buffer(3)]],
-                                  device const uint* q_seq [[buffer(4)]], device const uint* q_pos [[buffer(5)]],
-                                  device const uint* block_tables [[buffer(6)]], constant uint& max_blocks [[buffer(7)]],
-                                  constant uint& block_size [[buffer(8)]], constant uint& tokens [[buffer(9)]],
-                                  constant uint& heads [[buffer(10)]], constant uint& kv_heads [[buffer(11)]],
-                                  constant uint& headdim [[buffer(12)]], constant uint& stride [[buffer(13)]],
-                                  constant float& scale [[buffer(14)]],
-                                  threadgroup float* qs [[threadgroup(0)]] /* hipgo: 16384 bytes */,
-                                  threadgroup float* buf [[threadgroup(1)]] /* hipgo: 8192 bytes */,
-                                  threadgroup float* ps [[threadgroup(2)]] /* hipgo: 2048 bytes */,
-                                  uint tid [[thread_position_in_threadgroup]], uint blk [[threadgroup_position_in_grid]]) {
+template <typename KV>
+static inline void fw_attention_prefill(device float* out, device const float* qkv, device const KV* k_cache,
+                                        device const KV* v_cache, device const uint* q_seq, device const uint* q_pos,
+                                        device const uint* block_tables, uint max_blocks, uint block_size,
+                                        uint tokens, uint heads, uint kv_heads, uint headdim, uint stride, float scale,
+                                        threadgroup float* qs, threadgroup float* buf, threadgroup float* ps, uint tid,
+                                        uint blk) {
   if (heads == 0 || kv_heads == 0 || kv_heads > heads || block_size == 0) return;
   if (headdim > FW_ATT_MAX_HEADDIM) return;
   const uint b = blk;
@@ -947,6 +981,25 @@ kernel void attention_prefill_f32(device float* out [[buffer(0)]], device const 
     }
   }
 }
+#define FW_ATTENTION_PREFILL_KERNEL(NAME, KV)                                                                     \
+  [[max_total_threads_per_threadgroup(256)]]                                                                      \
+  kernel void NAME(device float* out [[buffer(0)]], device const float* qkv [[buffer(1)]],                        \
+                   device const KV* k_cache [[buffer(2)]], device const KV* v_cache [[buffer(3)]],                \
+                   device const uint* q_seq [[buffer(4)]], device const uint* q_pos [[buffer(5)]],                \
+                   device const uint* block_tables [[buffer(6)]], constant uint& max_blocks [[buffer(7)]],        \
+                   constant uint& block_size [[buffer(8)]], constant uint& tokens [[buffer(9)]],                  \
+                   constant uint& heads [[buffer(10)]], constant uint& kv_heads [[buffer(11)]],                   \
+                   constant uint& headdim [[buffer(12)]], constant uint& stride [[buffer(13)]],                   \
+                   constant float& scale [[buffer(14)]],                                                          \
+                   threadgroup float* qs [[threadgroup(0)]] /* hipgo: 16384 bytes */,                             \
+                   threadgroup float* buf [[threadgroup(1)]] /* hipgo: 8192 bytes */,                             \
+                   threadgroup float* ps [[threadgroup(2)]] /* hipgo: 2048 bytes */,                              \
+                   uint tid [[thread_position_in_threadgroup]], uint blk [[threadgroup_position_in_grid]]) {      \
+    fw_attention_prefill<KV>(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size,      \
+                             tokens, heads, kv_heads, headdim, stride, scale, qs, buf, ps, tid, blk);             \
+  }
+FW_ATTENTION_PREFILL_KERNEL(attention_prefill_f32, float)
+FW_ATTENTION_PREFILL_KERNEL(attention_prefill_f32_kv16, fw_f16)
 
 // =====================================================================
 // attention_bykey_f32 (see forward.cu). Block FW_ABK_THREADS, grid tokens
@@ -1223,9 +1276,9 @@ kernel void attention_bykey128_f32(device float* out [[buffer(0)]], device const
 // fw_atw_load: the C columns of 4 dims sl, sl + LK, ... (zeros from
 // headdim on) of the k and v rows at offset row of the caches; all zeros
 // for no key (has false: nothing is read).
-template <uint LK, uint C>
-static inline void fw_atw_load(thread float (*kv)[4], thread float (*vv)[4], device const float* k_cache,
-                               device const float* v_cache, ulong row, bool has, uint headdim, uint sl, uint cols) {
+template <uint LK, uint C, typename KV>
+static inline void fw_atw_load(thread float (*kv)[4], thread float (*vv)[4], device const KV* k_cache,
+                               device const KV* v_cache, ulong row, bool has, uint headdim, uint sl, uint cols) {
 #pragma unroll
   for (uint i = 0; i < C; ++i) {
     const uint c = sl + LK * i;
@@ -1233,8 +1286,8 @@ static inline void fw_atw_load(thread float (*kv)[4], thread float (*vv)[4], dev
     for (uint e = 0; e < 4; ++e) {
       const uint d = 4u * c + e;
       const bool in = has && c < cols && d < headdim;
-      kv[i][e] = in ? k_cache[row + d] : 0.0f;
-      vv[i][e] = in ? v_cache[row + d] : 0.0f;
+      kv[i][e] = in ? fw_kv_get(k_cache + row + d) : 0.0f;
+      vv[i][e] = in ? fw_kv_get(v_cache + row + d) : 0.0f;
     }
   }
 }
@@ -1284,7 +1337,8 @@ static inline float fw_qkv_value(device const float* xt, device const float* wt,
   return v;
 }
 
-static inline void fw_rope_kv_head(device float* qkv, device float* k_cache, device float* v_cache,
+template <typename KV>
+static inline void fw_rope_kv_head(device float* qkv, device KV* k_cache, device KV* v_cache,
                                    device const uint* pos, device const float* inv_freq, device const uint* slots,
                                    uint num_slots, device const float* ws, device const float* bias, uint parts,
                                    uint t, uint kvh, uint tokens, uint heads, uint kv_heads, uint headdim,
@@ -1296,8 +1350,8 @@ static inline void fw_rope_kv_head(device float* qkv, device float* k_cache, dev
   device float* xt = qkv + (ulong)t * stride;
   device const float* wt = parts ? ws + (ulong)t * stride : ws;
   const ulong part = (ulong)tokens * stride;
-  device float* kc = k_cache + (ulong)(store ? slot : 0u) * kv_dim + (ulong)kvh * headdim;
-  device float* vc = v_cache + (ulong)(store ? slot : 0u) * kv_dim + (ulong)kvh * headdim;
+  device KV* kc = k_cache + (ulong)(store ? slot : 0u) * kv_dim + (ulong)kvh * headdim;
+  device KV* vc = v_cache + (ulong)(store ? slot : 0u) * kv_dim + (ulong)kvh * headdim;
 #define FW_RAW_HEAD(hh) ((hh) < group ? (kvh * group + (hh)) * headdim : (heads + kvh) * headdim)
   for (uint j = tid; j < (group + 1u) * half_dim; j += FW_ATW_THREADS) {
     const uint hh = j / half_dim, i = j % half_dim, c = FW_RAW_HEAD(hh);
@@ -1309,21 +1363,21 @@ static inline void fw_rope_kv_head(device float* qkv, device float* k_cache, dev
     xt[c + i] = lo;
     xt[c + i + half_dim] = hi;
     if (store && hh == group) {
-      kc[i] = lo;
-      kc[i + half_dim] = hi;
+      fw_kv_put(kc + i, lo);
+      fw_kv_put(kc + i + half_dim, hi);
     }
   }
   const uint vcol = (heads + kv_heads + kvh) * headdim;
   for (uint j = tid; j < headdim; j += FW_ATW_THREADS) {
     const float v = fw_qkv_value(xt, wt, part, parts, bias, vcol + j);
     if (parts) xt[vcol + j] = v;
-    if (store) vc[j] = v;
+    if (store) fw_kv_put(vc + j, v);
     if (j < 2u * half_dim) continue;
     for (uint hh = 0; hh <= group; ++hh) {
       const uint c = FW_RAW_HEAD(hh) + j;
       const float x = fw_qkv_value(xt, wt, part, parts, bias, c);
       if (parts) xt[c] = x;
-      if (store && hh == group) kc[j] = x;
+      if (store && hh == group) fw_kv_put(kc + j, x);
     }
   }
 #undef FW_RAW_HEAD
@@ -1358,9 +1412,9 @@ struct fw_atw_range {
   device float* ml;
 };
 
-template <uint G, uint LK, uint C, uint R>
-static inline void fw_attention_warps(device float* out, device const float* qkv, device const float* k_cache,
-                                      device const float* v_cache, device const uint* q_seq, device const uint* q_pos,
+template <uint G, uint LK, uint C, uint R, typename KV>
+static inline void fw_attention_warps(device float* out, device const float* qkv, device const KV* k_cache,
+                                      device const KV* v_cache, device const uint* q_seq, device const uint* q_pos,
                                       device const uint* block_tables, uint max_blocks, uint block_size, uint tokens,
                                       uint heads, uint kv_heads, uint headdim, uint stride, float scale,
                                       threadgroup float* gm, threadgroup float* gl, threadgroup float* wt,
@@ -1519,8 +1573,9 @@ static inline void fw_attention_warps(device float* out, device const float* qkv
 
 // fw_attention_warps_for: fw_attention_warps with the body for the
 // model's group and head_dim (the caller checked them).
-static inline void fw_attention_warps_for(device float* out, device const float* qkv, device const float* k_cache,
-                                          device const float* v_cache, device const uint* q_seq,
+template <typename KV>
+static inline void fw_attention_warps_for(device float* out, device const float* qkv, device const KV* k_cache,
+                                          device const KV* v_cache, device const uint* q_seq,
                                           device const uint* q_pos, device const uint* block_tables, uint max_blocks,
                                           uint block_size, uint tokens, uint heads, uint kv_heads, uint headdim,
                                           uint stride, float scale, threadgroup float* gm, threadgroup float* gl,
@@ -1528,7 +1583,7 @@ static inline void fw_attention_warps_for(device float* out, device const float*
                                           uint split, uint tid, fw_atw_range rg) {
   const uint group = heads / kv_heads;
 #define FW_ATW_BODY(G, LK, C, R)                                                                                     \
-  fw_attention_warps<G, LK, C, R>(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, \
+  fw_attention_warps<G, LK, C, R, KV>(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, \
                                   tokens, heads, kv_heads, headdim, stride, scale, gm, gl, wt, part, xs, split, tid, rg)
   if (group <= 4) {
     if (headdim <= 64) FW_ATW_BODY(4, 8, 2, FW_ATW_RING);
@@ -1542,27 +1597,30 @@ static inline void fw_attention_warps_for(device float* out, device const float*
 #undef FW_ATW_BODY
 }
 
-[[max_total_threads_per_threadgroup(256)]]
-kernel void attention_warps_f32(device float* out [[buffer(0)]], device const float* qkv [[buffer(1)]],
-                                device const float* k_cache [[buffer(2)]], device const float* v_cache [[buffer(3)]],
-                                device const uint* q_seq [[buffer(4)]], device const uint* q_pos [[buffer(5)]],
-                                device const uint* block_tables [[buffer(6)]], constant uint& max_blocks [[buffer(7)]],
-                                constant uint& block_size [[buffer(8)]], constant uint& tokens [[buffer(9)]],
-                                constant uint& heads [[buffer(10)]], constant uint& kv_heads [[buffer(11)]],
-                                constant uint& headdim [[buffer(12)]], constant uint& stride [[buffer(13)]],
-                                constant float& scale [[buffer(14)]],
-                                threadgroup float* gm [[threadgroup(0)]] /* hipgo: 1024 bytes */,
-                                threadgroup float* gl [[threadgroup(1)]] /* hipgo: 1024 bytes */,
-                                threadgroup float* wt [[threadgroup(2)]] /* hipgo: 1024 bytes */,
-                                threadgroup float* part [[threadgroup(3)]] /* hipgo: 16384 bytes */,
-                                uint tid [[thread_position_in_threadgroup]], uint blk [[threadgroup_position_in_grid]]) {
-  if (kv_heads == 0 || heads % kv_heads != 0 || block_size == 0) return;
-  const uint group = heads / kv_heads;
-  if (group > FW_ABK_MAX_GROUP || headdim == 0 || headdim > FW_ATT_MAX_HEADDIM) return;
-  fw_attention_warps_for(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens, heads,
-                         kv_heads, headdim, stride, scale, gm, gl, wt, part, nullptr, 0u, tid,
-                         fw_atw_range{blk, 0u, 0xffffffffu, 0u, 1u, nullptr});
-}
+#define FW_ATTENTION_WARPS_KERNEL(NAME, KV)                                                                       \
+  [[max_total_threads_per_threadgroup(256)]]                                                                      \
+  kernel void NAME(device float* out [[buffer(0)]], device const float* qkv [[buffer(1)]],                        \
+                   device const KV* k_cache [[buffer(2)]], device const KV* v_cache [[buffer(3)]],                \
+                   device const uint* q_seq [[buffer(4)]], device const uint* q_pos [[buffer(5)]],                \
+                   device const uint* block_tables [[buffer(6)]], constant uint& max_blocks [[buffer(7)]],        \
+                   constant uint& block_size [[buffer(8)]], constant uint& tokens [[buffer(9)]],                  \
+                   constant uint& heads [[buffer(10)]], constant uint& kv_heads [[buffer(11)]],                   \
+                   constant uint& headdim [[buffer(12)]], constant uint& stride [[buffer(13)]],                   \
+                   constant float& scale [[buffer(14)]],                                                          \
+                   threadgroup float* gm [[threadgroup(0)]] /* hipgo: 1024 bytes */,                              \
+                   threadgroup float* gl [[threadgroup(1)]] /* hipgo: 1024 bytes */,                              \
+                   threadgroup float* wt [[threadgroup(2)]] /* hipgo: 1024 bytes */,                              \
+                   threadgroup float* part [[threadgroup(3)]] /* hipgo: 16384 bytes */,                           \
+                   uint tid [[thread_position_in_threadgroup]], uint blk [[threadgroup_position_in_grid]]) {      \
+    if (kv_heads == 0 || heads % kv_heads != 0 || block_size == 0) return;                                        \
+    const uint group = heads / kv_heads;                                                                          \
+    if (group > FW_ABK_MAX_GROUP || headdim == 0 || headdim > FW_ATT_MAX_HEADDIM) return;                         \
+    fw_attention_warps_for<KV>(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size,    \
+                               tokens, heads, kv_heads, headdim, stride, scale, gm, gl, wt, part, nullptr, 0u,    \
+                               tid, fw_atw_range{blk, 0u, 0xffffffffu, 0u, 1u, nullptr});                         \
+  }
+FW_ATTENTION_WARPS_KERNEL(attention_warps_f32, float)
+FW_ATTENTION_WARPS_KERNEL(attention_warps_f32_kv16, fw_f16)
 
 // =====================================================================
 // rope_attention_warps_f32 (see forward.cu): rope_kv_store_f32's share of
@@ -1570,39 +1628,41 @@ kernel void attention_warps_f32(device float* out [[buffer(0)]], device const fl
 // attention_warps_f32. Block FW_ATW_THREADS, grid tokens * kv_heads; the
 // tokens of distinct sequences.
 // =====================================================================
-[[max_total_threads_per_threadgroup(256)]]
-kernel void rope_attention_warps_f32(device float* out [[buffer(0)]], device float* qkv [[buffer(1)]],
-                                     device float* k_cache [[buffer(2)]], device float* v_cache [[buffer(3)]],
-                                     device const uint* q_seq [[buffer(4)]], device const uint* q_pos [[buffer(5)]],
-                                     device const uint* block_tables [[buffer(6)]],
-                                     constant uint& max_blocks [[buffer(7)]], constant uint& block_size [[buffer(8)]],
-                                     constant uint& tokens [[buffer(9)]], constant uint& heads [[buffer(10)]],
-                                     constant uint& kv_heads [[buffer(11)]], constant uint& headdim [[buffer(12)]],
-                                     constant uint& stride [[buffer(13)]], constant float& scale [[buffer(14)]],
-                                     device const float* inv_freq [[buffer(15)]], device const uint* slots [[buffer(16)]],
-                                     constant uint& num_slots [[buffer(17)]], device const float* ws [[buffer(18)]],
-                                     device const float* bias [[buffer(19)]], constant uint& parts [[buffer(20)]],
-                                     device uint* xs [[buffer(21)]], constant uint& split [[buffer(22)]],
-                                     threadgroup float* gm [[threadgroup(0)]] /* hipgo: 1024 bytes */,
-                                     threadgroup float* gl [[threadgroup(1)]] /* hipgo: 1024 bytes */,
-                                     threadgroup float* wt [[threadgroup(2)]] /* hipgo: 1024 bytes */,
-                                     threadgroup float* part [[threadgroup(3)]] /* hipgo: 16384 bytes */,
-                                     uint tid [[thread_position_in_threadgroup]],
-                                     uint blk [[threadgroup_position_in_grid]]) {
-  if (kv_heads == 0 || heads % kv_heads != 0 || block_size == 0) return;
-  const uint group = heads / kv_heads;
-  if (group > FW_ABK_MAX_GROUP || headdim == 0 || headdim > FW_ATT_MAX_HEADDIM) return;
-  if (split && !fw_atw_image_ok(split, tokens, headdim)) return;
-  const uint t = blk / kv_heads, kvh = blk % kv_heads;
-  if (t >= tokens) return;
-  fw_rope_kv_head(qkv, k_cache, v_cache, q_pos, inv_freq, slots, num_slots, ws, bias, parts, t, kvh, tokens, heads,
-                  kv_heads, headdim, stride, tid);
-  threadgroup_barrier(mem_flags::mem_device);  // the block's q heads in qkv and its new key and value in the caches
-  fw_attention_warps_for(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens, heads,
-                         kv_heads, headdim, stride, scale, gm, gl, wt, part, xs, split, tid,
-                         fw_atw_range{blk, 0u, 0xffffffffu, 0u, 1u, nullptr});
-  if (split) fw_atw_image_zeros(xs, t, kvh, tokens, heads, kv_heads, headdim, tid);
-}
+#define FW_ROPE_ATTENTION_WARPS_KERNEL(NAME, KV)                                                                  \
+  [[max_total_threads_per_threadgroup(256)]]                                                                      \
+  kernel void NAME(device float* out [[buffer(0)]], device float* qkv [[buffer(1)]],                              \
+                   device KV* k_cache [[buffer(2)]], device KV* v_cache [[buffer(3)]],                            \
+                   device const uint* q_seq [[buffer(4)]], device const uint* q_pos [[buffer(5)]],                \
+                   device const uint* block_tables [[buffer(6)]], constant uint& max_blocks [[buffer(7)]],        \
+                   constant uint& block_size [[buffer(8)]], constant uint& tokens [[buffer(9)]],                  \
+                   constant uint& heads [[buffer(10)]], constant uint& kv_heads [[buffer(11)]],                   \
+                   constant uint& headdim [[buffer(12)]], constant uint& stride [[buffer(13)]],                   \
+                   constant float& scale [[buffer(14)]], device const float* inv_freq [[buffer(15)]],             \
+                   device const uint* slots [[buffer(16)]], constant uint& num_slots [[buffer(17)]],              \
+                   device const float* ws [[buffer(18)]], device const float* bias [[buffer(19)]],                \
+                   constant uint& parts [[buffer(20)]], device uint* xs [[buffer(21)]],                           \
+                   constant uint& split [[buffer(22)]],                                                           \
+                   threadgroup float* gm [[threadgroup(0)]] /* hipgo: 1024 bytes */,                              \
+                   threadgroup float* gl [[threadgroup(1)]] /* hipgo: 1024 bytes */,                              \
+                   threadgroup float* wt [[threadgroup(2)]] /* hipgo: 1024 bytes */,                              \
+                   threadgroup float* part [[threadgroup(3)]] /* hipgo: 16384 bytes */,                           \
+                   uint tid [[thread_position_in_threadgroup]], uint blk [[threadgroup_position_in_grid]]) {      \
+    if (kv_heads == 0 || heads % kv_heads != 0 || block_size == 0) return;                                        \
+    const uint group = heads / kv_heads;                                                                          \
+    if (group > FW_ABK_MAX_GROUP || headdim == 0 || headdim > FW_ATT_MAX_HEADDIM) return;                         \
+    if (split && !fw_atw_image_ok(split, tokens, headdim)) return;                                                \
+    const uint t = blk / kv_heads, kvh = blk % kv_heads;                                                          \
+    if (t >= tokens) return;                                                                                      \
+    fw_rope_kv_head<KV>(qkv, k_cache, v_cache, q_pos, inv_freq, slots, num_slots, ws, bias, parts, t, kvh,       \
+                        tokens, heads, kv_heads, headdim, stride, tid);                                           \
+    threadgroup_barrier(mem_flags::mem_device); /* the block's q heads in qkv, its new key and value */           \
+    fw_attention_warps_for<KV>(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size,    \
+                               tokens, heads, kv_heads, headdim, stride, scale, gm, gl, wt, part, xs, split, tid, \
+                               fw_atw_range{blk, 0u, 0xffffffffu, 0u, 1u, nullptr});                              \
+    if (split) fw_atw_image_zeros(xs, t, kvh, tokens, heads, kv_heads, headdim, tid);                             \
+  }
+FW_ROPE_ATTENTION_WARPS_KERNEL(rope_attention_warps_f32, float)
+FW_ROPE_ATTENTION_WARPS_KERNEL(rope_attention_warps_f32_kv16, fw_f16)
 
 // =====================================================================
 // attention_split_f32 and attention_merge_f32 (see forward.cu): decode
@@ -1610,35 +1670,38 @@ kernel void rope_attention_warps_f32(device float* out [[buffer(0)]], device flo
 // FW_ATW_THREADS, grid tokens * kv_heads * ranges, attention_warps_f32's
 // threadgroup memory; merge: block FW_ATM_THREADS, grid tokens * heads.
 // =====================================================================
-[[max_total_threads_per_threadgroup(256)]]
-kernel void attention_split_f32(device float* part [[buffer(0)]], device const float* qkv [[buffer(1)]],
-                                device const float* k_cache [[buffer(2)]], device const float* v_cache [[buffer(3)]],
-                                device const uint* q_seq [[buffer(4)]], device const uint* q_pos [[buffer(5)]],
-                                device const uint* block_tables [[buffer(6)]], constant uint& max_blocks [[buffer(7)]],
-                                constant uint& block_size [[buffer(8)]], constant uint& tokens [[buffer(9)]],
-                                constant uint& heads [[buffer(10)]], constant uint& kv_heads [[buffer(11)]],
-                                constant uint& headdim [[buffer(12)]], constant uint& stride [[buffer(13)]],
-                                constant float& scale [[buffer(14)]], device float* ml [[buffer(15)]],
-                                constant uint& ranges [[buffer(16)]],
-                                threadgroup float* gm [[threadgroup(0)]] /* hipgo: 1024 bytes */,
-                                threadgroup float* gl [[threadgroup(1)]] /* hipgo: 1024 bytes */,
-                                threadgroup float* wt [[threadgroup(2)]] /* hipgo: 1024 bytes */,
-                                threadgroup float* buf [[threadgroup(3)]] /* hipgo: 16384 bytes */,
-                                uint tid [[thread_position_in_threadgroup]], uint blk [[threadgroup_position_in_grid]]) {
-  if (kv_heads == 0 || heads % kv_heads != 0 || block_size == 0 || ranges == 0) return;
-  const uint group = heads / kv_heads;
-  if (group > FW_ABK_MAX_GROUP || headdim == 0 || headdim > FW_ATT_MAX_HEADDIM) return;
-  const uint r = blk % ranges, t = blk / ranges / kv_heads;
-  if (t >= tokens) return;
-  ulong n64 = (ulong)q_pos[t] + 1;
-  const ulong cap = (ulong)max_blocks * block_size;
-  if (n64 > cap) n64 = cap;
-  const uint n = n64 > 0xfffff000u ? 0xfffff000u : (uint)n64;
-  const uint c = n / ranges + (n % ranges != 0u ? 1u : 0u);
-  fw_attention_warps_for(part, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens, heads,
-                         kv_heads, headdim, stride, scale, gm, gl, wt, buf, nullptr, 0u, tid,
-                         fw_atw_range{blk / ranges, r * c, c, r, ranges, ml});
-}
+#define FW_ATTENTION_SPLIT_KERNEL(NAME, KV)                                                                       \
+  [[max_total_threads_per_threadgroup(256)]]                                                                      \
+  kernel void NAME(device float* part [[buffer(0)]], device const float* qkv [[buffer(1)]],                       \
+                   device const KV* k_cache [[buffer(2)]], device const KV* v_cache [[buffer(3)]],                \
+                   device const uint* q_seq [[buffer(4)]], device const uint* q_pos [[buffer(5)]],                \
+                   device const uint* block_tables [[buffer(6)]], constant uint& max_blocks [[buffer(7)]],        \
+                   constant uint& block_size [[buffer(8)]], constant uint& tokens [[buffer(9)]],                  \
+                   constant uint& heads [[buffer(10)]], constant uint& kv_heads [[buffer(11)]],                   \
+                   constant uint& headdim [[buffer(12)]], constant uint& stride [[buffer(13)]],                   \
+                   constant float& scale [[buffer(14)]], device float* ml [[buffer(15)]],                         \
+                   constant uint& ranges [[buffer(16)]],                                                          \
+                   threadgroup float* gm [[threadgroup(0)]] /* hipgo: 1024 bytes */,                              \
+                   threadgroup float* gl [[threadgroup(1)]] /* hipgo: 1024 bytes */,                              \
+                   threadgroup float* wt [[threadgroup(2)]] /* hipgo: 1024 bytes */,                              \
+                   threadgroup float* buf [[threadgroup(3)]] /* hipgo: 16384 bytes */,                            \
+                   uint tid [[thread_position_in_threadgroup]], uint blk [[threadgroup_position_in_grid]]) {      \
+    if (kv_heads == 0 || heads % kv_heads != 0 || block_size == 0 || ranges == 0) return;                         \
+    const uint group = heads / kv_heads;                                                                          \
+    if (group > FW_ABK_MAX_GROUP || headdim == 0 || headdim > FW_ATT_MAX_HEADDIM) return;                         \
+    const uint r = blk % ranges, t = blk / ranges / kv_heads;                                                     \
+    if (t >= tokens) return;                                                                                      \
+    ulong n64 = (ulong)q_pos[t] + 1;                                                                              \
+    const ulong cap = (ulong)max_blocks * block_size;                                                             \
+    if (n64 > cap) n64 = cap;                                                                                     \
+    const uint n = n64 > 0xfffff000u ? 0xfffff000u : (uint)n64;                                                   \
+    const uint c = n / ranges + (n % ranges != 0u ? 1u : 0u);                                                     \
+    fw_attention_warps_for<KV>(part, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size,   \
+                               tokens, heads, kv_heads, headdim, stride, scale, gm, gl, wt, buf, nullptr, 0u,     \
+                               tid, fw_atw_range{blk / ranges, r * c, c, r, ranges, ml});                         \
+  }
+FW_ATTENTION_SPLIT_KERNEL(attention_split_f32, float)
+FW_ATTENTION_SPLIT_KERNEL(attention_split_f32_kv16, fw_f16)
 
 #define FW_ATM_THREADS 128
 [[max_total_threads_per_threadgroup(128)]]

@@ -27,6 +27,7 @@ func main() {
 
 type options struct {
 	dir, device, label   string
+	kvCache              model.KVCacheType
 	batches              []int
 	prompt, gen, prefill int
 	runs                 int
@@ -39,6 +40,7 @@ func parse(args []string) (options, error) {
 	fs.StringVar(&o.dir, "model", "", "checkpoint directory or GGUF file (required)")
 	fs.StringVar(&o.device, "device", "auto", "auto, cpu or gpu")
 	fs.StringVar(&o.label, "label", "", "name printed with each line (default: the model path)")
+	kv := fs.String("kv-cache", "", "KV cache type: f32 or f16 (default: the backend's)")
 	batch := fs.String("batch", "1,32", "comma-separated batch sizes")
 	fs.IntVar(&o.prompt, "prompt", 16, "prompt tokens per sequence before decode")
 	fs.IntVar(&o.gen, "new", 128, "decode steps timed per run")
@@ -68,6 +70,7 @@ func parse(args []string) (options, error) {
 	if o.label == "" {
 		o.label = o.dir
 	}
+	o.kvCache = model.KVCacheType(*kv)
 	return o, nil
 }
 
@@ -88,6 +91,7 @@ type result struct {
 	Phase        string    `json:"phase"` // decode or prefill
 	Batch        int       `json:"batch"`
 	Prompt       int       `json:"prompt"`
+	KVCache      string    `json:"kv_cache,omitempty"`
 	New          int       `json:"new,omitempty"`
 	TokensPerSec float64   `json:"tokens_per_s"`
 	MsPerStep    float64   `json:"ms_per_step"`
@@ -104,7 +108,7 @@ func run(args []string, stdout io.Writer) error {
 	ctxLen := max(o.prompt+o.gen+2, o.prefill+2)
 	maxB := slices.Max(o.batches)
 	m, err := model.Load(o.dir, model.WithoutTokenizer(), model.WithDeviceMode(o.device),
-		model.WithContextLength(ctxLen), model.WithKVCacheTokens(poolTokens(maxB, ctxLen)))
+		model.WithContextLength(ctxLen), model.WithKVCacheTokens(poolTokens(maxB, ctxLen)), model.WithKVCacheType(o.kvCache))
 	if err != nil {
 		return err
 	}
@@ -121,7 +125,7 @@ func run(args []string, stdout io.Writer) error {
 		return p
 	}
 	emit := func(r result) error {
-		r.Tool, r.Model, r.Device, r.WeightBytes = "hipgo", o.label, m.Backend(), m.WeightBytes()
+		r.Tool, r.Model, r.Device, r.WeightBytes, r.KVCache = "hipgo", o.label, m.Backend(), m.WeightBytes(), string(o.kvCache)
 		slices.Sort(r.Runs)
 		r.TokensPerSec = r.Runs[len(r.Runs)/2]
 		line, err := json.Marshal(r)

@@ -59,6 +59,10 @@ type Options struct {
 	// NoLookahead makes Step wait for its tokens before anything of the
 	// next step is enqueued (see lookahead.go).
 	NoLookahead bool
+	// HalfKVCache keeps the KV cache in f16 (each k and v value rounded to
+	// nearest even), half the bytes of f32: the *_kv16 kernels store and
+	// read it (kvKernel).
+	HalfKVCache bool
 	// NoAttentionWarps launches attention_bykey128_f32 where
 	// attention_warps_f32 would run (see attention), to measure it; the
 	// sums differ in rounding only.
@@ -88,6 +92,7 @@ type Backend struct {
 	longAtt      bool // CUDA: decode attention may take attention_long_f32, attention_gqa_f32 or attention_bykey(128)_f32 (launch.go; measured on the H200 only)
 	attWarps     bool // and attention_warps_f32 where attention_bykey128_f32 would run (Options.NoAttentionWarps)
 	computeUnits int  // the device's SMs or CUs (attentionRanges)
+	kv16         bool // the KV cache is f16 (Options.HalfKVCache)
 	foldAdds     bool // residual products leave their split partials to rmsnorm_fused_W (Options.NoFoldedAdds)
 	sampler      *sampling.Sampler
 
@@ -145,6 +150,7 @@ func New(ctx context.Context, dev *runtime.Device, cfg Config, w *Weights, opts 
 	b.lookahead = !opts.NoLookahead
 	b.attWarps = b.longAtt && !opts.NoAttentionWarps
 	b.foldAdds = !opts.NoFoldedAdds
+	b.kv16 = opts.HalfKVCache
 	if b.stepTokens <= 0 {
 		b.stepTokens = defaultStepTokens
 	}
@@ -177,7 +183,7 @@ func New(ctx context.Context, dev *runtime.Device, cfg Config, w *Weights, opts 
 		return nil, err
 	}
 	b.numBlocks = (opts.KVTokens + BlockSize - 1) / BlockSize
-	slotBytes := b.numBlocks * BlockSize * cfg.kvDim() * 4
+	slotBytes := b.numBlocks * BlockSize * cfg.kvDim() * b.kvElemBytes()
 	for range cfg.Layers {
 		k, err := b.alloc(slotBytes)
 		if err != nil {
@@ -281,9 +287,39 @@ func (b *Backend) kernelNames() []string {
 	}
 	out := make([]string, 0, len(names))
 	for n := range names {
-		out = append(out, n)
+		if b.kv16 && !halfCacheKernels[n] && kvKernels[n] {
+			continue // attentionKernel does not route an f16 cache to it
+		}
+		out = append(out, b.kvKernel(n))
 	}
 	return out
+}
+
+// kvKernels are the kernels that read or write the KV cache;
+// halfCacheKernels, those of them with a half-precision twin (*_kv16).
+var (
+	kvKernels = map[string]bool{"kv_store_f32": true, "rope_kv_store_f32": true, "attention_f32": true,
+		"attention_long_f32": true, "attention_gqa_f32": true, "attention_bykey_f32": true, "attention_bykey128_f32": true,
+		"attention_warps_f32": true, "rope_attention_warps_f32": true, "attention_split_f32": true, "attention_prefill_f32": true}
+	halfCacheKernels = map[string]bool{"kv_store_f32": true, "rope_kv_store_f32": true, "attention_f32": true,
+		"attention_warps_f32": true, "rope_attention_warps_f32": true, "attention_split_f32": true, "attention_prefill_f32": true}
+)
+
+// kvKernel is the kernel that runs name over this backend's cache: name
+// itself over an f32 cache, its *_kv16 twin over an f16 one.
+func (b *Backend) kvKernel(name string) string {
+	if b.kv16 && halfCacheKernels[name] {
+		return name + "_kv16"
+	}
+	return name
+}
+
+// kvElemBytes is the size of one cached k or v value.
+func (b *Backend) kvElemBytes() int {
+	if b.kv16 {
+		return 2
+	}
+	return 4
 }
 
 // projections are the layer's q|k|v and gate|up matrices, fused or not.

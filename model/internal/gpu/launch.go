@@ -776,7 +776,7 @@ func (b *Backend) rope(x, pos runtime.DevicePtr, tokens, heads, stride int) erro
 
 func (b *Backend) kvStore(layer int, qkv, slots runtime.DevicePtr, tokens int) error {
 	c := b.cfg
-	return b.launch("kv_store_f32", g1(tokens), b.kc[layer], b.vc[layer], qkv, slots, u32(tokens), u32(c.kvDim()),
+	return b.launch(b.kvKernel("kv_store_f32"), g1(tokens), b.kc[layer], b.vc[layer], qkv, slots, u32(tokens), u32(c.kvDim()),
 		u32(c.qDim()), u32(c.qDim()+c.kvDim()), u32(c.qkvDim()), u32(b.numBlocks*BlockSize))
 }
 
@@ -786,7 +786,7 @@ func (b *Backend) kvStore(layer int, qkv, slots runtime.DevicePtr, tokens int) e
 func (b *Backend) positions(layer int, qkv, pos, slots runtime.DevicePtr, tokens int) error {
 	c := b.cfg
 	if b.fuse {
-		return b.launch("rope_kv_store_f32", g1(tokens), qkv, b.kc[layer], b.vc[layer], pos, b.invFreq, slots, u32(tokens),
+		return b.launch(b.kvKernel("rope_kv_store_f32"), g1(tokens), qkv, b.kc[layer], b.vc[layer], pos, b.invFreq, slots, u32(tokens),
 			u32(c.Heads), u32(c.KVHeads), u32(c.HeadDim), u32(c.qkvDim()), u32(b.numBlocks*BlockSize))
 	}
 	if err := b.rope(qkv, pos, tokens, c.Heads+c.KVHeads, c.qkvDim()); err != nil {
@@ -813,14 +813,14 @@ func (b *Backend) attention(layer int, out, qkv, qSeq, qPos, tables runtime.Devi
 	if name == "attention_split_f32" {
 		ranges := grid / (tokens * c.KVHeads)
 		part, ml := b.sc.attPart.Ptr(), b.sc.attPart.Ptr()+runtime.DevicePtr(4*splitPartFloats(tokens, c.Heads, c.HeadDim, ranges))
-		if err := b.launch(name, g1(grid), part, qkv, b.kc[layer], b.vc[layer], qSeq, qPos, tables,
+		if err := b.launch(b.kvKernel(name), g1(grid), part, qkv, b.kc[layer], b.vc[layer], qSeq, qPos, tables,
 			u32(maxBlocks), u32(BlockSize), u32(tokens), u32(c.Heads), u32(c.KVHeads), u32(c.HeadDim), u32(c.qkvDim()), scale,
 			ml, u32(ranges)); err != nil {
 			return err
 		}
 		return b.launch("attention_merge_f32", g1(tokens*c.Heads), out, part, ml, u32(tokens), u32(c.Heads), u32(c.HeadDim), u32(ranges))
 	}
-	return b.launch(name, g1(grid), out, qkv, b.kc[layer], b.vc[layer], qSeq, qPos, tables,
+	return b.launch(b.kvKernel(name), g1(grid), out, qkv, b.kc[layer], b.vc[layer], qSeq, qPos, tables,
 		u32(maxBlocks), u32(BlockSize), u32(tokens), u32(c.Heads), u32(c.KVHeads), u32(c.HeadDim), u32(c.qkvDim()), scale)
 }
 
@@ -873,6 +873,10 @@ func (b *Backend) attentionKernel(maxBlocks, tokens int, tiled bool) (string, in
 		name, grid = "attention_prefill_f32", ceilDiv(tokens, attpRows)*c.Heads
 	case b.attentionRanges(maxBlocks, tokens) > 1:
 		name, grid = "attention_split_f32", tokens*c.KVHeads*b.attentionRanges(maxBlocks, tokens) // key ranges, then attention_merge_f32
+	case b.kv16: // an f16 cache: only the kernels with a *_kv16 twin
+		if b.attWarps && b.bykeyShape() {
+			name, grid = "attention_warps_f32", tokens*c.KVHeads
+		}
 	case b.longAtt && grid <= attLongMaxBlocks && keys >= attLongMinKeys:
 		name = "attention_long_f32" // few blocks, long keys: 32 groups a block instead of 8
 	case b.longAtt && tokens*c.KVHeads >= gqaMinBlocks && keys >= attLongMinKeys && c.HeadDim >= gqaMinHeadDim && b.gqaShape():
@@ -937,7 +941,7 @@ func (b *Backend) ropeAttention(layer int, out, qkv, qSeq, qPos, slots, tables r
 		}
 		xs = b.sc.xs.Ptr()
 	}
-	return b.launch("rope_attention_warps_f32", g1(tokens*c.KVHeads), out, qkv, b.kc[layer], b.vc[layer], qSeq, qPos, tables,
+	return b.launch(b.kvKernel("rope_attention_warps_f32"), g1(tokens*c.KVHeads), out, qkv, b.kc[layer], b.vc[layer], qSeq, qPos, tables,
 		u32(maxBlocks), u32(BlockSize), u32(tokens), u32(c.Heads), u32(c.KVHeads), u32(c.HeadDim), u32(c.qkvDim()), scale,
 		b.invFreq, slots, u32(b.numBlocks*BlockSize), ws, p.bias, u32(p.n), xs, oSplit)
 }

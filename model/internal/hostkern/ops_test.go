@@ -599,7 +599,8 @@ func TestSiLUMulAddCopyRows(t *testing.T) {
 type attnCase struct {
 	heads, kvHeads, headdim int
 	ctx, nq                 []int
-	shift                   int // bytes the qkv and cache buffers sit past a 64-byte boundary
+	shift                   int  // bytes the qkv and cache buffers sit past a 64-byte boundary
+	kv16                    bool // the caches in half precision (the *_kv16 kernels): each value rounded to f16
 }
 
 // TestAttention: attention_f32 against the CPU backend's attention
@@ -907,6 +908,10 @@ func checkAttentionOn(t *testing.T, rng *rand.Rand, c attnCase, srcs []*source, 
 	}
 	numSlots := nseq * maxBlocks * bs
 	kc, vc := randF32(rng, numSlots*kvD, 1), randF32(rng, numSlots*kvD, 1)
+	kcb, vcb := F32s(kc), F32s(vc)
+	if c.kv16 { // the kernels read f16 values, which the CPU's attention takes exactly
+		kcb, vcb = halves(kc), halves(vc)
+	}
 	// The CPU's per-sequence contiguous caches, [ctx, kvD].
 	slot := func(s, j int) int { return int(tables[s*maxBlocks+j/bs])*bs + j%bs }
 	var qSeq, qPos []uint32
@@ -920,7 +925,7 @@ func checkAttentionOn(t *testing.T, rng *rand.Rand, c attnCase, srcs []*source, 
 	qkv := randF32(rng, T*stride, 1)
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	out := F32s(make([]float32, T*H*hd))
-	qkvb, kcb, vcb := F32s(qkv), F32s(kc), F32s(vc)
+	qkvb := F32s(qkv)
 	qkvb.Shift, kcb.Shift, vcb.Shift = c.shift, c.shift, c.shift
 	ls := launches([]Arg{out, qkvb, kcb, vcb, U32s(qSeq), U32s(qPos), U32s(tables),
 		U32(maxBlocks), U32(bs), U32(T), U32(H), U32(KV), U32(hd), U32(stride), F32(scale)}, T)

@@ -150,18 +150,11 @@ func Names() []string {
 func forwardKernels() []simgpu.KernelDef {
 	ks := []simgpu.KernelDef{
 		{Name: "rope_f32", ParamSizes: []int{8, 8, 8, 4, 4, 4, 4}, Run: rope},
-		{Name: "kv_store_f32", ParamSizes: []int{8, 8, 8, 8, 4, 4, 4, 4, 4, 4}, Run: kvStore},
-		{Name: "rope_kv_store_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4}, Run: ropeKVStore},
-		{Name: "attention_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, Run: attention},
-		{Name: "attention_long_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, Run: attention},
-		{Name: "attention_gqa_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, Run: perKVHeadAttention(4, 128, 1024)},
-		{Name: "attention_bykey_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, Run: perKVHeadAttention(8, 256, 256)},
-		{Name: "attention_bykey128_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, Run: perKVHeadAttention(8, 256, 128)},
-		{Name: "attention_warps_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, Run: perKVHeadAttention(8, 256, 256)},
-		{Name: "rope_attention_warps_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4, 8, 8, 4, 8, 8, 4, 8, 4}, Run: ropeAttentionWarps},
-		{Name: "attention_split_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4, 8, 4}, Run: attentionSplit},
+		{Name: "attention_long_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, Run: attention(false)},
+		{Name: "attention_gqa_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, Run: perKVHeadAttention(4, 128, 1024, false)},
+		{Name: "attention_bykey_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, Run: perKVHeadAttention(8, 256, 256, false)},
+		{Name: "attention_bykey128_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, Run: perKVHeadAttention(8, 256, 128, false)},
 		{Name: "attention_merge_f32", ParamSizes: []int{8, 8, 8, 4, 4, 4, 4}, Run: attentionMerge},
-		{Name: "attention_prefill_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, Run: attentionPrefill},
 		{Name: "silu_mul_f32", ParamSizes: []int{8, 8, 4, 4}, Run: siluMul},
 		{Name: "add_f32", ParamSizes: []int{8, 8, 4}, Run: add},
 		{Name: "copy_rows_f32", ParamSizes: []int{8, 8, 8, 4, 4}, Run: copyRows},
@@ -184,6 +177,21 @@ func forwardKernels() []simgpu.KernelDef {
 	// wg_split_x_W + matmul_wg_W or matmul_wgs_W (sm_90a: up to 64 rows
 	// where the backend finds a split of in; the two give the same sums):
 	// the image is private to the pair as well.
+	// The kernels over the KV cache, over an f32 cache and over an f16 one
+	// (*_kv16: each value stored rounded to nearest even).
+	for _, half := range []bool{false, true} {
+		suf := ""
+		if half {
+			suf = "_kv16"
+		}
+		ks = append(ks, simgpu.KernelDef{Name: "kv_store_f32" + suf, ParamSizes: []int{8, 8, 8, 8, 4, 4, 4, 4, 4, 4}, Run: kvStore(half)},
+			simgpu.KernelDef{Name: "rope_kv_store_f32" + suf, ParamSizes: []int{8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4}, Run: ropeKVStore(half)},
+			simgpu.KernelDef{Name: "attention_f32" + suf, ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, Run: attention(half)},
+			simgpu.KernelDef{Name: "attention_warps_f32" + suf, ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, Run: perKVHeadAttention(8, 256, 256, half)},
+			simgpu.KernelDef{Name: "rope_attention_warps_f32" + suf, ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4, 8, 8, 4, 8, 8, 4, 8, 4}, Run: ropeAttentionWarps(half)},
+			simgpu.KernelDef{Name: "attention_split_f32" + suf, ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4, 8, 4}, Run: attentionSplit(half)},
+			simgpu.KernelDef{Name: "attention_prefill_f32" + suf, ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, Run: attentionPrefill(half)})
+	}
 	for _, dt := range []wtype{wF16, wBF16} {
 		ks = append(ks, simgpu.KernelDef{Name: "matmul_tc_" + dt.suffix(), ParamSizes: []int{8, 8, 8, 8, 4, 4, 4, 4}, Run: matmul(dt)},
 			simgpu.KernelDef{Name: "tc_split_x_" + dt.suffix(), ParamSizes: []int{8, 8, 4, 4}, Run: tcSplitX},
@@ -234,6 +242,43 @@ func u32s(d *simgpu.Device, p uint64, n int) ([]uint32, error) {
 		return nil, err
 	}
 	return unsafe.Slice((*uint32)(unsafe.Pointer(&b[0])), n), nil
+}
+
+// cacheRow reads n values of a KV cache at element offset off: f32 values
+// as they are (a view), or f16 ones (half) widened exactly (a copy).
+func cacheRow(d *simgpu.Device, p uint64, off, n int, half bool) ([]float32, error) {
+	if !half {
+		return f32s(d, p+uint64(4*off), n)
+	}
+	b, err := mem(d, p+uint64(2*off), 2*n)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]float32, n)
+	for i := range out {
+		out[i] = safetensors.F16ToFloat32(binary.LittleEndian.Uint16(b[2*i:]))
+	}
+	return out, nil
+}
+
+// putCacheRow writes v into a KV cache at element offset off: as f32, or
+// (half) rounded to f16, nearest even.
+func putCacheRow(d *simgpu.Device, p uint64, off int, v []float32, half bool) error {
+	if !half {
+		dst, err := f32s(d, p+uint64(4*off), len(v))
+		if err == nil {
+			copy(dst, v)
+		}
+		return err
+	}
+	b, err := mem(d, p+uint64(2*off), 2*len(v))
+	if err != nil {
+		return err
+	}
+	for i, x := range v {
+		binary.LittleEndian.PutUint16(b[2*i:], safetensors.Float32ToF16(x))
+	}
+	return nil
 }
 
 // widen reads n weights of type t at p as float32 (a copy).
@@ -615,15 +660,20 @@ func rope(d *simgpu.Device, _, _ driver.Dim3, a []uint64, _ <-chan struct{}) err
 	return nil
 }
 
-// kv_store_f32: k_cache, v_cache, qkv, slots, tokens, kv_dim, k_off, v_off, stride, num_slots.
-func kvStore(d *simgpu.Device, _, _ driver.Dim3, a []uint64, _ <-chan struct{}) error {
+// kv_store_f32: k_cache, v_cache, qkv, slots, tokens, kv_dim, k_off, v_off,
+// stride, num_slots; over an f16 cache with half.
+func kvStore(half bool) simgpu.KernelFunc {
+	return func(d *simgpu.Device, _, _ driver.Dim3, a []uint64, _ <-chan struct{}) error {
+		return storeKV(d, a, half)
+	}
+}
+
+func storeKV(d *simgpu.Device, a []uint64, half bool) error {
 	T, kvD, kOff, vOff, stride, slots := int(a[4]), int(a[5]), int(a[6]), int(a[7]), int(a[8]), int(a[9])
-	kc, err := f32s(d, a[0], slots*kvD)
-	if err != nil {
+	if _, err := cacheRow(d, a[0], 0, slots*kvD, half); err != nil {
 		return err
 	}
-	vc, err := f32s(d, a[1], slots*kvD)
-	if err != nil {
+	if _, err := cacheRow(d, a[1], 0, slots*kvD, half); err != nil {
 		return err
 	}
 	qkv, err := f32s(d, a[2], (T-1)*stride+max(kOff, vOff)+kvD)
@@ -638,8 +688,12 @@ func kvStore(d *simgpu.Device, _, _ driver.Dim3, a []uint64, _ <-chan struct{}) 
 		if int(s) >= slots {
 			continue
 		}
-		copy(kc[int(s)*kvD:(int(s)+1)*kvD], qkv[t*stride+kOff:])
-		copy(vc[int(s)*kvD:(int(s)+1)*kvD], qkv[t*stride+vOff:])
+		if err := putCacheRow(d, a[0], int(s)*kvD, qkv[t*stride+kOff:t*stride+kOff+kvD], half); err != nil {
+			return err
+		}
+		if err := putCacheRow(d, a[1], int(s)*kvD, qkv[t*stride+vOff:t*stride+vOff+kvD], half); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -647,18 +701,27 @@ func kvStore(d *simgpu.Device, _, _ driver.Dim3, a []uint64, _ <-chan struct{}) 
 // rope_kv_store_f32: qkv, k_cache, v_cache, pos, inv_freq, slots, tokens,
 // heads, kv_heads, headdim, stride, num_slots: rope_f32 of q's and k's
 // heads, then kv_store_f32, one after the other.
-func ropeKVStore(d *simgpu.Device, g, b driver.Dim3, a []uint64, stop <-chan struct{}) error {
-	H, KV, hd := a[7], a[8], a[9]
-	if err := rope(d, g, b, []uint64{a[0], a[3], a[4], a[6], H + KV, hd, a[10]}, stop); err != nil {
-		return err
+func ropeKVStore(half bool) simgpu.KernelFunc {
+	return func(d *simgpu.Device, g, b driver.Dim3, a []uint64, stop <-chan struct{}) error {
+		H, KV, hd := a[7], a[8], a[9]
+		if err := rope(d, g, b, []uint64{a[0], a[3], a[4], a[6], H + KV, hd, a[10]}, stop); err != nil {
+			return err
+		}
+		return storeKV(d, []uint64{a[1], a[2], a[0], a[5], a[6], KV * hd, H * hd, (H + KV) * hd, a[10], a[11]}, half)
 	}
-	return kvStore(d, g, b, []uint64{a[1], a[2], a[0], a[5], a[6], KV * hd, H * hd, (H + KV) * hd, a[10], a[11]}, stop)
 }
 
 // attention_f32: out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables,
 // max_blocks, block_size, tokens, heads, kv_heads, headdim, stride, scale.
-// The CPU backend's attention, key by key through the block table.
-func attention(d *simgpu.Device, _, _ driver.Dim3, a []uint64, _ <-chan struct{}) error {
+// The CPU backend's attention, key by key through the block table; over an
+// f16 cache with half (its values widened exactly).
+func attention(half bool) simgpu.KernelFunc {
+	return func(d *simgpu.Device, _, _ driver.Dim3, a []uint64, _ <-chan struct{}) error {
+		return attend(d, a, half)
+	}
+}
+
+func attend(d *simgpu.Device, a []uint64, half bool) error {
 	maxBlocks, bs, T, H, KV, hd, stride := int(a[7]), int(a[8]), int(a[9]), int(a[10]), int(a[11]), int(a[12]), int(a[13])
 	scale := f32arg(a[14])
 	kvD := KV * hd
@@ -693,10 +756,10 @@ func attention(d *simgpu.Device, _, _ driver.Dim3, a []uint64, _ <-chan struct{}
 		keys, vals := make([][]float32, n), make([][]float32, n)
 		for j := range n {
 			slot := int(table[j/bs])*bs + j%bs
-			if keys[j], err = f32s(d, a[2]+uint64(4*slot*kvD), kvD); err != nil {
+			if keys[j], err = cacheRow(d, a[2], slot*kvD, kvD, half); err != nil {
 				return err
 			}
-			if vals[j], err = f32s(d, a[3]+uint64(4*slot*kvD), kvD); err != nil {
+			if vals[j], err = cacheRow(d, a[3], slot*kvD, kvD, half); err != nil {
 				return err
 			}
 		}
@@ -728,13 +791,15 @@ const attPrefillRows = 16
 // since a launcher that got it wrong would leave query tokens unwritten (or
 // blocks idle) on a GPU: another launch shape faults the device
 // (CodeLaunchFailure), so the step fails where a test can see it.
-func attentionPrefill(d *simgpu.Device, g, b driver.Dim3, a []uint64, stop <-chan struct{}) error {
-	T, H := int(a[9]), int(a[10])
-	want := (T + attPrefillRows - 1) / attPrefillRows * H
-	if int(g.X)*int(g.Y)*int(g.Z) != want || b.X*b.Y*b.Z != 256 {
-		return simgpu.CodeLaunchFailure
+func attentionPrefill(half bool) simgpu.KernelFunc {
+	return func(d *simgpu.Device, g, b driver.Dim3, a []uint64, _ <-chan struct{}) error {
+		T, H := int(a[9]), int(a[10])
+		want := (T + attPrefillRows - 1) / attPrefillRows * H
+		if int(g.X)*int(g.Y)*int(g.Z) != want || b.X*b.Y*b.Z != 256 {
+			return simgpu.CodeLaunchFailure
+		}
+		return attend(d, a, half)
 	}
-	return attention(d, g, b, a, stop)
 }
 
 // perKVHeadAttention is the twin of a decode attention kernel with
@@ -746,8 +811,8 @@ func attentionPrefill(d *simgpu.Device, g, b driver.Dim3, a []uint64, stop <-cha
 // checking the launch against that rule and the shapes the kernel takes
 // (forward.cu writes nothing for others: here a launch failure, so a
 // launcher that routed one there fails its step).
-func perKVHeadAttention(maxGroup, maxHeadDim int, threads uint32) simgpu.KernelFunc {
-	return func(d *simgpu.Device, g, b driver.Dim3, a []uint64, stop <-chan struct{}) error {
+func perKVHeadAttention(maxGroup, maxHeadDim int, threads uint32, half bool) simgpu.KernelFunc {
+	return func(d *simgpu.Device, g, b driver.Dim3, a []uint64, _ <-chan struct{}) error {
 		T, H, KV, hd := int(a[9]), int(a[10]), int(a[11]), int(a[12])
 		if KV <= 0 || H%KV != 0 || H/KV > maxGroup || hd <= 0 || hd > maxHeadDim {
 			return simgpu.CodeLaunchFailure
@@ -755,7 +820,7 @@ func perKVHeadAttention(maxGroup, maxHeadDim int, threads uint32) simgpu.KernelF
 		if int(g.X)*int(g.Y)*int(g.Z) != T*KV || b.X*b.Y*b.Z != threads {
 			return simgpu.CodeLaunchFailure
 		}
-		return attention(d, g, b, a, stop)
+		return attend(d, a, half)
 	}
 }
 
@@ -766,7 +831,13 @@ func perKVHeadAttention(maxGroup, maxHeadDim int, threads uint32) simgpu.KernelF
 // largest score s_j (-inf with no key), and ml[2 that + 1] = sum_j exp(s_j
 // - m). The launch is checked as attention_warps_f32's, with ranges times
 // its blocks.
-func attentionSplit(d *simgpu.Device, g, b driver.Dim3, a []uint64, _ <-chan struct{}) error {
+func attentionSplit(half bool) simgpu.KernelFunc {
+	return func(d *simgpu.Device, g, b driver.Dim3, a []uint64, _ <-chan struct{}) error {
+		return attendSplit(d, g, b, a, half)
+	}
+}
+
+func attendSplit(d *simgpu.Device, g, b driver.Dim3, a []uint64, half bool) error {
 	maxBlocks, bs, T, H, KV, hd, stride := int(a[7]), int(a[8]), int(a[9]), int(a[10]), int(a[11]), int(a[12]), int(a[13])
 	scale, R := f32arg(a[14]), int(a[16])
 	if KV <= 0 || H%KV != 0 || H/KV > 8 || hd <= 0 || hd > 256 || R <= 0 ||
@@ -815,11 +886,11 @@ func attentionSplit(d *simgpu.Device, g, b driver.Dim3, a []uint64, _ <-chan str
 				for i := range sc {
 					j := j0 + i
 					kslot := int(table[j/bs])*bs + j%bs
-					k, err := f32s(d, a[2]+uint64(4*(kslot*kvD+off)), hd)
+					k, err := cacheRow(d, a[2], kslot*kvD+off, hd, half)
 					if err != nil {
 						return err
 					}
-					if rows[i], err = f32s(d, a[3]+uint64(4*(kslot*kvD+off)), hd); err != nil {
+					if rows[i], err = cacheRow(d, a[3], kslot*kvD+off, hd, half); err != nil {
 						return err
 					}
 					sc[i] = cpu.Dot(qh, k) * scale
@@ -928,7 +999,13 @@ func sumPartials(d *simgpu.Device, yAddr, wsAddr, biasAddr uint64, parts, rows, 
 // multiple of 8 and at most 64 tokens), and its tokens must be of distinct
 // sequences (a decode step: forward.cu's block writes the only new key its
 // attention reads); another is a launch failure.
-func ropeAttentionWarps(d *simgpu.Device, g, b driver.Dim3, a []uint64, stop <-chan struct{}) error {
+func ropeAttentionWarps(half bool) simgpu.KernelFunc {
+	return func(d *simgpu.Device, g, b driver.Dim3, a []uint64, stop <-chan struct{}) error {
+		return ropeAttendWarps(d, g, b, a, stop, half)
+	}
+}
+
+func ropeAttendWarps(d *simgpu.Device, g, b driver.Dim3, a []uint64, stop <-chan struct{}, half bool) error {
 	T, H, KV, hd, stride, parts := int(a[9]), int(a[10]), int(a[11]), int(a[12]), int(a[13]), int(a[20])
 	split := a[22]
 	if split != 0 && (split < 3 || split > 4 || hd%8 != 0 || T > 64) {
@@ -953,14 +1030,14 @@ func ropeAttentionWarps(d *simgpu.Device, g, b driver.Dim3, a []uint64, stop <-c
 			return err
 		}
 	}
-	if err := ropeKVStore(d, g, b, []uint64{a[1], a[2], a[3], a[5], a[15], a[16], a[9], a[10], a[11], a[12], a[13], a[17]}, stop); err != nil {
+	if err := ropeKVStore(half)(d, g, b, []uint64{a[1], a[2], a[3], a[5], a[15], a[16], a[9], a[10], a[11], a[12], a[13], a[17]}, stop); err != nil {
 		return err
 	}
 	att := slices.Clone(a[:15])
 	if split != 0 {
 		att[0] = a[21] // the image holds the output's rows as they are
 	}
-	return attention(d, g, b, att, stop)
+	return attend(d, att, half)
 }
 
 // silu_mul_f32: out, gu, rows, inter.
