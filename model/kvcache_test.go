@@ -50,9 +50,10 @@ func cpuRoundingKV(o *options) { o.cpuRoundKV = true }
 
 // tolHalfFlips bounds the logits of an f16 cache against the
 // f16-rounding CPU's (cpuRoundingKV): measured 8e-5 over 30 tokens and
-// 2.1e-4 over 600 on Llama3Tiny, where against the f32 CPU they are 1.3e-3
-// and 3.3e-3.
-const tolHalfFlips = 5e-4
+// 2.1e-4 over 600 on Llama3Tiny in the simulation (1.3e-3 and 3.3e-3
+// against the f32 CPU), and up to 7.6e-4 on an H100 (the f32 SmolLM, whose
+// products round otherwise than the CPU's).
+const tolHalfFlips = 1e-3
 
 // TestSimGPUHalfKVCache: with WithKVCacheType(KVCacheF16) every kernel
 // over the cache is its *_kv16 twin (the prefill, a decode step through
