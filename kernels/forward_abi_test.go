@@ -21,15 +21,12 @@ var forwardABI = func() map[string]struct {
 		threads int
 	}
 	m := map[string]k{
-		"rope_f32":               {[]int{8, 8, 8, 4, 4, 4, 4}, 256},
-		"kv_store_f32":           {[]int{8, 8, 8, 8, 4, 4, 4, 4, 4, 4}, 256},
-		"attention_f32":          {[]int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, 256},
-		"attention_long_f32":     {[]int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, 1024},
-		"attention_gqa_f32":      {[]int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, 1024},
-		"attention_bykey_f32":    {[]int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, 256},
-		"attention_bykey128_f32": {[]int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, 128},
-		"attention_warps_f32":    {[]int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, 256},
-		"attention_prefill_f32":  {[]int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, 256},
+		"rope_f32":              {[]int{8, 8, 8, 4, 4, 4, 4}, 256},
+		"kv_store_f32":          {[]int{8, 8, 8, 8, 4, 4, 4, 4, 4, 4}, 256},
+		"attention_f32":         {[]int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, 256},
+		"attention_gqa_f32":     {[]int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, 1024},
+		"attention_warps_f32":   {[]int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, 256},
+		"attention_prefill_f32": {[]int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, 256},
 		// attention_warps_f32's over key ranges (part for out, then ml,
 		// ranges), then the ranges' merge: out, part, ml, tokens, heads,
 		// headdim, ranges.

@@ -153,7 +153,7 @@ func buildGPU(cfg *Config, load func() (*gpu.Weights, error), o options, dev *ru
 	}{
 		{EnvGPUEarlyStart, &opts.NoEarlyStart}, {EnvGPUFused, &opts.NoFusedKernels},
 		{EnvGPUWarpgroupMMA, &opts.NoWarpgroupMMA}, {EnvGPULookahead, &opts.NoLookahead},
-		{EnvGPUAttentionWarps, &opts.NoAttentionWarps}, {EnvGPUFoldAdds, &opts.NoFoldedAdds},
+		{EnvGPUFoldAdds, &opts.NoFoldedAdds},
 	} {
 		if *sw.off, err = envOff(sw.env); err != nil {
 			return nil, 0, err // before the weights are read
@@ -214,16 +214,6 @@ const EnvGPUWarpgroupMMA = "HIPGO_GPU_WGMMA"
 // sequences continue (the same tokens either way; see the gpu package's
 // lookahead.go); "1" or unset: on.
 const EnvGPULookahead = "HIPGO_GPU_LOOKAHEAD"
-
-// EnvGPUAttentionWarps turns attention_warps_f32 and its key ranges
-// (attention_split_f32) off when "0": on CUDA the GPU backend then
-// launches the kernels they replace for a step's attention of one query a
-// token (blocks: tokens times kv heads): attention_long_f32 for few blocks
-// over long tables, attention_bykey128_f32 from 256 blocks,
-// attention_bykey_f32 or attention_f32 below (the sums differ in rounding
-// only), to measure them; an f16 cache (KVCacheF16) then takes
-// attention_f32_kv16. "1" or unset: on.
-const EnvGPUAttentionWarps = "HIPGO_GPU_ATTENTION_WARPS"
 
 // EnvGPUFoldAdds turns the folded adds off when "0": in batched decode on
 // a Hopper GPU the o and down products, split over in, then add their

@@ -52,7 +52,7 @@ func TestPlumbingOfTheGPUTestsOnASimulatedCUDADevice(t *testing.T) {
 	require.Contains(t, string(out), "--- PASS: TestGPUDecodeGraphsGiveThePlainTokens")
 	require.Contains(t, string(out), "--- PASS: TestGPUFaultMidGenerationInADecodeGraph")
 	require.Contains(t, string(out), "--- PASS: TestGPUDecodeAttentionKernelsMatchTheCPU")
-	require.Contains(t, string(out), "--- PASS: TestGPUAttentionBykey128MatchesTheCPU")
+	require.Contains(t, string(out), "--- PASS: TestGPUHalfKVCacheMatchesTheCPU")
 	require.Contains(t, string(out), "--- PASS: TestGPUWarpgroupProductsMatchTheCPU")
 	require.Contains(t, string(out), "--- PASS: TestGPUFoldedAddsMatchTheCPU")
 	require.Contains(t, string(out), "--- PASS: TestGPURoPEInAttentionMatchesTheCPU")
@@ -172,18 +172,6 @@ func TestGPUDecodeAttentionKernelsMatchTheCPU(t *testing.T) {
 	}
 }
 
-// TestGPUAttentionBykey128MatchesTheCPU: TestGPUDecodeAttentionKernelsMatchTheCPU
-// with HIPGO_GPU_ATTENTION_WARPS=0, under which on CUDA
-// attention_bykey128_f32 takes the batch of 128 sequences again: the same
-// tolerance and the same greedy tokens, and no attention_warps_f32 launch.
-func TestGPUAttentionBykey128MatchesTheCPU(t *testing.T) {
-	dev := openGPU(t)
-	t.Setenv(EnvGPUAttentionWarps, "0")
-	for k, n := range testGPUDecodeAttention(t, dev) {
-		require.Zero(t, n, k)
-	}
-}
-
 // testGPUDecodeAttention runs TestGPUDecodeAttentionKernelsMatchTheCPU's
 // checks on dev and returns the models' launches of the kernels that run
 // attention_warps_f32's body (its own, rope_attention_warps_f32 with
@@ -227,10 +215,8 @@ func testGPUDecodeAttention(t *testing.T, dev *runtime.Device) map[string]int64 
 		require.NoError(t, err)
 		want[i] = res.Tokens
 	}
-	// 32 sequences (64 blocks of 2 kv heads: attention_warps_f32, or
-	// attention_bykey_f32 with the switch off), then 128 (256 blocks:
-	// attention_warps_f32, or attention_bykey128_f32 with the switch off),
-	// sequence i on prompt i % 32.
+	// 32 sequences (64 blocks of 2 kv heads over tables of 128 keys), then
+	// 128 (256 blocks): attention_warps_f32, sequence i on prompt i % 32.
 	for _, seqs := range []int{32, 128} {
 		b := gl.NewBatch()
 		index := addSeqs(t, b, prompt, seqs)

@@ -314,29 +314,20 @@ func TestSimGPUFoldedAdds(t *testing.T) {
 }
 
 // TestSimGPUDecodeAttentionRouting: which decode attention kernel a
-// batched decode step launches on CUDA (launch.go's rule), by the step's
-// block tables (what they can hold: the longest sequence's blocks, padded
-// to a power of two, times 16 keys), its sequences and the model's heads:
+// batched decode step launches on CUDA (launch.go's attentionKernel), by
+// the step's block tables (what they can hold: the longest sequence's
+// blocks, padded to a power of two, times 16 keys), its sequences and the
+// model's heads:
 //   - attention_split_f32 (then attention_merge_f32) for up to 8 query
 //     heads a kv head where attention_warps_f32's blocks (tokens *
 //     kv_heads) fill at most one an SM (132 on the simulated device) and
-//     the tables hold 512 keys or more (two ranges of 256 or more), unless
-//     HIPGO_GPU_ATTENTION_WARPS=0;
-//   - attention_long_f32, from there, for at most 128 blocks (tokens *
-//     heads) over tables of 512 keys or more;
+//     the tables hold 512 keys or more (two ranges of 256 or more);
 //   - attention_gqa_f32, from there, for 128 of its blocks (tokens *
-//     kv_heads) or more, 2 to 4 query heads a kv head, head_dim 65 to 128;
-//   - attention_warps_f32, from there, for up to 8 query heads a kv head,
-//     with 64 of its blocks (tokens * kv_heads) or more, unless
-//     HIPGO_GPU_ATTENTION_WARPS=0; in these decode steps as
-//     rope_attention_warps_f32 (rope_kv_store_f32 not launched), unless
-//     HIPGO_GPU_FUSED=0;
-//   - attention_bykey128_f32, from there (so only with
-//     HIPGO_GPU_ATTENTION_WARPS=0), for up to 8 query heads a kv head,
-//     with 256 of its blocks or more;
-//   - attention_bykey_f32, from there, for up to 8 query heads a kv head,
-//     over tables of 128 keys or more with 64 of its blocks (tokens *
-//     kv_heads) or more, or over tables of 256 keys or more;
+//     kv_heads) or more, 2 to 4 query heads a kv head, head_dim 65 to 128,
+//     over tables of 512 keys or more;
+//   - attention_warps_f32, from there, for up to 8 query heads a kv head;
+//     in these decode steps as rope_attention_warps_f32 (rope_kv_store_f32
+//     not launched), unless HIPGO_GPU_FUSED=0;
 //   - attention_f32 otherwise, and on ROCm always.
 //
 // Counted on the simulated device, whose twin of each is the CPU attention
@@ -345,7 +336,7 @@ func TestSimGPUFoldedAdds(t *testing.T) {
 // hold the logits to the CPU forward's.
 func TestSimGPUDecodeAttentionRouting(t *testing.T) {
 	ctx := context.Background()
-	kernels := []string{"attention_f32", "attention_long_f32", "attention_gqa_f32", "attention_bykey_f32", "attention_bykey128_f32", "attention_warps_f32", "rope_attention_warps_f32", "attention_split_f32"}
+	kernels := []string{"attention_f32", "attention_gqa_f32", "attention_warps_f32", "rope_attention_warps_f32", "attention_split_f32"}
 	// decodeKernel: the one decode attention kernel of the second step of a
 	// batch of seqs sequences, the first with a prompt of first tokens, the
 	// others of one.
@@ -393,31 +384,27 @@ func TestSimGPUDecodeAttentionRouting(t *testing.T) {
 		spec        modeltest.Spec
 		seqs, first int
 		want        string
-		noWarps     string // with HIPGO_GPU_ATTENTION_WARPS=0, where want is attention_warps_f32
 	}{
-		{"1 sequence, tables of 128", gqa, 1, 100, "attention_warps_f32", "attention_f32"},
-		{"1 sequence, tables of 256", gqa, 1, 250, "attention_warps_f32", "attention_bykey_f32"},
-		{"1 sequence, tables of 512", gqa, 1, 350, "attention_split_f32", "attention_long_f32"},
-		{"32 sequences, tables of 128", gqa, 32, 100, "attention_warps_f32", "attention_bykey_f32"},
-		{"31 sequences, tables of 128", gqa, 31, 100, "attention_warps_f32", "attention_f32"},
-		{"31 sequences, tables of 16", gqa, 31, 10, "attention_warps_f32", "attention_f32"},
-		{"4 sequences, tables of 16", gqa, 4, 10, "attention_warps_f32", "attention_f32"},
-		{"3 sequences, tables of 16", gqa, 3, 10, "attention_warps_f32", "attention_f32"},
-		{"32 sequences, tables of 16", gqa, 32, 10, "attention_warps_f32", "attention_f32"},
-		{"64 sequences, tables of 16", gqa, 64, 10, "attention_warps_f32", "attention_f32"},
-		{"31 sequences, tables of 512", gqa, 31, 300, "attention_split_f32", "attention_long_f32"},
-		{"64 sequences, tables of 512", gqa, 64, 300, "attention_split_f32", "attention_bykey_f32"},
-		{"64 sequences, tables of 512, head_dim 80", wide, 64, 300, "attention_split_f32", "attention_gqa_f32"},
-		{"63 sequences, tables of 512, head_dim 80", wide, 63, 300, "attention_split_f32", "attention_bykey_f32"},
-		{"67 sequences, tables of 512", gqa, 67, 300, "attention_warps_f32", "attention_bykey_f32"},
-		{"MHA, 63 sequences, tables of 512", mha, 63, 300, "attention_warps_f32", "attention_bykey_f32"},
-		{"MHA, 64 sequences, tables of 512", mha, 64, 300, "attention_warps_f32", "attention_bykey128_f32"},
-		{"9 heads a kv head, 32 sequences, tables of 256", nine, 32, 250, "attention_f32", ""},
-		{"128 sequences, tables of 16", gqa, 128, 10, "attention_warps_f32", "attention_bykey128_f32"},
-		{"127 sequences, tables of 16", gqa, 127, 10, "attention_warps_f32", "attention_f32"},
-		{"128 sequences, tables of 512", gqa, 128, 300, "attention_warps_f32", "attention_bykey128_f32"},
-		{"128 sequences, tables of 512, head_dim 80", wide, 128, 300, "attention_gqa_f32", ""},
-		{"9 heads a kv head, 128 sequences, tables of 16", nine, 128, 10, "attention_f32", ""},
+		{"1 sequence, tables of 128", gqa, 1, 100, "attention_warps_f32"},
+		{"1 sequence, tables of 256", gqa, 1, 250, "attention_warps_f32"},
+		{"1 sequence, tables of 512", gqa, 1, 350, "attention_split_f32"},
+		{"32 sequences, tables of 128", gqa, 32, 100, "attention_warps_f32"},
+		{"31 sequences, tables of 16", gqa, 31, 10, "attention_warps_f32"},
+		{"3 sequences, tables of 16", gqa, 3, 10, "attention_warps_f32"},
+		{"64 sequences, tables of 16", gqa, 64, 10, "attention_warps_f32"},
+		{"31 sequences, tables of 512", gqa, 31, 300, "attention_split_f32"},
+		{"66 sequences, tables of 512", gqa, 66, 300, "attention_split_f32"},
+		{"67 sequences, tables of 512", gqa, 67, 300, "attention_warps_f32"},
+		{"64 sequences, tables of 512, head_dim 80", wide, 64, 300, "attention_split_f32"},
+		{"67 sequences, tables of 512, head_dim 80", wide, 67, 300, "attention_gqa_f32"},
+		{"67 sequences, tables of 256, head_dim 80", wide, 67, 250, "attention_warps_f32"},
+		{"MHA, 33 sequences, tables of 512", mha, 33, 300, "attention_split_f32"},
+		{"MHA, 34 sequences, tables of 512", mha, 34, 300, "attention_warps_f32"},
+		{"9 heads a kv head, 32 sequences, tables of 256", nine, 32, 250, "attention_f32"},
+		{"9 heads a kv head, 1 sequence, tables of 512", nine, 1, 350, "attention_f32"},
+		{"128 sequences, tables of 16", gqa, 128, 10, "attention_warps_f32"},
+		{"128 sequences, tables of 512", gqa, 128, 300, "attention_warps_f32"},
+		{"128 sequences, tables of 512, head_dim 80", wide, 128, 300, "attention_gqa_f32"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -445,20 +432,6 @@ func TestSimGPUDecodeAttentionRouting(t *testing.T) {
 			})
 		}
 	})
-	// The switch is read at load: every case again with it off.
-	t.Run("HIPGO_GPU_ATTENTION_WARPS=0", func(t *testing.T) {
-		t.Setenv(EnvGPUAttentionWarps, "0")
-		for _, c := range cases {
-			want := c.want
-			if want == "attention_warps_f32" || want == "attention_split_f32" {
-				want = c.noWarps
-			}
-			t.Run(c.name, func(t *testing.T) {
-				require.Equal(t, want, decodeKernel(t, dev, faults, c.spec, c.seqs, c.first))
-			})
-		}
-	})
-
 	// On ROCm (not measured there) every decode step keeps attention_f32.
 	rf := &gpusim.Faults{}
 	rdev, err := runtime.Open(ctx, runtime.WithDrivers(gpusim.DriverWith(2<<30, rf, func(c *simgpu.Config) {

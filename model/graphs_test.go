@@ -210,7 +210,7 @@ func TestSimGPUDecodeGraphsFallBackWhenTheBackendCannotCapture(t *testing.T) {
 // TestGraphsEnvIsChecked: a value other than 0 or 1 of any GPU switch
 // fails the load.
 func TestGraphsEnvIsChecked(t *testing.T) {
-	for _, env := range []string{EnvGPUGraphs, EnvGPUEarlyStart, EnvGPUFused, EnvGPUWarpgroupMMA, EnvGPULookahead, EnvGPUAttentionWarps} {
+	for _, env := range []string{EnvGPUGraphs, EnvGPUEarlyStart, EnvGPUFused, EnvGPUWarpgroupMMA, EnvGPULookahead, EnvGPUFoldAdds} {
 		t.Run(env, func(t *testing.T) {
 			t.Setenv(env, "no")
 			_, err := LoadFS(specFS(t, modeltest.Llama3Tiny()), WithDevice(simDevice(t, nil)), WithoutTokenizer())

@@ -43,10 +43,8 @@ type kernelForward struct {
 	// MMA to the prefills; the kernels' code is the same at any row count.)
 	tc bool
 	// decodeAttn routes the decode steps' attention to a kernel of one
-	// block per token and kv head (attention_bykey_f32, as the GPU backend
-	// does on CUDA for batched decode over tables of 128 keys or more, or
-	// attention_warps_f32, as it does for any number of blocks; launch.go);
-	// "" keeps attention_f32.
+	// block per token and kv head (attention_warps_f32, as the GPU backend
+	// does on CUDA; launch.go); "" keeps attention_f32.
 	decodeAttn string
 }
 
@@ -261,8 +259,8 @@ func (f *kernelForward) step(seqs []int, tokens []uint32) [][]float32 {
 // significand twice), an error of about that size in each matmul's output:
 // through 3 layers of 4 matmuls that is held to 1e-4 of the logit scale
 // (measured 2.5e-5; the GPU backend's bound for bf16 is 1e-3). The Llama-3
-// and Qwen2 models run twice more with the decode steps' attention on
-// attention_bykey_f32 and on attention_warps_f32.
+// and Qwen2 models run once more with the decode steps' attention on
+// attention_warps_f32.
 func TestHostKernelForwardMatchesCPU(t *testing.T) {
 	clang := testenv.LookPath(t, "clang++-19")
 	for _, src := range []struct {
@@ -285,10 +283,8 @@ func hostKernelForwardMatchesCPU(t *testing.T, d *hostkern.Driver) {
 		tol  float64
 	}{
 		"llama3-gqa-rope-scaling":                 {modeltest.Llama3Tiny(), false, "", 1e-5},
-		"llama3-gqa-rope-scaling/bykey-attention": {modeltest.Llama3Tiny(), false, "attention_bykey_f32", 1e-5},
 		"llama3-gqa-rope-scaling/warps-attention": {modeltest.Llama3Tiny(), false, "attention_warps_f32", 1e-5},
 		"qwen2-qkv-bias":                          {modeltest.Qwen2Tiny(), false, "", 1e-5},
-		"qwen2-qkv-bias/bykey-attention":          {modeltest.Qwen2Tiny(), false, "attention_bykey_f32", 1e-5},
 		"qwen2-qkv-bias/warps-attention":          {modeltest.Qwen2Tiny(), false, "attention_warps_f32", 1e-5},
 		"smollm-tied-bf16":                        {modeltest.SmolLMTiny(), false, "", 1e-5},
 		"smollm-tied-bf16/tensor-cores":           {modeltest.SmolLMTiny(), true, "", 1e-4},

@@ -32,8 +32,8 @@ func TestKVCacheTypeOptions(t *testing.T) {
 // cache, by the cache's precision: names ending in _kv16, and the others.
 func kvLaunches(m *Model) (half, full int64) {
 	b := m.be.(*gpuBackend).b
-	for _, k := range []string{"kv_store_f32", "rope_kv_store_f32", "attention_f32", "attention_long_f32", "attention_gqa_f32",
-		"attention_bykey_f32", "attention_bykey128_f32", "attention_warps_f32", "rope_attention_warps_f32",
+	for _, k := range []string{"kv_store_f32", "rope_kv_store_f32", "attention_f32", "attention_gqa_f32",
+		"attention_warps_f32", "rope_attention_warps_f32",
 		"attention_split_f32", "attention_prefill_f32"} {
 		full += b.Launched(k)
 		half += b.Launched(k + "_kv16")

@@ -121,7 +121,7 @@ func TestMetalArgsReadWhatStreamPackWrites(t *testing.T) {
 // TestMetalForwardModuleBindsLikeTheSamplers: the forward module's MSL, as
 // LoadModule hands it to the Metal adapter, gives every kernel the launch
 // facts of its .cu twin (its block: 256 threads, 1024 for
-// attention_long_f32; a larger launch exceeds it), and the arguments the GPU backend passes (matmul_bf16 without a
+// attention_gqa_f32; a larger launch exceeds it), and the arguments the GPU backend passes (matmul_bf16 without a
 // bias: a null pointer; attention_f32's f32 scale last) read back at their
 // buffer indices, with the threadgroup lengths Metal will set.
 func TestMetalForwardModuleBindsLikeTheSamplers(t *testing.T) {
@@ -130,7 +130,7 @@ func TestMetalForwardModuleBindsLikeTheSamplers(t *testing.T) {
 	sig, err := msl.Parse(image)
 	require.NoError(t, err)
 	// Every kernel of the CUDA/HIP source has its MSL twin, no more, with
-	// the twin's block size (256 threads; attention_long_f32's 1024).
+	// the twin's block size (256 threads; attention_gqa_f32's 1024).
 	_, ptxInfos, err := kernels.Load("forward", kernels.FormatPTX, "sm_90")
 	require.NoError(t, err)
 	var want, got []string
@@ -144,7 +144,7 @@ func TestMetalForwardModuleBindsLikeTheSamplers(t *testing.T) {
 		specs[ki.Name] = specFromInfo(ki)
 		require.Equal(t, ptxThreads[ki.Name], specs[ki.Name].MaxThreads, ki.Name)
 	}
-	require.Equal(t, 1024, specs["attention_long_f32"].MaxThreads)
+	require.Equal(t, 1024, specs["attention_gqa_f32"].MaxThreads)
 	for name := range specs {
 		got = append(got, name)
 	}

@@ -120,14 +120,6 @@ void attention_f32(float* out, const float* qkv, const float* k_cache, const flo
   ::attention_f32(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens, heads,
                   kv_heads, headdim, stride, scale, qs, gm, gl, go, TG);
 }
-void attention_long_f32(float* out, const float* qkv, const float* k_cache, const float* v_cache,
-                        const uint32_t* q_seq, const uint32_t* q_pos, const uint32_t* block_tables, uint32_t max_blocks,
-                        uint32_t block_size, uint32_t tokens, uint32_t heads, uint32_t kv_heads, uint32_t headdim,
-                        uint32_t stride, float scale) {
-  static float qs[FW_ATT_MAX_HEADDIM], gm[FW_ATTL_GROUPS], gl[FW_ATTL_GROUPS], go[4096];
-  ::attention_long_f32(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens, heads,
-                       kv_heads, headdim, stride, scale, qs, gm, gl, go, TG);
-}
 void attention_gqa_f32(float* out, const float* qkv, const float* k_cache, const float* v_cache,
                        const uint32_t* q_seq, const uint32_t* q_pos, const uint32_t* block_tables, uint32_t max_blocks,
                        uint32_t block_size, uint32_t tokens, uint32_t heads, uint32_t kv_heads, uint32_t headdim,
@@ -136,26 +128,6 @@ void attention_gqa_f32(float* out, const float* qkv, const float* k_cache, const
       gl[FW_GQA_MAX_GROUP * FW_GQA_GROUPS], go[FW_GQA_GROUPS * FW_GQA_MAX_HEADDIM];
   ::attention_gqa_f32(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens, heads,
                       kv_heads, headdim, stride, scale, qs, gm, gl, go, TG);
-}
-void attention_bykey_f32(float* out, const float* qkv, const float* k_cache, const float* v_cache,
-                         const uint32_t* q_seq, const uint32_t* q_pos, const uint32_t* block_tables,
-                         uint32_t max_blocks, uint32_t block_size, uint32_t tokens, uint32_t heads, uint32_t kv_heads,
-                         uint32_t headdim, uint32_t stride, float scale) {
-  alignas(16) static float qs[FW_ABK_MAX_GROUP * FW_ATT_MAX_HEADDIM];
-  static float ps[FW_ABK_MAX_GROUP * FW_ABK_THREADS], wmax[FW_ABK_MAX_GROUP * FW_ABK_WARPS],
-      wsum[FW_ABK_MAX_GROUP * FW_ABK_WARPS], part[FW_ABK_PART_HEADS * FW_ABK_THREADS * 4];
-  ::attention_bykey_f32(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens, heads,
-                        kv_heads, headdim, stride, scale, qs, ps, wmax, wsum, part, TG);
-}
-void attention_bykey128_f32(float* out, const float* qkv, const float* k_cache, const float* v_cache,
-                            const uint32_t* q_seq, const uint32_t* q_pos, const uint32_t* block_tables,
-                            uint32_t max_blocks, uint32_t block_size, uint32_t tokens, uint32_t heads,
-                            uint32_t kv_heads, uint32_t headdim, uint32_t stride, float scale) {
-  alignas(16) static float qs[FW_ABK_MAX_GROUP * FW_ATT_MAX_HEADDIM];
-  static float ps[FW_ABK_MAX_GROUP * FW_ABK128_THREADS], wmax[FW_ABK_MAX_GROUP * FW_ABK128_THREADS / 32],
-      wsum[FW_ABK_MAX_GROUP * FW_ABK128_THREADS / 32], part[FW_ABK_PART_HEADS * FW_ABK128_THREADS * 4];
-  ::attention_bykey128_f32(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens,
-                           heads, kv_heads, headdim, stride, scale, qs, ps, wmax, wsum, part, TG);
 }
 void attention_warps_f32(float* out, const float* qkv, const float* k_cache, const float* v_cache,
                          const uint32_t* q_seq, const uint32_t* q_pos, const uint32_t* block_tables,
@@ -372,33 +344,12 @@ const std::map<std::string, Kernel> kernels = {
                       P<uint32_t>(a, 5), P<uint32_t>(a, 6), U(a, 7), U(a, 8), U(a, 9), U(a, 10), U(a, 11),
                       U(a, 12), U(a, 13), F(a, 14));
       }}},
-    {"attention_long_f32",
-     {FW_ATTL_THREADS,
-      [](std::vector<Arg>& a) {
-        FWK(attention_long_f32)(P<float>(a, 0), P<float>(a, 1), P<float>(a, 2), P<float>(a, 3), P<uint32_t>(a, 4),
-                      P<uint32_t>(a, 5), P<uint32_t>(a, 6), U(a, 7), U(a, 8), U(a, 9), U(a, 10), U(a, 11),
-                      U(a, 12), U(a, 13), F(a, 14));
-      }}},
     {"attention_gqa_f32",
      {FW_GQA_THREADS,
       [](std::vector<Arg>& a) {
         FWK(attention_gqa_f32)(P<float>(a, 0), P<float>(a, 1), P<float>(a, 2), P<float>(a, 3), P<uint32_t>(a, 4),
                       P<uint32_t>(a, 5), P<uint32_t>(a, 6), U(a, 7), U(a, 8), U(a, 9), U(a, 10), U(a, 11),
                       U(a, 12), U(a, 13), F(a, 14));
-      }}},
-    {"attention_bykey_f32",
-     {FW_ABK_THREADS,
-      [](std::vector<Arg>& a) {
-        FWK(attention_bykey_f32)(P<float>(a, 0), P<float>(a, 1), P<float>(a, 2), P<float>(a, 3), P<uint32_t>(a, 4),
-                                 P<uint32_t>(a, 5), P<uint32_t>(a, 6), U(a, 7), U(a, 8), U(a, 9), U(a, 10), U(a, 11),
-                                 U(a, 12), U(a, 13), F(a, 14));
-      }}},
-    {"attention_bykey128_f32",
-     {FW_ABK128_THREADS,
-      [](std::vector<Arg>& a) {
-        FWK(attention_bykey128_f32)(P<float>(a, 0), P<float>(a, 1), P<float>(a, 2), P<float>(a, 3), P<uint32_t>(a, 4),
-                                    P<uint32_t>(a, 5), P<uint32_t>(a, 6), U(a, 7), U(a, 8), U(a, 9), U(a, 10),
-                                    U(a, 11), U(a, 12), U(a, 13), F(a, 14));
       }}},
     {"attention_warps_f32",
      {FW_ATW_THREADS,

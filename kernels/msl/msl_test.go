@@ -38,7 +38,7 @@ func TestSamplingKernelsSignatures(t *testing.T) {
 	require.Equal(t, []Threadgroup{{0, "sa", 4096}, {1, "sb", 4096}, {2, "sc", 4096}, {3, "sd", 4096}, {4, "smu", 16}}, r.Threadgroup)
 }
 
-// TestForwardKernelsSignatures reads the shipped forward source: forty-eight
+// TestForwardKernelsSignatures reads the shipped forward source: forty-five
 // kernels (some through per-dtype macros), each declaring the block of its
 // .cu twin (256 threads but for the attention and matmul_wgs_W kernels), arguments sized as the .cu passes them, and the
 // threadgroup buffers of the kernels that use shared memory.
@@ -52,16 +52,16 @@ func TestForwardKernelsSignatures(t *testing.T) {
 		names = append(names, k.Name)
 		threads := 256
 		switch k.Name {
-		case "attention_long_f32", "attention_gqa_f32":
+		case "attention_gqa_f32":
 			threads = 1024
-		case "attention_bykey128_f32", "attention_merge_f32":
+		case "attention_merge_f32":
 			threads = 128
 		case "matmul_wgs_f16", "matmul_wgs_bf16":
 			threads = 384
 		}
 		require.Equal(t, threads, k.MaxThreads, k.Name)
 	}
-	require.ElementsMatch(t, []string{"rope_f32", "kv_store_f32", "rope_kv_store_f32", "attention_f32", "attention_long_f32", "attention_gqa_f32", "attention_bykey_f32", "attention_bykey128_f32", "attention_warps_f32", "rope_attention_warps_f32", "attention_split_f32", "attention_merge_f32", "attention_prefill_f32",
+	require.ElementsMatch(t, []string{"rope_f32", "kv_store_f32", "rope_kv_store_f32", "attention_f32", "attention_gqa_f32", "attention_warps_f32", "rope_attention_warps_f32", "attention_split_f32", "attention_merge_f32", "attention_prefill_f32",
 		"kv_store_f32_kv16", "rope_kv_store_f32_kv16", "attention_f32_kv16", "attention_warps_f32_kv16", "rope_attention_warps_f32_kv16", "attention_split_f32_kv16", "attention_prefill_f32_kv16", "silu_mul_f32", "add_f32", "copy_rows_f32",
 		"embed_f32", "embed_f16", "embed_bf16", "rmsnorm_f32", "rmsnorm_f16", "rmsnorm_bf16", "rmsnorm_fused_f32", "rmsnorm_fused_f16", "rmsnorm_fused_bf16", "matmul_f32", "matmul_f16", "matmul_bf16",
 		"norm_matvec_f32", "norm_matvec_f16", "norm_matvec_bf16",

@@ -48,7 +48,7 @@
 // one makes the kernel write nothing).
 #define FW_ATT_MAX_HEADDIM 256
 #define FW_ATT_GROUPS (FW_ATT_THREADS / 32)
-#define FW_ATTL_THREADS 1024  // attention_long_f32
+#define FW_ATTL_THREADS 1024  // attention_gqa_f32's 32 key groups
 #define FW_ATTL_GROUPS (FW_ATTL_THREADS / 32)
 #define FW_ATT_LANE_DIMS (FW_ATT_MAX_HEADDIM / 32)
 // attention_gqa_f32: at most FW_GQA_MAX_GROUP query heads a kv head, head_dim
@@ -2337,8 +2337,8 @@ DEVICE void fw_att_step(float& m, float& l, float* o, const float* qs, const flo
   m = mn;
 }
 
-// attention_decode: the body of attention_f32 (GROUPS = FW_ATT_GROUPS) and
-// attention_long_f32 (FW_ATTL_GROUPS): GROUPS 32-lane groups a block.
+// attention_decode: the body of attention_f32 (GROUPS = FW_ATT_GROUPS):
+// GROUPS 32-lane groups a block.
 template <uint32_t GROUPS, typename KV = float>
 DEVICE void attention_decode(float* out, const float* qkv, const KV* k_cache, const KV* v_cache,
                              const uint32_t* q_seq, const uint32_t* q_pos, const uint32_t* block_tables,
@@ -2428,23 +2428,6 @@ DEVICE void attention_decode(float* out, const float* qkv, const KV* k_cache, co
 FW_ATTENTION_KERNEL(attention_f32, float)
 FW_ATTENTION_KERNEL(attention_f32_kv16, fw_f16)
 
-// attention_long_f32: attention_f32's arguments, semantics and grid with
-// FW_ATTL_THREADS (1024) a block: 32 groups, each walking every 32nd key,
-// for few query tokens over long contexts, where attention_f32's blocks
-// (32 at batch 1 on the 1B shape, one per head) leave most SMs idle and
-// each group's chain of dependent key steps is ctx / 8 long. Its sums are
-// grouped differently, so its bytes are not attention_f32's; both are held
-// to the CPU's attention.
-KERNEL KBOUNDS(FW_ATTL_THREADS) void attention_long_f32(float* out, const float* qkv, const float* k_cache,
-                                                        const float* v_cache, const uint32_t* q_seq,
-                                                        const uint32_t* q_pos, const uint32_t* block_tables,
-                                                        uint32_t max_blocks, uint32_t block_size, uint32_t tokens,
-                                                        uint32_t heads, uint32_t kv_heads, uint32_t headdim,
-                                                        uint32_t stride, float scale) {
-  fw_early_start();
-  attention_decode<FW_ATTL_GROUPS>(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size,
-                                   tokens, heads, kv_heads, headdim, stride, scale);
-}
 
 // =====================================================================
 // attention_gqa_f32: attention_f32's arguments and semantics, one block per
@@ -2453,10 +2436,9 @@ KERNEL KBOUNDS(FW_ATTL_THREADS) void attention_long_f32(float* out, const float*
 // FW_GQA_MAX_GROUP query heads that share it, head_dim <=
 // FW_GQA_MAX_HEADDIM, heads a multiple of kv_heads (else it writes
 // nothing). Block FW_GQA_THREADS (1024): 32 groups, each walking every 32nd
-// key, as attention_long_f32's; each key's k and v rows are read once for
-// all the query heads of the kv head instead of once per head, and each
-// head's sums are attention_long_f32's in the same order, so the bytes are
-// its bytes. Batched decode (tokens * heads blocks of attention_f32 at 32
+// key with attention_f32's online softmax; each key's k and v rows are
+// read once for all the query heads of the kv head instead of once per
+// head. Batched decode (tokens * heads blocks of attention_f32 at 32
 // sequences: 1024) has four times fewer, fuller blocks.
 // =====================================================================
 KERNEL KBOUNDS(FW_GQA_THREADS) void attention_gqa_f32(float* out, const float* qkv, const float* k_cache,
@@ -2467,7 +2449,7 @@ KERNEL KBOUNDS(FW_GQA_THREADS) void attention_gqa_f32(float* out, const float* q
                                                       uint32_t stride, float scale) {
   fw_early_start();
   constexpr uint32_t G = FW_GQA_MAX_GROUP, GROUPS = FW_GQA_GROUPS, THREADS = FW_GQA_THREADS;
-  static_assert(FW_GQA_MAX_HEADDIM <= 4096 / FW_ATTL_GROUPS, "one merge round of attention_long_f32's");
+  static_assert(FW_GQA_MAX_HEADDIM <= 4096 / FW_ATTL_GROUPS, "one merge round");
   __shared__ float qs[G][FW_GQA_MAX_HEADDIM];
   __shared__ float gm[G][GROUPS], gl[G][GROUPS];
   __shared__ float go[GROUPS][FW_GQA_MAX_HEADDIM];
@@ -2509,7 +2491,7 @@ KERNEL KBOUNDS(FW_GQA_THREADS) void attention_gqa_f32(float* out, const float* q
 #pragma unroll
     for (uint32_t h = 0; h < G; ++h) gm[h][g] = m[h], gl[h][g] = l[h];
   }
-  // Each head merges as attention_long_f32 does: its groups in order
+  // Each head merges as attention_decode does: its groups in order
   // through go (head_dim <= 128: one round), the weights recomputed per dim
   // (the same values, summed in the same order, as its wk).
   for (uint32_t h = 0; h < G; ++h) {
@@ -2739,51 +2721,6 @@ DEVICE void attention_prefill(float* out, const float* qkv, const KV* k_cache, c
 FW_ATTENTION_PREFILL_KERNEL(attention_prefill_f32, float)
 FW_ATTENTION_PREFILL_KERNEL(attention_prefill_f32_kv16, fw_f16)
 
-// =====================================================================
-// attention_bykey_f32: attention_f32's arguments and semantics, one block
-// per query token t and kv head kvh (grid tokens * kv_heads; block b: t =
-// b / kv_heads, kvh = b % kv_heads) for the heads / kv_heads <=
-// FW_ABK_MAX_GROUP query heads that share it; heads a multiple of
-// kv_heads and 0 < head_dim <= FW_ATT_MAX_HEADDIM, else it writes nothing.
-// Block FW_ABK_THREADS (256); attention_bykey128_f32 is the same kernel
-// for blocks of FW_ABK128_THREADS (128), so chunks of 128 keys: two of
-// its blocks fit an SM's 64K registers at up to 255 a thread, where only
-// one of 256 fits at the 218 ptxas gives it (sm_90), which pays for grids
-// of more blocks than
-// the GPU has SMs (32 sequences x 8 kv heads on the H200's 132: one wave
-// instead of two) and costs a second pass over chunks of 129 to 256 keys
-// with few blocks. The keys go in chunks of the block:
-// thread i scores key j0 + i for every head of the group (its k row read
-// once, the loads issued together, against q in shared memory); the block
-// takes each head's max over the chunk and the sum of exp(score - max)
-// (an online softmax across chunks); then thread (g, c), c < ceil(head_dim
-// / 4), adds the probabilities times dims 4c .. 4c+3 of v over the chunk's
-// keys g, g + KG, g + 2 KG, ... (KG = the block's threads / ceil(head_dim / 4)
-// key groups); at the end the key groups' sums are added in group order.
-// The decode kernels above walk each group's keys one after another, a
-// dependent memory round trip (block table, then k and v) per key; here a
-// chunk's loads are independent, and the first of its k and v loads are
-// issued before q is staged, so a short context costs about two round
-// trips.
-// =====================================================================
-#define FW_ABK_THREADS 256
-#define FW_ABK128_THREADS 128  // attention_bykey128_f32's block
-#define FW_ABK_WARPS (FW_ABK_THREADS / 32)
-#define FW_ABK_MAX_GROUP 8
-#define FW_ABK_KCOLS 16  // k columns (4 dims each) a thread loads before scoring them
-#define FW_ABK_VKEYS 4   // keys of v a thread has in flight while it adds the previous ones in
-#define FW_ABK_PART_HEADS 4  // heads whose key-group sums are added per round at the end
-
-// fw_abk_load4: dims 4c .. 4c+3 of row r (zeros past headdim); vec: r is
-// 16-byte aligned and headdim a multiple of 4.
-DEVICE fw_f32x4 fw_abk_load4(const float* r, uint32_t c, uint32_t headdim, bool vec) {
-  if (vec) return ((const fw_f32x4*)r)[c];
-  fw_f32x4 v;
-#pragma unroll
-  for (uint32_t e = 0; e < 4; ++e) v.v[e] = 4u * c + e < headdim ? r[4u * c + e] : 0.0f;
-  return v;
-}
-
 // fw_decode_keys: how many keys query token t attends to: q_pos[t] + 1,
 // at most what its block table holds (max_blocks * block_size) and at most
 // limit (no cache holds 2^32 keys; a kernel indexing keys ahead of the
@@ -2796,229 +2733,13 @@ DEVICE uint32_t fw_decode_keys(const uint32_t* q_pos, uint32_t t, uint32_t max_b
   return n64 > limit ? limit : (uint32_t)n64;
 }
 
-// fw_abk_row: the start of key j's row of kv head kvh in cache.
-DEVICE const float* fw_abk_row(const float* cache, const uint32_t* table, uint32_t j, uint32_t block_size,
-                               uint32_t kv_dim, uint32_t kvh, uint32_t headdim) {
-  const uint64_t slot = (uint64_t)table[j / block_size] * block_size + j % block_size;
-  return cache + slot * kv_dim + (uint64_t)kvh * headdim;
-}
-
-// fw_abk_kload: k columns c0 .. c0+FW_ABK_KCOLS-1 of row kr (zeros past
-// cols, and for a thread without a key: kr null).
-DEVICE void fw_abk_kload(fw_f32x4* kv, const float* kr, uint32_t c0, uint32_t cols, uint32_t headdim, bool vec) {
-#pragma unroll
-  for (uint32_t i = 0; i < FW_ABK_KCOLS; ++i)
-    kv[i] = kr && c0 + i < cols ? fw_abk_load4(kr, c0 + i, headdim, vec) : fw_f32x4{{0.0f, 0.0f, 0.0f, 0.0f}};
-}
-
-// fw_abk_vload: column col of v for keys jj, jj + kgroups, ... (FW_ABK_VKEYS
-// of them; zeros from jend on).
-DEVICE void fw_abk_vload(fw_f32x4* vv, const float* v_cache, const uint32_t* table, uint32_t jj, uint32_t jend,
-                         uint32_t kgroups, uint32_t block_size, uint32_t kv_dim, uint32_t kvh, uint32_t headdim,
-                         uint32_t col, bool vec) {
-#pragma unroll
-  for (uint32_t u = 0; u < FW_ABK_VKEYS; ++u) {
-    const uint32_t ju = jj + u * kgroups;
-    vv[u] = ju < jend ? fw_abk_load4(fw_abk_row(v_cache, table, ju, block_size, kv_dim, kvh, headdim), col, headdim, vec)
-                      : fw_f32x4{{0.0f, 0.0f, 0.0f, 0.0f}};
-  }
-}
-
-// attention_bykey: the kernel's body for groups of at most G query heads,
-// blocks of T threads.
-template <uint32_t G, uint32_t T>
-DEVICE void attention_bykey(float* out, const float* qkv, const float* k_cache, const float* v_cache,
-                            const uint32_t* q_seq, const uint32_t* q_pos, const uint32_t* block_tables,
-                            uint32_t max_blocks, uint32_t block_size, uint32_t tokens, uint32_t heads,
-                            uint32_t kv_heads, uint32_t headdim, uint32_t stride, float scale, fw_f32x4 (*qs)[FW_ATT_MAX_HEADDIM / 4],
-                            float (*ps)[T], float (*wmax)[T / 32], float (*wsum)[T / 32], float* part) {
-  constexpr uint32_t W = T / 32, PH = FW_ABK_PART_HEADS;
-  const uint32_t group = heads / kv_heads;
-  const uint32_t b = block_idx_x(), t = b / kv_heads, kvh = b % kv_heads;
-  if (t >= tokens) return;
-  const uint32_t tid = thread_idx_x(), lane = tid & 31u, warp = tid / 32u;
-  const uint32_t kv_dim = kv_heads * headdim, cols = (headdim + 3u) / 4u, kgroups = T / cols;
-  const uint32_t col = tid % cols, kg = tid / cols;  // this thread's v column and key group
-  const bool vec = headdim % 4u == 0 && fw_aligned16(k_cache) && fw_aligned16(v_cache);
-  const uint32_t n = fw_decode_keys(q_pos, t, max_blocks, block_size, 0xffffffffu);  // keys 0 .. n-1
-  const uint32_t* table = block_tables + (uint64_t)q_seq[t] * max_blocks;
-  float M[G], L[G], acc[G][4];
-#pragma unroll
-  for (uint32_t h = 0; h < G; ++h) {
-    M[h] = -__builtin_inff(), L[h] = 0.0f;
-#pragma unroll
-    for (uint32_t e = 0; e < 4; ++e) acc[h][e] = 0.0f;
-  }
-  for (uint32_t j0 = 0; j0 < n; j0 += T) {
-    const uint32_t j = j0 + tid, jend = n - j0 < T ? n : j0 + T;
-    // This chunk's first k columns and v keys, in flight before anything
-    // waits (on the first chunk, before q is staged).
-    const float* kr = j < n ? fw_abk_row(k_cache, table, j, block_size, kv_dim, kvh, headdim) : nullptr;
-    fw_f32x4 kv[FW_ABK_KCOLS], vv[FW_ABK_VKEYS];
-    fw_abk_kload(kv, kr, 0, cols, headdim, vec);
-    const bool vrole = kg < kgroups;
-    if (vrole) fw_abk_vload(vv, v_cache, table, j0 + kg, jend, kgroups, block_size, kv_dim, kvh, headdim, col, vec);
-    if (j0 == 0) {  // block-uniform
-      const float* q = qkv + (uint64_t)t * stride + (uint64_t)kvh * group * headdim;
-      for (uint32_t i = tid; i < group * cols * 4u; i += T) {
-        const uint32_t h = i / (cols * 4u), d = i % (cols * 4u);
-        qs[h][d / 4u].v[d % 4u] = d < headdim ? q[h * headdim + d] : 0.0f;
-      }
-      block_sync();
-    }
-    float s[G];
-#pragma unroll
-    for (uint32_t h = 0; h < G; ++h) s[h] = 0.0f;
-    for (uint32_t c0 = 0; c0 < cols; c0 += FW_ABK_KCOLS) {
-      if (c0 > 0) fw_abk_kload(kv, kr, c0, cols, headdim, vec);
-#pragma unroll
-      for (uint32_t i = 0; i < FW_ABK_KCOLS; ++i) {
-        if (c0 + i >= cols) continue;
-#pragma unroll
-        for (uint32_t h = 0; h < G; ++h) {
-          if (h >= group) continue;
-          const fw_f32x4 q4 = qs[h][c0 + i];
-#pragma unroll
-          for (uint32_t e = 0; e < 4; ++e) s[h] += q4.v[e] * kv[i].v[e];
-        }
-      }
-    }
-#pragma unroll
-    for (uint32_t h = 0; h < G; ++h) s[h] = j < n ? s[h] * scale : -__builtin_inff();
-    // Each head's max over the chunk, then the running max, the factor
-    // for what was summed before it, and the chunk's probabilities.
-#pragma unroll
-    for (uint32_t h = 0; h < G; ++h) {
-      if (h >= group) continue;
-      const float w = fw_group_max(s[h]);
-      if (lane == 0) wmax[h][warp] = w;
-    }
-    block_sync();
-    float cf[G];
-#pragma unroll
-    for (uint32_t h = 0; h < G; ++h) {
-      cf[h] = 1.0f;
-      if (h >= group) continue;
-      float cm = wmax[h][0];
-      for (uint32_t w = 1; w < W; ++w) cm = fmax_f32(cm, wmax[h][w]);
-      const float mn = fmax_f32(M[h], cm);
-      cf[h] = mf_expf(M[h] - mn);  // 0 on the first chunk (M = -inf)
-      M[h] = mn;
-      const float p = j < n ? mf_expf(s[h] - mn) : 0.0f;
-      ps[h][tid] = p;
-      const float w = fw_group_sum(p);
-      if (lane == 0) wsum[h][warp] = w;
-    }
-    block_sync();
-#pragma unroll
-    for (uint32_t h = 0; h < G; ++h) {
-      if (h >= group) continue;
-      float cs = 0.0f;
-      for (uint32_t w = 0; w < W; ++w) cs += wsum[h][w];
-      L[h] = L[h] * cf[h] + cs;
-#pragma unroll
-      for (uint32_t e = 0; e < 4; ++e) acc[h][e] *= cf[h];
-    }
-    if (vrole) {
-      for (uint32_t jj = j0 + kg; jj < jend; jj += FW_ABK_VKEYS * kgroups) {
-        fw_f32x4 vn[FW_ABK_VKEYS];  // the next keys' v, in flight while these are added in
-        fw_abk_vload(vn, v_cache, table, jj + FW_ABK_VKEYS * kgroups, jend, kgroups, block_size, kv_dim, kvh, headdim,
-                     col, vec);
-#pragma unroll
-        for (uint32_t u = 0; u < FW_ABK_VKEYS; ++u) {
-          const uint32_t ju = jj + u * kgroups;
-          if (ju >= jend) continue;
-#pragma unroll
-          for (uint32_t h = 0; h < G; ++h) {
-            if (h >= group) continue;
-            const float p = ps[h][ju - j0];
-#pragma unroll
-            for (uint32_t e = 0; e < 4; ++e) acc[h][e] += p * vv[u].v[e];
-          }
-        }
-#pragma unroll
-        for (uint32_t u = 0; u < FW_ABK_VKEYS; ++u) vv[u] = vn[u];
-      }
-    }
-    block_sync();  // ps, wmax and wsum are rewritten by the next chunk
-  }
-  // Each head's output: its key groups' sums added in group order, PH
-  // heads a round.
-#pragma unroll
-  for (uint32_t h0 = 0; h0 < G; h0 += PH) {
-    if (h0 >= group) continue;  // block-uniform: the syncs below are reached by all
-    if (kg < kgroups) {
-#pragma unroll
-      for (uint32_t h = h0; h < h0 + PH && h < G; ++h)
-#pragma unroll
-        for (uint32_t e = 0; e < 4; ++e) part[((h - h0) * T + kg * cols + col) * 4u + e] = acc[h][e];
-    }
-    block_sync();
-    const uint32_t nh = group - h0 < PH ? group - h0 : PH;
-    for (uint32_t i = tid; i < nh * headdim; i += T) {
-      const uint32_t hh = i / headdim, d = i % headdim;
-      float a = 0.0f;
-      for (uint32_t g = 0; g < kgroups; ++g) a += part[hh * T * 4u + g * cols * 4u + d];
-      float Lh = L[h0];
-#pragma unroll
-      for (uint32_t h = 0; h < G; ++h)
-        if (h == h0 + hh) Lh = L[h];
-      out[(uint64_t)t * heads * headdim + (uint64_t)(kvh * group + h0 + hh) * headdim + d] = a / Lh;
-    }
-    block_sync();
-  }
-}
-
-// attention_bykey_block: the kernel for blocks of T threads.
-template <uint32_t T>
-DEVICE void attention_bykey_block(float* out, const float* qkv, const float* k_cache, const float* v_cache,
-                                  const uint32_t* q_seq, const uint32_t* q_pos, const uint32_t* block_tables,
-                                  uint32_t max_blocks, uint32_t block_size, uint32_t tokens, uint32_t heads,
-                                  uint32_t kv_heads, uint32_t headdim, uint32_t stride, float scale) {
-  __shared__ fw_f32x4 qs[FW_ABK_MAX_GROUP][FW_ATT_MAX_HEADDIM / 4];  // the group's q rows, zero past head_dim
-  __shared__ float ps[FW_ABK_MAX_GROUP][T];                         // the chunk's probabilities
-  __shared__ float wmax[FW_ABK_MAX_GROUP][T / 32], wsum[FW_ABK_MAX_GROUP][T / 32];
-  __shared__ float part[FW_ABK_PART_HEADS * T * 4];  // key-group sums at the end
-  if (kv_heads == 0 || heads % kv_heads != 0 || block_size == 0) return;
-  const uint32_t group = heads / kv_heads;
-  if (group > FW_ABK_MAX_GROUP || headdim == 0 || headdim > FW_ATT_MAX_HEADDIM) return;
-  // The usual groups of up to 4 heads run a body unrolled for 4, whose
-  // per-head loops are half the 8-head body's (the kernel holds the larger
-  // body's registers either way).
-  if (group <= 4)
-    attention_bykey<4, T>(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens,
-                          heads, kv_heads, headdim, stride, scale, qs, ps, wmax, wsum, part);
-  else
-    attention_bykey<FW_ABK_MAX_GROUP, T>(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks,
-                                         block_size, tokens, heads, kv_heads, headdim, stride, scale, qs, ps, wmax,
-                                         wsum, part);
-}
-
-KERNEL KBOUNDS(FW_ABK_THREADS) void attention_bykey_f32(float* out, const float* qkv, const float* k_cache,
-                                                        const float* v_cache, const uint32_t* q_seq,
-                                                        const uint32_t* q_pos, const uint32_t* block_tables,
-                                                        uint32_t max_blocks, uint32_t block_size, uint32_t tokens,
-                                                        uint32_t heads, uint32_t kv_heads, uint32_t headdim,
-                                                        uint32_t stride, float scale) {
-  fw_early_start();
-  attention_bykey_block<FW_ABK_THREADS>(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks,
-                                        block_size, tokens, heads, kv_heads, headdim, stride, scale);
-}
-
-KERNEL KBOUNDS(FW_ABK128_THREADS) void attention_bykey128_f32(float* out, const float* qkv, const float* k_cache,
-                                                              const float* v_cache, const uint32_t* q_seq,
-                                                              const uint32_t* q_pos, const uint32_t* block_tables,
-                                                              uint32_t max_blocks, uint32_t block_size,
-                                                              uint32_t tokens, uint32_t heads, uint32_t kv_heads,
-                                                              uint32_t headdim, uint32_t stride, float scale) {
-  fw_early_start();
-  attention_bykey_block<FW_ABK128_THREADS>(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks,
-                                           block_size, tokens, heads, kv_heads, headdim, stride, scale);
-}
+// FW_ABK_MAX_GROUP: the most query heads a kv head attention_warps_f32
+// (and its relatives) take.
+#define FW_ABK_MAX_GROUP 8
 
 // =====================================================================
-// attention_warps_f32: attention_bykey128_f32's arguments, semantics and
-// grid (block b: query token b / kv_heads and kv head b % kv_heads, for
+// attention_warps_f32: attention_f32's arguments and semantics, one block
+// per query token and kv head (block b: query token b / kv_heads and kv head b % kv_heads, for
 // the heads / kv_heads <= FW_ABK_MAX_GROUP query heads that share it;
 // heads a multiple of kv_heads and 0 < head_dim <= FW_ATT_MAX_HEADDIM,
 // else it writes nothing), with no block barrier before the end. Block
@@ -3038,8 +2759,7 @@ KERNEL KBOUNDS(FW_ABK128_THREADS) void attention_bykey128_f32(float* out, const 
 // than 4, and 2 was no faster than 4. A context of up
 // to U R keys (64 at head_dim <= 64 and 4 heads) so costs about two
 // memory round trips
-// (the table, then k and v together), where attention_bykey waits for k,
-// three barriers, then v in dependent rounds of 4 keys. Per key, the heads'
+// (the table, then k and v together). Per key, the heads'
 // partial dots are reduced and scattered over the group's lanes
 // (fw_atw_scores: G - 1 exchanges for G heads, then a butterfly over each
 // head's LK / G lanes), so each lane updates one head's running max and
@@ -3062,8 +2782,7 @@ KERNEL KBOUNDS(FW_ABK128_THREADS) void attention_bykey128_f32(float* out, const 
 // memory, so twice the key groups a block take half the steps each. At
 // 128 threads (4 warps a block, a ring of 4, 230 registers) decode on the
 // 1B shape ran 1.7% slower at batch 32 and 6% at batch 64 on the H200
-// end to end. At the 1B shape it took about half
-// attention_bykey128_f32's time from 144 keys.
+// end to end.
 // =====================================================================
 #define FW_ATW_THREADS 256
 // Two blocks an SM on NVPTX: at most 128 registers a thread. On AMDGPU
@@ -3078,10 +2797,11 @@ KERNEL KBOUNDS(FW_ABK128_THREADS) void attention_bykey128_f32(float* out, const 
 #define FW_ATW_MAX_UNITS (FW_ATW_THREADS / 8)   // key groups a block, at most
 #define FW_ATW_PART (FW_ATW_THREADS * 32)       // floats of the groups' outputs merged a round at the end (32 KB)
 
-// fw_atw_load4: fw_abk_load4's values; the scalar path reads clamped
-// addresses, so clang cannot merge it with the vector path's load (with
-// fw_abk_load4's it emits ld.v2 + ld + a branch for the fourth float on
-// both paths).
+// fw_atw_load4: dims 4c .. 4c+3 of row r (zeros past headdim); vec: r is
+// 16-byte aligned and headdim a multiple of 4. The scalar path reads
+// clamped addresses, so clang cannot merge it with the vector path's load
+// (it would emit ld.v2 + ld + a branch for the fourth float on both
+// paths).
 DEVICE fw_f32x4 fw_atw_load4(const float* r, uint32_t c, uint32_t headdim, bool vec) {
   if (vec) return ((const fw_f32x4*)r)[c];
   fw_f32x4 v;

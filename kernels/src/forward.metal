@@ -59,7 +59,7 @@ using namespace metal;
 
 #define FW_ATT_MAX_HEADDIM 256
 #define FW_ATT_GROUPS (FW_ATT_THREADS / 32)
-#define FW_ATTL_THREADS 1024  // attention_long_f32
+#define FW_ATTL_THREADS 1024  // attention_gqa_f32's 32 key groups
 #define FW_ATTL_GROUPS (FW_ATTL_THREADS / 32)
 #define FW_ATT_LANE_DIMS (FW_ATT_MAX_HEADDIM / 32)
 #define FW_GQA_THREADS 1024  // attention_gqa_f32
@@ -586,8 +586,8 @@ FW_ROPE_KV_STORE_KERNEL(rope_kv_store_f32, float)
 FW_ROPE_KV_STORE_KERNEL(rope_kv_store_f32_kv16, fw_f16)
 
 // =====================================================================
-// attention_f32 and attention_long_f32 (see forward.cu). Block
-// FW_ATT_THREADS (FW_ATTL_THREADS), grid tokens * heads, head_dim <=
+// attention_f32 (see forward.cu). Block FW_ATT_THREADS, grid tokens *
+// heads, head_dim <=
 // FW_ATT_MAX_HEADDIM. Threadgroup memory: qs [FW_ATT_MAX_HEADDIM], gm and gl
 // [groups], go [groups][CH], CH = min(4096 / groups, FW_ATT_MAX_HEADDIM).
 // =====================================================================
@@ -717,26 +717,6 @@ static inline void fw_attention_decode(device float* out, device const float* qk
   }
 FW_ATTENTION_KERNEL(attention_f32, float)
 FW_ATTENTION_KERNEL(attention_f32_kv16, fw_f16)
-
-// attention_long_f32 (see forward.cu): attention_f32 with FW_ATTL_THREADS a
-// threadgroup; go holds 128 of head_dim's dims per merge round.
-[[max_total_threads_per_threadgroup(1024)]]
-kernel void attention_long_f32(device float* out [[buffer(0)]], device const float* qkv [[buffer(1)]],
-                               device const float* k_cache [[buffer(2)]], device const float* v_cache [[buffer(3)]],
-                               device const uint* q_seq [[buffer(4)]], device const uint* q_pos [[buffer(5)]],
-                               device const uint* block_tables [[buffer(6)]], constant uint& max_blocks [[buffer(7)]],
-                               constant uint& block_size [[buffer(8)]], constant uint& tokens [[buffer(9)]],
-                               constant uint& heads [[buffer(10)]], constant uint& kv_heads [[buffer(11)]],
-                               constant uint& headdim [[buffer(12)]], constant uint& stride [[buffer(13)]],
-                               constant float& scale [[buffer(14)]],
-                               threadgroup float* qs [[threadgroup(0)]] /* hipgo: 1024 bytes */,
-                               threadgroup float* gm [[threadgroup(1)]] /* hipgo: 128 bytes */,
-                               threadgroup float* gl [[threadgroup(2)]] /* hipgo: 128 bytes */,
-                               threadgroup float* go [[threadgroup(3)]] /* hipgo: 16384 bytes */,
-                               uint tid [[thread_position_in_threadgroup]], uint blk [[threadgroup_position_in_grid]]) {
-  fw_attention_decode<FW_ATTL_GROUPS>(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size,
-                                      tokens, heads, kv_heads, headdim, stride, scale, qs, gm, gl, go, tid, blk);
-}
 
 // =====================================================================
 // attention_gqa_f32 (see forward.cu). Block FW_GQA_THREADS, grid tokens *
@@ -1001,262 +981,7 @@ static inline void fw_attention_prefill(device float* out, device const float* q
 FW_ATTENTION_PREFILL_KERNEL(attention_prefill_f32, float)
 FW_ATTENTION_PREFILL_KERNEL(attention_prefill_f32_kv16, fw_f16)
 
-// =====================================================================
-// attention_bykey_f32 (see forward.cu). Block FW_ABK_THREADS, grid tokens
-// * kv_heads, at most FW_ABK_MAX_GROUP query heads a kv head, head_dim <=
-// FW_ATT_MAX_HEADDIM. Threadgroup memory: qs [FW_ABK_MAX_GROUP]
-// [FW_ATT_MAX_HEADDIM], ps [FW_ABK_MAX_GROUP][FW_ABK_THREADS], wmax and
-// wsum [FW_ABK_MAX_GROUP][FW_ABK_WARPS], part [FW_ABK_PART_HEADS *
-// FW_ABK_THREADS * 4].
-// =====================================================================
-#define FW_ABK_THREADS 256
-#define FW_ABK128_THREADS 128
-#define FW_ABK_WARPS (FW_ABK_THREADS / 32)
-#define FW_ABK_MAX_GROUP 8
-#define FW_ABK_KCOLS 16
-#define FW_ABK_VKEYS 4
-#define FW_ABK_PART_HEADS 4
-
-// fw_abk_row: the start of key j's row of kv head kvh in cache.
-static inline device const float* fw_abk_row(device const float* cache, device const uint* table, uint j,
-                                             uint block_size, uint kv_dim, uint kvh, uint headdim) {
-  const ulong slot = (ulong)table[j / block_size] * block_size + j % block_size;
-  return cache + slot * kv_dim + (ulong)kvh * headdim;
-}
-
-// fw_abk_kload: k columns c0 .. c0+FW_ABK_KCOLS-1 of key row kr (zeros
-// past cols and headdim, and for a thread without a key).
-static inline void fw_abk_kload(thread float (*kv)[4], device const float* kr, bool has, uint c0, uint cols,
-                                uint headdim) {
-#pragma unroll
-  for (uint i = 0; i < FW_ABK_KCOLS; ++i)
-#pragma unroll
-    for (uint e = 0; e < 4; ++e) {
-      const uint d = 4u * (c0 + i) + e;
-      kv[i][e] = has && c0 + i < cols && d < headdim ? kr[d] : 0.0f;
-    }
-}
-
-// fw_abk_vload: column col of v for keys jj, jj + kgroups, ...
-// (FW_ABK_VKEYS of them; zeros from jend on).
-static inline void fw_abk_vload(thread float (*vv)[4], device const float* v_cache, device const uint* table, uint jj,
-                                uint jend, uint kgroups, uint block_size, uint kv_dim, uint kvh, uint headdim,
-                                uint col) {
-#pragma unroll
-  for (uint u = 0; u < FW_ABK_VKEYS; ++u) {
-    const uint ju = jj + u * kgroups;
-    device const float* vr = fw_abk_row(v_cache, table, ju < jend ? ju : jj, block_size, kv_dim, kvh, headdim);
-#pragma unroll
-    for (uint e = 0; e < 4; ++e) vv[u][e] = ju < jend && 4u * col + e < headdim ? vr[4u * col + e] : 0.0f;
-  }
-}
-
-template <uint G, uint T>
-static inline void fw_attention_bykey(device float* out, device const float* qkv, device const float* k_cache,
-                                      device const float* v_cache, device const uint* q_seq, device const uint* q_pos,
-                                      device const uint* block_tables, uint max_blocks, uint block_size, uint tokens,
-                                      uint heads, uint kv_heads, uint headdim, uint stride, float scale,
-                                      threadgroup float* qs, threadgroup float* ps, threadgroup float* wmax,
-                                      threadgroup float* wsum, threadgroup float* part, uint tid, uint blk) {
-  constexpr uint W = T / 32, HD = FW_ATT_MAX_HEADDIM, PH = FW_ABK_PART_HEADS;
-  const uint group = heads / kv_heads;
-  const uint t = blk / kv_heads, kvh = blk % kv_heads;
-  if (t >= tokens) return;
-  const uint lane = tid & 31u, warp = tid / 32u;
-  const uint kv_dim = kv_heads * headdim, cols = (headdim + 3u) / 4u, kgroups = T / cols;
-  const uint col = tid % cols, kg = tid / cols;
-  ulong n64 = (ulong)q_pos[t] + 1;
-  const ulong cap = (ulong)max_blocks * block_size;
-  if (n64 > cap) n64 = cap;
-  const uint n = n64 > 0xffffffffu ? 0xffffffffu : (uint)n64;
-  device const uint* table = block_tables + (ulong)q_seq[t] * max_blocks;
-  float M[G], L[G], acc[G][4];
-#pragma unroll
-  for (uint h = 0; h < G; ++h) {
-    M[h] = -mf_bits2f(0x7f800000u), L[h] = 0.0f;
-#pragma unroll
-    for (uint e = 0; e < 4; ++e) acc[h][e] = 0.0f;
-  }
-  for (uint j0 = 0; j0 < n; j0 += T) {
-    const uint j = j0 + tid, jend = n - j0 < T ? n : j0 + T;
-    const bool has = j < n;
-    device const float* kr = fw_abk_row(k_cache, table, has ? j : j0, block_size, kv_dim, kvh, headdim);
-    float kv[FW_ABK_KCOLS][4], vv[FW_ABK_VKEYS][4];
-    fw_abk_kload(kv, kr, has, 0, cols, headdim);
-    const bool vrole = kg < kgroups;
-    if (vrole) fw_abk_vload(vv, v_cache, table, j0 + kg, jend, kgroups, block_size, kv_dim, kvh, headdim, col);
-    if (j0 == 0) {
-      device const float* q = qkv + (ulong)t * stride + (ulong)kvh * group * headdim;
-      for (uint i = tid; i < group * cols * 4u; i += T) {
-        const uint h = i / (cols * 4u), d = i % (cols * 4u);
-        qs[h * HD + d] = d < headdim ? q[h * headdim + d] : 0.0f;
-      }
-      block_sync();
-    }
-    float s[G];
-#pragma unroll
-    for (uint h = 0; h < G; ++h) s[h] = 0.0f;
-    for (uint c0 = 0; c0 < cols; c0 += FW_ABK_KCOLS) {
-      if (c0 > 0) fw_abk_kload(kv, kr, has, c0, cols, headdim);
-#pragma unroll
-      for (uint i = 0; i < FW_ABK_KCOLS; ++i) {
-        if (c0 + i >= cols) continue;
-#pragma unroll
-        for (uint h = 0; h < G; ++h) {
-          if (h >= group) continue;
-#pragma unroll
-          for (uint e = 0; e < 4; ++e) s[h] += qs[h * HD + 4u * (c0 + i) + e] * kv[i][e];
-        }
-      }
-    }
-#pragma unroll
-    for (uint h = 0; h < G; ++h) s[h] = has ? s[h] * scale : -mf_bits2f(0x7f800000u);
-#pragma unroll
-    for (uint h = 0; h < G; ++h) {
-      if (h >= group) continue;
-      const float w = fw_group_max(s[h]);
-      if (lane == 0) wmax[h * W + warp] = w;
-    }
-    block_sync();
-    float cf[G];
-#pragma unroll
-    for (uint h = 0; h < G; ++h) {
-      cf[h] = 1.0f;
-      if (h >= group) continue;
-      float cm = wmax[h * W];
-      for (uint w = 1; w < W; ++w) cm = fmax(cm, wmax[h * W + w]);
-      const float mn = fmax(M[h], cm);
-      cf[h] = mf_expf(M[h] - mn);
-      M[h] = mn;
-      const float p = has ? mf_expf(s[h] - mn) : 0.0f;
-      ps[h * T + tid] = p;
-      const float w = fw_group_sum(p);
-      if (lane == 0) wsum[h * W + warp] = w;
-    }
-    block_sync();
-#pragma unroll
-    for (uint h = 0; h < G; ++h) {
-      if (h >= group) continue;
-      float cs = 0.0f;
-      for (uint w = 0; w < W; ++w) cs += wsum[h * W + w];
-      L[h] = L[h] * cf[h] + cs;
-#pragma unroll
-      for (uint e = 0; e < 4; ++e) acc[h][e] *= cf[h];
-    }
-    if (vrole) {
-      for (uint jj = j0 + kg; jj < jend; jj += FW_ABK_VKEYS * kgroups) {
-        float vn[FW_ABK_VKEYS][4];
-        fw_abk_vload(vn, v_cache, table, jj + FW_ABK_VKEYS * kgroups, jend, kgroups, block_size, kv_dim, kvh, headdim,
-                     col);
-#pragma unroll
-        for (uint u = 0; u < FW_ABK_VKEYS; ++u) {
-          const uint ju = jj + u * kgroups;
-          if (ju >= jend) continue;
-#pragma unroll
-          for (uint h = 0; h < G; ++h) {
-            if (h >= group) continue;
-            const float p = ps[h * T + (ju - j0)];
-#pragma unroll
-            for (uint e = 0; e < 4; ++e) acc[h][e] += p * vv[u][e];
-          }
-        }
-#pragma unroll
-        for (uint u = 0; u < FW_ABK_VKEYS; ++u)
-#pragma unroll
-          for (uint e = 0; e < 4; ++e) vv[u][e] = vn[u][e];
-      }
-    }
-    block_sync();
-  }
-#pragma unroll
-  for (uint h0 = 0; h0 < G; h0 += PH) {
-    if (h0 >= group) continue;
-    if (kg < kgroups) {
-#pragma unroll
-      for (uint h = h0; h < h0 + PH && h < G; ++h)
-#pragma unroll
-        for (uint e = 0; e < 4; ++e) part[((h - h0) * T + kg * cols + col) * 4u + e] = acc[h][e];
-    }
-    block_sync();
-    const uint nh = group - h0 < PH ? group - h0 : PH;
-    for (uint i = tid; i < nh * headdim; i += T) {
-      const uint hh = i / headdim, d = i % headdim;
-      float a = 0.0f;
-      for (uint g = 0; g < kgroups; ++g) a += part[hh * T * 4u + g * cols * 4u + d];
-      float Lh = L[h0];
-#pragma unroll
-      for (uint h = 0; h < G; ++h)
-        if (h == h0 + hh) Lh = L[h];
-      out[(ulong)t * heads * headdim + (ulong)(kvh * group + h0 + hh) * headdim + d] = a / Lh;
-    }
-    block_sync();
-  }
-}
-
-// fw_attention_bykey_block: the kernel for threadgroups of T threads.
-template <uint T>
-static inline void fw_attention_bykey_block(device float* out, device const float* qkv, device const float* k_cache,
-                                            device const float* v_cache, device const uint* q_seq,
-                                            device const uint* q_pos, device const uint* block_tables, uint max_blocks,
-                                            uint block_size, uint tokens, uint heads, uint kv_heads, uint headdim,
-                                            uint stride, float scale, threadgroup float* qs, threadgroup float* ps,
-                                            threadgroup float* wmax, threadgroup float* wsum, threadgroup float* part,
-                                            uint tid, uint blk) {
-  if (kv_heads == 0 || heads % kv_heads != 0 || block_size == 0) return;
-  const uint group = heads / kv_heads;
-  if (group > FW_ABK_MAX_GROUP || headdim == 0 || headdim > FW_ATT_MAX_HEADDIM) return;
-  if (group <= 4)
-    fw_attention_bykey<4, T>(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens,
-                             heads, kv_heads, headdim, stride, scale, qs, ps, wmax, wsum, part, tid, blk);
-  else
-    fw_attention_bykey<FW_ABK_MAX_GROUP, T>(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks,
-                                            block_size, tokens, heads, kv_heads, headdim, stride, scale, qs, ps, wmax,
-                                            wsum, part, tid, blk);
-}
-
-[[max_total_threads_per_threadgroup(256)]]
-kernel void attention_bykey_f32(device float* out [[buffer(0)]], device const float* qkv [[buffer(1)]],
-                                device const float* k_cache [[buffer(2)]], device const float* v_cache [[buffer(3)]],
-                                device const uint* q_seq [[buffer(4)]], device const uint* q_pos [[buffer(5)]],
-                                device const uint* block_tables [[buffer(6)]], constant uint& max_blocks [[buffer(7)]],
-                                constant uint& block_size [[buffer(8)]], constant uint& tokens [[buffer(9)]],
-                                constant uint& heads [[buffer(10)]], constant uint& kv_heads [[buffer(11)]],
-                                constant uint& headdim [[buffer(12)]], constant uint& stride [[buffer(13)]],
-                                constant float& scale [[buffer(14)]],
-                                threadgroup float* qs [[threadgroup(0)]] /* hipgo: 8192 bytes */,
-                                threadgroup float* ps [[threadgroup(1)]] /* hipgo: 8192 bytes */,
-                                threadgroup float* wmax [[threadgroup(2)]] /* hipgo: 256 bytes */,
-                                threadgroup float* wsum [[threadgroup(3)]] /* hipgo: 256 bytes */,
-                                threadgroup float* part [[threadgroup(4)]] /* hipgo: 16384 bytes */,
-                                uint tid [[thread_position_in_threadgroup]], uint blk [[threadgroup_position_in_grid]]) {
-  fw_attention_bykey_block<FW_ABK_THREADS>(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks,
-                                           block_size, tokens, heads, kv_heads, headdim, stride, scale, qs, ps, wmax,
-                                           wsum, part, tid, blk);
-}
-
-// attention_bykey128_f32 (see forward.cu): attention_bykey_f32 for
-// threadgroups of FW_ABK128_THREADS; its ps, wmax, wsum and part are sized
-// by that count.
-[[max_total_threads_per_threadgroup(128)]]
-kernel void attention_bykey128_f32(device float* out [[buffer(0)]], device const float* qkv [[buffer(1)]],
-                                   device const float* k_cache [[buffer(2)]], device const float* v_cache [[buffer(3)]],
-                                   device const uint* q_seq [[buffer(4)]], device const uint* q_pos [[buffer(5)]],
-                                   device const uint* block_tables [[buffer(6)]],
-                                   constant uint& max_blocks [[buffer(7)]], constant uint& block_size [[buffer(8)]],
-                                   constant uint& tokens [[buffer(9)]], constant uint& heads [[buffer(10)]],
-                                   constant uint& kv_heads [[buffer(11)]], constant uint& headdim [[buffer(12)]],
-                                   constant uint& stride [[buffer(13)]], constant float& scale [[buffer(14)]],
-                                   threadgroup float* qs [[threadgroup(0)]] /* hipgo: 8192 bytes */,
-                                   threadgroup float* ps [[threadgroup(1)]] /* hipgo: 4096 bytes */,
-                                   threadgroup float* wmax [[threadgroup(2)]] /* hipgo: 128 bytes */,
-                                   threadgroup float* wsum [[threadgroup(3)]] /* hipgo: 128 bytes */,
-                                   threadgroup float* part [[threadgroup(4)]] /* hipgo: 8192 bytes */,
-                                   uint tid [[thread_position_in_threadgroup]],
-                                   uint blk [[threadgroup_position_in_grid]]) {
-  fw_attention_bykey_block<FW_ABK128_THREADS>(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks,
-                                              block_size, tokens, heads, kv_heads, headdim, stride, scale, qs, ps,
-                                              wmax, wsum, part, tid, blk);
-}
+#define FW_ABK_MAX_GROUP 8  // the most query heads a kv head attention_warps_f32 takes
 
 // =====================================================================
 // attention_warps_f32 (see forward.cu). Block FW_ATW_THREADS, grid tokens

@@ -63,10 +63,6 @@ type Options struct {
 	// nearest even), half the bytes of f32: the *_kv16 kernels store and
 	// read it (kvKernel).
 	HalfKVCache bool
-	// NoAttentionWarps launches attention_bykey128_f32 where
-	// attention_warps_f32 would run (see attention), to measure it; the
-	// sums differ in rounding only.
-	NoAttentionWarps bool
 	// NoFoldedAdds keeps a split warpgroup product's adds in its own last
 	// block where rmsnorm_fused_W would add its partials into the residual
 	// (see residualProduct); the same bytes.
@@ -89,8 +85,7 @@ type Backend struct {
 	kernels      map[string]*runtime.Kernel
 	tc           bool // CUDA: 16-bit weights go through the tensor cores from tcRows rows (launch.go)
 	wg           bool // and the forward module is the sm_90a PTX: matmul_wgs_W where wgSplitK says (launch.go)
-	longAtt      bool // CUDA: decode attention may take attention_long_f32, attention_gqa_f32 or attention_bykey(128)_f32 (launch.go; measured on the H200 only)
-	attWarps     bool // and attention_warps_f32 where attention_bykey128_f32 would run (Options.NoAttentionWarps)
+	longAtt      bool // CUDA: decode attention takes attention_warps_f32, its key ranges or attention_gqa_f32 (launch.go attentionKernel)
 	computeUnits int  // the device's SMs or CUs (attentionRanges)
 	kv16         bool // the KV cache is f16 (Options.HalfKVCache)
 	foldAdds     bool // residual products leave their split partials to rmsnorm_fused_W (Options.NoFoldedAdds)
@@ -148,7 +143,6 @@ func New(ctx context.Context, dev *runtime.Device, cfg Config, w *Weights, opts 
 	b.earlyStart = !opts.NoEarlyStart
 	b.fuse = !opts.NoFusedKernels
 	b.lookahead = !opts.NoLookahead
-	b.attWarps = b.longAtt && !opts.NoAttentionWarps
 	b.foldAdds = !opts.NoFoldedAdds
 	b.kv16 = opts.HalfKVCache
 	if b.stepTokens <= 0 {
@@ -268,20 +262,13 @@ func (b *Backend) kernelNames() []string {
 		}
 	}
 	if b.longAtt {
-		names["attention_long_f32"] = true
 		if b.gqaShape() {
 			names["attention_gqa_f32"] = true
 		}
-		if b.bykeyShape() {
-			names["attention_bykey_f32"] = true
-			names["attention_split_f32"], names["attention_merge_f32"] = true, true
-			if b.attWarps {
-				names["attention_warps_f32"] = true
-				if b.fuse {
-					names["rope_attention_warps_f32"] = true
-				}
-			} else {
-				names["attention_bykey128_f32"] = true
+		if b.warpsShape() {
+			names["attention_warps_f32"], names["attention_split_f32"], names["attention_merge_f32"] = true, true, true
+			if b.fuse {
+				names["rope_attention_warps_f32"] = true
 			}
 		}
 	}
@@ -299,8 +286,7 @@ func (b *Backend) kernelNames() []string {
 // halfCacheKernels, those of them with a half-precision twin (*_kv16).
 var (
 	kvKernels = map[string]bool{"kv_store_f32": true, "rope_kv_store_f32": true, "attention_f32": true,
-		"attention_long_f32": true, "attention_gqa_f32": true, "attention_bykey_f32": true, "attention_bykey128_f32": true,
-		"attention_warps_f32": true, "rope_attention_warps_f32": true, "attention_split_f32": true, "attention_prefill_f32": true}
+		"attention_gqa_f32": true, "attention_warps_f32": true, "rope_attention_warps_f32": true, "attention_split_f32": true, "attention_prefill_f32": true}
 	halfCacheKernels = map[string]bool{"kv_store_f32": true, "rope_kv_store_f32": true, "attention_f32": true,
 		"attention_warps_f32": true, "rope_attention_warps_f32": true, "attention_split_f32": true, "attention_prefill_f32": true}
 )

@@ -47,11 +47,10 @@
 // Options.NoFoldedAdds, or HIPGO_GPU_FOLD_ADDS=0 through package model,
 // keeps the adds in the products).
 //
-// Decode attention on CUDA takes one of several kernels by the step's
-// shape (launch.go's attention); Options.NoAttentionWarps, or
-// HIPGO_GPU_ATTENTION_WARPS=0 through package model, puts
-// attention_bykey128_f32 back where attention_warps_f32 runs, to measure
-// it (the sums differ in rounding only).
+// Decode attention on CUDA takes attention_warps_f32, its key ranges
+// (attention_split_f32 + attention_merge_f32) for few sequences over long
+// tables, or attention_gqa_f32, by the step's shape (launch.go's
+// attentionKernel).
 //
 // A decode step (one token per sequence) replays a graph of its forward
 // launches captured the first time its shape was seen (graph.go), one

@@ -146,53 +146,26 @@ const (
 	// the backend launches it (chunk.tiledAttention).
 	attpRows      = 16
 	attpMinTokens = 16
-	// attention_long_f32 (1024 threads, 32 key groups a block) replaces
-	// attention_f32 (256, 8) when a decode launch has at most
-	// attLongMaxBlocks blocks (tokens * heads) and its block tables can
-	// hold attLongMinKeys keys or more (maxBlocks * BlockSize; the stride
-	// is padded to a power of two, so this means more than half as many
-	// cached): then attention_f32 leaves SMs idle and each group walks a
-	// long chain of keys one after another. Over short tables, or with
-	// more blocks than about one an SM, the long kernel does not pay.
-	attLongMaxBlocks = 128
-	attLongMinKeys   = 512
 	// attention_gqa_f32 (1024 threads, one block per token and kv head for
 	// its 2 to gqaMaxGroup query heads, head_dim at most gqaMaxHeadDim,
-	// FW_GQA_*) replaces attention_f32 on CUDA for decode launches where
-	// the long kernel does not apply, of gqaMinBlocks blocks or more
-	// (tokens * kv_heads) over tables of attLongMinKeys keys or more: each
-	// key's k and v are read once for its query heads, by 32 key groups
-	// instead of 8. Over short tables, or with fewer blocks, its merge of
-	// the heads costs more than it saves. attention_bykey_f32 (below) is
-	// faster at head_dim 64 but not at 128, so the gqa kernel keeps the
-	// heads of gqaMinHeadDim dims or more.
+	// FW_GQA_*) replaces attention_warps_f32 on CUDA for decode launches
+	// over an f32 cache of gqaMinBlocks blocks or more (tokens * kv_heads)
+	// that the key ranges do not take, over tables of gqaMinKeys keys or
+	// more (the tables' stride is padded to a power of two, so this means
+	// more than half as many cached), for heads of gqaMinHeadDim dims or
+	// more: 32 key groups a block where attention_warps_f32 has 8 to 32
+	// (measured on the H200 against the kernels before attention_warps_f32;
+	// not against it).
 	gqaMaxGroup   = 4
 	gqaMaxHeadDim = 128
 	gqaMinBlocks  = 128
+	gqaMinKeys    = 512
 	gqaMinHeadDim = 65
-	// attention_bykey_f32 (256 threads, one block per token and kv head
-	// for up to bykeyMaxGroup query heads, head_dim at most attMaxHeadDim;
-	// FW_ABK_*, FW_ATT_MAX_HEADDIM) replaces attention_f32 on CUDA for the
-	// decode launches the two kernels above do not take, over tables of
-	// bykeyMinKeys keys or more, with bykeyManyBlocks of its blocks or more
-	// or tables of bykeyFewBlocksKeys: a thread scores each key, so a
-	// chunk of 256 keys costs about two memory round trips where
-	// attention_f32's groups walk their keys one after another; its fixed
-	// cost (more phases, more barriers) loses to attention_f32 over very
-	// short tables and, with few blocks, over short ones.
-	bykeyMaxGroup      = 8   // FW_ABK_MAX_GROUP
-	attMaxHeadDim      = 256 // FW_ATT_MAX_HEADDIM
-	bykeyMinKeys       = 128
-	bykeyManyBlocks    = 64
-	bykeyFewBlocksKeys = 256
-	// attention_bykey128_f32, the same kernel in blocks of 128 threads
-	// (FW_ABK128_THREADS: two resident an SM at its registers, where one
-	// of 256 is), from bykey128MinBlocks of its blocks over tables of any
-	// length, after attention_gqa_f32's case: with about two blocks an SM
-	// or more, two small resident blocks beat one large one at every table
-	// length; at 64 blocks it lost, and the counts between were not
-	// measured.
-	bykey128MinBlocks = 256
+	// attention_warps_f32 (and its relatives) take up to warpsMaxGroup
+	// query heads a kv head (FW_ABK_MAX_GROUP) and head_dim up to
+	// attMaxHeadDim (FW_ATT_MAX_HEADDIM).
+	warpsMaxGroup = 8
+	attMaxHeadDim = 256
 	// attention_split_f32 + attention_merge_f32 (attentionRanges) cut a
 	// decode step's keys into ranges when its attention_warps_f32 blocks
 	// (tokens * kv_heads) fill at most half of splitBlocksPerCU an SM (the
@@ -803,10 +776,8 @@ func (b *Backend) positions(layer int, qkv, pos, slots runtime.DevicePtr, tokens
 // prefill is the difference between ~2 GB and ~70 MB of cache traffic per
 // layer. With few tokens (decode) its tiles would run mostly empty, and a
 // tile's runs of different sequences run one after another in its block,
-// so decode steps keep attention_f32, or on CUDA one of the decode kernels
-// the constants above route to (attention_long_f32, attention_gqa_f32,
-// attention_warps_f32, attention_bykey_f32, attention_bykey128_f32), each
-// with attention_f32's semantics (see attentionKernel).
+// so decode steps keep attention_f32, or on CUDA the decode kernels of
+// attentionKernel, each with attention_f32's semantics.
 func (b *Backend) attention(layer int, out, qkv, qSeq, qPos, tables runtime.DevicePtr, maxBlocks, tokens int, tiled bool, scale float32) error {
 	c := b.cfg
 	name, grid := b.attentionKernel(maxBlocks, tokens, tiled)
@@ -833,7 +804,7 @@ func (b *Backend) attention(layer int, out, qkv, qSeq, qPos, tables runtime.Devi
 // about splitBlocksPerCU an SM.
 func (b *Backend) attentionRanges(maxBlocks, tokens int) int {
 	c := b.cfg
-	if !b.attWarps || !b.bykeyShape() || tokens <= 0 {
+	if !b.longAtt || !b.warpsShape() || tokens <= 0 {
 		return 1
 	}
 	fit := splitBlocksPerCU * b.computeUnits / (tokens * c.KVHeads)
@@ -852,18 +823,16 @@ func splitScratchBytes(tokens, heads, headDim, ranges int) int {
 	return 4 * (splitPartFloats(tokens, heads, headDim, ranges) + tokens*heads*ranges*2)
 }
 
-// attentionKernel is attention's kernel and grid (see attention).
-//
-// attention_warps_f32 (256 threads, the bykey kernels' grid: key groups
-// of 8 to 32 lanes, each with its own online softmax and the next
-// keys' k and v in flight together, merged in group order) takes
-// every launch of one query a token that attention_long_f32 and
-// attention_gqa_f32 do not (the switch below;
-// Options.NoAttentionWarps keeps attention_bykey128_f32,
-// attention_bykey_f32 and attention_f32 for them): with no barrier
-// before the merge it beat or matched each of them from one block on,
-// over short and long tables. In attention_bykey_f32's place for one
-// sequence over 256 to 511 keys it was not measured.
+// attentionKernel is attention's kernel and grid (see attention). On CUDA
+// a decode launch of one query a token runs attention_warps_f32 (256
+// threads, one block per token and kv head: key groups of 8 to 32 lanes,
+// each with its own online softmax and the next keys' k and v in flight
+// together, merged in group order), or its key ranges
+// (attention_split_f32, attentionRanges) where its blocks are few over
+// long tables, or attention_gqa_f32 (see gqaMinBlocks); a model whose
+// heads it does not take, and ROCm, keep attention_f32. Over an f16 cache
+// the kernel's *_kv16 twin runs (kvKernel), and attention_gqa_f32, which
+// has none, does not.
 func (b *Backend) attentionKernel(maxBlocks, tokens int, tiled bool) (string, int) {
 	c := b.cfg
 	name, grid := "attention_f32", tokens*c.Heads
@@ -873,20 +842,10 @@ func (b *Backend) attentionKernel(maxBlocks, tokens int, tiled bool) (string, in
 		name, grid = "attention_prefill_f32", ceilDiv(tokens, attpRows)*c.Heads
 	case b.attentionRanges(maxBlocks, tokens) > 1:
 		name, grid = "attention_split_f32", tokens*c.KVHeads*b.attentionRanges(maxBlocks, tokens) // key ranges, then attention_merge_f32
-	case b.kv16: // an f16 cache: only the kernels with a *_kv16 twin
-		if b.attWarps && b.bykeyShape() {
-			name, grid = "attention_warps_f32", tokens*c.KVHeads
-		}
-	case b.longAtt && grid <= attLongMaxBlocks && keys >= attLongMinKeys:
-		name = "attention_long_f32" // few blocks, long keys: 32 groups a block instead of 8
-	case b.longAtt && tokens*c.KVHeads >= gqaMinBlocks && keys >= attLongMinKeys && c.HeadDim >= gqaMinHeadDim && b.gqaShape():
-		name, grid = "attention_gqa_f32", tokens*c.KVHeads // many blocks, long keys, wide heads: one block per kv head
-	case b.longAtt && b.bykeyShape() && b.attWarps:
-		name, grid = "attention_warps_f32", tokens*c.KVHeads // key groups, no barrier before the merge
-	case b.longAtt && tokens*c.KVHeads >= bykey128MinBlocks && b.bykeyShape():
-		name, grid = "attention_bykey128_f32", tokens*c.KVHeads // more blocks than SMs: two resident a multiprocessor
-	case b.longAtt && keys >= bykeyMinKeys && (tokens*c.KVHeads >= bykeyManyBlocks || keys >= bykeyFewBlocksKeys) && b.bykeyShape():
-		name, grid = "attention_bykey_f32", tokens*c.KVHeads // a thread per key, one block per kv head
+	case b.longAtt && !b.kv16 && tokens*c.KVHeads >= gqaMinBlocks && keys >= gqaMinKeys && c.HeadDim >= gqaMinHeadDim && b.gqaShape():
+		name, grid = "attention_gqa_f32", tokens*c.KVHeads // many blocks, long keys, wide heads: 32 key groups a block
+	case b.longAtt && b.warpsShape():
+		name, grid = "attention_warps_f32", tokens*c.KVHeads
 	}
 	return name, grid
 }
@@ -973,14 +932,14 @@ func (b *Backend) gqaShape() bool {
 	return g >= 2 && g <= gqaMaxGroup && c.HeadDim <= gqaMaxHeadDim
 }
 
-// bykeyShape: attention_bykey_f32 takes this model's heads
+// warpsShape: attention_warps_f32 takes this model's heads
 // (FW_ABK_MAX_GROUP query heads a kv head, FW_ATT_MAX_HEADDIM).
-func (b *Backend) bykeyShape() bool {
+func (b *Backend) warpsShape() bool {
 	c := b.cfg
 	if c.KVHeads <= 0 || c.Heads%c.KVHeads != 0 {
 		return false
 	}
-	return c.Heads/c.KVHeads <= bykeyMaxGroup && c.HeadDim > 0 && c.HeadDim <= attMaxHeadDim
+	return c.Heads/c.KVHeads <= warpsMaxGroup && c.HeadDim > 0 && c.HeadDim <= attMaxHeadDim
 }
 
 func (b *Backend) siluMul(out, gu runtime.DevicePtr, rows int) error {

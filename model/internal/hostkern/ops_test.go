@@ -629,32 +629,9 @@ func TestAttention(t *testing.T) {
 	}
 }
 
-// TestAttentionLong: attention_long_f32 (32 groups a block; head_dim
-// merged in rounds of 128 dims) against the same CPU attention and
-// tolerance, on TestAttention's shapes and on long contexts: 1000 keys
-// (31 or 32 a group), head_dim 256 (two merge rounds) and 130 (a partial
-// second round), fewer keys than groups, GQA 4.
-func TestAttentionLong(t *testing.T) {
-	rng := rand.New(rand.NewPCG(21, 22))
-	cases := []attnCase{
-		{heads: 4, kvHeads: 4, headdim: 64, ctx: []int{1, 17, 40}, nq: []int{1, 1, 1}},
-		{heads: 6, kvHeads: 2, headdim: 32, ctx: []int{33, 5}, nq: []int{1, 1}},
-		{heads: 8, kvHeads: 2, headdim: 48, ctx: []int{1, 7, 64, 65}, nq: []int{1, 7, 1, 2}},
-		{heads: 8, kvHeads: 2, headdim: 64, ctx: []int{1000}, nq: []int{1}},
-		{heads: 2, kvHeads: 1, headdim: 256, ctx: []int{700, 3}, nq: []int{1, 1}},
-		{heads: 3, kvHeads: 1, headdim: 130, ctx: []int{333}, nq: []int{2}},
-	}
-	for ci, c := range cases {
-		t.Run(fmt.Sprintf("case%d/h%d/kv%d/d%d", ci, c.heads, c.kvHeads, c.headdim), func(t *testing.T) {
-			checkAttention(t, rng, c, "attention_long_f32")
-		})
-	}
-}
-
 // TestAttentionGQA: attention_gqa_f32 (one block per kv head for its up to
-// 4 query heads, 32 groups) against the CPU attention at the same
-// tolerance, and bit for bit attention_long_f32's output on the same
-// inputs: GQA 2, 3 and 4, MHA, head_dim 32 to 128 (48 and 100: partial
+// 4 query heads, 32 key groups) against the CPU attention at the same
+// tolerance: GQA 2, 3 and 4, MHA, head_dim 32 to 128 (48 and 100: partial
 // lanes), 1000 keys, fewer keys than groups, several sequences. Shapes it
 // does not take (5 query heads a kv head, head_dim 160, heads not a
 // multiple of kv_heads) leave the output untouched.
@@ -669,11 +646,7 @@ func TestAttentionGQA(t *testing.T) {
 	}
 	for ci, c := range cases {
 		t.Run(fmt.Sprintf("case%d/h%d/kv%d/d%d", ci, c.heads, c.kvHeads, c.headdim), func(t *testing.T) {
-			gqa := checkAttention(t, rand.New(rand.NewPCG(31, uint64(ci))), c, "attention_gqa_f32")
-			long := checkAttention(t, rand.New(rand.NewPCG(31, uint64(ci))), c, "attention_long_f32")
-			for i := range gqa {
-				require.Equalf(t, long[i], gqa[i], "%s: attention_gqa_f32 differs from attention_long_f32", sources[i].name)
-			}
+			checkAttention(t, rand.New(rand.NewPCG(31, uint64(ci))), c, "attention_gqa_f32")
 		})
 	}
 	checkRefused(t, "attention_gqa_f32", []attnCase{
@@ -710,43 +683,6 @@ func checkUntouched(t *testing.T, c attnCase, kernel string) {
 			require.Equalf(t, float32(7), v, "element %d written", i)
 		}
 	})
-}
-
-// TestAttentionByKey: attention_bykey_f32 and attention_bykey128_f32 (a
-// thread per key, one block of 256 or 128 per kv head for its up to 8
-// query heads) against the CPU attention at
-// attention_f32's tolerance: GQA 2 to 8 (7: Qwen2's 14 heads over 2), MHA,
-// head_dim 32 to 256 (4 key groups of 64 columns), 130 and 50 (not
-// multiples of 4: the scalar loads; 130 leaves threads without a column),
-// one key, keys at block edges, and 129 to 1000 keys (chunks of 256 or 128
-// keys merged by the online softmax; last chunks of 1 (257; 129 at 128),
-// 232 and 104 (1000)). Shapes it
-// does not take (9 query heads a kv head, head_dim 260, heads not a
-// multiple of kv_heads) leave the output untouched.
-func TestAttentionByKey(t *testing.T) {
-	cases := []attnCase{
-		{heads: 4, kvHeads: 4, headdim: 64, ctx: []int{1, 17, 40}, nq: []int{1, 1, 1}},
-		{heads: 6, kvHeads: 2, headdim: 32, ctx: []int{33, 5}, nq: []int{1, 1}},
-		{heads: 8, kvHeads: 2, headdim: 48, ctx: []int{1, 7, 64, 65}, nq: []int{1, 7, 1, 2}},
-		{heads: 8, kvHeads: 2, headdim: 64, ctx: []int{1000, 257, 20}, nq: []int{1, 1, 1}},
-		{heads: 14, kvHeads: 2, headdim: 64, ctx: []int{144, 3}, nq: []int{1, 1}},
-		{heads: 16, kvHeads: 2, headdim: 128, ctx: []int{300, 31}, nq: []int{1, 2}},
-		{heads: 9, kvHeads: 3, headdim: 130, ctx: []int{129}, nq: []int{3}},
-		{heads: 2, kvHeads: 1, headdim: 256, ctx: []int{270, 9}, nq: []int{1, 1}},
-		{heads: 3, kvHeads: 1, headdim: 50, ctx: []int{80}, nq: []int{1}},
-	}
-	for _, kernel := range []string{"attention_bykey_f32", "attention_bykey128_f32"} {
-		for ci, c := range cases {
-			t.Run(fmt.Sprintf("%s/case%d/h%d/kv%d/d%d", kernel, ci, c.heads, c.kvHeads, c.headdim), func(t *testing.T) {
-				checkAttention(t, rand.New(rand.NewPCG(41, uint64(ci))), c, kernel)
-			})
-		}
-		checkRefused(t, kernel, []attnCase{
-			{heads: 18, kvHeads: 2, headdim: 64, ctx: []int{9}, nq: []int{1}},
-			{heads: 4, kvHeads: 2, headdim: 260, ctx: []int{9}, nq: []int{1}},
-			{heads: 6, kvHeads: 4, headdim: 64, ctx: []int{9}, nq: []int{1}},
-		})
-	}
 }
 
 // TestAttentionWarps: attention_warps_f32 (key groups of 8, 16 or 32
@@ -873,7 +809,7 @@ func attnGrid(kernel string, tokens, heads, kvHeads int) int {
 	switch kernel {
 	case "attention_prefill_f32":
 		return ceilDiv(tokens, 16) * heads // FW_ATTP_ROWS query tokens per block
-	case "attention_gqa_f32", "attention_bykey_f32", "attention_bykey128_f32", "attention_warps_f32":
+	case "attention_gqa_f32", "attention_warps_f32":
 		return tokens * kvHeads
 	}
 	return tokens * heads

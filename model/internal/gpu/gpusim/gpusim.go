@@ -150,10 +150,7 @@ func Names() []string {
 func forwardKernels() []simgpu.KernelDef {
 	ks := []simgpu.KernelDef{
 		{Name: "rope_f32", ParamSizes: []int{8, 8, 8, 4, 4, 4, 4}, Run: rope},
-		{Name: "attention_long_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, Run: attention(false)},
 		{Name: "attention_gqa_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, Run: perKVHeadAttention(4, 128, 1024, false)},
-		{Name: "attention_bykey_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, Run: perKVHeadAttention(8, 256, 256, false)},
-		{Name: "attention_bykey128_f32", ParamSizes: []int{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4}, Run: perKVHeadAttention(8, 256, 128, false)},
 		{Name: "attention_merge_f32", ParamSizes: []int{8, 8, 8, 4, 4, 4, 4}, Run: attentionMerge},
 		{Name: "silu_mul_f32", ParamSizes: []int{8, 8, 4, 4}, Run: siluMul},
 		{Name: "add_f32", ParamSizes: []int{8, 8, 4}, Run: add},
@@ -805,9 +802,8 @@ func attentionPrefill(half bool) simgpu.KernelFunc {
 // perKVHeadAttention is the twin of a decode attention kernel with
 // attention_f32's arguments and semantics and one block of threads per
 // token and kv head, for at most maxGroup query heads a kv head and
-// head_dim at most maxHeadDim: attention_gqa_f32 (4, 128, 1024),
-// attention_bykey_f32 (8, 256, 256), attention_bykey128_f32 (8, 256, 128)
-// and attention_warps_f32 (8, 256, 256). Here the CPU attention, after
+// head_dim at most maxHeadDim: attention_gqa_f32 (4, 128, 1024) and
+// attention_warps_f32 (8, 256, 256). Here the CPU attention, after
 // checking the launch against that rule and the shapes the kernel takes
 // (forward.cu writes nothing for others: here a launch failure, so a
 // launcher that routed one there fails its step).
