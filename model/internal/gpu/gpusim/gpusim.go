@@ -718,6 +718,20 @@ func attention(half bool) simgpu.KernelFunc {
 	}
 }
 
+// queries reads an attention launch's q|k|v rows and its tokens'
+// sequences and positions (attention_f32's arguments).
+func queries(d *simgpu.Device, a []uint64) (qkv []float32, qSeq, qPos []uint32, err error) {
+	T, stride := int(a[9]), int(a[13])
+	if qkv, err = f32s(d, a[1], T*stride); err != nil {
+		return nil, nil, nil, err
+	}
+	if qSeq, err = u32s(d, a[4], T); err != nil {
+		return nil, nil, nil, err
+	}
+	qPos, err = u32s(d, a[5], T)
+	return qkv, qSeq, qPos, err
+}
+
 func attend(d *simgpu.Device, a []uint64, half bool) error {
 	maxBlocks, bs, T, H, KV, hd, stride := int(a[7]), int(a[8]), int(a[9]), int(a[10]), int(a[11]), int(a[12]), int(a[13])
 	scale := f32arg(a[14])
@@ -726,15 +740,7 @@ func attend(d *simgpu.Device, a []uint64, half bool) error {
 	if err != nil {
 		return err
 	}
-	qkv, err := f32s(d, a[1], T*stride)
-	if err != nil {
-		return err
-	}
-	qSeq, err := u32s(d, a[4], T)
-	if err != nil {
-		return err
-	}
-	qPos, err := u32s(d, a[5], T)
+	qkv, qSeq, qPos, err := queries(d, a)
 	if err != nil {
 		return err
 	}
@@ -849,15 +855,7 @@ func attendSplit(d *simgpu.Device, g, b driver.Dim3, a []uint64, half bool) erro
 	if err != nil {
 		return err
 	}
-	qkv, err := f32s(d, a[1], T*stride)
-	if err != nil {
-		return err
-	}
-	qSeq, err := u32s(d, a[4], T)
-	if err != nil {
-		return err
-	}
-	qPos, err := u32s(d, a[5], T)
+	qkv, qSeq, qPos, err := queries(d, a)
 	if err != nil {
 		return err
 	}
