@@ -71,61 +71,34 @@ func TestGrammarConstrainsGenerationOnTheCPU(t *testing.T) {
 func TestGrammarsInABatchAreTheirsAlone(t *testing.T) {
 	m, err := LoadFS(demo.FS())
 	require.NoError(t, err)
-	ctx := context.Background()
 	grammar := func(schema string) *constrain.Grammar {
 		g, err := constrain.CompileSchema([]byte(schema), true)
 		require.NoError(t, err)
 		return g
 	}
-	seqs := []struct {
-		prompt string
-		o      GenerateOptions
-	}{
+	seqs := []promptedSeq{
 		{"And God said", GenerateOptions{Grammar: grammar(`{"type":"array","items":{"type":"integer","minimum":0,"maximum":99}}`)}},
 		{"In the beginning God created the heaven and the earth.", GenerateOptions{Temperature: 0.8, TopP: 1, Seed: 3, Grammar: grammar(`{"type":"object","properties":{"a":{"type":"string","maxLength":9},"b":{"enum":[1,2,3]}},"required":["a","b"],"additionalProperties":false}`)}},
 		{"And the earth was without form", GenerateOptions{Temperature: 0.8, TopP: 1, Seed: 1}},
 		{"Let there be light", GenerateOptions{Temperature: 1, TopK: 50, TopP: 1, Seed: 2, Grammar: constrain.JSONObject()}},
 	}
 	const n = 24
-	alone := make([][]uint32, len(seqs))
-	prompts := make([][]uint32, len(seqs))
-	for i, s := range seqs {
-		prompts[i], err = m.PromptTokens(s.prompt)
-		require.NoError(t, err)
-		o := s.o
-		o.MaxTokens = n
-		res, err := m.GenerateTokens(ctx, prompts[i], o, nil)
-		require.NoError(t, err)
-		alone[i] = res.Tokens
+	budgets := []int{0, 3}
+	alone, batched := aloneAndBatched(t, m, seqs, n, budgets)
+	want := make([][]uint32, len(seqs))
+	for i, res := range alone {
+		want[i] = res.Tokens
 	}
-	for _, budget := range []int{0, 3} {
-		b := m.NewBatch()
-		b.SetPrefillBudget(budget)
-		ids := map[SeqID]int{}
-		for i, s := range seqs {
-			id, err := b.Add(prompts[i], s.o)
-			require.NoError(t, err)
-			ids[id] = i
-		}
-		got := make([][]uint32, len(seqs))
-		for range 400 {
-			toks, err := b.Step(ctx)
-			require.NoError(t, err)
+	for k, got := range batched {
+		ids := make([][]uint32, len(seqs))
+		for i, toks := range got {
 			for _, tk := range toks {
-				i := ids[tk.Seq]
 				if !m.IsEOS(tk.ID) {
-					got[i] = append(got[i], tk.ID)
+					ids[i] = append(ids[i], tk.ID)
 				}
-				if m.IsEOS(tk.ID) || len(got[i]) == n {
-					require.NoError(t, b.Remove(tk.Seq))
-				}
-			}
-			if b.Len() == 0 {
-				break
 			}
 		}
-		b.Close()
-		require.Equal(t, alone, got, "prefill budget %d", budget)
+		require.Equal(t, want, ids, "prefill budget %d", budgets[k])
 	}
 }
 

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"context"
 	"testing"
 	"testing/fstest"
 
@@ -70,4 +71,58 @@ func foldSpec() modeltest.Spec {
 	spec.Hidden, spec.Heads, spec.KVHeads, spec.Intermediate, spec.Layers, spec.Vocab = 2048, 16, 4, 4096, 2, 512
 	spec.DType, spec.Std = safetensors.BF16, 0.02
 	return spec
+}
+
+// promptedSeq is a text prompt and the options it generates with.
+type promptedSeq struct {
+	prompt string
+	o      GenerateOptions
+}
+
+// aloneAndBatched generates each of seqs alone (MaxTokens n), then all of
+// them stepped together in one Batch at each prefill budget, and returns
+// what each generated alone and, per budget, each sequence's batch tokens:
+// n of them, or up to and with an end-of-sequence token.
+func aloneAndBatched(t *testing.T, m *Model, seqs []promptedSeq, n int, budgets []int) (alone []Result, batched [][][]BatchToken) {
+	t.Helper()
+	ctx := context.Background()
+	prompts := make([][]uint32, len(seqs))
+	for i, s := range seqs {
+		var err error
+		prompts[i], err = m.PromptTokens(s.prompt)
+		require.NoError(t, err)
+		o := s.o
+		o.MaxTokens = n
+		res, err := m.GenerateTokens(ctx, prompts[i], o, nil)
+		require.NoError(t, err)
+		alone = append(alone, res)
+	}
+	for _, budget := range budgets {
+		b := m.NewBatch()
+		b.SetPrefillBudget(budget)
+		ids := map[SeqID]int{}
+		for i, s := range seqs {
+			id, err := b.Add(prompts[i], s.o)
+			require.NoError(t, err)
+			ids[id] = i
+		}
+		got := make([][]BatchToken, len(seqs))
+		for range 400 {
+			toks, err := b.Step(ctx)
+			require.NoError(t, err)
+			for _, tk := range toks {
+				i := ids[tk.Seq]
+				got[i] = append(got[i], tk)
+				if m.IsEOS(tk.ID) || len(got[i]) == n {
+					require.NoError(t, b.Remove(tk.Seq))
+				}
+			}
+			if b.Len() == 0 {
+				break
+			}
+		}
+		b.Close()
+		batched = append(batched, got)
+	}
+	return alone, batched
 }

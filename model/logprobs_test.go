@@ -122,69 +122,37 @@ func cmpF(a, b float64) int {
 func TestLogprobsInABatchAreEachSequencesOwn(t *testing.T) {
 	m, err := LoadFS(demo.FS())
 	require.NoError(t, err)
-	ctx := context.Background()
-	type seq struct {
-		prompt string
-		o      GenerateOptions
-	}
-	seqs := []seq{
+	seqs := []promptedSeq{
 		{"And God said", GenerateOptions{Temperature: 0.8, TopP: 1, Seed: 1, Logprobs: true, TopLogprobs: 4}},
 		{"In the beginning God created the heaven and the earth.", GenerateOptions{RepetitionPenalty: 1.4, Logprobs: true}},
 		{"And the earth was without form", GenerateOptions{Temperature: 0.8, TopP: 1, Seed: 1}},
 		{"Let there be light", GenerateOptions{Logprobs: true, TopLogprobs: 2}},
 	}
 	const n = 8
-	alone := make([][]TokenLogprobs, len(seqs))
-	prompts := make([][]uint32, len(seqs))
-	for i, s := range seqs {
-		prompts[i], err = m.PromptTokens(s.prompt)
-		require.NoError(t, err)
-		o := s.o
-		o.MaxTokens = n
-		res, err := m.GenerateTokens(ctx, prompts[i], o, nil)
-		require.NoError(t, err)
+	budgets := []int{0, 5}
+	alone, batched := aloneAndBatched(t, m, seqs, n, budgets)
+	for _, res := range alone {
 		require.Len(t, res.Tokens, n)
-		alone[i] = res.Logprobs
 	}
-	for _, budget := range []int{0, 5} {
-		b := m.NewBatch()
-		b.SetPrefillBudget(budget)
-		ids := map[SeqID]int{}
-		for i, s := range seqs {
-			id, err := b.Add(prompts[i], s.o)
-			require.NoError(t, err)
-			ids[id] = i
-		}
-		got := make([][]TokenLogprobs, len(seqs))
-		count := make([]int, len(seqs))
-		for range 200 {
-			toks, err := b.Step(ctx)
-			require.NoError(t, err)
+	for k, got := range batched {
+		budget := budgets[k]
+		for i, toks := range got {
+			var lps []TokenLogprobs
 			for _, tk := range toks {
-				i := ids[tk.Seq]
 				require.Equal(t, seqs[i].o.Logprobs, tk.Logprobs != nil)
 				if tk.Logprobs != nil {
-					got[i] = append(got[i], *tk.Logprobs)
-				}
-				if count[i]++; count[i] == n {
-					require.NoError(t, b.Remove(tk.Seq))
+					lps = append(lps, *tk.Logprobs)
 				}
 			}
-			if b.Len() == 0 {
-				break
-			}
-		}
-		b.Close()
-		// The batched decode's logits are the single sequence's within
-		// float32 rounding: the same ids, the values within 1e-5.
-		for i := range seqs {
-			require.Len(t, got[i], len(alone[i]), "prefill budget %d, sequence %d", budget, i)
-			for k, want := range alone[i] {
-				require.InDelta(t, want.Logprob, got[i][k].Logprob, 1e-5)
-				require.Len(t, got[i][k].Top, len(want.Top))
+			// The batched decode's logits are the single sequence's within
+			// float32 rounding: the same ids, the values within 1e-5.
+			require.Len(t, lps, len(alone[i].Logprobs), "prefill budget %d, sequence %d", budget, i)
+			for k, want := range alone[i].Logprobs {
+				require.InDelta(t, want.Logprob, lps[k].Logprob, 1e-5)
+				require.Len(t, lps[k].Top, len(want.Top))
 				for j, e := range want.Top {
-					require.Equal(t, e.ID, got[i][k].Top[j].ID, "prefill budget %d, sequence %d, token %d", budget, i, k)
-					require.InDelta(t, e.Logprob, got[i][k].Top[j].Logprob, 1e-5)
+					require.Equal(t, e.ID, lps[k].Top[j].ID, "prefill budget %d, sequence %d, token %d", budget, i, k)
+					require.InDelta(t, e.Logprob, lps[k].Top[j].Logprob, 1e-5)
 				}
 			}
 		}

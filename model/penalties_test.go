@@ -164,55 +164,28 @@ func TestGreedyUnderALargeLogitBiasPicksTheBiasedToken(t *testing.T) {
 func TestPenaltiesInABatchAreEachSequencesOwn(t *testing.T) {
 	m, err := LoadFS(demo.FS())
 	require.NoError(t, err)
-	ctx := context.Background()
-	type seq struct {
-		prompt string
-		o      GenerateOptions
-	}
-	seqs := []seq{
+	seqs := []promptedSeq{
 		{"And God said", GenerateOptions{Temperature: 0.8, TopP: 1, Seed: 1, PresencePenalty: 1, FrequencyPenalty: 1}},
 		{"In the beginning God created the heaven and the earth.", GenerateOptions{RepetitionPenalty: 1.4}},
 		{"And the earth was without form", GenerateOptions{Temperature: 0.8, TopP: 1, Seed: 1}},
 		{"Let there be light", GenerateOptions{Temperature: 1, TopK: 50, TopP: 1, Seed: 2, RepetitionPenalty: 1.3, FrequencyPenalty: 0.5, LogitBias: map[uint32]float32{7: 2}}},
 	}
 	const n = 12
-	alone := make([][]uint32, len(seqs))
-	prompts := make([][]uint32, len(seqs))
-	for i, s := range seqs {
-		prompts[i], err = m.PromptTokens(s.prompt)
-		require.NoError(t, err)
-		o := s.o
-		o.MaxTokens = n
-		res, err := m.GenerateTokens(ctx, prompts[i], o, nil)
-		require.NoError(t, err)
+	budgets := []int{0, 5}
+	alone, batched := aloneAndBatched(t, m, seqs, n, budgets)
+	want := make([][]uint32, len(seqs))
+	for i, res := range alone {
 		require.Len(t, res.Tokens, n)
-		alone[i] = res.Tokens
+		want[i] = res.Tokens
 	}
-	for _, budget := range []int{0, 5} {
-		b := m.NewBatch()
-		b.SetPrefillBudget(budget)
-		ids := map[SeqID]int{}
-		for i, s := range seqs {
-			id, err := b.Add(prompts[i], s.o)
-			require.NoError(t, err)
-			ids[id] = i
-		}
-		got := make([][]uint32, len(seqs))
-		for range 200 {
-			toks, err := b.Step(ctx)
-			require.NoError(t, err)
+	for k, got := range batched {
+		ids := make([][]uint32, len(seqs))
+		for i, toks := range got {
 			for _, tk := range toks {
-				got[ids[tk.Seq]] = append(got[ids[tk.Seq]], tk.ID)
-				if len(got[ids[tk.Seq]]) == n {
-					require.NoError(t, b.Remove(tk.Seq))
-				}
-			}
-			if b.Len() == 0 {
-				break
+				ids[i] = append(ids[i], tk.ID)
 			}
 		}
-		b.Close()
-		require.Equal(t, alone, got, "prefill budget %d", budget)
+		require.Equal(t, want, ids, "prefill budget %d", budgets[k])
 	}
 }
 

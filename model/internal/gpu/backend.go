@@ -262,7 +262,7 @@ func (b *Backend) kernelNames() []string {
 		}
 	}
 	if b.longAtt {
-		if b.gqaShape() {
+		if b.gqaShape() && !b.kv16 { // it has no *_kv16 twin: attentionKernel does not route an f16 cache to it
 			names["attention_gqa_f32"] = true
 		}
 		if b.warpsShape() {
@@ -274,22 +274,15 @@ func (b *Backend) kernelNames() []string {
 	}
 	out := make([]string, 0, len(names))
 	for n := range names {
-		if b.kv16 && !halfCacheKernels[n] && kvKernels[n] {
-			continue // attentionKernel does not route an f16 cache to it
-		}
 		out = append(out, b.kvKernel(n))
 	}
 	return out
 }
 
-// kvKernels are the kernels that read or write the KV cache;
-// halfCacheKernels, those of them with a half-precision twin (*_kv16).
-var (
-	kvKernels = map[string]bool{"kv_store_f32": true, "rope_kv_store_f32": true, "attention_f32": true,
-		"attention_gqa_f32": true, "attention_warps_f32": true, "rope_attention_warps_f32": true, "attention_split_f32": true, "attention_prefill_f32": true}
-	halfCacheKernels = map[string]bool{"kv_store_f32": true, "rope_kv_store_f32": true, "attention_f32": true,
-		"attention_warps_f32": true, "rope_attention_warps_f32": true, "attention_split_f32": true, "attention_prefill_f32": true}
-)
+// halfCacheKernels are the kernels over the KV cache that have a
+// half-precision twin (*_kv16).
+var halfCacheKernels = map[string]bool{"kv_store_f32": true, "rope_kv_store_f32": true, "attention_f32": true,
+	"attention_warps_f32": true, "rope_attention_warps_f32": true, "attention_split_f32": true, "attention_prefill_f32": true}
 
 // kvKernel is the kernel that runs name over this backend's cache: name
 // itself over an f32 cache, its *_kv16 twin over an f16 one.

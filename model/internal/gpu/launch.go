@@ -837,11 +837,12 @@ func (b *Backend) attentionKernel(maxBlocks, tokens int, tiled bool) (string, in
 	c := b.cfg
 	name, grid := "attention_f32", tokens*c.Heads
 	keys := maxBlocks * BlockSize // what the block tables can hold
+	ranges := b.attentionRanges(maxBlocks, tokens)
 	switch {
 	case tiled:
 		name, grid = "attention_prefill_f32", ceilDiv(tokens, attpRows)*c.Heads
-	case b.attentionRanges(maxBlocks, tokens) > 1:
-		name, grid = "attention_split_f32", tokens*c.KVHeads*b.attentionRanges(maxBlocks, tokens) // key ranges, then attention_merge_f32
+	case ranges > 1:
+		name, grid = "attention_split_f32", tokens*c.KVHeads*ranges // key ranges, then attention_merge_f32
 	case b.longAtt && !b.kv16 && tokens*c.KVHeads >= gqaMinBlocks && keys >= gqaMinKeys && c.HeadDim >= gqaMinHeadDim && b.gqaShape():
 		name, grid = "attention_gqa_f32", tokens*c.KVHeads // many blocks, long keys, wide heads: 32 key groups a block
 	case b.longAtt && b.warpsShape():

@@ -667,11 +667,14 @@ func kvStore(half bool) simgpu.KernelFunc {
 
 func storeKV(d *simgpu.Device, a []uint64, half bool) error {
 	T, kvD, kOff, vOff, stride, slots := int(a[4]), int(a[5]), int(a[6]), int(a[7]), int(a[8]), int(a[9])
-	if _, err := cacheRow(d, a[0], 0, slots*kvD, half); err != nil {
-		return err
+	elem := 4
+	if half {
+		elem = 2
 	}
-	if _, err := cacheRow(d, a[1], 0, slots*kvD, half); err != nil {
-		return err
+	for _, p := range a[:2] { // both caches hold every slot
+		if _, err := mem(d, p, elem*slots*kvD); err != nil {
+			return err
+		}
 	}
 	qkv, err := f32s(d, a[2], (T-1)*stride+max(kOff, vOff)+kvD)
 	if err != nil {
