@@ -103,23 +103,6 @@ void rope_f32(float* x, const uint32_t* pos, const float* inv_freq, uint32_t tok
               uint32_t stride) {
   ::rope_f32(x, pos, inv_freq, tokens, heads, headdim, stride, TG);
 }
-void kv_store_f32(float* k_cache, float* v_cache, const float* qkv, const uint32_t* slots, uint32_t tokens,
-                  uint32_t kv_dim, uint32_t k_off, uint32_t v_off, uint32_t stride, uint32_t num_slots) {
-  ::kv_store_f32(k_cache, v_cache, qkv, slots, tokens, kv_dim, k_off, v_off, stride, num_slots, TG);
-}
-void rope_kv_store_f32(float* qkv, float* k_cache, float* v_cache, const uint32_t* pos, const float* inv_freq,
-                       const uint32_t* slots, uint32_t tokens, uint32_t heads, uint32_t kv_heads, uint32_t headdim,
-                       uint32_t stride, uint32_t num_slots) {
-  ::rope_kv_store_f32(qkv, k_cache, v_cache, pos, inv_freq, slots, tokens, heads, kv_heads, headdim, stride, num_slots,
-                      TG);
-}
-void attention_f32(float* out, const float* qkv, const float* k_cache, const float* v_cache, const uint32_t* q_seq,
-                   const uint32_t* q_pos, const uint32_t* block_tables, uint32_t max_blocks, uint32_t block_size,
-                   uint32_t tokens, uint32_t heads, uint32_t kv_heads, uint32_t headdim, uint32_t stride, float scale) {
-  static float qs[FW_ATT_MAX_HEADDIM], gm[FW_ATT_GROUPS], gl[FW_ATT_GROUPS], go[FW_ATT_GROUPS * FW_ATT_MAX_HEADDIM];
-  ::attention_f32(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens, heads,
-                  kv_heads, headdim, stride, scale, qs, gm, gl, go, TG);
-}
 void attention_gqa_f32(float* out, const float* qkv, const float* k_cache, const float* v_cache,
                        const uint32_t* q_seq, const uint32_t* q_pos, const uint32_t* block_tables, uint32_t max_blocks,
                        uint32_t block_size, uint32_t tokens, uint32_t heads, uint32_t kv_heads, uint32_t headdim,
@@ -129,48 +112,9 @@ void attention_gqa_f32(float* out, const float* qkv, const float* k_cache, const
   ::attention_gqa_f32(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens, heads,
                       kv_heads, headdim, stride, scale, qs, gm, gl, go, TG);
 }
-void attention_warps_f32(float* out, const float* qkv, const float* k_cache, const float* v_cache,
-                         const uint32_t* q_seq, const uint32_t* q_pos, const uint32_t* block_tables,
-                         uint32_t max_blocks, uint32_t block_size, uint32_t tokens, uint32_t heads, uint32_t kv_heads,
-                         uint32_t headdim, uint32_t stride, float scale) {
-  static float gm[FW_ABK_MAX_GROUP * FW_ATW_MAX_UNITS], gl[FW_ABK_MAX_GROUP * FW_ATW_MAX_UNITS],
-      wt[FW_ABK_MAX_GROUP * FW_ATW_MAX_UNITS], part[FW_ATW_PART];
-  ::attention_warps_f32(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens, heads,
-                        kv_heads, headdim, stride, scale, gm, gl, wt, part, TG);
-}
-void attention_split_f32(float* part, const float* qkv, const float* k_cache, const float* v_cache,
-                         const uint32_t* q_seq, const uint32_t* q_pos, const uint32_t* block_tables,
-                         uint32_t max_blocks, uint32_t block_size, uint32_t tokens, uint32_t heads, uint32_t kv_heads,
-                         uint32_t headdim, uint32_t stride, float scale, float* ml, uint32_t ranges) {
-  static float gm[FW_ABK_MAX_GROUP * FW_ATW_MAX_UNITS], gl[FW_ABK_MAX_GROUP * FW_ATW_MAX_UNITS],
-      wt[FW_ABK_MAX_GROUP * FW_ATW_MAX_UNITS], buf[FW_ATW_PART];
-  ::attention_split_f32(part, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens, heads,
-                        kv_heads, headdim, stride, scale, ml, ranges, gm, gl, wt, buf, TG);
-}
 void attention_merge_f32(float* out, const float* part, const float* ml, uint32_t tokens, uint32_t heads,
                          uint32_t headdim, uint32_t ranges) {
   ::attention_merge_f32(out, part, ml, tokens, heads, headdim, ranges, TG);
-}
-void rope_attention_warps_f32(float* out, float* qkv, float* k_cache, float* v_cache, const uint32_t* q_seq,
-                              const uint32_t* q_pos, const uint32_t* block_tables, uint32_t max_blocks,
-                              uint32_t block_size, uint32_t tokens, uint32_t heads, uint32_t kv_heads,
-                              uint32_t headdim, uint32_t stride, float scale, const float* inv_freq,
-                              const uint32_t* slots, uint32_t num_slots, const float* ws, const float* bias,
-                              uint32_t parts, fw_u32x4* xs, uint32_t split) {
-  static float gm[FW_ABK_MAX_GROUP * FW_ATW_MAX_UNITS], gl[FW_ABK_MAX_GROUP * FW_ATW_MAX_UNITS],
-      wt[FW_ABK_MAX_GROUP * FW_ATW_MAX_UNITS], part[FW_ATW_PART];
-  ::rope_attention_warps_f32(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens,
-                             heads, kv_heads, headdim, stride, scale, inv_freq, slots, num_slots, ws, bias, parts,
-                             (uint32_t*)xs, split, gm, gl, wt, part, TG);
-}
-void attention_prefill_f32(float* out, const float* qkv, const float* k_cache, const float* v_cache,
-                           const uint32_t* q_seq, const uint32_t* q_pos, const uint32_t* block_tables,
-                           uint32_t max_blocks, uint32_t block_size, uint32_t tokens, uint32_t heads,
-                           uint32_t kv_heads, uint32_t headdim, uint32_t stride, float scale) {
-  static float qs[FW_ATTP_ROWS * FW_ATT_MAX_HEADDIM], buf[FW_ATTP_KEYS * FW_ATTP_DCHUNK],
-      ps[FW_ATTP_ROWS * FW_ATTP_KEYS];
-  ::attention_prefill_f32(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens,
-                          heads, kv_heads, headdim, stride, scale, qs, buf, ps, TG);
 }
 static uint32_t grid_threads() { return hostemu::grid_blocks * hostemu::block_threads; }
 void silu_mul_f32(float* out, const float* gu, uint32_t rows, uint32_t inter) {
@@ -180,68 +124,69 @@ void add_f32(float* y, const float* x, uint32_t n) { ::add_f32(y, x, n, TG, grid
 void copy_rows_f32(float* dst, const float* src, const uint32_t* rows, uint32_t n, uint32_t dim) {
   ::copy_rows_f32(dst, src, rows, n, dim, TG);
 }
-void kv_store_f32_kv16(fw_f16* k_cache, fw_f16* v_cache, const float* qkv, const uint32_t* slots, uint32_t tokens,
-                  uint32_t kv_dim, uint32_t k_off, uint32_t v_off, uint32_t stride, uint32_t num_slots) {
-  ::kv_store_f32_kv16(k_cache, v_cache, qkv, slots, tokens, kv_dim, k_off, v_off, stride, num_slots, TG);
-}
 
-void rope_kv_store_f32_kv16(float* qkv, fw_f16* k_cache, fw_f16* v_cache, const uint32_t* pos, const float* inv_freq,
-                       const uint32_t* slots, uint32_t tokens, uint32_t heads, uint32_t kv_heads, uint32_t headdim,
-                       uint32_t stride, uint32_t num_slots) {
-  ::rope_kv_store_f32_kv16(qkv, k_cache, v_cache, pos, inv_freq, slots, tokens, heads, kv_heads, headdim, stride, num_slots,
-                      TG);
+// The wrappers of the kernels over the KV cache, over an f32 cache (SUF
+// empty, KV float) and over a half-precision one (SUF _kv16, KV fw_f16).
+#define METAL_CACHE_KERNELS(SUF, KV) \
+void kv_store_f32##SUF(KV* k_cache, KV* v_cache, const float* qkv, const uint32_t* slots, uint32_t tokens, \
+                  uint32_t kv_dim, uint32_t k_off, uint32_t v_off, uint32_t stride, uint32_t num_slots) { \
+  ::kv_store_f32##SUF(k_cache, v_cache, qkv, slots, tokens, kv_dim, k_off, v_off, stride, num_slots, TG); \
+} \
+void rope_kv_store_f32##SUF(float* qkv, KV* k_cache, KV* v_cache, const uint32_t* pos, const float* inv_freq, \
+                       const uint32_t* slots, uint32_t tokens, uint32_t heads, uint32_t kv_heads, uint32_t headdim, \
+                       uint32_t stride, uint32_t num_slots) { \
+  ::rope_kv_store_f32##SUF(qkv, k_cache, v_cache, pos, inv_freq, slots, tokens, heads, kv_heads, headdim, stride, num_slots, \
+                      TG); \
+} \
+void attention_f32##SUF(float* out, const float* qkv, const KV* k_cache, const KV* v_cache, const uint32_t* q_seq, \
+                   const uint32_t* q_pos, const uint32_t* block_tables, uint32_t max_blocks, uint32_t block_size, \
+                   uint32_t tokens, uint32_t heads, uint32_t kv_heads, uint32_t headdim, uint32_t stride, float scale) { \
+  static float qs[FW_ATT_MAX_HEADDIM], gm[FW_ATT_GROUPS], gl[FW_ATT_GROUPS], go[FW_ATT_GROUPS * FW_ATT_MAX_HEADDIM]; \
+  ::attention_f32##SUF(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens, heads, \
+                  kv_heads, headdim, stride, scale, qs, gm, gl, go, TG); \
+} \
+void attention_warps_f32##SUF(float* out, const float* qkv, const KV* k_cache, const KV* v_cache, \
+                         const uint32_t* q_seq, const uint32_t* q_pos, const uint32_t* block_tables, \
+                         uint32_t max_blocks, uint32_t block_size, uint32_t tokens, uint32_t heads, uint32_t kv_heads, \
+                         uint32_t headdim, uint32_t stride, float scale) { \
+  static float gm[FW_ABK_MAX_GROUP * FW_ATW_MAX_UNITS], gl[FW_ABK_MAX_GROUP * FW_ATW_MAX_UNITS], \
+      wt[FW_ABK_MAX_GROUP * FW_ATW_MAX_UNITS], part[FW_ATW_PART]; \
+  ::attention_warps_f32##SUF(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens, heads, \
+                        kv_heads, headdim, stride, scale, gm, gl, wt, part, TG); \
+} \
+void attention_split_f32##SUF(float* part, const float* qkv, const KV* k_cache, const KV* v_cache, \
+                         const uint32_t* q_seq, const uint32_t* q_pos, const uint32_t* block_tables, \
+                         uint32_t max_blocks, uint32_t block_size, uint32_t tokens, uint32_t heads, uint32_t kv_heads, \
+                         uint32_t headdim, uint32_t stride, float scale, float* ml, uint32_t ranges) { \
+  static float gm[FW_ABK_MAX_GROUP * FW_ATW_MAX_UNITS], gl[FW_ABK_MAX_GROUP * FW_ATW_MAX_UNITS], \
+      wt[FW_ABK_MAX_GROUP * FW_ATW_MAX_UNITS], buf[FW_ATW_PART]; \
+  ::attention_split_f32##SUF(part, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens, heads, \
+                        kv_heads, headdim, stride, scale, ml, ranges, gm, gl, wt, buf, TG); \
+} \
+void rope_attention_warps_f32##SUF(float* out, float* qkv, KV* k_cache, KV* v_cache, const uint32_t* q_seq, \
+                              const uint32_t* q_pos, const uint32_t* block_tables, uint32_t max_blocks, \
+                              uint32_t block_size, uint32_t tokens, uint32_t heads, uint32_t kv_heads, \
+                              uint32_t headdim, uint32_t stride, float scale, const float* inv_freq, \
+                              const uint32_t* slots, uint32_t num_slots, const float* ws, const float* bias, \
+                              uint32_t parts, fw_u32x4* xs, uint32_t split) { \
+  static float gm[FW_ABK_MAX_GROUP * FW_ATW_MAX_UNITS], gl[FW_ABK_MAX_GROUP * FW_ATW_MAX_UNITS], \
+      wt[FW_ABK_MAX_GROUP * FW_ATW_MAX_UNITS], part[FW_ATW_PART]; \
+  ::rope_attention_warps_f32##SUF(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens, \
+                             heads, kv_heads, headdim, stride, scale, inv_freq, slots, num_slots, ws, bias, parts, \
+                             (uint32_t*)xs, split, gm, gl, wt, part, TG); \
+} \
+void attention_prefill_f32##SUF(float* out, const float* qkv, const KV* k_cache, const KV* v_cache, \
+                           const uint32_t* q_seq, const uint32_t* q_pos, const uint32_t* block_tables, \
+                           uint32_t max_blocks, uint32_t block_size, uint32_t tokens, uint32_t heads, \
+                           uint32_t kv_heads, uint32_t headdim, uint32_t stride, float scale) { \
+  static float qs[FW_ATTP_ROWS * FW_ATT_MAX_HEADDIM], buf[FW_ATTP_KEYS * FW_ATTP_DCHUNK], \
+      ps[FW_ATTP_ROWS * FW_ATTP_KEYS]; \
+  ::attention_prefill_f32##SUF(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens, \
+                          heads, kv_heads, headdim, stride, scale, qs, buf, ps, TG); \
 }
-
-void attention_f32_kv16(float* out, const float* qkv, const fw_f16* k_cache, const fw_f16* v_cache, const uint32_t* q_seq,
-                   const uint32_t* q_pos, const uint32_t* block_tables, uint32_t max_blocks, uint32_t block_size,
-                   uint32_t tokens, uint32_t heads, uint32_t kv_heads, uint32_t headdim, uint32_t stride, float scale) {
-  static float qs[FW_ATT_MAX_HEADDIM], gm[FW_ATT_GROUPS], gl[FW_ATT_GROUPS], go[FW_ATT_GROUPS * FW_ATT_MAX_HEADDIM];
-  ::attention_f32_kv16(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens, heads,
-                  kv_heads, headdim, stride, scale, qs, gm, gl, go, TG);
-}
-
-void attention_warps_f32_kv16(float* out, const float* qkv, const fw_f16* k_cache, const fw_f16* v_cache,
-                         const uint32_t* q_seq, const uint32_t* q_pos, const uint32_t* block_tables,
-                         uint32_t max_blocks, uint32_t block_size, uint32_t tokens, uint32_t heads, uint32_t kv_heads,
-                         uint32_t headdim, uint32_t stride, float scale) {
-  static float gm[FW_ABK_MAX_GROUP * FW_ATW_MAX_UNITS], gl[FW_ABK_MAX_GROUP * FW_ATW_MAX_UNITS],
-      wt[FW_ABK_MAX_GROUP * FW_ATW_MAX_UNITS], part[FW_ATW_PART];
-  ::attention_warps_f32_kv16(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens, heads,
-                        kv_heads, headdim, stride, scale, gm, gl, wt, part, TG);
-}
-
-void attention_split_f32_kv16(float* part, const float* qkv, const fw_f16* k_cache, const fw_f16* v_cache,
-                         const uint32_t* q_seq, const uint32_t* q_pos, const uint32_t* block_tables,
-                         uint32_t max_blocks, uint32_t block_size, uint32_t tokens, uint32_t heads, uint32_t kv_heads,
-                         uint32_t headdim, uint32_t stride, float scale, float* ml, uint32_t ranges) {
-  static float gm[FW_ABK_MAX_GROUP * FW_ATW_MAX_UNITS], gl[FW_ABK_MAX_GROUP * FW_ATW_MAX_UNITS],
-      wt[FW_ABK_MAX_GROUP * FW_ATW_MAX_UNITS], buf[FW_ATW_PART];
-  ::attention_split_f32_kv16(part, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens, heads,
-                        kv_heads, headdim, stride, scale, ml, ranges, gm, gl, wt, buf, TG);
-}
-
-void rope_attention_warps_f32_kv16(float* out, float* qkv, fw_f16* k_cache, fw_f16* v_cache, const uint32_t* q_seq,
-                              const uint32_t* q_pos, const uint32_t* block_tables, uint32_t max_blocks,
-                              uint32_t block_size, uint32_t tokens, uint32_t heads, uint32_t kv_heads,
-                              uint32_t headdim, uint32_t stride, float scale, const float* inv_freq,
-                              const uint32_t* slots, uint32_t num_slots, const float* ws, const float* bias,
-                              uint32_t parts, fw_u32x4* xs, uint32_t split) {
-  static float gm[FW_ABK_MAX_GROUP * FW_ATW_MAX_UNITS], gl[FW_ABK_MAX_GROUP * FW_ATW_MAX_UNITS],
-      wt[FW_ABK_MAX_GROUP * FW_ATW_MAX_UNITS], part[FW_ATW_PART];
-  ::rope_attention_warps_f32_kv16(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens,
-                             heads, kv_heads, headdim, stride, scale, inv_freq, slots, num_slots, ws, bias, parts,
-                             (uint32_t*)xs, split, gm, gl, wt, part, TG);
-}
-
-void attention_prefill_f32_kv16(float* out, const float* qkv, const fw_f16* k_cache, const fw_f16* v_cache,
-                           const uint32_t* q_seq, const uint32_t* q_pos, const uint32_t* block_tables,
-                           uint32_t max_blocks, uint32_t block_size, uint32_t tokens, uint32_t heads,
-                           uint32_t kv_heads, uint32_t headdim, uint32_t stride, float scale) {
-  static float qs[FW_ATTP_ROWS * FW_ATT_MAX_HEADDIM], buf[FW_ATTP_KEYS * FW_ATTP_DCHUNK],
-      ps[FW_ATTP_ROWS * FW_ATTP_KEYS];
-  ::attention_prefill_f32_kv16(out, qkv, k_cache, v_cache, q_seq, q_pos, block_tables, max_blocks, block_size, tokens,
-                          heads, kv_heads, headdim, stride, scale, qs, buf, ps, TG);
-}
+METAL_CACHE_KERNELS(, float)
+METAL_CACHE_KERNELS(_kv16, fw_f16)
+#undef METAL_CACHE_KERNELS
 #undef TG
 }  // namespace fw_metal
 #define FWK(name) fw_metal::name
@@ -310,6 +255,59 @@ using namespace hostemu_driver;
                                                     U(a, 6), U(a, 7), U(a, 8), U(a, 9), U(a, 10));          \
                             }}}
 
+// The kernels over the KV cache, over an f32 cache (SUF empty, KV float)
+// and over a half-precision one (SUF _kv16, KV fw_f16).
+#define CACHE_KERNELS(SUF, KV) \
+    {"kv_store_f32" #SUF, \
+     {FW_KV_THREADS, \
+      [](std::vector<Arg>& a) { \
+        FWK(kv_store_f32##SUF)(P<KV>(a, 0), P<KV>(a, 1), P<float>(a, 2), P<uint32_t>(a, 3), U(a, 4), U(a, 5), \
+                     U(a, 6), U(a, 7), U(a, 8), U(a, 9)); \
+      }}}, \
+    {"rope_kv_store_f32" #SUF, \
+     {FW_ROPE_THREADS, \
+      [](std::vector<Arg>& a) { \
+        FWK(rope_kv_store_f32##SUF)(P<float>(a, 0), P<KV>(a, 1), P<KV>(a, 2), P<uint32_t>(a, 3), P<float>(a, 4), \
+                               P<uint32_t>(a, 5), U(a, 6), U(a, 7), U(a, 8), U(a, 9), U(a, 10), U(a, 11)); \
+      }}}, \
+    {"attention_f32" #SUF, \
+     {FW_ATT_THREADS, \
+      [](std::vector<Arg>& a) { \
+        FWK(attention_f32##SUF)(P<float>(a, 0), P<float>(a, 1), P<KV>(a, 2), P<KV>(a, 3), P<uint32_t>(a, 4), \
+                      P<uint32_t>(a, 5), P<uint32_t>(a, 6), U(a, 7), U(a, 8), U(a, 9), U(a, 10), U(a, 11), \
+                      U(a, 12), U(a, 13), F(a, 14)); \
+      }}}, \
+    {"attention_warps_f32" #SUF, \
+     {FW_ATW_THREADS, \
+      [](std::vector<Arg>& a) { \
+        FWK(attention_warps_f32##SUF)(P<float>(a, 0), P<float>(a, 1), P<KV>(a, 2), P<KV>(a, 3), P<uint32_t>(a, 4), \
+                                 P<uint32_t>(a, 5), P<uint32_t>(a, 6), U(a, 7), U(a, 8), U(a, 9), U(a, 10), U(a, 11), \
+                                 U(a, 12), U(a, 13), F(a, 14)); \
+      }}}, \
+    {"rope_attention_warps_f32" #SUF, \
+     {FW_ATW_THREADS, \
+      [](std::vector<Arg>& a) { \
+        FWK(rope_attention_warps_f32##SUF)(P<float>(a, 0), P<float>(a, 1), P<KV>(a, 2), P<KV>(a, 3), \
+                                      P<uint32_t>(a, 4), P<uint32_t>(a, 5), P<uint32_t>(a, 6), U(a, 7), U(a, 8), \
+                                      U(a, 9), U(a, 10), U(a, 11), U(a, 12), U(a, 13), F(a, 14), P<float>(a, 15), \
+                                      P<uint32_t>(a, 16), U(a, 17), P<float>(a, 18), P<float>(a, 19), U(a, 20), \
+                                      P<fw_u32x4>(a, 21), U(a, 22)); \
+      }}}, \
+    {"attention_prefill_f32" #SUF, \
+     {FW_ATTP_THREADS, \
+      [](std::vector<Arg>& a) { \
+        FWK(attention_prefill_f32##SUF)(P<float>(a, 0), P<float>(a, 1), P<KV>(a, 2), P<KV>(a, 3), P<uint32_t>(a, 4), \
+                                   P<uint32_t>(a, 5), P<uint32_t>(a, 6), U(a, 7), U(a, 8), U(a, 9), U(a, 10), \
+                                   U(a, 11), U(a, 12), U(a, 13), F(a, 14)); \
+      }}}, \
+    {"attention_split_f32" #SUF, \
+     {FW_ATW_THREADS, \
+      [](std::vector<Arg>& a) { \
+        FWK(attention_split_f32##SUF)(P<float>(a, 0), P<float>(a, 1), P<KV>(a, 2), P<KV>(a, 3), P<uint32_t>(a, 4), \
+                            P<uint32_t>(a, 5), P<uint32_t>(a, 6), U(a, 7), U(a, 8), U(a, 9), U(a, 10), U(a, 11), \
+                            U(a, 12), U(a, 13), F(a, 14), P<float>(a, 15), U(a, 16)); \
+      }}}
+
 const std::map<std::string, Kernel> kernels = {
     TC_KERNEL(f16),
     TC_KERNEL(bf16),
@@ -325,25 +323,6 @@ const std::map<std::string, Kernel> kernels = {
       [](std::vector<Arg>& a) {
         FWK(rope_f32)(P<float>(a, 0), P<uint32_t>(a, 1), P<float>(a, 2), U(a, 3), U(a, 4), U(a, 5), U(a, 6));
       }}},
-    {"kv_store_f32",
-     {FW_KV_THREADS,
-      [](std::vector<Arg>& a) {
-        FWK(kv_store_f32)(P<float>(a, 0), P<float>(a, 1), P<float>(a, 2), P<uint32_t>(a, 3), U(a, 4), U(a, 5),
-                     U(a, 6), U(a, 7), U(a, 8), U(a, 9));
-      }}},
-    {"rope_kv_store_f32",
-     {FW_ROPE_THREADS,
-      [](std::vector<Arg>& a) {
-        FWK(rope_kv_store_f32)(P<float>(a, 0), P<float>(a, 1), P<float>(a, 2), P<uint32_t>(a, 3), P<float>(a, 4),
-                               P<uint32_t>(a, 5), U(a, 6), U(a, 7), U(a, 8), U(a, 9), U(a, 10), U(a, 11));
-      }}},
-    {"attention_f32",
-     {FW_ATT_THREADS,
-      [](std::vector<Arg>& a) {
-        FWK(attention_f32)(P<float>(a, 0), P<float>(a, 1), P<float>(a, 2), P<float>(a, 3), P<uint32_t>(a, 4),
-                      P<uint32_t>(a, 5), P<uint32_t>(a, 6), U(a, 7), U(a, 8), U(a, 9), U(a, 10), U(a, 11),
-                      U(a, 12), U(a, 13), F(a, 14));
-      }}},
     {"attention_gqa_f32",
      {FW_GQA_THREADS,
       [](std::vector<Arg>& a) {
@@ -351,89 +330,12 @@ const std::map<std::string, Kernel> kernels = {
                       P<uint32_t>(a, 5), P<uint32_t>(a, 6), U(a, 7), U(a, 8), U(a, 9), U(a, 10), U(a, 11),
                       U(a, 12), U(a, 13), F(a, 14));
       }}},
-    {"attention_warps_f32",
-     {FW_ATW_THREADS,
-      [](std::vector<Arg>& a) {
-        FWK(attention_warps_f32)(P<float>(a, 0), P<float>(a, 1), P<float>(a, 2), P<float>(a, 3), P<uint32_t>(a, 4),
-                                 P<uint32_t>(a, 5), P<uint32_t>(a, 6), U(a, 7), U(a, 8), U(a, 9), U(a, 10), U(a, 11),
-                                 U(a, 12), U(a, 13), F(a, 14));
-      }}},
-    {"rope_attention_warps_f32",
-     {FW_ATW_THREADS,
-      [](std::vector<Arg>& a) {
-        FWK(rope_attention_warps_f32)(P<float>(a, 0), P<float>(a, 1), P<float>(a, 2), P<float>(a, 3),
-                                      P<uint32_t>(a, 4), P<uint32_t>(a, 5), P<uint32_t>(a, 6), U(a, 7), U(a, 8),
-                                      U(a, 9), U(a, 10), U(a, 11), U(a, 12), U(a, 13), F(a, 14), P<float>(a, 15),
-                                      P<uint32_t>(a, 16), U(a, 17), P<float>(a, 18), P<float>(a, 19), U(a, 20),
-                                      P<fw_u32x4>(a, 21), U(a, 22));
-      }}},
-    {"attention_prefill_f32",
-     {FW_ATTP_THREADS,
-      [](std::vector<Arg>& a) {
-        FWK(attention_prefill_f32)(P<float>(a, 0), P<float>(a, 1), P<float>(a, 2), P<float>(a, 3), P<uint32_t>(a, 4),
-                                   P<uint32_t>(a, 5), P<uint32_t>(a, 6), U(a, 7), U(a, 8), U(a, 9), U(a, 10),
-                                   U(a, 11), U(a, 12), U(a, 13), F(a, 14));
-      }}},
-    {"attention_split_f32",
-     {FW_ATW_THREADS,
-      [](std::vector<Arg>& a) {
-        FWK(attention_split_f32)(P<float>(a, 0), P<float>(a, 1), P<float>(a, 2), P<float>(a, 3), P<uint32_t>(a, 4),
-                            P<uint32_t>(a, 5), P<uint32_t>(a, 6), U(a, 7), U(a, 8), U(a, 9), U(a, 10), U(a, 11),
-                            U(a, 12), U(a, 13), F(a, 14), P<float>(a, 15), U(a, 16));
-      }}},
+    CACHE_KERNELS(, float),
+    CACHE_KERNELS(_kv16, fw_f16),
     {"attention_merge_f32",
      {FW_ATM_THREADS,
       [](std::vector<Arg>& a) {
         FWK(attention_merge_f32)(P<float>(a, 0), P<float>(a, 1), P<float>(a, 2), U(a, 3), U(a, 4), U(a, 5), U(a, 6));
-      }}},
-    {"kv_store_f32_kv16",
-     {FW_KV_THREADS,
-      [](std::vector<Arg>& a) {
-        FWK(kv_store_f32_kv16)(P<fw_f16>(a, 0), P<fw_f16>(a, 1), P<float>(a, 2), P<uint32_t>(a, 3), U(a, 4), U(a, 5),
-                     U(a, 6), U(a, 7), U(a, 8), U(a, 9));
-      }}},
-    {"rope_kv_store_f32_kv16",
-     {FW_ROPE_THREADS,
-      [](std::vector<Arg>& a) {
-        FWK(rope_kv_store_f32_kv16)(P<float>(a, 0), P<fw_f16>(a, 1), P<fw_f16>(a, 2), P<uint32_t>(a, 3), P<float>(a, 4),
-                               P<uint32_t>(a, 5), U(a, 6), U(a, 7), U(a, 8), U(a, 9), U(a, 10), U(a, 11));
-      }}},
-    {"attention_f32_kv16",
-     {FW_ATT_THREADS,
-      [](std::vector<Arg>& a) {
-        FWK(attention_f32_kv16)(P<float>(a, 0), P<float>(a, 1), P<fw_f16>(a, 2), P<fw_f16>(a, 3), P<uint32_t>(a, 4),
-                      P<uint32_t>(a, 5), P<uint32_t>(a, 6), U(a, 7), U(a, 8), U(a, 9), U(a, 10), U(a, 11),
-                      U(a, 12), U(a, 13), F(a, 14));
-      }}},
-    {"attention_warps_f32_kv16",
-     {FW_ATW_THREADS,
-      [](std::vector<Arg>& a) {
-        FWK(attention_warps_f32_kv16)(P<float>(a, 0), P<float>(a, 1), P<fw_f16>(a, 2), P<fw_f16>(a, 3), P<uint32_t>(a, 4),
-                                 P<uint32_t>(a, 5), P<uint32_t>(a, 6), U(a, 7), U(a, 8), U(a, 9), U(a, 10), U(a, 11),
-                                 U(a, 12), U(a, 13), F(a, 14));
-      }}},
-    {"attention_split_f32_kv16",
-     {FW_ATW_THREADS,
-      [](std::vector<Arg>& a) {
-        FWK(attention_split_f32_kv16)(P<float>(a, 0), P<float>(a, 1), P<fw_f16>(a, 2), P<fw_f16>(a, 3), P<uint32_t>(a, 4),
-                            P<uint32_t>(a, 5), P<uint32_t>(a, 6), U(a, 7), U(a, 8), U(a, 9), U(a, 10), U(a, 11),
-                            U(a, 12), U(a, 13), F(a, 14), P<float>(a, 15), U(a, 16));
-      }}},
-    {"rope_attention_warps_f32_kv16",
-     {FW_ATW_THREADS,
-      [](std::vector<Arg>& a) {
-        FWK(rope_attention_warps_f32_kv16)(P<float>(a, 0), P<float>(a, 1), P<fw_f16>(a, 2), P<fw_f16>(a, 3),
-                                      P<uint32_t>(a, 4), P<uint32_t>(a, 5), P<uint32_t>(a, 6), U(a, 7), U(a, 8),
-                                      U(a, 9), U(a, 10), U(a, 11), U(a, 12), U(a, 13), F(a, 14), P<float>(a, 15),
-                                      P<uint32_t>(a, 16), U(a, 17), P<float>(a, 18), P<float>(a, 19), U(a, 20),
-                                      P<fw_u32x4>(a, 21), U(a, 22));
-      }}},
-    {"attention_prefill_f32_kv16",
-     {FW_ATTP_THREADS,
-      [](std::vector<Arg>& a) {
-        FWK(attention_prefill_f32_kv16)(P<float>(a, 0), P<float>(a, 1), P<fw_f16>(a, 2), P<fw_f16>(a, 3), P<uint32_t>(a, 4),
-                                   P<uint32_t>(a, 5), P<uint32_t>(a, 6), U(a, 7), U(a, 8), U(a, 9), U(a, 10),
-                                   U(a, 11), U(a, 12), U(a, 13), F(a, 14));
       }}},
     {"silu_mul_f32",
      {FW_EW_THREADS, [](std::vector<Arg>& a) { FWK(silu_mul_f32)(P<float>(a, 0), P<float>(a, 1), U(a, 2), U(a, 3)); }}},
